@@ -1,0 +1,150 @@
+"""Model profiles: every model-specific fact, as plain data, in one registry.
+
+A profile names tokens by *string*; ids are looked up from the tokenizer at run time
+(`ProfileTokens.from_tokenizer`) and never hard-coded, so the same profile serves the real
+Kimi-K2.5 tokenizer (163,840 ids) and the embedded tiny one (2,048 ids).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class SamplingDefaults:
+    max_new_tokens: int = 10240
+    temperature: float = 1.0
+    top_p: float = 0.95
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    name: str
+    model_path: str                      # what production loads (HF id or directory)
+    # The chat template's generation prompt; the last prompt token must be `think_open`.
+    generation_prompt: str
+    end_of_turn: str                     # the stop token; a `stop` completion ends with it
+    think_open: str
+    think_close: str
+    # Tokens that may never appear in a completion (roles, control, media).
+    forbidden_in_completion: tuple[str, ...]
+    # Optional tokens (may be absent from a tokenizer, e.g. media tokens in the tiny one).
+    optional_tokens: tuple[str, ...]
+    tool_calls_section_begin: str
+    tool_calls_section_end: str
+    tool_call_begin: str
+    tool_call_argument_begin: str
+    tool_call_end: str
+    # A tool-call id between `tool_call_begin` and `tool_call_argument_begin`.
+    tool_call_id_regex: str
+    sampling: SamplingDefaults = field(default_factory=SamplingDefaults)
+    max_seq_len: int = 16384
+    # SGLang launch flags specific to this model.
+    sglang_flags: tuple[str, ...] = ()
+
+    @property
+    def tool_call_id_pattern(self) -> re.Pattern[str]:
+        return re.compile(self.tool_call_id_regex)
+
+    def structural_tokens(self) -> dict[str, str]:
+        """Role -> token string for every token the validator and decoder look up."""
+        return {
+            "end_of_turn": self.end_of_turn,
+            "think_open": self.think_open,
+            "think_close": self.think_close,
+            "tool_calls_section_begin": self.tool_calls_section_begin,
+            "tool_calls_section_end": self.tool_calls_section_end,
+            "tool_call_begin": self.tool_call_begin,
+            "tool_call_argument_begin": self.tool_call_argument_begin,
+            "tool_call_end": self.tool_call_end,
+        }
+
+
+KIMI_K25 = ModelProfile(
+    name="kimi-k2.5",
+    model_path="moonshotai/Kimi-K2.5",
+    generation_prompt="<|im_assistant|>assistant<|im_middle|><think>",
+    end_of_turn="<|im_end|>",
+    think_open="<think>",
+    think_close="</think>",
+    forbidden_in_completion=(
+        "<|im_user|>", "<|im_system|>", "<|im_assistant|>", "<|im_middle|>", "[BOS]", "[EOS]",
+        "<|media_start|>", "<|media_content|>", "<|media_end|>", "<|media_pad|>",
+    ),
+    optional_tokens=("<|media_start|>", "<|media_content|>", "<|media_end|>", "<|media_pad|>"),
+    tool_calls_section_begin="<|tool_calls_section_begin|>",
+    tool_calls_section_end="<|tool_calls_section_end|>",
+    tool_call_begin="<|tool_call_begin|>",
+    tool_call_argument_begin="<|tool_call_argument_begin|>",
+    tool_call_end="<|tool_call_end|>",
+    tool_call_id_regex=r"^\s*functions\.(?P<name>[A-Za-z0-9_\-\.]+):(?P<index>\d+)\s*$",
+    sampling=SamplingDefaults(max_new_tokens=10240, temperature=1.0, top_p=0.95),
+    max_seq_len=16384,
+    sglang_flags=("--trust-remote-code", "--tool-call-parser", "kimi_k2", "--reasoning-parser", "kimi_k2"),
+)
+
+TINY_MODEL_DIR = Path(str(resources.files("kimi_eagle_data") / "assets" / "tiny-kimi"))
+
+# The embedded tiny model speaks Kimi-K2.5's format but has a 512-token context: the demo
+# uses the same profile with lengths scaled down.
+TINY_KIMI = replace(
+    KIMI_K25,
+    name="tiny-kimi",
+    model_path=str(TINY_MODEL_DIR),
+    sampling=SamplingDefaults(max_new_tokens=192, temperature=1.0, top_p=0.95),
+    max_seq_len=512,
+)
+
+PROFILES: dict[str, ModelProfile] = {p.name: p for p in (KIMI_K25, TINY_KIMI)}
+
+
+def get_profile(name: str) -> ModelProfile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown model profile {name!r}; known: {', '.join(sorted(PROFILES))}") from None
+
+
+class TokenLookupError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ProfileTokens:
+    """A profile's token strings resolved to ids of one concrete tokenizer."""
+
+    profile: ModelProfile
+    ids: dict[str, int]           # token string -> id
+    forbidden_ids: frozenset[int]
+
+    def __getattr__(self, role: str) -> int:
+        # tokens.end_of_turn, tokens.think_close, ... -> id
+        structural = self.profile.structural_tokens()
+        if role in structural:
+            return self.ids[structural[role]]
+        raise AttributeError(role)
+
+    @classmethod
+    def from_tokenizer(cls, profile: ModelProfile, tokenizer) -> "ProfileTokens":
+        vocab = tokenizer.get_vocab()
+        wanted = set(profile.structural_tokens().values()) | set(profile.forbidden_in_completion)
+        ids: dict[str, int] = {}
+        missing = []
+        for tok in sorted(wanted):
+            if tok in vocab:
+                ids[tok] = vocab[tok]
+            elif tok not in profile.optional_tokens:
+                missing.append(tok)
+        if missing:
+            raise TokenLookupError(
+                f"tokenizer {getattr(tokenizer, 'name_or_path', '?')!r} lacks the {profile.name} tokens "
+                f"{missing}; use a tokenizer of that model or pick another --profile"
+            )
+        values = list(ids.values())
+        if len(set(values)) != len(values):
+            raise TokenLookupError(f"tokenizer maps several {profile.name} special tokens to one id: {ids}")
+        forbidden = frozenset(ids[t] for t in profile.forbidden_in_completion if t in ids)
+        return cls(profile=profile, ids=ids, forbidden_ids=forbidden)
