@@ -1,0 +1,535 @@
+"""Source adapters: one upstream row (a dict, as `datasets`/JSONL gives it) -> one `SourcePrompt`.
+
+Each adapter either returns `SourcePrompt(source_id, messages, tools)` or raises
+`SourceRowError(code, message)` with a machine-readable `code` and one human line. Codes:
+
+    wrong_type            the row, a column or a message has the wrong type
+    missing_field         a required column / message key is absent (or null where a value is required)
+    empty_user_turn       the user turn to answer is empty or whitespace-only
+    no_user_turn          the conversation has no user turn at all
+    starts_with_assistant the conversation opens with an assistant turn (ShareGPT chunk starting with gpt)
+    unknown_role          a `from`/`role` value the adapter does not know
+    placeholder_input     `input` is the "-" placeholder (OpenCodeReasoning split_1, filled from TACO/APPS)
+    bad_tool_json         glaive system string: the tool declarations are not JSON objects with a name
+    bad_chat_format       glaive `chat` that is not a sequence of USER:/ASSISTANT:/FUNCTION RESPONSE: turns
+    bad_tool_call         glaive `<functioncall>` that cannot be parsed (after_tool_result policy)
+    undeclared_tool       glaive call to a tool that the system string does not declare
+    no_tool_result        after_tool_result policy on a row without a FUNCTION RESPONSE
+
+Messages use the chat shape `apply_chat_template` takes; tools are native
+`[{"type": "function", "function": {name, description, parameters}}]`, never pasted into a
+system message (SPEC §3).
+
+Design decisions (documented in the report and tested):
+
+* glaive: the system boilerplate ("You are a helpful assistant with access to the following
+  functions. Use them if required -", "…with no access to external functions.") is dropped; the
+  tools go to `tools=`. Any *other* text left in the system string after removing the tool JSON
+  and that boilerplate is kept as a system message (upstream almost never has any).
+* source ids: the upstream key where there is one (`id`, `prompt_id`); otherwise a content hash
+  (`sha1(...)[:16]`) so that the same row gives the same id on every machine, and duplicated
+  questions (OpenThoughts, Mixture-of-Thoughts) get the same id — dedup downstream keys on it.
+* content normalisation: a string is kept verbatim (no stripping) except glaive, whose turns are
+  cut out of one marker-delimited string and stripped; a list of text parts
+  (`{"type": "text", "text": …}` or plain strings) is joined with "\\n"; anything else is `wrong_type`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, Callable
+
+from kimi_eagle_data.records import SourcePrompt, SourceRowError
+
+EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+
+
+def _sha16(*parts: str) -> str:
+    h = hashlib.sha1()
+    for i, p in enumerate(parts):
+        if i:
+            h.update(b"\x1f")
+        h.update(p.encode("utf-8"))
+    return h.hexdigest()[:16]
+
+
+def _require_row(row: Any) -> dict:
+    if not isinstance(row, dict):
+        raise SourceRowError("wrong_type", f"row is {type(row).__name__}, expected an object")
+    return row
+
+
+def _field(row: dict, name: str, kind: type | tuple[type, ...], what: str | None = None) -> Any:
+    """A required column of the given type (None counts as missing; bool is never an int)."""
+    if name not in row or row[name] is None:
+        raise SourceRowError("missing_field", f"row has no `{name}` column")
+    value = row[name]
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _kinds(kind)):
+        raise SourceRowError(
+            "wrong_type", f"`{name}` is {type(value).__name__}, expected {what or _kind_name(kind)}"
+        )
+    return value
+
+
+def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    return " or ".join(k.__name__ for k in _kinds(kind))
+
+
+def _id_string(row: dict, name: str) -> str:
+    value = _field(row, name, (str, int))
+    text = str(value).strip()
+    if not text:
+        raise SourceRowError("missing_field", f"`{name}` is empty")
+    return text
+
+
+def content_text(value: Any, where: str) -> str:
+    """Normalise message content to a string: str as is; a list of text parts joined by "\\n"."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts: list[str] = []
+        for i, part in enumerate(value):
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and part.get("type", "text") == "text" and isinstance(
+                part.get("text"), str
+            ):
+                parts.append(part["text"])
+            else:
+                kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+                raise SourceRowError(
+                    "wrong_type", f"{where}: content part {i} is not text (got {kind!r})"
+                )
+        return "\n".join(parts)
+    raise SourceRowError(
+        "wrong_type",
+        f"{where}: content is {type(value).__name__}, expected a string or a list of text parts",
+    )
+
+
+def _user_text(value: Any, where: str) -> str:
+    text = content_text(value, where)
+    if not text.strip():
+        raise SourceRowError("empty_user_turn", f"{where} is empty")
+    return text
+
+
+def _turn_list(row: dict, name: str) -> list:
+    turns = _field(row, name, list, "a list of turns")
+    if not turns:
+        raise SourceRowError("no_user_turn", f"`{name}` is an empty list")
+    for i, t in enumerate(turns):
+        if not isinstance(t, dict):
+            raise SourceRowError("wrong_type", f"`{name}[{i}]` is {type(t).__name__}, expected an object")
+    return turns
+
+
+# --------------------------------------------------------------------------------------------
+# B2 / B3: nvidia/OpenCodeInstruct, nvidia/OpenCodeReasoning — `input` as one user turn
+
+
+def input_field(row: dict) -> SourcePrompt:
+    row = _require_row(row)
+    source_id = _id_string(row, "id")
+    text = _field(row, "input", (str, list), "a string")
+    text = content_text(text, "`input`")
+    if text.strip() == "-":
+        raise SourceRowError(
+            "placeholder_input",
+            "`input` is the '-' placeholder (OpenCodeReasoning split_1: fill it from TACO/APPS first)",
+        )
+    if not text.strip():
+        raise SourceRowError("empty_user_turn", "`input` is empty")
+    return SourcePrompt(source_id, [{"role": "user", "content": text}], None)
+
+
+# --------------------------------------------------------------------------------------------
+# B4 / B6: open-r1/Mixture-of-Thoughts, HuggingFaceH4/ultrachat_200k — `messages[{role, content}]`
+
+
+def messages(row: dict) -> SourcePrompt:
+    """The first user message (plus a system message that precedes it, if any).
+
+    source_id: `prompt_id` (ultrachat) when the row has one, else sha1 of the user text
+    (Mixture-of-Thoughts has no id column)."""
+    row = _require_row(row)
+    turns = _turn_list(row, "messages")
+    system: dict | None = None
+    for i, turn in enumerate(turns):
+        if "role" not in turn:
+            raise SourceRowError("missing_field", f"`messages[{i}]` has no `role`")
+        role = turn["role"]
+        if role == "system":
+            text = content_text(turn.get("content", ""), f"`messages[{i}].content`")
+            if text.strip() and system is None:
+                system = {"role": "system", "content": text}
+            continue
+        if role == "user":
+            if "content" not in turn:
+                raise SourceRowError("missing_field", f"`messages[{i}]` has no `content`")
+            text = _user_text(turn["content"], f"the first user turn (`messages[{i}]`)")
+            if "prompt_id" in row and row["prompt_id"] is not None:
+                source_id = _id_string(row, "prompt_id")
+            else:
+                source_id = _sha16(text)
+            msgs = ([system] if system else []) + [{"role": "user", "content": text}]
+            return SourcePrompt(source_id, msgs, None)
+        if role == "assistant":
+            raise SourceRowError("starts_with_assistant", f"`messages[{i}]` (assistant) precedes any user turn")
+        raise SourceRowError("unknown_role", f"`messages[{i}].role` is {role!r}")
+    raise SourceRowError("no_user_turn", "`messages` has no user turn")
+
+
+# --------------------------------------------------------------------------------------------
+# B5: open-thoughts/OpenThoughts-114k — `system` (Sky-T1 prompt) + `conversations[{from, value}]`
+
+_HUMAN_FROM = {"user", "human"}
+_ASSISTANT_FROM = {"assistant", "gpt"}
+
+
+def openthoughts(row: dict) -> SourcePrompt:
+    """First human turn of `conversations`; the Sky-T1 `system` prompt is dropped (it is a
+    distillation instruction for the teacher, not part of the question; the target model reasons
+    on its own). source_id = sha1 of the question: the upstream has no id, and duplicated
+    questions (OpenThoughts3-style 16x repeats) map to one id for dedup."""
+    row = _require_row(row)
+    turns = _turn_list(row, "conversations")
+    for i, turn in enumerate(turns):
+        if "from" not in turn:
+            raise SourceRowError("missing_field", f"`conversations[{i}]` has no `from`")
+        who = turn["from"]
+        if who in _HUMAN_FROM:
+            if "value" not in turn:
+                raise SourceRowError("missing_field", f"`conversations[{i}]` has no `value`")
+            text = _user_text(turn["value"], f"the first human turn (`conversations[{i}]`)")
+            return SourcePrompt(_sha16(text), [{"role": "user", "content": text}], None)
+        if who == "system":
+            continue
+        if who in _ASSISTANT_FROM:
+            raise SourceRowError(
+                "starts_with_assistant", f"`conversations[{i}]` ({who}) precedes any human turn"
+            )
+        raise SourceRowError("unknown_role", f"`conversations[{i}].from` is {who!r}")
+    raise SourceRowError("no_user_turn", "`conversations` has no human turn")
+
+
+# --------------------------------------------------------------------------------------------
+# B7: Aeala/ShareGPT_Vicuna_unfiltered — `id`, `conversations[{from, value}]`
+
+SHAREGPT_HUMAN = {"human", "user"}
+SHAREGPT_ASSISTANT = {"gpt", "chatgpt", "bing", "bard", "assistant"}
+
+
+def sharegpt(row: dict) -> SourcePrompt:
+    """First human turn. A leading `system` turn is kept as a system message (it is the
+    conversation's own setup); a chunk whose first non-system turn comes from an assistant
+    (gpt/chatgpt/bing/bard: the split cut mid-conversation) is skipped: `starts_with_assistant`."""
+    row = _require_row(row)
+    source_id = _id_string(row, "id")
+    turns = _turn_list(row, "conversations")
+    system: dict | None = None
+    for i, turn in enumerate(turns):
+        if "from" not in turn:
+            raise SourceRowError("missing_field", f"`conversations[{i}]` has no `from`")
+        who = turn["from"]
+        if who == "system":
+            text = content_text(turn.get("value", ""), f"`conversations[{i}].value`")
+            if text.strip() and system is None:
+                system = {"role": "system", "content": text}
+            continue
+        if who in SHAREGPT_HUMAN:
+            if "value" not in turn:
+                raise SourceRowError("missing_field", f"`conversations[{i}]` has no `value`")
+            text = _user_text(turn["value"], f"the first human turn (`conversations[{i}]`)")
+            msgs = ([system] if system else []) + [{"role": "user", "content": text}]
+            return SourcePrompt(source_id, msgs, None)
+        if who in SHAREGPT_ASSISTANT:
+            raise SourceRowError(
+                "starts_with_assistant",
+                f"conversation starts with a `{who}` turn (a chunk cut mid-conversation); skipped",
+            )
+        raise SourceRowError("unknown_role", f"`conversations[{i}].from` is {who!r}")
+    raise SourceRowError("no_user_turn", "`conversations` has no human turn")
+
+
+# --------------------------------------------------------------------------------------------
+# B8: nebius/SWE-agent-trajectories — system prompt + first user message of `trajectory`
+
+
+def sweagent(row: dict) -> SourcePrompt:
+    """System message (the system-role entry's `system_prompt`, else its `text`) + the first user
+    message. source_id = `{instance_id}/{model_name}/{sha1(system, user)[:8]}`: readable, stable,
+    and one id for trajectories of the same instance and model that share the same prompt."""
+    row = _require_row(row)
+    instance_id = _id_string(row, "instance_id")
+    model_name = _id_string(row, "model_name")
+    turns = _turn_list(row, "trajectory")
+    system_text: str | None = None
+    for i, turn in enumerate(turns):
+        if "role" not in turn:
+            raise SourceRowError("missing_field", f"`trajectory[{i}]` has no `role`")
+        role = turn["role"]
+        if role == "system":
+            if system_text is None:
+                sp = turn.get("system_prompt")
+                raw = sp if isinstance(sp, str) and sp.strip() else turn.get("text")
+                if raw is not None:
+                    text = content_text(raw, f"`trajectory[{i}]` system prompt")
+                    if text.strip():
+                        system_text = text
+            continue
+        if role == "user":
+            if turn.get("text") is None:
+                raise SourceRowError("missing_field", f"`trajectory[{i}]` (user) has no `text`")
+            text = _user_text(turn["text"], f"the first user message (`trajectory[{i}]`)")
+            if system_text is None:
+                sp = turn.get("system_prompt")
+                if isinstance(sp, str) and sp.strip():
+                    system_text = sp
+            msgs = ([{"role": "system", "content": system_text}] if system_text else []) + [
+                {"role": "user", "content": text}
+            ]
+            h = _sha16(system_text or "", text)[:8]
+            return SourcePrompt(f"{instance_id}/{model_name}/{h}", msgs, None)
+        if role in ("ai", "assistant"):
+            raise SourceRowError("starts_with_assistant", f"`trajectory[{i}]` ({role}) precedes any user message")
+        raise SourceRowError("unknown_role", f"`trajectory[{i}].role` is {role!r}")
+    raise SourceRowError("no_user_turn", "`trajectory` has no user message")
+
+
+# --------------------------------------------------------------------------------------------
+# B1: glaiveai/glaive-function-calling-v2 — `system` (tools as concatenated JSON), `chat` (markers)
+
+_GLAIVE_PREFIX = re.compile(r"^\s*SYSTEM:[ \t]*", re.I)
+_GLAIVE_WITH_TOOLS = re.compile(
+    r"You are a helpful assistant,? with access to the following functions\.?"
+    r"(?:[ \t]*Use them if required[ \t]*-?)?",
+    re.I,
+)
+_GLAIVE_NO_TOOLS = re.compile(r"You are a helpful assistant,? with no access to external functions\.?", re.I)
+_GLAIVE_MARKER = re.compile(r"(?:^|\n)[ \t]*(USER|ASSISTANT|FUNCTION RESPONSE):[ \t]?")
+_ENDOFTEXT = "<|endoftext|>"
+_FUNCTIONCALL = "<functioncall>"
+
+
+def parse_glaive_system(system: str) -> tuple[list[dict] | None, str]:
+    """Split a glaive `system` string into native tools (or None) and the leftover system text
+    ("" when nothing but boilerplate is left).
+
+    The tools are the JSON objects after "…with access to the following functions. Use them if
+    required -" (or, without that preamble, JSON objects that start the text), concatenated with
+    whitespace between them; they are read with `JSONDecoder.raw_decode` one after the other."""
+    text = _GLAIVE_PREFIX.sub("", system, count=1)
+    tools: list[dict] | None = None
+    m = _GLAIVE_WITH_TOOLS.search(text)
+    if m:
+        start = m.end()
+        before = text[: m.start()]
+    elif text.lstrip().startswith("{"):
+        start, before = 0, ""
+    else:
+        start, before = None, text
+    rest = before
+    if start is not None:
+        decoder = json.JSONDecoder()
+        pos, end, tools = start, len(text), []
+        while True:
+            while pos < end and text[pos].isspace():
+                pos += 1
+            if pos >= end or text[pos] != "{":
+                break
+            try:
+                obj, pos = decoder.raw_decode(text, pos)
+            except json.JSONDecodeError as e:
+                raise SourceRowError(
+                    "bad_tool_json", f"tool declaration {len(tools)} in `system` is not valid JSON: {e.msg}"
+                ) from None
+            tools.append(_glaive_tool(obj, len(tools)))
+        if m and not tools and text[pos:].strip():
+            raise SourceRowError("bad_tool_json", "`system` promises functions but declares no JSON object")
+        rest = before + "\n" + text[pos:]
+        tools = tools or None
+    rest = _GLAIVE_NO_TOOLS.sub("", rest).strip()
+    return tools, rest
+
+
+def _glaive_tool(obj: Any, i: int) -> dict:
+    if not isinstance(obj, dict):
+        raise SourceRowError("bad_tool_json", f"tool declaration {i} is {type(obj).__name__}, expected an object")
+    if obj.get("type") == "function" and isinstance(obj.get("function"), dict):
+        obj = obj["function"]            # already native
+    name = obj.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise SourceRowError("bad_tool_json", f"tool declaration {i} has no `name`")
+    description = obj.get("description") or ""
+    if not isinstance(description, str):
+        raise SourceRowError("bad_tool_json", f"tool {name!r}: `description` is not a string")
+    params = obj.get("parameters")
+    if params is None or params == {} or params == []:
+        params = dict(EMPTY_PARAMETERS)
+    elif not isinstance(params, dict):
+        raise SourceRowError("bad_tool_json", f"tool {name!r}: `parameters` is not an object")
+    else:
+        params = dict(params)
+        params.setdefault("type", "object")
+        if params["type"] == "object" and "properties" not in params:
+            params["properties"] = {}
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": params}}
+
+
+def parse_glaive_chat(chat: str) -> list[tuple[str, str]]:
+    """The `chat` string as [(marker, text)]; assistant text has `<|endoftext|>` removed; all stripped."""
+    matches = list(_GLAIVE_MARKER.finditer(chat))
+    if not matches:
+        raise SourceRowError("no_user_turn", "`chat` has no USER:/ASSISTANT: markers")
+    if chat[: matches[0].start()].strip():
+        raise SourceRowError("bad_chat_format", "`chat` has text before its first USER:/ASSISTANT: marker")
+    turns = []
+    for m, nxt in zip(matches, matches[1:] + [None]):
+        text = chat[m.end(): nxt.start() if nxt else len(chat)]
+        if m.group(1) == "ASSISTANT":
+            text = text.strip()
+            if text.endswith(_ENDOFTEXT):
+                text = text[: -len(_ENDOFTEXT)]
+        turns.append((m.group(1), text.strip()))
+    return turns
+
+
+def parse_glaive_call(text: str) -> tuple[str, str, dict]:
+    """An assistant turn `[prose] <functioncall> {"name": …, "arguments": '{…}'}` ->
+    (prose, name, arguments). The single-quoted `arguments` is taken verbatim between the quote
+    after `"arguments":` and the last quote before the closing brace, so apostrophes inside values
+    (`'{"title": "Rock 'n' roll"}'`) survive; it is then parsed as JSON."""
+    k = text.find(_FUNCTIONCALL)
+    prose, call = text[:k].strip(), text[k + len(_FUNCTIONCALL):].strip()
+    try:                                                   # some rows have real JSON arguments
+        obj = json.loads(call)
+        if isinstance(obj, dict) and isinstance(obj.get("name"), str):
+            args = obj.get("arguments", {})
+            if isinstance(args, str):
+                args = _loads_args(args, obj["name"])
+            if not isinstance(args, dict):
+                raise SourceRowError("bad_tool_call", f"call to {obj['name']!r}: arguments are not an object")
+            return prose, obj["name"], args
+    except json.JSONDecodeError:
+        pass
+    m = re.match(r'\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"arguments"\s*:\s*', call)
+    if not m:
+        raise SourceRowError("bad_tool_call", f"cannot parse function call {call[:80]!r}")
+    name = json.loads(f'"{m.group(1)}"')
+    rest = call[m.end():].rstrip()
+    if not rest.endswith("}"):
+        raise SourceRowError("bad_tool_call", f"call to {name!r} is not closed by '}}'")
+    rest = rest[:-1].rstrip()
+    if len(rest) >= 2 and rest[0] == "'" and rest[-1] == "'":
+        rest = rest[1:-1]
+    return prose, name, _loads_args(rest, name)
+
+
+def _loads_args(raw: str, name: str) -> dict:
+    for candidate in (raw, raw.replace("\\'", "'")):
+        try:
+            args = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(args, dict):
+            return args
+        raise SourceRowError("bad_tool_call", f"call to {name!r}: arguments are not a JSON object")
+    raise SourceRowError("bad_tool_call", f"call to {name!r}: arguments are not valid JSON: {raw[:80]!r}")
+
+
+GLAIVE_POLICIES = ("first_user", "after_tool_result")
+
+
+def glaive(row: dict, policy: str = "first_user") -> SourcePrompt:
+    """glaive-function-calling-v2 row -> prompt.
+
+    `first_user` (default, B1): [system?] + the first USER turn, tools native.
+    `after_tool_result`: the conversation up to and including the first FUNCTION RESPONSE —
+    user … → assistant tool call (native `tool_calls`, id `functions.NAME:0`, JSON arguments
+    string) → `role: "tool"` result — so the model regenerates the answer after a tool result.
+    source_id: sha1 of `system` + `chat` (the upstream has no id column); same for both policies.
+    """
+    if policy not in GLAIVE_POLICIES:
+        raise ValueError(f"unknown glaive policy {policy!r}; known: {', '.join(GLAIVE_POLICIES)}")
+    row = _require_row(row)
+    system = _field(row, "system", str)
+    chat = _field(row, "chat", str)
+    tools, rest = parse_glaive_system(system)
+    source_id = _sha16(system, chat)
+    turns = parse_glaive_chat(chat)
+    if turns[0][0] != "USER":
+        raise SourceRowError("starts_with_assistant", f"`chat` starts with {turns[0][0]}:, not USER:")
+    head = [{"role": "system", "content": rest}] if rest else []
+    if not turns[0][1]:
+        raise SourceRowError("empty_user_turn", "the first USER turn of `chat` is empty")
+    if policy == "first_user":
+        return SourcePrompt(source_id, head + [{"role": "user", "content": turns[0][1]}], tools)
+
+    declared = {t["function"]["name"] for t in tools or []}
+    msgs: list[dict[str, Any]] = []
+    pending: tuple[str, str] | None = None                 # (call id, name) awaiting its result
+    for marker, text in turns:
+        if marker == "USER":
+            if not text:
+                raise SourceRowError("empty_user_turn", "a USER turn before the tool result is empty")
+            msgs.append({"role": "user", "content": text})
+        elif marker == "ASSISTANT":
+            if _FUNCTIONCALL in text:
+                prose, name, args = parse_glaive_call(text)
+                if name not in declared:
+                    raise SourceRowError("undeclared_tool", f"call to {name!r}, which `system` does not declare")
+                call_id = f"functions.{name}:0"
+                msgs.append({
+                    "role": "assistant",
+                    "content": prose,
+                    "tool_calls": [{
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
+                    }],
+                })
+                pending = (call_id, name)
+            else:
+                msgs.append({"role": "assistant", "content": text})
+        else:                                              # FUNCTION RESPONSE
+            if pending is None:
+                raise SourceRowError("bad_tool_call", "FUNCTION RESPONSE without a preceding <functioncall>")
+            msgs.append({"role": "tool", "tool_call_id": pending[0], "name": pending[1], "content": text})
+            return SourcePrompt(source_id, head + msgs, tools)
+    raise SourceRowError("no_tool_result", "`chat` has no FUNCTION RESPONSE (policy after_tool_result)")
+
+
+def glaive_after_tool_result(row: dict) -> SourcePrompt:
+    return glaive(row, policy="after_tool_result")
+
+
+# --------------------------------------------------------------------------------------------
+
+ADAPTERS: dict[str, Callable[[dict], SourcePrompt]] = {
+    "glaive": glaive,
+    "glaive_after_tool_result": glaive_after_tool_result,
+    "input_field": input_field,
+    "messages": messages,
+    "openthoughts": openthoughts,
+    "sharegpt": sharegpt,
+    "sweagent": sweagent,
+}
+
+
+def get_adapter(key: str) -> Callable[[dict], SourcePrompt]:
+    try:
+        return ADAPTERS[key]
+    except KeyError:
+        raise ValueError(f"unknown adapter {key!r}; known: {', '.join(ADAPTERS)}") from None

@@ -1,0 +1,132 @@
+"""The generation checkpoint: completed samples committed atomically, keyed by id.
+
+SQLite in WAL mode: each completion is one transaction, so a `kill -9` at any moment leaves
+every committed sample intact and no torn record; the primary key makes a duplicate impossible.
+Every row carries a checksum of its token bytes, verified on read, so a corrupt checkpoint is
+reported instead of being loaded silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import numpy as np
+import orjson
+
+from .records import Completion
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS completions (
+    id TEXT PRIMARY KEY,
+    config TEXT NOT NULL,
+    output_ids BLOB NOT NULL,
+    finish_reason TEXT NOT NULL,
+    finish_detail TEXT NOT NULL,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    cached_tokens INTEGER,
+    engine TEXT,
+    latency_s REAL,
+    created_at REAL NOT NULL,
+    checksum TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS failures (
+    id TEXT PRIMARY KEY,
+    config TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    message TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class CorruptCheckpointError(RuntimeError):
+    pass
+
+
+def _checksum(id_: str, blob: bytes, finish_reason: str) -> str:
+    return hashlib.blake2b(id_.encode() + b"\0" + blob + b"\0" + finish_reason.encode(), digest_size=16).hexdigest()
+
+
+def ids_to_blob(ids: Iterable[int]) -> bytes:
+    return np.asarray(ids, dtype="<i4").tobytes()
+
+
+class Checkpoint:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as e:
+            raise CorruptCheckpointError(
+                f"checkpoint {self.path} is not a readable SQLite database ({e}); move it aside and rerun "
+                "generate, or restore it from a backup") from e
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- metadata -----------------------------------------------------------------------------
+    def get_meta(self, key: str):
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return orjson.loads(row[0]) if row else None
+
+    def set_meta(self, key: str, value) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, orjson.dumps(value).decode()))
+
+    # -- writes -------------------------------------------------------------------------------
+    def commit(self, config: str, c: Completion) -> None:
+        blob = ids_to_blob(c.output_ids)
+        with self.db:  # one transaction: the completion lands and its failure record goes, or neither
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute(
+                "INSERT OR IGNORE INTO completions VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (c.id, config, blob, c.finish_reason, orjson.dumps(c.finish_detail).decode(),
+                 c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.engine, c.latency_s,
+                 time.time(), _checksum(c.id, blob, c.finish_reason)),
+            )
+            self.db.execute("DELETE FROM failures WHERE id=?", (c.id,))
+
+    def record_failure(self, config: str, id_: str, reason: str, message: str, attempts: int) -> None:
+        self.db.execute("INSERT OR REPLACE INTO failures VALUES (?,?,?,?,?,?)",
+                        (id_, config, reason, message, attempts, time.time()))
+
+    def clear_failures(self, config: str | None = None) -> int:
+        q = "DELETE FROM failures" + (" WHERE config=?" if config else "")
+        return self.db.execute(q, (config,) if config else ()).rowcount
+
+    # -- reads --------------------------------------------------------------------------------
+    def done_ids(self, config: str | None = None) -> set[str]:
+        q = "SELECT id FROM completions" + (" WHERE config=?" if config else "")
+        return {r[0] for r in self.db.execute(q, (config,) if config else ())}
+
+    def failures(self, config: str | None = None) -> dict[str, tuple[str, str, int]]:
+        q = "SELECT id, reason, message, attempts FROM failures" + (" WHERE config=?" if config else "")
+        return {r[0]: (r[1], r[2], r[3]) for r in self.db.execute(q, (config,) if config else ())}
+
+    def completions(self, config: str) -> Iterator[Completion]:
+        cur = self.db.execute(
+            "SELECT id, output_ids, finish_reason, finish_detail, prompt_tokens, completion_tokens, "
+            "cached_tokens, engine, latency_s, checksum FROM completions WHERE config=? ORDER BY id", (config,))
+        for (id_, blob, fr, fd, pt, ct, cached, engine, lat, checksum) in cur:
+            if _checksum(id_, blob, fr) != checksum or len(blob) % 4:
+                raise CorruptCheckpointError(
+                    f"checkpoint {self.path}: record {id_} fails its checksum; the file is corrupt. "
+                    "Delete that record (or the file) and rerun generate to regenerate it")
+            yield Completion(
+                id=id_, output_ids=np.frombuffer(blob, dtype="<i4").tolist(), finish_reason=fr,
+                finish_detail=orjson.loads(fd), prompt_tokens=pt, completion_tokens=ct,
+                cached_tokens=cached, engine=engine or "", latency_s=lat)
+
+    def time_range(self) -> tuple[float, float] | None:
+        row = self.db.execute("SELECT MIN(created_at), MAX(created_at) FROM completions").fetchone()
+        return None if row[0] is None else (row[0], row[1])

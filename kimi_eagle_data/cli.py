@@ -1,0 +1,280 @@
+"""`kimi-data`: the command line. Thin: options -> RunSettings -> Pipeline.
+
+Errors the user can fix print one line (what, where, what to do) and exit 1; usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from .builders.partitions import PARTITIONS
+
+console = Console(stderr=True)
+out = Console()
+
+CONFIG_HELP = f"Dataset configs to process (default: all of {', '.join(PARTITIONS)})."
+
+
+class UserError(click.ClickException):
+    """Printed as one line `error: …`, exit 1."""
+
+    def show(self, file=None):
+        console.print(f"[bold red]error:[/] {self.message}", highlight=False)
+
+
+def friendly_errors(fn):
+    """Turn the project's expected failures into one clear line instead of a traceback."""
+    from .checkpoint import CorruptCheckpointError
+    from .emit import EmitError
+    from .engines.base import EngineError
+    from .profile import TokenLookupError
+    from .tokenizer import TokenizerLoadError
+    from .workdir import SettingsMismatchError
+
+    expected = (FileNotFoundError, CorruptCheckpointError, EmitError, EngineError, TokenLookupError,
+                TokenizerLoadError, SettingsMismatchError)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except expected as e:
+            raise UserError(str(e)) from e
+        except KeyboardInterrupt:
+            console.print("[yellow]interrupted[/]: completed samples are in the checkpoint; rerun the same "
+                          "command to resume")
+            sys.exit(130)
+
+    return wrapper
+
+
+def parse_sources(values: tuple[str, ...]) -> dict[str, str]:
+    sources = {}
+    for v in values:
+        config, sep, path = v.partition("=")
+        if not sep or config not in PARTITIONS:
+            raise click.BadParameter(f"{v!r}: expected CONFIG=PATH with CONFIG one of {', '.join(PARTITIONS)}",
+                                     param_hint="--source")
+        sources[config] = path
+    return sources
+
+
+def run_options(fn):
+    """Options shared by build and the stage commands."""
+    opts = [
+        click.argument("configs", nargs=-1, type=click.Choice(list(PARTITIONS)), metavar="[CONFIG]..."),
+        click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+                     help="Run directory: checkpoint, stage outputs and dataset/ live here."),
+        click.option("--profile", default="kimi-k2.5", show_default=True,
+                     help="Model profile (token names, generation prompt, sampling defaults)."),
+        click.option("--model", help="Model path or Hub id (default: the profile's model)."),
+        click.option("--tokenizer", help="Tokenizer path (default: --model). Its chat template renders the prompts."),
+        click.option("--engine", type=click.Choice(["local"]), default="local", show_default=True,
+                     help="local: transformers in-process (CPU or one GPU)."),
+        click.option("--samples", is_flag=True, help="Use the bundled sample rows instead of the upstream datasets."),
+        click.option("--source", "sources", multiple=True, metavar="CONFIG=PATH",
+                     help="Read a config's rows from a local JSONL/Parquet file in the upstream schema (repeatable)."),
+        click.option("--revision", help="Upstream dataset revision to load from the Hub."),
+        click.option("--limit", type=click.IntRange(min=1), help="Read at most this many source rows per config."),
+        click.option("--max-new-tokens", type=click.IntRange(min=1), help="Default: the profile's (10240 for Kimi-K2.5)."),
+        click.option("--temperature", type=click.FloatRange(min=0), help="Default: the profile's (1.0)."),
+        click.option("--top-p", type=click.FloatRange(0, 1), help="Default: the profile's (0.95)."),
+        click.option("--max-seq-len", type=click.IntRange(min=1),
+                     help="Reject prompts with prompt_len + max_new_tokens above this (default: the profile's)."),
+        click.option("--keep-truncated", is_flag=True, help="Keep length-truncated completions in train."),
+        click.option("--retry-failed", is_flag=True, help="Generate again the samples recorded as failed."),
+        click.option("--batch-size", default=16, show_default=True, help="Local engine batch size."),
+        click.option("--version", "version", default="0.1.0", show_default=True, help="Dataset version (semver)."),
+        click.option("--no-progress", is_flag=True, help="No progress bars."),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+# Options a later stage command inherits from the workdir's run.json when not given again.
+INHERITED = ("profile", "model", "tokenizer", "samples", "sources", "revision", "limit", "max_new_tokens",
+             "temperature", "top_p", "max_seq_len", "keep_truncated", "batch_size", "version", "configs")
+
+
+def settings_from(kw: dict):
+    from .pipeline import RunSettings
+    from .workdir import read_json
+
+    run_json = Path(kw["workdir"]) / "run.json"
+    saved = read_json(run_json).get("options", {}) if run_json.exists() else {}
+    ctx = click.get_current_context()
+    for key in INHERITED:
+        if key in saved and ctx.get_parameter_source(key) in (None, click.core.ParameterSource.DEFAULT):
+            value = saved[key]
+            if key == "sources":
+                value = tuple(f"{k}={v}" for k, v in value.items())
+            kw[key] = tuple(value) if isinstance(value, list) else value
+    model_label = saved.get("model_label") if kw["model"] == saved.get("model") else None
+
+    return RunSettings(
+        workdir=str(kw["workdir"]), configs=list(kw["configs"]) or list(PARTITIONS), profile=kw["profile"],
+        model=kw["model"], tokenizer=kw["tokenizer"], engine=kw["engine"], samples=kw["samples"],
+        sources=parse_sources(kw["sources"]), revision=kw["revision"], limit=kw["limit"],
+        max_new_tokens=kw["max_new_tokens"], temperature=kw["temperature"], top_p=kw["top_p"],
+        max_seq_len=kw["max_seq_len"], keep_truncated=kw["keep_truncated"], retry_failed=kw["retry_failed"],
+        batch_size=kw["batch_size"], version=kw["version"], progress=not kw["no_progress"],
+        model_label=model_label,
+    )
+
+
+def pipeline_for(settings):
+    from .pipeline import Pipeline
+
+    return Pipeline(settings, console=console)
+
+
+# -- output ---------------------------------------------------------------------------------------
+def print_prepare(reports) -> None:
+    t = Table(title="prepare")
+    for col in ("config", "source", "selected", "prompts", "rejected", "reasons"):
+        t.add_column(col, justify="right" if col in ("selected", "prompts", "rejected") else "left")
+    for cfg, r in reports.items():
+        t.add_row(cfg, r.source, str(r.selected), str(r.prepared), str(sum(r.rejected.values())),
+                  ", ".join(f"{k} {v}" for k, v in r.rejected.most_common(3)))
+    out.print(t)
+
+
+def print_generate(rep) -> None:
+    out.print(f"generate: {rep.completed} completed, {rep.failed} failed, {rep.skipped_done} already done"
+              + (f", {rep.skipped_failed} failed earlier (rerun with --retry-failed)" if rep.skipped_failed else "")
+              + (f"; {rep.output_tokens:,} tokens in {rep.seconds:.1f}s ({rep.tokens_per_s:,.0f} tok/s)"
+                 if rep.completed else ""))
+
+
+def print_summary(reports) -> None:
+    t = Table(title="dataset summary")
+    for col in ("config", "selected", "prep-rejected", "generated", "failed", "pending", "train", "rejected",
+                "top reasons", "train tokens"):
+        t.add_column(col, justify="left" if col in ("config", "top reasons") else "right")
+    tot = dict.fromkeys(("selected", "rejected_at_prepare", "generated", "failed", "pending", "valid",
+                         "rejected", "train_tokens"), 0)
+    for cfg, r in reports.items():
+        reasons = r.reasons + r.failure_reasons
+        for k in tot:
+            tot[k] += getattr(r, k)
+        t.add_row(cfg, str(r.selected), str(r.rejected_at_prepare), str(r.generated), str(r.failed),
+                  str(r.pending), str(r.valid), str(r.rejected),
+                  ", ".join(f"{k} {v}" for k, v in reasons.most_common(3)), f"{r.train_tokens:,}")
+    t.add_row("all", *(f"{tot[k]:,}" if k == "train_tokens" else str(tot[k]) for k in
+                       ("selected", "rejected_at_prepare", "generated", "failed", "pending", "valid", "rejected")),
+              "", f"{tot['train_tokens']:,}", style="bold")
+    out.print(t)
+    unbalanced = [c for c, r in reports.items() if not r.balanced]
+    if unbalanced:
+        raise UserError(f"accounting does not balance for {', '.join(unbalanced)}; this is a bug, please report it")
+    out.print("accounting: selected = rejected at prepare + train + rejected + failed + pending  [green]✓[/]")
+
+
+def print_load_hint(dataset_dir: Path) -> None:
+    out.print("\nLoad it with:")
+    out.print(f'  python -c \'from datasets import load_dataset; print(load_dataset("{dataset_dir}", "B4"))\'',
+              highlight=False, soft_wrap=True)
+
+
+# -- commands -------------------------------------------------------------------------------------
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(package_name="kimi-eagle-data")
+def main():
+    """Build EAGLE-3 drafter training data for Kimi-K2.5.
+
+    Pipeline: prepare (render prompts with the model's chat template) -> generate (the model's own
+    completions, token ids in and out) -> validate (token structure) -> emit (Hub-layout dataset with
+    card). `build` runs all four and resumes where it stopped; `demo` runs them on CPU with the embedded
+    tiny model.
+    """
+
+
+@main.command()
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Where to put the run (dataset in WORKDIR/dataset).")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many sample rows per config.")
+@click.option("--no-progress", is_flag=True, help="No progress bars.")
+@friendly_errors
+def demo(workdir: Path, limit: int | None, no_progress: bool):
+    """The whole pipeline on the bundled sample prompts with the embedded tiny model (CPU, no network).
+
+    The tiny model speaks Kimi-K2.5's token format but its text is meaningless: the demo shows the
+    pipeline, not data to train on.
+    """
+    from .pipeline import Pipeline, RunSettings
+    from .profile import TINY_MODEL_DIR
+
+    settings = RunSettings(workdir=str(workdir), profile="tiny-kimi", model=str(TINY_MODEL_DIR),
+                           model_label="tiny-kimi (embedded test model)", samples=True, limit=limit,
+                           progress=not no_progress)
+    p = Pipeline(settings, console=console)
+    print_prepare(p.prepare())
+    print_generate(p.generate())
+    reports = p.validate()
+    p.emit()
+    print_summary(reports)
+    print_load_hint(p.workdir.dataset)
+
+
+@main.command()
+@run_options
+@friendly_errors
+def build(**kw):
+    """prepare -> generate -> validate -> emit, resumable and idempotent.
+
+    Rerunning the same command skips finished work: completed samples come from the checkpoint and
+    the emitted dataset is byte-identical when nothing changed.
+    """
+    p = pipeline_for(settings_from(kw))
+    print_prepare(p.prepare())
+    print_generate(p.generate())
+    reports = p.validate()
+    p.emit()
+    print_summary(reports)
+    print_load_hint(p.workdir.dataset)
+
+
+@main.command()
+@run_options
+@friendly_errors
+def prepare(**kw):
+    """Adapt source rows and render prompts with the chat template (prepared/<CONFIG>.parquet)."""
+    print_prepare(pipeline_for(settings_from(kw)).prepare())
+
+
+@main.command()
+@run_options
+@friendly_errors
+def generate(**kw):
+    """Generate completions for prepared prompts into the checkpoint (resumable)."""
+    print_generate(pipeline_for(settings_from(kw)).generate())
+
+
+@main.command()
+@run_options
+@friendly_errors
+def validate(**kw):
+    """Check every completion's token structure (SPEC §5); write validated/<CONFIG>.parquet."""
+    print_summary(pipeline_for(settings_from(kw)).validate())
+
+
+@main.command()
+@run_options
+@friendly_errors
+def emit(**kw):
+    """Write the Hub-layout dataset (Parquet per config, card, plots, manifest) to WORKDIR/dataset."""
+    p = pipeline_for(settings_from(kw))
+    manifest = p.emit()
+    out.print(f"emitted {len(manifest['files'])} files to {p.workdir.dataset} (version {manifest['version']})")
+    print_load_hint(p.workdir.dataset)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

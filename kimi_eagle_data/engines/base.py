@@ -1,0 +1,74 @@
+"""The one small interface every generation engine implements.
+
+An engine takes `GenerationRequest`s (token ids in) and yields `Completion`s (token ids out,
+exactly as produced) in whatever order they finish. The generate stage owns checkpointing,
+retries-as-accounting and progress; engines own only talking to a model.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Iterator
+
+from ..records import Completion
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """SGLang's `sampling_params` subset we use (SPEC §4). Field names are SGLang's."""
+
+    max_new_tokens: int
+    temperature: float
+    top_p: float
+    stop_token_ids: tuple[int, ...]
+    skip_special_tokens: bool = False
+
+    def to_sglang(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["stop_token_ids"] = list(self.stop_token_ids)
+        return d
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    id: str
+    input_ids: list[int]
+    sampling: SamplingParams
+    # Engines that can seed per request (the local one) derive their randomness from it.
+    seed: int = 0
+
+
+@dataclass
+class EngineInfo:
+    """Provenance of the engine, recorded in the manifest and card."""
+
+    engine: str                      # "local" / "sglang"
+    version: str                     # engine software version
+    model_path: str
+    context_length: int | None = None
+    server_args: dict[str, Any] = field(default_factory=dict)
+
+
+class EngineError(RuntimeError):
+    """An engine cannot start or serve (one clear line; the CLI prints it and exits 1)."""
+
+
+class Engine(abc.ABC):
+    name: str = "engine"
+
+    @abc.abstractmethod
+    def info(self) -> EngineInfo: ...
+
+    @abc.abstractmethod
+    def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion]:
+        """Yield one Completion per request as each finishes (any order)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

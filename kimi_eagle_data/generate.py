@@ -1,0 +1,89 @@
+"""Stage 2, generate: PromptRecords -> engine -> Completions committed to the checkpoint.
+
+Work already in the checkpoint is skipped, so a rerun (or a restart after a crash) continues
+where the last one stopped. A completion the engine could not produce (`abort`, exhausted
+retries) is recorded as a failure with its reason; `retry_failed` tries those again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from .checkpoint import Checkpoint
+from .engines.base import Engine, GenerationRequest, SamplingParams
+from .records import PromptRecord
+
+FAILED_FINISH = ("abort", "error")
+
+
+@dataclass
+class GenerateReport:
+    requested: int = 0
+    skipped_done: int = 0
+    skipped_failed: int = 0
+    completed: int = 0
+    failed: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+    finish: Counter = field(default_factory=Counter)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.output_tokens / self.seconds if self.seconds else 0.0
+
+
+def request_seed(id_: str) -> int:
+    return int(id_.rsplit("-", 1)[-1][:8], 16) if "-" in id_ else 0
+
+
+def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Checkpoint, sampling: SamplingParams,
+                     *, retry_failed: bool = False, console: Console | None = None,
+                     show_progress: bool = True) -> GenerateReport:
+    report = GenerateReport()
+    done = checkpoint.done_ids()
+    failed = checkpoint.failures()
+    config_of = {r.id: r.config for r in records}
+    todo = []
+    for r in records:
+        if r.id in done:
+            report.skipped_done += 1
+        elif r.id in failed and not retry_failed:
+            report.skipped_failed += 1
+        else:
+            todo.append(GenerationRequest(r.id, r.prompt_ids, sampling, seed=request_seed(r.id)))
+    report.requested = len(todo)
+    if not todo:
+        return report
+
+    console = console or Console(stderr=True)
+    progress = Progress(
+        TextColumn("[bold]generate"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[tps]:>7.0f} tok/s"), TextColumn("{task.fields[reasons]}"),
+        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+        console=console, disable=not show_progress, transient=False,
+    )
+    t0 = time.perf_counter()
+    with progress:
+        task = progress.add_task("generate", total=len(todo), tps=0.0, reasons="")
+        for c in engine.generate(todo):
+            config = config_of[c.id]
+            if c.finish_reason in FAILED_FINISH:
+                attempts = int(c.finish_detail.get("attempts", 1))
+                message = str(c.finish_detail.get("message", c.finish_reason))
+                checkpoint.record_failure(config, c.id, c.finish_reason, message, attempts)
+                report.failed += 1
+            else:
+                checkpoint.commit(config, c)
+                report.completed += 1
+                report.output_tokens += len(c.output_ids)
+            report.finish[c.finish_reason] += 1
+            elapsed = time.perf_counter() - t0
+            progress.update(task, advance=1, tps=report.output_tokens / elapsed if elapsed else 0.0,
+                            reasons=" ".join(f"{k}={v}" for k, v in sorted(report.finish.items())))
+    report.seconds = time.perf_counter() - t0
+    return report

@@ -1,0 +1,200 @@
+"""The stages wired together over one workdir. The CLI only parses options into `RunSettings`."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rich.console import Console
+
+from . import __version__
+from .assemble import ValidateReport, validate_config
+from .builders.partitions import PARTITIONS, get_partition
+from .checkpoint import Checkpoint
+from .engines.base import Engine, SamplingParams
+from .generate import GenerateReport, generate_records
+from .prepare import PrepareReport, prepare_rows, read_prepared, write_prepared
+from .profile import ModelProfile, ProfileTokens, get_profile
+from .sources import iter_source
+from .tokenizer import load_tokenizer, tokenizer_fingerprint
+from .validate import Validator
+from .workdir import Workdir
+
+# Settings that change the data: a workdir started with one value refuses another.
+BINDING_KEYS = ("profile", "model", "tokenizer", "tokenizer_sha256", "chat_template_sha256", "sampling",
+                "max_seq_len")
+
+
+@dataclass
+class RunSettings:
+    workdir: str
+    configs: list[str] = field(default_factory=lambda: list(PARTITIONS))
+    profile: str = "kimi-k2.5"
+    model: str | None = None               # default: the profile's model path
+    tokenizer: str | None = None           # default: the model path
+    model_label: str | None = None         # how the card names the model (default: model)
+    engine: str = "local"
+    samples: bool = False                  # read the bundled sample rows instead of the upstream
+    sources: dict[str, str] = field(default_factory=dict)   # config -> local JSONL/Parquet
+    revision: str | None = None
+    limit: int | None = None
+    max_new_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_seq_len: int | None = None
+    keep_truncated: bool = False
+    retry_failed: bool = False
+    batch_size: int = 16
+    version: str = "0.1.0"
+    progress: bool = True
+
+    def options(self) -> dict[str, Any]:
+        """What later stage commands on this workdir inherit (see cli.INHERITED)."""
+        keys = ("profile", "model", "model_label", "tokenizer", "samples", "sources", "revision", "limit",
+                "max_new_tokens", "temperature", "top_p", "max_seq_len", "keep_truncated", "batch_size",
+                "version", "configs")
+        return {k: getattr(self, k) for k in keys}
+
+    def __post_init__(self):
+        for c in self.configs:
+            get_partition(c)
+
+    @property
+    def model_profile(self) -> ModelProfile:
+        return get_profile(self.profile)
+
+    @property
+    def model_path(self) -> str:
+        return self.model or self.model_profile.model_path
+
+    @property
+    def tokenizer_path(self) -> str:
+        return self.tokenizer or self.model_path
+
+    def resolved_max_seq_len(self) -> int:
+        return self.max_seq_len or self.model_profile.max_seq_len
+
+    def sampling(self, stop_id: int) -> SamplingParams:
+        d = self.model_profile.sampling
+        return SamplingParams(
+            max_new_tokens=self.max_new_tokens or d.max_new_tokens,
+            temperature=d.temperature if self.temperature is None else self.temperature,
+            top_p=d.top_p if self.top_p is None else self.top_p,
+            stop_token_ids=(stop_id,),
+        )
+
+
+class Pipeline:
+    def __init__(self, settings: RunSettings, console: Console | None = None):
+        self.s = settings
+        self.console = console or Console(stderr=True)
+        self.workdir = Workdir.at(settings.workdir)
+        self.profile = settings.model_profile
+        self.tokenizer = load_tokenizer(settings.tokenizer_path)
+        self.tokens = ProfileTokens.from_tokenizer(self.profile, self.tokenizer)
+        self.sampling = settings.sampling(self.tokens.end_of_turn)
+        self.max_seq_len = settings.resolved_max_seq_len()
+        fp = tokenizer_fingerprint(self.tokenizer)
+        self.run = self.workdir.bind_settings({
+            "profile": self.profile.name,
+            "model": settings.model_label or settings.model_path,
+            "tokenizer": settings.model_label or settings.tokenizer_path,
+            **fp,
+            "sampling": self.sampling.to_sglang(),
+            "max_seq_len": self.max_seq_len,
+            "keep_truncated": settings.keep_truncated,
+            "options": settings.options(),
+        }, binding_keys=BINDING_KEYS)
+
+    # -- stages -------------------------------------------------------------------------------
+    def prepare(self) -> dict[str, PrepareReport]:
+        gen_prompt = self.tokenizer.encode(self.profile.generation_prompt, add_special_tokens=False)
+        reports = {}
+        for config in self.s.configs:
+            part = PARTITIONS[config]
+            desc, rows = iter_source(part, self.s.sources.get(config), samples=self.s.samples,
+                                     revision=self.s.revision, limit=self.s.limit)
+            records, rejections, report = prepare_rows(
+                part, rows, self.tokenizer, gen_prompt_ids=gen_prompt,
+                max_new_tokens=self.sampling.max_new_tokens, max_seq_len=self.max_seq_len, source_desc=desc)
+            write_prepared(self.workdir, config, records, rejections, report)
+            reports[config] = report
+        return reports
+
+    def make_engine(self) -> Engine:
+        if self.s.engine == "local":
+            from .engines.local import LocalEngine
+
+            return LocalEngine(self.s.model_path, batch_size=self.s.batch_size)
+        raise ValueError(f"engine {self.s.engine!r} is not available in this version; use --engine local")
+
+    def generate(self, engine: Engine | None = None) -> GenerateReport:
+        records = [r for c in self.s.configs for r in read_prepared(self.workdir, c)]
+        ckpt = Checkpoint(self.workdir.checkpoint)
+        try:
+            done = ckpt.done_ids()
+            failed = ckpt.failures()
+            if not any(r.id not in done and (self.s.retry_failed or r.id not in failed) for r in records):
+                return GenerateReport(skipped_done=sum(r.id in done for r in records),
+                                      skipped_failed=sum(r.id in failed for r in records))
+            own = engine is None
+            engine = engine or self.make_engine()
+            try:
+                ckpt.set_meta("engine", asdict(engine.info()))
+                return generate_records(records, engine, ckpt, self.sampling, retry_failed=self.s.retry_failed,
+                                        console=self.console, show_progress=self.s.progress)
+            finally:
+                if own:
+                    engine.close()
+        finally:
+            ckpt.close()
+
+    def validate(self) -> dict[str, ValidateReport]:
+        validator = Validator(self.tokens, self.tokenizer, self.max_seq_len, keep_truncated=self.s.keep_truncated)
+        ckpt = Checkpoint(self.workdir.checkpoint)
+        try:
+            return {c: validate_config(self.workdir, c, ckpt, validator) for c in self.s.configs}
+        finally:
+            ckpt.close()
+
+    def provenance(self) -> dict[str, Any]:
+        ckpt = Checkpoint(self.workdir.checkpoint)
+        try:
+            engine = ckpt.get_meta("engine") or {}
+            span = ckpt.time_range()
+        finally:
+            ckpt.close()
+        iso = (lambda t: dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        return {
+            "profile": self.run["profile"],
+            "model_path": self.run["model"],
+            "model_revision": self.s.revision,
+            "tokenizer_path": self.run["tokenizer"],
+            "tokenizer_sha256": self.run["tokenizer_sha256"],
+            "chat_template_sha256": self.run["chat_template_sha256"],
+            "vocab_size": self.run["vocab_size"],
+            "engine": engine.get("engine", "?"),
+            "engine_version": engine.get("version", "?"),
+            "server_args": engine.get("server_args", {}),
+            "sampling": self.run["sampling"],
+            "max_seq_len": self.run["max_seq_len"],
+            "keep_truncated": self.s.keep_truncated,
+            "project_version": __version__,
+            "generated_from": iso(span[0]) if span else None,
+            "generated_to": iso(span[1]) if span else None,
+            "tiny_model": self.profile.name == "tiny-kimi",
+        }
+
+    def emit(self, repo_id: str | None = None) -> dict[str, Any]:
+        from .emit import emit_dataset
+
+        return emit_dataset(self.workdir, self.s.configs, version=self.s.version,
+                            provenance=self.provenance(), repo_id=repo_id)
+
+    def build(self) -> dict[str, ValidateReport]:
+        self.prepare()
+        self.generate()
+        reports = self.validate()
+        self.emit()
+        return reports

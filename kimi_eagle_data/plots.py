@@ -1,0 +1,44 @@
+"""Plots for the dataset card (matplotlib, Agg, deterministic PNGs)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from .workdir import Workdir, atomic_path
+
+
+def plot_lengths(workdir: Workdir, configs: list[str], out_dir: Path) -> dict[str, str]:
+    """Completion-length histograms per config (train vs rejected). Returns {title: relative path}."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = min(4, max(1, len(configs)))
+    rows = math.ceil(len(configs) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
+    for ax in axes.flat[len(configs):]:
+        ax.axis("off")
+    for ax, config in zip(axes.flat, configs):
+        t = pq.read_table(workdir.validated(config), columns=["completion_len", "split"]).to_pydict()
+        train = [n for n, s in zip(t["completion_len"], t["split"]) if s == "train"]
+        rejected = [n for n, s in zip(t["completion_len"], t["split"]) if s != "train"]
+        top = max(train + rejected, default=1)
+        bins = [i * max(1, math.ceil(top / 30)) for i in range(32)]
+        ax.hist([train, rejected], bins=bins, stacked=True, label=["train", "rejected"],
+                color=["#4C72B0", "#DD8452"])
+        ax.set_title(f"{config}  (n={len(train) + len(rejected)})", fontsize=9)
+        ax.set_xlabel("completion tokens", fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes.flat[0].legend(fontsize=7)
+    fig.suptitle("Completion length per config", fontsize=10)
+    fig.tight_layout()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "completion_lengths.png"
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    return {"Completion length per config": "assets/completion_lengths.png"}

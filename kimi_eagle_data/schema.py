@@ -1,0 +1,83 @@
+"""The emitted row schema (SPEC §6), defined once: Arrow for writing, `datasets.Features` for cards."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+TOOL_CALL = pa.struct([
+    ("id", pa.string()),
+    ("type", pa.string()),
+    ("function", pa.struct([("name", pa.string()), ("arguments", pa.string())])),
+])
+
+MESSAGE = pa.struct([
+    ("role", pa.string()),
+    ("content", pa.string()),
+    ("reasoning_content", pa.string()),
+    ("tool_calls", pa.list_(TOOL_CALL)),
+    ("name", pa.string()),
+    ("tool_call_id", pa.string()),
+])
+
+ROW_SCHEMA = pa.schema([
+    ("id", pa.string()),
+    ("source", pa.string()),
+    ("source_id", pa.string()),
+    ("input_ids", pa.list_(pa.int32())),
+    ("loss_mask", pa.list_(pa.int8())),
+    ("prompt_len", pa.int32()),
+    ("completion_len", pa.int32()),
+    ("reasoning_len", pa.int32()),
+    ("num_tool_calls", pa.int32()),
+    ("finish_reason", pa.string()),
+    ("messages", pa.list_(MESSAGE)),
+    ("tools", pa.string()),
+    ("issues", pa.list_(pa.string())),
+])
+
+PROMPT_SCHEMA = pa.schema([
+    ("id", pa.string()),
+    ("config", pa.string()),
+    ("source", pa.string()),
+    ("source_id", pa.string()),
+    ("messages", pa.string()),       # JSON: the prompt turns as given to the chat template
+    ("tools", pa.string()),          # JSON, "" when none
+    ("prompt_ids", pa.list_(pa.int32())),
+])
+
+SPLITS = ("train", "rejected")
+
+
+def normalize_message(m: dict[str, Any]) -> dict[str, Any]:
+    """One chat message in the MESSAGE struct's shape (absent fields are null)."""
+    calls = m.get("tool_calls")
+    norm_calls = None
+    if calls:
+        norm_calls = []
+        for c in calls:
+            fn = c.get("function") or {}
+            args = fn.get("arguments")
+            if not isinstance(args, str) and args is not None:
+                import json
+
+                args = json.dumps(args, ensure_ascii=False)
+            norm_calls.append({"id": c.get("id"), "type": c.get("type", "function"),
+                               "function": {"name": fn.get("name"), "arguments": args}})
+    content = m.get("content")
+    return {
+        "role": m.get("role"),
+        "content": content if isinstance(content, str) or content is None else str(content),
+        "reasoning_content": m.get("reasoning_content"),
+        "tool_calls": norm_calls,
+        "name": m.get("name"),
+        "tool_call_id": m.get("tool_call_id"),
+    }
+
+
+def features():
+    """The schema as `datasets.Features` (for dataset_info in the card)."""
+    from datasets import Features
+
+    return Features.from_arrow_schema(ROW_SCHEMA)

@@ -1,0 +1,131 @@
+"""Where each stage keeps its output inside a workdir, and the run settings that bind them.
+
+    <workdir>/run.json                     settings fixed at the first run (model, template, sampling)
+    <workdir>/prepared/<CFG>.parquet       PromptRecords (prepare)
+    <workdir>/prepared/<CFG>.rejects.jsonl source rows rejected at prepare, with reasons
+    <workdir>/prepared/<CFG>.json          prepare counts and fingerprint
+    <workdir>/generations.sqlite           the generation checkpoint (generate)
+    <workdir>/validated/<CFG>.parquet      emitted rows + split column (validate)
+    <workdir>/validated/<CFG>.json         validation counts
+    <workdir>/dataset/                     the Hub-layout tree (emit)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+
+class SettingsMismatchError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Workdir:
+    root: Path
+
+    @classmethod
+    def at(cls, path: str | os.PathLike) -> "Workdir":
+        root = Path(path).resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        return cls(root)
+
+    @property
+    def settings_path(self) -> Path:
+        return self.root / "run.json"
+
+    def prepared(self, config: str) -> Path:
+        return self.root / "prepared" / f"{config}.parquet"
+
+    def prepare_rejects(self, config: str) -> Path:
+        return self.root / "prepared" / f"{config}.rejects.jsonl"
+
+    def prepare_report(self, config: str) -> Path:
+        return self.root / "prepared" / f"{config}.json"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.root / "generations.sqlite"
+
+    def validated(self, config: str) -> Path:
+        return self.root / "validated" / f"{config}.parquet"
+
+    def validate_report(self, config: str) -> Path:
+        return self.root / "validated" / f"{config}.json"
+
+    @property
+    def dataset(self) -> Path:
+        return self.root / "dataset"
+
+    def prepared_configs(self) -> list[str]:
+        d = self.root / "prepared"
+        return sorted(p.stem for p in d.glob("*.parquet")) if d.exists() else []
+
+    # -- run settings -------------------------------------------------------------------------
+    def bind_settings(self, settings: dict[str, Any], *, binding_keys: tuple[str, ...]) -> dict[str, Any]:
+        """Record settings at the first run; later runs must agree on the keys that change data.
+
+        A workdir's checkpoint is keyed by sample id, so resuming it with another model, template
+        or sampling would mix two runs' completions in one dataset: refuse instead.
+        """
+        if self.settings_path.exists():
+            old = read_json(self.settings_path)
+            diffs = [k for k in binding_keys if old.get(k) != settings.get(k)]
+            if diffs:
+                shown = "; ".join(f"{k}: {old.get(k)!r} -> {settings.get(k)!r}" for k in diffs)
+                raise SettingsMismatchError(
+                    f"{self.root} was started with other settings ({shown}); use a new --workdir, "
+                    "or pass the original settings to resume")
+            merged = {**old, **{k: v for k, v in settings.items() if k not in binding_keys}}
+        else:
+            merged = settings
+        write_json(self.settings_path, merged)
+        return merged
+
+    def settings(self) -> dict[str, Any]:
+        if not self.settings_path.exists():
+            raise FileNotFoundError(f"{self.root} has no run.json; run `kimi-data prepare` or `build` there first")
+        return read_json(self.settings_path)
+
+
+def read_json(path: Path) -> Any:
+    return orjson.loads(Path(path).read_bytes())
+
+
+def write_json(path: Path, obj: Any) -> None:
+    atomic_write_bytes(path, orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+
+
+@contextmanager
+def atomic_path(path: Path):
+    """Yield a temp path beside `path`; on success it replaces `path` in one rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
