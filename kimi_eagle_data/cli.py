@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -16,7 +17,8 @@ from rich.table import Table
 from .builders.partitions import PARTITIONS
 
 console = Console(stderr=True)
-out = Console()
+# Tables stay readable when stdout is a pipe or a log file (rich would assume 80 columns).
+out = Console(width=None if sys.stdout.isatty() else 160)
 
 CONFIG_HELP = f"Dataset configs to process (default: all of {', '.join(PARTITIONS)})."
 
@@ -154,22 +156,19 @@ def print_generate(rep) -> None:
 
 
 def print_summary(reports) -> None:
+    keys = ("selected", "rejected_at_prepare", "generated", "failed", "pending", "valid", "rejected", "train_tokens")
     t = Table(title="dataset summary")
-    for col in ("config", "selected", "prep-rejected", "generated", "failed", "pending", "train", "rejected",
-                "top reasons", "train tokens"):
-        t.add_column(col, justify="left" if col in ("config", "top reasons") else "right")
-    tot = dict.fromkeys(("selected", "rejected_at_prepare", "generated", "failed", "pending", "valid",
-                         "rejected", "train_tokens"), 0)
+    for col in ("config", "selected", "prep-rej", "generated", "failed", "pending", "train", "rejected",
+                "train tokens", "top reasons"):
+        t.add_column(col, justify="left" if col in ("config", "top reasons") else "right",
+                     overflow="fold", no_wrap=col != "top reasons")
+    tot = dict.fromkeys(keys, 0)
     for cfg, r in reports.items():
-        reasons = r.reasons + r.failure_reasons
-        for k in tot:
+        for k in keys:
             tot[k] += getattr(r, k)
-        t.add_row(cfg, str(r.selected), str(r.rejected_at_prepare), str(r.generated), str(r.failed),
-                  str(r.pending), str(r.valid), str(r.rejected),
-                  ", ".join(f"{k} {v}" for k, v in reasons.most_common(3)), f"{r.train_tokens:,}")
-    t.add_row("all", *(f"{tot[k]:,}" if k == "train_tokens" else str(tot[k]) for k in
-                       ("selected", "rejected_at_prepare", "generated", "failed", "pending", "valid", "rejected")),
-              "", f"{tot['train_tokens']:,}", style="bold")
+        reasons = r.reasons + r.failure_reasons + Counter(r.prepare_reasons)
+        t.add_row(cfg, *(f"{getattr(r, k):,}" for k in keys), ", ".join(f"{k} {v}" for k, v in reasons.most_common(3)))
+    t.add_row("all", *(f"{tot[k]:,}" for k in keys), "", style="bold")
     out.print(t)
     unbalanced = [c for c, r in reports.items() if not r.balanced]
     if unbalanced:
@@ -177,9 +176,10 @@ def print_summary(reports) -> None:
     out.print("accounting: selected = rejected at prepare + train + rejected + failed + pending  [green]✓[/]")
 
 
-def print_load_hint(dataset_dir: Path) -> None:
+def print_load_hint(dataset_dir: Path, configs) -> None:
+    config = "B4" if "B4" in configs else next(iter(configs))
     out.print("\nLoad it with:")
-    out.print(f'  python -c \'from datasets import load_dataset; print(load_dataset("{dataset_dir}", "B4"))\'',
+    out.print(f'  python -c \'from datasets import load_dataset; print(load_dataset("{dataset_dir}", "{config}"))\'',
               highlight=False, soft_wrap=True)
 
 
@@ -220,7 +220,7 @@ def demo(workdir: Path, limit: int | None, no_progress: bool):
     reports = p.validate()
     p.emit()
     print_summary(reports)
-    print_load_hint(p.workdir.dataset)
+    print_load_hint(p.workdir.dataset, p.s.configs)
 
 
 @main.command()
@@ -238,7 +238,7 @@ def build(**kw):
     reports = p.validate()
     p.emit()
     print_summary(reports)
-    print_load_hint(p.workdir.dataset)
+    print_load_hint(p.workdir.dataset, p.s.configs)
 
 
 @main.command()
@@ -273,7 +273,7 @@ def emit(**kw):
     p = pipeline_for(settings_from(kw))
     manifest = p.emit()
     out.print(f"emitted {len(manifest['files'])} files to {p.workdir.dataset} (version {manifest['version']})")
-    print_load_hint(p.workdir.dataset)
+    print_load_hint(p.workdir.dataset, p.s.configs)
 
 
 if __name__ == "__main__":  # pragma: no cover

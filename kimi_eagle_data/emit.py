@@ -99,12 +99,15 @@ def emit_dataset(workdir: Workdir, configs: list[str], *, version: str, provenan
         splits = {}
         for split in SPLITS:
             rows, tokens = sizes[split]
-            if rows == 0 and split != "train":
-                continue   # a `rejected` split exists only where something was rejected
+            if rows == 0:
+                continue   # `datasets` cannot load an empty split: a split exists only where it has rows
             splits[split] = write_split(validated, data_dir / config, split, rows, tokens)
-        summary[config] = {"report": report, "splits": splits}
+        if splits:
+            summary[config] = {"report": report, "splits": splits}
+    if not summary:
+        raise EmitError(f"nothing to emit from {workdir.root}: no config has a generated sample yet; run generate")
 
-    plots = plot_lengths(workdir, configs, out / "assets")
+    plots = plot_lengths(workdir, list(summary), out / "assets")
     card = render_card(summary, version=version, provenance=provenance, plots=plots, repo_id=repo_id)
     with atomic_path(out / "README.md") as tmp:
         tmp.write_text(card, encoding="utf-8")

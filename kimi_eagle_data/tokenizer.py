@@ -22,6 +22,8 @@ def load_tokenizer(path: str, revision: str | None = None):
         raise TokenizerLoadError(
             f"cannot load tokenizer {path!r}: {e}. Pass --tokenizer DIR (a local model directory) or "
             "make sure the Hub id is in the local cache") from e
+    # Length limits are ours (max_seq_len, checked at prepare), not the tokenizer's: silence its warning.
+    tok.model_max_length = 1 << 62
     if not tok.chat_template:
         raise TokenizerLoadError(f"tokenizer {path!r} has no chat template; the data path renders prompts "
                                  "only with the model's own template")

@@ -27,6 +27,7 @@ class LocalEngine(Engine):
                  dtype: str = "float32"):
         try:
             import torch
+            import transformers
             from transformers import AutoModelForCausalLM
         except ImportError as e:  # pragma: no cover - depends on the install
             raise EngineError(
@@ -34,6 +35,7 @@ class LocalEngine(Engine):
                 "`pip install torch==2.13.0` (CPU wheel) or the [local] extra"
             ) from e
         self._torch = torch
+        transformers.logging.disable_progress_bar()   # our own progress bar is the one that matters
         self.model_path = str(model_path)
         self.batch_size = batch_size
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -66,7 +68,7 @@ class LocalEngine(Engine):
         return max(0, min(max_new_tokens, self.context_length - prompt_len - 1))
 
     def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion]:
-        reqs = sorted(requests, key=lambda r: (r.sampling.to_sglang().__repr__(), len(r.input_ids), r.id))
+        reqs = sorted(requests, key=lambda r: (repr(r.sampling), len(r.input_ids), r.id))
         for _, group in groupby(reqs, key=lambda r: r.sampling):
             group = list(group)
             for start in range(0, len(group), self.batch_size):

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# Tests never reach the network: the Hub stays offline unless a test points HF_ENDPOINT at a local server.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+
+def run_cli(*args: str, check: bool = True, timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run the real `kimi-data` entry point in a subprocess."""
+    proc = subprocess.run([sys.executable, "-m", "kimi_eagle_data.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "COLUMNS": "200"})
+    if check and proc.returncode != 0:
+        raise AssertionError(f"kimi-data {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """One full `kimi-data demo` shared by the tests that inspect its output."""
+    workdir = tmp_path_factory.mktemp("demo") / "work"
+    proc = run_cli("demo", "--workdir", str(workdir), "--no-progress")
+    return workdir, proc
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer():
+    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.tokenizer import load_tokenizer
+
+    return load_tokenizer(str(TINY_MODEL_DIR))
