@@ -66,7 +66,7 @@ def validate_config(workdir: Workdir, config: str, checkpoint: Checkpoint, valid
             continue
         v = validator.validate(r.prompt_ids, c.output_ids, c.finish_reason, c.finish_detail, r.tools)
         rep.generated += 1
-        rep.finish[c.finish_reason] += 1
+        rep.finish[v.finish_reason] += 1
         plen, clen = len(r.prompt_ids), len(c.output_ids)
         split = "train" if v.valid else "rejected"
         if v.valid:
@@ -86,7 +86,7 @@ def validate_config(workdir: Workdir, config: str, checkpoint: Checkpoint, valid
         cols["completion_len"].append(clen)
         cols["reasoning_len"].append(v.reasoning_len)
         cols["num_tool_calls"].append(v.num_tool_calls)
-        cols["finish_reason"].append(c.finish_reason)
+        cols["finish_reason"].append(v.finish_reason)
         cols["messages"].append([normalize_message(m) for m in r.messages] + [normalize_message(v.assistant)])
         cols["tools"].append(orjson.dumps(r.tools).decode() if r.tools else "")
         cols["issues"].append(list(v.issues))

@@ -86,8 +86,8 @@ class _Sample:
 
     __slots__ = (
         "v", "prompt", "c", "n", "finish_reason", "finish_detail", "tools", "declared", "kind",
-        "oob", "pos", "roles", "counts", "body_end", "think_close_at", "sec_begin", "sec_end",
-        "in_reasoning", "outside", "stray_sec_end", "calls", "malformed", "unclosed", "empty_section",
+        "oob", "prompt_oob", "pos", "roles", "at", "body_end", "think_close_at", "sec_begin", "sec_end",
+        "in_reasoning", "outside", "calls", "malformed", "empty_section",
         "reasoning", "content",
     )
 
@@ -115,9 +115,13 @@ def _show(text: str, limit: int = 60) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
 def _is_json_object(text: str) -> bool:
     try:
-        return isinstance(json.loads(text), dict)
+        return isinstance(json.loads(text, parse_constant=_reject_constant), dict)   # strict: no NaN/Infinity
     except (ValueError, RecursionError):
         return False
 
@@ -129,7 +133,7 @@ def _is_json_object(text: str) -> bool:
 def _prompt_suffix(v: "Validator", s: _Sample) -> list[str]:
     k = len(v.generation_prompt_ids)
     p = s.prompt
-    if len(p) >= k and np.array_equal(p[len(p) - k:], v.generation_prompt_ids):
+    if len(p) >= k and p[len(p) - k:].tolist() == v.generation_prompt_ids:
         return []
     tail = p[max(0, len(p) - k):]
     return [f"prompt ends with {_show(v._decode(tail, oob=True))}, expected the generation prompt "
@@ -147,7 +151,9 @@ def _max_seq_len(v: "Validator", s: _Sample) -> list[str]:
 @_rule("id_out_of_range", _ALL, "a token id outside [0, vocab_size)")
 def _id_range(v: "Validator", s: _Sample) -> list[str]:
     msgs = []
-    for what, ids in (("prompt", s.prompt), ("completion", s.c)):
+    for what, ids, oob in (("prompt", s.prompt, s.prompt_oob), ("completion", s.c, s.oob)):
+        if not oob:
+            continue
         bad = np.flatnonzero((ids < 0) | (ids >= v.vocab_size))
         if bad.size:
             msgs.append(f"{bad.size} {what} id(s) outside [0, {v.vocab_size}), first {int(ids[bad[0]])} "
@@ -196,38 +202,36 @@ def _truncated(v: "Validator", s: _Sample) -> list[str]:
 
 @_rule("think_open_in_completion", _GENERATED, "the completion contains `<think>` (the prompt opened it)")
 def _think_open(v: "Validator", s: _Sample) -> list[str]:
-    at = s.pos[s.roles == _THINK_OPEN]
-    if not at.size:
+    at = s.at[_THINK_OPEN]
+    if not at:
         return []
     return [f"{v.tokens.profile.think_open} at completion position(s) {_positions(at)}"]
 
 
 @_rule("multiple_think_close", _GENERATED, "the completion contains more than one `</think>`")
 def _multiple_think_close(v: "Validator", s: _Sample) -> list[str]:
-    at = s.pos[s.roles == _THINK_CLOSE]
-    if at.size <= 1:
+    at = s.at[_THINK_CLOSE]
+    if len(at) <= 1:
         return []
-    return [f"{at.size}× {v.tokens.profile.think_close} at positions {_positions(at)}"]
+    return [f"{len(at)}× {v.tokens.profile.think_close} at positions {_positions(at)}"]
 
 
 @_rule("forbidden_token", _GENERATED,
        "a role, control or media token in the completion (`<|im_user|>`, `<|im_system|>`, "
        "`<|im_assistant|>`, `<|im_middle|>`, `[BOS]`, `[EOS]`, media)")
 def _forbidden(v: "Validator", s: _Sample) -> list[str]:
-    at = s.pos[s.roles == _FORBIDDEN]
-    msgs = []
-    for tid in dict.fromkeys(s.c[at].tolist()):          # distinct, in order of appearance
-        where = at[s.c[at] == tid]
-        msgs.append(f"{v.id_to_token[tid]} at position(s) {_positions(where)}")
-    return msgs
+    found: dict[int, list[int]] = {}                      # distinct ids, in order of appearance
+    for p in s.at[_FORBIDDEN]:
+        found.setdefault(int(s.c[p]), []).append(p)
+    return [f"{v.id_to_token[tid]} at position(s) {_positions(where)}" for tid, where in found.items()]
 
 
 @_rule("tool_section_in_reasoning", _GENERATED, "tool-call tokens before `</think>` (inside the reasoning)")
 def _tool_in_reasoning(v: "Validator", s: _Sample) -> list[str]:
-    if not s.in_reasoning.size:
+    if not s.in_reasoning:
         return []
-    return [f"{s.in_reasoning.size} tool-call token(s) before {v.tokens.profile.think_close}, first "
-            f"{v.id_to_token[int(s.c[s.in_reasoning[0]])]} at {int(s.in_reasoning[0])}"]
+    return [f"{len(s.in_reasoning)} tool-call token(s) before {v.tokens.profile.think_close}, first "
+            f"{v.id_to_token[int(s.c[s.in_reasoning[0]])]} at {s.in_reasoning[0]}"]
 
 
 @_rule("tool_call_outside_section", _GENERATED,
@@ -297,18 +301,18 @@ def _args(v: "Validator", s: _Sample) -> list[str]:
 
 @_rule("end_of_turn_not_last", _GENERATED, "an `<|im_end|>` that is not the last completion token")
 def _eot_not_last(v: "Validator", s: _Sample) -> list[str]:
-    at = s.pos[s.roles == _EOT]
-    if not at.size or at[-1] == s.n - 1:
+    at = s.at[_EOT]
+    if not at or at[-1] == s.n - 1:
         return []
     return [f"{v.tokens.profile.end_of_turn} at {_positions(at)}, completion length {s.n}"]
 
 
 @_rule("multiple_end_of_turn", _GENERATED, "more than one `<|im_end|>` in the completion")
 def _multiple_eot(v: "Validator", s: _Sample) -> list[str]:
-    k = int(s.counts[_EOT])
-    if k <= 1:
+    at = s.at[_EOT]
+    if len(at) <= 1:
         return []
-    return [f"{k}× {v.tokens.profile.end_of_turn} at {_positions(s.pos[s.roles == _EOT])}"]
+    return [f"{len(at)}× {v.tokens.profile.end_of_turn} at {_positions(at)}"]
 
 
 # -- completion rules that need the whole turn ---------------------------------------------------
@@ -322,7 +326,7 @@ def _missing_think_close(v: "Validator", s: _Sample) -> list[str]:
 
 @_rule("missing_end_of_turn", _WHOLE, "a finished completion without `<|im_end|>`")
 def _missing_eot(v: "Validator", s: _Sample) -> list[str]:
-    if s.counts[_EOT]:
+    if s.at[_EOT]:
         return []
     last = _show(s.decode(s.n - 1, s.n)) if s.n else "nothing (empty completion)"
     return [f"no {v.tokens.profile.end_of_turn}; the completion ends with {last}"]
@@ -330,14 +334,14 @@ def _missing_eot(v: "Validator", s: _Sample) -> list[str]:
 
 @_rule("empty_answer", _WHOLE, "no answer text after `</think>` and no tool call")
 def _empty_answer(v: "Validator", s: _Sample) -> list[str]:
-    if s.think_close_at is None or s.counts[_CALL_BEGIN] or s.content.strip():
+    if s.think_close_at is None or s.at[_CALL_BEGIN] or s.content.strip():
         return []
     return [f"answer after {v.tokens.profile.think_close} is empty ({_show(s.content)}) and there is no tool call"]
 
 
-def _positions(at: np.ndarray, limit: int = 5) -> str:
-    shown = ", ".join(str(int(p)) for p in at[:limit])
-    return shown + (f", … ({at.size} in all)" if at.size > limit else "")
+def _positions(at: list[int], limit: int = 5) -> str:
+    shown = ", ".join(str(p) for p in at[:limit])
+    return shown + (f", … ({len(at)} in all)" if len(at) > limit else "")
 
 
 # --------------------------------------------------------------------------------------------
@@ -357,6 +361,7 @@ class Validator:
         # differs (Kimi's tiktoken tokenizer names 163,842 ids, the model has 163,840).
         self.vocab_size = int(vocab_size if vocab_size is not None else len(tokenizer))
         self.id_to_token = {i: t for t, i in tokens.ids.items()}
+        self._id_pattern = tokens.profile.tool_call_id_pattern
 
         profile = tokens.profile
         gp = tokenizer.encode(profile.generation_prompt, add_special_tokens=False)
@@ -364,7 +369,7 @@ class Validator:
             raise ValueError(
                 f"the {profile.name} generation prompt {profile.generation_prompt!r} encodes to {gp}, which "
                 f"does not end with {profile.think_open} (id {tokens.think_open}); wrong tokenizer for this profile?")
-        self.generation_prompt_ids = np.asarray(gp, dtype=np.int64)
+        self.generation_prompt_ids: list[int] = list(gp)
 
         # id -> role. Slot `vocab_size` is a sink for out-of-range ids (role TEXT).
         table = np.zeros(self.vocab_size + 1, dtype=np.int8)
@@ -381,7 +386,9 @@ class Validator:
             return ""
         if oob:
             ids = ids[(ids >= 0) & (ids < self.vocab_size)]
-        return self.tokenizer.decode(ids.tolist(), skip_special_tokens=False)
+        # transformers checks a list's elements one by one in Python; an array converts in C. Short segments
+        # (ids, arguments) are cheaper as lists.
+        return self.tokenizer.decode(ids if ids.size > 64 else ids.tolist(), skip_special_tokens=False)
 
     # -- entry point ---------------------------------------------------------------------------
 
@@ -431,7 +438,7 @@ class Validator:
         return Verdict(
             issues=issues, details=details,
             reasoning_len=int(s.think_close_at if s.think_close_at is not None else s.body_end),
-            num_tool_calls=int(s.counts[_CALL_BEGIN]),
+            num_tool_calls=len(s.at[_CALL_BEGIN]),
             args_valid=all(c_.args_ok for c_ in s.calls),
             assistant=assistant, finish_reason=reported,
         )
@@ -439,37 +446,36 @@ class Validator:
     # -- structure -----------------------------------------------------------------------------
 
     def _scan(self, s: _Sample, ends_with_eot: bool) -> None:
-        """The vectorised pass: every completion token's role, and the positions of the non-text ones."""
-        c = s.c
-        oob = (c < 0) | (c >= self.vocab_size)
-        s.oob = bool(oob.any())
-        safe = np.where(oob, self.vocab_size, c) if s.oob else c
-        roles = self._role_table[safe]
-        s.pos = np.flatnonzero(roles)
-        s.roles = roles[s.pos]
-        s.counts = np.bincount(s.roles, minlength=_N_ROLES)
+        """The vectorised pass: every completion token's role through the lookup table, then the positions
+        of the non-text ones (a handful per sample), grouped by role."""
+        c, vocab = s.c, self.vocab_size
+        s.prompt_oob = bool(s.prompt.size) and (int(s.prompt.min()) < 0 or int(s.prompt.max()) >= vocab)
+        s.oob = bool(s.n) and (int(c.min()) < 0 or int(c.max()) >= vocab)
+        roles = self._role_table[np.where((c < 0) | (c >= vocab), vocab, c) if s.oob else c]
+        pos = np.flatnonzero(roles)
+        s.pos, s.roles = pos.tolist(), roles[pos].tolist()
+        s.at = at = [[] for _ in range(_N_ROLES)]
+        for p, r in zip(s.pos, s.roles):
+            at[r].append(p)
         s.body_end = s.n - 1 if ends_with_eot else s.n      # the turn without its final end-of-turn
 
     def _parse(self, s: _Sample) -> None:
         """Split reasoning / answer / tool section and parse the calls, walking only the structural positions."""
-        pos, roles = s.pos, s.roles
-        tc = pos[roles == _THINK_CLOSE]
-        s.think_close_at = int(tc[0]) if tc.size else None
+        tc = s.at[_THINK_CLOSE]
+        s.think_close_at = tc[0] if tc else None
         r_end = s.think_close_at if s.think_close_at is not None else s.body_end
-        is_tool = (roles >= _SEC_BEGIN) & (roles <= _CALL_END)     # the five tool roles are contiguous
-        tool_pos, tool_roles = pos[is_tool], roles[is_tool]
-        s.in_reasoning = tool_pos[tool_pos < r_end]
+        tool_events = [(p, r) for p, r in zip(s.pos, s.roles) if _SEC_BEGIN <= r <= _CALL_END]
+        s.in_reasoning = [p for p, _ in tool_events if p < r_end]
         s.outside, s.calls, s.malformed = [], [], []
         s.sec_begin = s.sec_end = None
-        s.unclosed = s.empty_section = False
+        s.empty_section = False
         s.reasoning = s.decode(0, r_end)
         if s.think_close_at is None:
             s.content = ""
             return
 
         a_lo, a_hi = s.think_close_at + 1, s.body_end       # the answer region
-        sel = (tool_pos >= a_lo) & (tool_pos < a_hi)
-        events = list(zip(tool_pos[sel].tolist(), tool_roles[sel].tolist()))
+        events = [(p, r) for p, r in tool_events if a_lo <= p < a_hi]
 
         # Before the section: stray call tokens, or a section end with no begin.
         k = 0
@@ -489,11 +495,10 @@ class Validator:
         ends = [p for p, r in events[k + 1:] if r == _SEC_END]
         s.sec_end = ends[0] if ends else None
         sec_hi = s.sec_end if s.sec_end is not None else a_hi
-        inner = [(p, r) for p, r in events[k + 1:] if p < sec_hi]
-        self._parse_section(s, inner, sec_hi)
+        self._parse_section(s, [(p, r) for p, r in events[k + 1:] if p < sec_hi])
         s.content = s.decode(a_lo, s.sec_begin) + (s.decode(s.sec_end + 1, a_hi) if s.sec_end is not None else "")
 
-    def _parse_section(self, s: _Sample, events: list[tuple[int, int]], sec_hi: int) -> None:
+    def _parse_section(self, s: _Sample, events: list[tuple[int, int]]) -> None:
         """SECTION_BEGIN (CALL_BEGIN id ARG_BEGIN args CALL_END)+ SECTION_END over the section's tool tokens."""
         expect = _CALL_BEGIN          # next role the grammar allows (CALL_BEGIN also allows the section end)
         gap_lo = s.sec_begin + 1      # start of the text run that must be blank (between calls)
@@ -513,7 +518,6 @@ class Validator:
                 s.calls.append(self._make_call(s, begin, arg, p))
                 gap_lo, expect = p + 1, _CALL_BEGIN
         if s.sec_end is None:
-            s.unclosed = True
             if s.kind == COMPLETE:
                 s.malformed.append(f"tool-call section opened at {s.sec_begin} is never closed")
             return
@@ -533,7 +537,7 @@ class Validator:
     def _make_call(self, s: _Sample, begin: int, arg: int, end: int) -> _Call:
         id_text = s.decode(begin + 1, arg)
         args_text = s.decode(arg + 1, end)
-        m = self.tokens.profile.tool_call_id_pattern.match(id_text)
+        m = self._id_pattern.match(id_text)
         return _Call(begin=begin, arg=arg, end=end, id_text=id_text,
                      name=m["name"] if m else None, index=int(m["index"]) if m else None,
                      args_text=args_text, args_ok=_is_json_object(args_text))
