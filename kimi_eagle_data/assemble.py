@@ -21,6 +21,7 @@ from .validate import Validator
 from .workdir import Workdir, atomic_path, read_json, write_json
 
 VALIDATED_SCHEMA = ROW_SCHEMA.append(pa.field("split", pa.string()))
+ROWS_PER_BATCH = 1024   # rows per write: memory stays flat however large the config
 
 
 @dataclass
@@ -59,46 +60,50 @@ def validate_config(workdir: Workdir, config: str, checkpoint: Checkpoint, valid
                          prepared=len(records), prepare_reasons=prep["rejected"])
     by_id = {r.id: r for r in records}
     failures = checkpoint.failures(config)
+    done: set[str] = set()
     cols: dict[str, list] = {name: [] for name in VALIDATED_SCHEMA.names}
-    for c in checkpoint.completions(config):
-        r = by_id.get(c.id)
-        if r is None:  # a completion of a prompt no longer prepared (e.g. prepare re-run with fewer rows)
-            continue
-        v = validator.validate(r.prompt_ids, c.output_ids, c.finish_reason, c.finish_detail, r.tools)
-        rep.generated += 1
-        rep.finish[v.finish_reason] += 1
-        plen, clen = len(r.prompt_ids), len(c.output_ids)
-        split = "train" if v.valid else "rejected"
-        if v.valid:
-            rep.valid += 1
-            rep.train_tokens += plen + clen
-        else:
-            rep.rejected += 1
-            rep.reasons.update(v.issues)
-        rep.prompt_tokens += plen
-        rep.completion_tokens += clen
-        cols["id"].append(r.id)
-        cols["source"].append(r.source)
-        cols["source_id"].append(r.source_id)
-        cols["input_ids"].append(r.prompt_ids + c.output_ids)
-        cols["loss_mask"].append([0] * plen + [1] * clen)
-        cols["prompt_len"].append(plen)
-        cols["completion_len"].append(clen)
-        cols["reasoning_len"].append(v.reasoning_len)
-        cols["num_tool_calls"].append(v.num_tool_calls)
-        cols["finish_reason"].append(v.finish_reason)
-        cols["messages"].append([normalize_message(m) for m in r.messages] + [normalize_message(v.assistant)])
-        cols["tools"].append(orjson.dumps(r.tools).decode() if r.tools else "")
-        cols["issues"].append(list(v.issues))
-        cols["split"].append(split)
-    done = set(cols["id"])
+    with atomic_path(workdir.validated(config)) as tmp, \
+            pq.ParquetWriter(tmp, VALIDATED_SCHEMA, compression="zstd") as writer:
+        def flush():
+            writer.write_table(pa.Table.from_pydict(cols, schema=VALIDATED_SCHEMA))
+            for v in cols.values():
+                v.clear()
+
+        for c in checkpoint.completions(config):
+            r = by_id.get(c.id)
+            if r is None:  # a completion of a prompt no longer prepared (e.g. prepare re-run with fewer rows)
+                continue
+            done.add(c.id)
+            v = validator.validate(r.prompt_ids, c.output_ids, c.finish_reason, c.finish_detail, r.tools)
+            rep.generated += 1
+            rep.finish[v.finish_reason] += 1
+            plen, clen = len(r.prompt_ids), len(c.output_ids)
+            if v.valid:
+                rep.valid += 1
+                rep.train_tokens += plen + clen
+            else:
+                rep.rejected += 1
+                rep.reasons.update(v.issues)
+            rep.prompt_tokens += plen
+            rep.completion_tokens += clen
+            row = {
+                "id": r.id, "source": r.source, "source_id": r.source_id,
+                "input_ids": r.prompt_ids + c.output_ids, "loss_mask": [0] * plen + [1] * clen,
+                "prompt_len": plen, "completion_len": clen, "reasoning_len": v.reasoning_len,
+                "num_tool_calls": v.num_tool_calls, "finish_reason": v.finish_reason,
+                "messages": [normalize_message(m) for m in r.messages] + [normalize_message(v.assistant)],
+                "tools": orjson.dumps(r.tools).decode() if r.tools else "",
+                "issues": list(v.issues), "split": "train" if v.valid else "rejected",
+            }
+            for k, val in row.items():
+                cols[k].append(val)
+            if len(cols["id"]) >= ROWS_PER_BATCH:
+                flush()
+        flush()
     for id_, (reason, _message, _attempts) in failures.items():
         if id_ in by_id and id_ not in done:
             rep.failed += 1
             rep.failure_reasons[reason] += 1
     rep.pending = rep.prepared - rep.generated - rep.failed
-    table = pa.Table.from_pydict(cols, schema=VALIDATED_SCHEMA)
-    with atomic_path(workdir.validated(config)) as tmp:
-        pq.write_table(table, tmp, compression="zstd")
     write_json(workdir.validate_report(config), rep.to_json())
     return rep

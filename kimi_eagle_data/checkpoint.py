@@ -130,3 +130,59 @@ class Checkpoint:
     def time_range(self) -> tuple[float, float] | None:
         row = self.db.execute("SELECT MIN(created_at), MAX(created_at) FROM completions").fetchone()
         return None if row[0] is None else (row[0], row[1])
+
+
+def shard_checkpoint_name(shard: tuple[int, int] | None) -> str:
+    """One checkpoint file per shard, so nodes sharing one workdir never write the same SQLite file."""
+    return "generations.sqlite" if shard is None else f"generations.shard-{shard[0]}-of-{shard[1]}.sqlite"
+
+
+def in_shard(id_: str, shard: tuple[int, int] | None) -> bool:
+    """Deterministic split of sample ids into N disjoint shards (same answer on every machine)."""
+    if shard is None:
+        return True
+    i, n = shard
+    return int(hashlib.sha256(id_.encode()).hexdigest()[:12], 16) % n == i
+
+
+class CheckpointSet:
+    """Several checkpoint files (shards, merged workdirs) read as one."""
+
+    def __init__(self, paths: Iterable[Path]):
+        self.parts = [Checkpoint(p) for p in paths]
+        self.duplicates = 0   # ids completed in more than one file (overlapping shards); the first wins
+
+    def close(self) -> None:
+        for p in self.parts:
+            p.close()
+
+    def done_ids(self) -> set[str]:
+        return set().union(*(p.done_ids() for p in self.parts)) if self.parts else set()
+
+    def failures(self, config: str | None = None) -> dict[str, tuple[str, str, int]]:
+        merged: dict[str, tuple[str, str, int]] = {}
+        for p in self.parts:
+            merged.update(p.failures(config))
+        return merged
+
+    def completions(self, config: str) -> Iterator[Completion]:
+        import heapq
+
+        last = None
+        for c in heapq.merge(*(p.completions(config) for p in self.parts), key=lambda c: c.id):
+            if c.id == last:
+                self.duplicates += 1
+                continue
+            last = c.id
+            yield c
+
+    def get_meta(self, key: str):
+        for p in self.parts:
+            v = p.get_meta(key)
+            if v is not None:
+                return v
+        return None
+
+    def time_range(self) -> tuple[float, float] | None:
+        spans = [s for s in (p.time_range() for p in self.parts) if s]
+        return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None

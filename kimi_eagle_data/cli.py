@@ -77,8 +77,22 @@ def run_options(fn):
                      help="Model profile (token names, generation prompt, sampling defaults)."),
         click.option("--model", help="Model path or Hub id (default: the profile's model)."),
         click.option("--tokenizer", help="Tokenizer path (default: --model). Its chat template renders the prompts."),
-        click.option("--engine", type=click.Choice(["local"]), default="local", show_default=True,
-                     help="local: transformers in-process (CPU or one GPU)."),
+        click.option("--engine", type=click.Choice(["local", "sglang"]), default="local", show_default=True,
+                     help="local: transformers in-process (CPU or one GPU); sglang: SGLang servers via --server."),
+        click.option("--server", "servers", multiple=True, metavar="URL",
+                     help="SGLang server or sglang-router URL (repeatable; requests go to the least loaded)."),
+        click.option("--concurrency", default=256, show_default=True, type=click.IntRange(min=1),
+                     help="SGLang requests kept in flight."),
+        click.option("--max-attempts", default=5, show_default=True, type=click.IntRange(min=1),
+                     help="Tries per sample on 5xx/timeouts/connection errors before it is recorded as failed."),
+        click.option("--request-timeout", default=3600.0, show_default=True, help="Seconds per SGLang request."),
+        click.option("--health-timeout", default=600.0, show_default=True,
+                     help="Seconds to wait for the servers to become healthy."),
+        click.option("--allow-old-server", is_flag=True, help="Run against SGLang < 0.5.5 (not recommended)."),
+        click.option("--shard", metavar="i/N", help="Generate only shard i of N (0-based) of the prompts; "
+                     "nodes sharing a workdir write separate checkpoint files."),
+        click.option("--merge", multiple=True, type=click.Path(file_okay=False), metavar="DIR",
+                     help="Also read the checkpoints of these workdirs (shards generated elsewhere)."),
         click.option("--samples", is_flag=True, help="Use the bundled sample rows instead of the upstream datasets."),
         click.option("--source", "sources", multiple=True, metavar="CONFIG=PATH",
                      help="Read a config's rows from a local JSONL/Parquet file in the upstream schema (repeatable)."),
@@ -102,7 +116,8 @@ def run_options(fn):
 
 # Options a later stage command inherits from the workdir's run.json when not given again.
 INHERITED = ("profile", "model", "tokenizer", "samples", "sources", "revision", "limit", "max_new_tokens",
-             "temperature", "top_p", "max_seq_len", "keep_truncated", "batch_size", "version", "configs")
+             "temperature", "top_p", "max_seq_len", "keep_truncated", "batch_size", "version", "configs",
+             "engine", "servers")
 
 
 def settings_from(kw: dict):
@@ -127,8 +142,23 @@ def settings_from(kw: dict):
         max_new_tokens=kw["max_new_tokens"], temperature=kw["temperature"], top_p=kw["top_p"],
         max_seq_len=kw["max_seq_len"], keep_truncated=kw["keep_truncated"], retry_failed=kw["retry_failed"],
         batch_size=kw["batch_size"], version=kw["version"], progress=not kw["no_progress"],
-        model_label=model_label,
+        model_label=model_label, servers=list(kw["servers"]), concurrency=kw["concurrency"],
+        max_attempts=kw["max_attempts"], request_timeout=kw["request_timeout"],
+        health_timeout=kw["health_timeout"], allow_old_server=kw["allow_old_server"],
+        shard=parse_shard(kw["shard"]), merge=list(kw["merge"]),
     )
+
+
+def parse_shard(value: str | None) -> tuple[int, int] | None:
+    if not value:
+        return None
+    try:
+        i, n = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected i/N, e.g. 0/4", param_hint="--shard") from None
+    if not (n >= 1 and 0 <= i < n):
+        raise click.BadParameter(f"{value!r}: need 0 <= i < N", param_hint="--shard")
+    return i, n
 
 
 def pipeline_for(settings):
@@ -274,6 +304,66 @@ def emit(**kw):
     manifest = p.emit()
     out.print(f"emitted {len(manifest['files'])} files to {p.workdir.dataset} (version {manifest['version']})")
     print_load_hint(p.workdir.dataset, p.s.configs)
+
+
+@main.command()
+@click.option("--engine", type=click.Choice(["sglang", "local"]), default="sglang", show_default=True,
+              help="sglang: launch SGLang (GPU). local: serve any HF model over SGLang's /generate protocol on CPU.")
+@click.option("--profile", default="kimi-k2.5", show_default=True, help="Model profile (launch flags, tokens).")
+@click.option("--model", help="Model path or Hub id (default: the profile's model).")
+@click.option("--tokenizer", help="Tokenizer for /tokenize and `text` (local engine; default: --model).")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=30000, show_default=True, type=int)
+@click.option("--tp", default=8, show_default=True, type=click.IntRange(min=1), help="Tensor parallel GPUs (sglang).")
+@click.option("--context-length", type=click.IntRange(min=1), help="SGLang --context-length.")
+@click.option("--mem-fraction-static", type=click.FloatRange(0, 1), default=0.85, show_default=True,
+              help="SGLang --mem-fraction-static.")
+@click.option("--no-metrics", is_flag=True, help="Do not pass --enable-metrics.")
+@click.option("--extra", "extra", multiple=True, metavar="ARG", help="Extra argument passed to SGLang (repeatable).")
+@click.option("--health-timeout", default=1800.0, show_default=True, help="Seconds to wait for SGLang to load.")
+@click.option("--dry-run", is_flag=True, help="Print the SGLang launch command and exit.")
+@click.option("--max-batch", default=16, show_default=True, help="local: requests decoded together.")
+@click.option("--error-rate", default=0.0, type=click.FloatRange(0, 1), help="local: share of /generate answered 500.")
+@click.option("--drop-rate", default=0.0, type=click.FloatRange(0, 1),
+              help="local: share of /generate whose connection is dropped.")
+@click.option("--delay", default=0.0, type=click.FloatRange(min=0), help="local: seconds added to each /generate.")
+@click.option("--fault-seed", default=0, type=int, help="local: seed of the fault injection.")
+@friendly_errors
+def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem_fraction_static, no_metrics, extra,
+          health_timeout, dry_run, max_batch, error_rate, drop_rate, delay, fault_seed):
+    """Launch SGLang for Kimi-K2.5 (or serve a local model over the same protocol).
+
+    \b
+    Production, one 8-GPU node:
+      kimi-data serve --tp 8 --context-length 32768
+      kimi-data build --engine sglang --server http://127.0.0.1:30000 --workdir run1
+    CPU stand-in (tests, demos): kimi-data serve --engine local --model DIR --port 30001
+    """
+    import shlex
+
+    from .profile import get_profile
+    from .serve import SGLangLaunch, run_sglang
+
+    prof = get_profile(profile)
+    model = model or prof.model_path
+    if engine == "sglang" or dry_run:
+        launch = SGLangLaunch(model=model, tp=tp, host=host, port=port, context_length=context_length,
+                              mem_fraction_static=mem_fraction_static, metrics=not no_metrics, extra=list(extra))
+        if dry_run:
+            out.print(shlex.join(launch.command(prof, python="python")), highlight=False, soft_wrap=True)
+            return
+        try:
+            sys.exit(run_sglang(launch, prof, health_timeout_s=health_timeout, echo=out.print))
+        except (RuntimeError, TimeoutError) as e:
+            raise UserError(f"SGLang did not start: {e}") from e
+    from .engines.local import LocalEngine
+    from .engines.protocol_server import Faults, ProtocolServer, run_server
+    from .tokenizer import load_tokenizer
+
+    tok = load_tokenizer(tokenizer or model)
+    server = ProtocolServer(LocalEngine(model, batch_size=max_batch), tokenizer=tok, max_batch=max_batch,
+                            faults=Faults(error_rate=error_rate, drop_rate=drop_rate, delay_s=delay, seed=fault_seed))
+    run_server(server, host, port, print_url=lambda m: out.print(m, highlight=False))
 
 
 if __name__ == "__main__":  # pragma: no cover

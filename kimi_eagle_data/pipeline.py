@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -11,8 +12,8 @@ from rich.console import Console
 from . import __version__
 from .assemble import ValidateReport, validate_config
 from .builders.partitions import PARTITIONS, get_partition
-from .checkpoint import Checkpoint
-from .engines.base import Engine, SamplingParams
+from .checkpoint import Checkpoint, CheckpointSet, in_shard, shard_checkpoint_name
+from .engines.base import Engine, EngineError, SamplingParams
 from .generate import GenerateReport, generate_records
 from .prepare import PrepareReport, prepare_rows, read_prepared, write_prepared
 from .profile import ModelProfile, ProfileTokens, get_profile
@@ -46,6 +47,14 @@ class RunSettings:
     keep_truncated: bool = False
     retry_failed: bool = False
     batch_size: int = 16
+    servers: list[str] = field(default_factory=list)   # --engine sglang: server or router URLs
+    concurrency: int = 256
+    max_attempts: int = 5
+    request_timeout: float = 3600.0
+    health_timeout: float = 600.0
+    allow_old_server: bool = False
+    shard: tuple[int, int] | None = None   # (i, N): generate only this shard's prompts
+    merge: list[str] = field(default_factory=list)      # other workdirs whose checkpoints validate reads
     version: str = "0.1.0"
     progress: bool = True
 
@@ -53,7 +62,7 @@ class RunSettings:
         """What later stage commands on this workdir inherit (see cli.INHERITED)."""
         keys = ("profile", "model", "model_label", "tokenizer", "samples", "sources", "revision", "limit",
                 "max_new_tokens", "temperature", "top_p", "max_seq_len", "keep_truncated", "batch_size",
-                "version", "configs")
+                "version", "configs", "engine", "servers")
         return {k: getattr(self, k) for k in keys}
 
     def __post_init__(self):
@@ -127,11 +136,30 @@ class Pipeline:
             from .engines.local import LocalEngine
 
             return LocalEngine(self.s.model_path, batch_size=self.s.batch_size)
-        raise ValueError(f"engine {self.s.engine!r} is not available in this version; use --engine local")
+        if self.s.engine == "sglang":
+            from .engines.sglang import RetryPolicy, SGLangEngine
+
+            engine = SGLangEngine(
+                self.s.servers, concurrency=self.s.concurrency, health_timeout_s=self.s.health_timeout,
+                retry=RetryPolicy(max_attempts=self.s.max_attempts, request_timeout_s=self.s.request_timeout),
+                allow_old_server=self.s.allow_old_server)
+            engine.check_served_model(self.s.model_path, self.tokens)
+            return engine
+        raise EngineError(f"unknown engine {self.s.engine!r}; use local or sglang")
+
+    def checkpoint_paths(self) -> list:
+        """Every checkpoint file validate reads: this workdir's shards and those of --merge workdirs."""
+        paths = sorted(self.workdir.root.glob("generations*.sqlite"))
+        for other in self.s.merge:
+            found = sorted(Workdir(Path(other).resolve()).root.glob("generations*.sqlite"))
+            if not found:
+                raise FileNotFoundError(f"--merge {other}: no generations*.sqlite there; is it a kimi-data workdir?")
+            paths += found
+        return paths or [self.workdir.checkpoint]
 
     def generate(self, engine: Engine | None = None) -> GenerateReport:
-        records = [r for c in self.s.configs for r in read_prepared(self.workdir, c)]
-        ckpt = Checkpoint(self.workdir.checkpoint)
+        records = [r for c in self.s.configs for r in read_prepared(self.workdir, c) if in_shard(r.id, self.s.shard)]
+        ckpt = Checkpoint(self.workdir.root / shard_checkpoint_name(self.s.shard))
         try:
             done = ckpt.done_ids()
             failed = ckpt.failures()
@@ -152,14 +180,14 @@ class Pipeline:
 
     def validate(self) -> dict[str, ValidateReport]:
         validator = Validator(self.tokens, self.tokenizer, self.max_seq_len, keep_truncated=self.s.keep_truncated)
-        ckpt = Checkpoint(self.workdir.checkpoint)
+        ckpt = CheckpointSet(self.checkpoint_paths())
         try:
             return {c: validate_config(self.workdir, c, ckpt, validator) for c in self.s.configs}
         finally:
             ckpt.close()
 
     def provenance(self) -> dict[str, Any]:
-        ckpt = Checkpoint(self.workdir.checkpoint)
+        ckpt = CheckpointSet(self.checkpoint_paths())
         try:
             engine = ckpt.get_meta("engine") or {}
             span = ckpt.time_range()

@@ -1,0 +1,208 @@
+"""An SGLang-protocol HTTP server over any in-process engine (the SPEC §9 stand-in for SGLang).
+
+It speaks the subset of SGLang's native API this project uses, with SGLang's field names:
+`POST /generate` (`input_ids` single or batch, `sampling_params`, `rid`) -> `{"text", "output_ids",
+"meta_info": {"id", "finish_reason", "prompt_tokens", "completion_tokens", "cached_tokens",
+"e2e_latency"}}`; `/health`, `/health_generate`, `/model_info` (+ `/get_model_info`), `/server_info`
+(+ `/get_server_info`), `/tokenize`, `/flush_cache`. Concurrent requests are gathered into batches
+for the engine. Fault injection (error rate, delay, dropped connections) exercises the client's
+retries in tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from .base import Engine, GenerationRequest, SamplingParams
+
+# What this stand-in reports as its SGLang version: the behaviour it mirrors is 0.5.5+.
+PROTOCOL_VERSION = "0.5.23"
+
+
+@dataclass
+class Faults:
+    error_rate: float = 0.0        # share of /generate answered with HTTP 500
+    drop_rate: float = 0.0         # share of /generate whose connection is closed without an answer
+    delay_s: float = 0.0           # added latency per /generate
+    seed: int = 0
+
+
+def _json(obj: Any, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(obj), status=status, content_type="application/json")
+
+
+class ProtocolServer:
+    def __init__(self, engine: Engine, *, tokenizer=None, max_batch: int = 16, faults: Faults | None = None,
+                 served_model_name: str | None = None, extra_stop_ids: tuple[int, ...] = ()):
+        self.engine = engine
+        self.tokenizer = tokenizer
+        self.max_batch = max_batch
+        self.faults = faults or Faults()
+        self.rng = random.Random(self.faults.seed)
+        info = engine.info()
+        self.info = info
+        self.served_model_name = served_model_name or info.model_path
+        self.extra_stop_ids = extra_stop_ids
+        self.queue: asyncio.Queue | None = None
+        self.requests_served = 0
+
+    # -- app ----------------------------------------------------------------------------------
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=1 << 30)
+        app.router.add_post("/generate", self.generate)
+        for path in ("/health", "/health_generate"):
+            app.router.add_get(path, self.health)
+        for path in ("/model_info", "/get_model_info"):
+            app.router.add_get(path, self.model_info)
+        for path in ("/server_info", "/get_server_info"):
+            app.router.add_get(path, self.server_info)
+        app.router.add_post("/tokenize", self.tokenize)
+        app.router.add_route("*", "/flush_cache", self.flush_cache)
+        app.on_startup.append(self._start_batcher)
+        return app
+
+    async def _start_batcher(self, app: web.Application) -> None:
+        self.queue = asyncio.Queue()
+        app["batcher"] = asyncio.get_running_loop().create_task(self._batcher())
+
+    async def _batcher(self) -> None:
+        """Gather waiting requests into one engine batch; run it in a worker thread."""
+        loop = asyncio.get_running_loop()
+        while True:
+            first = await self.queue.get()
+            batch = [first]
+            await asyncio.sleep(0.002)   # let concurrent arrivals join
+            while len(batch) < self.max_batch and not self.queue.empty():
+                batch.append(self.queue.get_nowait())
+            reqs = [req for req, _ in batch]
+            try:
+                done = await loop.run_in_executor(None, lambda: {c.id: c for c in self.engine.generate(reqs)})
+            except Exception as e:  # the engine failed: every waiting request gets the error
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(e)
+                continue
+            for req, fut in batch:
+                if not fut.done():
+                    fut.set_result(done[req.id])
+
+    # -- endpoints ----------------------------------------------------------------------------
+    async def generate(self, request: web.Request) -> web.StreamResponse:
+        t0 = time.perf_counter()
+        f = self.faults
+        if f.delay_s:
+            await asyncio.sleep(f.delay_s)
+        if f.drop_rate and self.rng.random() < f.drop_rate:
+            request.transport.close()     # the client sees a dropped connection
+            raise web.HTTPInternalServerError()
+        if f.error_rate and self.rng.random() < f.error_rate:
+            return _json({"error": {"message": "injected fault"}}, status=500)
+        try:
+            body = orjson.loads(await request.read())
+            input_ids = body["input_ids"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            return _json({"error": {"message": "expected a JSON body with input_ids"}}, status=400)
+        batch = bool(input_ids) and isinstance(input_ids[0], list)
+        prompts = input_ids if batch else [input_ids]
+        sp = body.get("sampling_params") or {}
+        rids = body.get("rid")
+        rids = rids if isinstance(rids, list) else [rids] * len(prompts)
+        try:
+            sampling = SamplingParams(
+                max_new_tokens=int(sp.get("max_new_tokens", 128)),
+                temperature=float(sp.get("temperature", 1.0)),
+                top_p=float(sp.get("top_p", 1.0)),
+                stop_token_ids=tuple(sp.get("stop_token_ids") or ()) + self.extra_stop_ids,
+                skip_special_tokens=bool(sp.get("skip_special_tokens", True)),
+            )
+        except (TypeError, ValueError) as e:
+            return _json({"error": {"message": f"bad sampling_params: {e}"}}, status=400)
+        loop = asyncio.get_running_loop()
+        futures = []
+        for ids, rid in zip(prompts, rids):
+            req = GenerationRequest(id=rid or uuid.uuid4().hex, input_ids=list(ids), sampling=sampling,
+                                    seed=int(sp.get("sampling_seed", 0)))
+            fut = loop.create_future()
+            await self.queue.put((req, fut))
+            futures.append((req, fut))
+        out = []
+        for req, fut in futures:
+            try:
+                c = await fut
+            except Exception as e:
+                return _json({"error": {"message": f"generation failed: {e}"}}, status=500)
+            text = ""
+            if self.tokenizer is not None:
+                text = self.tokenizer.decode(c.output_ids, skip_special_tokens=sampling.skip_special_tokens)
+            out.append({
+                "text": text,
+                "output_ids": c.output_ids,
+                "meta_info": {
+                    "id": req.id,
+                    "finish_reason": c.finish_detail,
+                    "prompt_tokens": len(req.input_ids),
+                    "completion_tokens": len(c.output_ids),
+                    "cached_tokens": c.cached_tokens or 0,
+                    "e2e_latency": time.perf_counter() - t0,
+                },
+            })
+        self.requests_served += len(out)
+        return _json(out if batch else out[0])
+
+    async def health(self, request: web.Request) -> web.Response:
+        return web.Response(status=200)
+
+    async def model_info(self, request: web.Request) -> web.Response:
+        return _json({
+            "model_path": self.info.model_path,
+            "tokenizer_path": self.info.model_path,
+            "served_model_name": self.served_model_name,
+            "is_generation": True,
+            "preferred_sampling_params": None,
+            "weight_version": "default",
+            "model_type": "llama",
+        })
+
+    async def server_info(self, request: web.Request) -> web.Response:
+        return _json({
+            "model_path": self.info.model_path,
+            "tokenizer_path": self.info.model_path,
+            "context_length": self.info.context_length,
+            "version": PROTOCOL_VERSION,
+            "engine": f"kimi-eagle-data {self.info.engine} engine ({self.info.version})",
+            **self.info.server_args,
+        })
+
+    async def tokenize(self, request: web.Request) -> web.Response:
+        if self.tokenizer is None:
+            return _json({"error": {"message": "no tokenizer loaded"}}, status=400)
+        body = orjson.loads(await request.read())
+        prompt = body.get("prompt")
+        add = bool(body.get("add_special_tokens", True))
+        if isinstance(prompt, list):
+            tokens = [self.tokenizer.encode(p, add_special_tokens=add) for p in prompt]
+            count = [len(t) for t in tokens]
+        else:
+            tokens = self.tokenizer.encode(prompt, add_special_tokens=add)
+            count = len(tokens)
+        return _json({"tokens": tokens, "count": count, "max_model_len": self.info.context_length})
+
+    async def flush_cache(self, request: web.Request) -> web.Response:
+        return web.Response(text="Cache flushed.\n")
+
+
+def run_server(server: ProtocolServer, host: str, port: int, *, print_url=print) -> None:
+    async def on_startup(app):
+        print_url(f"serving SGLang protocol at http://{host}:{port} (model {server.info.model_path})")
+
+    app = server.app()
+    app.on_startup.append(on_startup)
+    web.run_app(app, host=host, port=port, print=None, handle_signals=True, access_log=None)

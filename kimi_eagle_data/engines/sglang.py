@@ -1,0 +1,297 @@
+"""The SGLang engine: an asyncio client of SGLang's native `/generate` (token ids in, token ids out).
+
+- Continuous: up to `concurrency` requests in flight at all times; a new one starts the moment one
+  finishes, so one 10k-token tail never idles the servers (no batch barrier).
+- Several servers: each request goes to the server with the fewest requests in flight. One
+  `sglang-router` URL works the same way (the router balances behind it).
+- Retries with exponential backoff and jitter on connection errors, timeouts and 5xx; a request
+  that keeps failing comes back as a Completion with `finish_reason="error"` and its reason, so the
+  generate stage records it as failed. HTTP 4xx is not retried (the request itself is wrong).
+- Start-up: wait for `/health`, read `/model_info` and `/server_info` (falling back to the old
+  `get_` names), refuse SGLang < 0.5.5 (0.5.2-0.5.3 leaked prompt tokens into `output_ids`).
+
+The asyncio loop runs in a worker thread; `generate()` hands completions to the caller's thread
+through a bounded queue, so checkpoint commits stay in one thread (SQLite).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import random
+import re
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+import orjson
+
+from ..records import Completion
+from .base import Engine, EngineError, EngineInfo, GenerationRequest
+
+MIN_SGLANG = (0, 5, 5)
+RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+
+
+@dataclass
+class RetryPolicy:
+    max_attempts: int = 5
+    backoff_s: float = 1.0          # first wait; doubles each attempt
+    max_backoff_s: float = 60.0
+    request_timeout_s: float = 3600.0
+
+    def wait(self, attempt: int) -> float:
+        base = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
+        return base * (0.5 + random.random() / 2)
+
+
+def _same_model(a: str, b: str) -> bool:
+    """Model paths name the same model: equal, or one ends with the other (local dir vs Hub id)."""
+    a, b = a.rstrip("/"), b.rstrip("/")
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a) or a.split("/")[-1] == b.split("/")[-1]
+
+
+def parse_version(v: str) -> tuple[int, ...] | None:
+    m = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", v or "")
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+class _Failure(Exception):
+    def __init__(self, reason: str, message: str, retriable: bool):
+        super().__init__(message)
+        self.reason, self.message, self.retriable = reason, message, retriable
+
+
+class SGLangEngine(Engine):
+    name = "sglang"
+
+    def __init__(self, urls: list[str], *, concurrency: int = 256, retry: RetryPolicy | None = None,
+                 health_timeout_s: float = 600.0, allow_old_server: bool = False):
+        if not urls:
+            raise EngineError("the sglang engine needs at least one --server URL")
+        self.urls = [u.rstrip("/") for u in urls]
+        self.concurrency = concurrency
+        self.retry = retry or RetryPolicy()
+        self.health_timeout_s = health_timeout_s
+        self.allow_old_server = allow_old_server
+        self.in_flight = dict.fromkeys(self.urls, 0)
+        self.sent = dict.fromkeys(self.urls, 0)
+        self._info: EngineInfo | None = None
+        self._model_info: dict[str, Any] = {}
+        self._server_info: dict[str, Any] = {}
+        self._stop = threading.Event()
+
+    # -- start-up -----------------------------------------------------------------------------
+    def start(self) -> EngineInfo:
+        """Wait until every server is healthy, then read model and server info. Idempotent."""
+        if self._info is None:
+            self._info = asyncio.run(self._start())
+        return self._info
+
+    async def _start(self) -> EngineInfo:
+        import aiohttp
+
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as s:
+            await asyncio.gather(*(self._wait_healthy(s, u) for u in self.urls))
+            url = self.urls[0]
+            self._model_info = await self._get_json(s, url, "/model_info", "/get_model_info")
+            self._server_info = await self._get_json(s, url, "/server_info", "/get_server_info")
+        version = str(self._server_info.get("version", ""))
+        parsed = parse_version(version)
+        if not self.allow_old_server and (parsed is None or parsed < MIN_SGLANG):
+            raise EngineError(
+                f"{url} reports SGLang version {version or 'unknown'}; need >= 0.5.5 (0.5.2-0.5.3 put prompt "
+                "tokens into output_ids). Upgrade the server, or pass --allow-old-server if you know better")
+        args = {k: v for k, v in self._server_info.items() if isinstance(v, (str, int, float, bool)) or v is None}
+        return EngineInfo(
+            engine=self.name, version=version,
+            model_path=str(self._model_info.get("model_path") or self._server_info.get("model_path", "")),
+            context_length=self._server_info.get("context_length"),
+            server_args={"urls": self.urls, **args},
+        )
+
+    async def _wait_healthy(self, session, url: str) -> None:
+        import aiohttp
+
+        deadline = time.monotonic() + self.health_timeout_s
+        last = "no answer"
+        while time.monotonic() < deadline:
+            for path in ("/health_generate", "/health"):
+                try:
+                    async with session.get(url + path) as r:
+                        if r.status == 200:
+                            return
+                        last = f"{path} answered HTTP {r.status}"
+                        if r.status != 404:
+                            break
+                except (aiohttp.ClientError, asyncio.TimeoutError) as e:
+                    last = f"{type(e).__name__}: {e}"
+                    break
+            await asyncio.sleep(1.0)
+        raise EngineError(f"server {url} not healthy after {self.health_timeout_s:.0f}s ({last}); is it running? "
+                          "Start one with `kimi-data serve` or raise --health-timeout")
+
+    async def _get_json(self, session, url: str, *paths: str) -> dict[str, Any]:
+        for path in paths:
+            async with session.get(url + path) as r:
+                if r.status == 200:
+                    return orjson.loads(await r.read())
+        return {}
+
+    def info(self) -> EngineInfo:
+        return self.start()
+
+    def check_served_model(self, model_path: str, profile_tokens) -> None:
+        """Refuse to run when the server serves another model than --model, or its tokenizer maps the
+        profile's special tokens to other ids than ours (where the server offers /tokenize)."""
+        self.start()
+        served = {str(self._model_info.get(k) or "") for k in ("model_path", "tokenizer_path", "served_model_name")}
+        served.discard("")
+        if served and not any(_same_model(model_path, s) for s in served):
+            raise EngineError(f"{self.urls[0]} serves {sorted(served)[0]!r}, not --model {model_path!r}; pass the "
+                              "served model's path as --model (and its tokenizer as --tokenizer)")
+        ours = profile_tokens.ids
+        try:
+            served = asyncio.run(self._tokenize(list(ours)))
+        except (_Failure, OSError, asyncio.TimeoutError, KeyError, ValueError):
+            return  # server without /tokenize (< 0.5.5 or disabled): nothing more to check
+        bad = {tok: (ours[tok], got) for tok, got in zip(ours, served) if got != [ours[tok]]}
+        if bad:
+            shown = ", ".join(f"{t}: ours {a}, server {b}" for t, (a, b) in list(bad.items())[:4])
+            raise EngineError(f"the served model's tokenizer differs from --tokenizer ({shown}); point both at "
+                              "the same model")
+
+    async def _tokenize(self, texts: list[str]) -> list[list[int]]:
+        import aiohttp
+
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as s:
+            async with s.post(self.urls[0] + "/tokenize",
+                              data=orjson.dumps({"prompt": texts, "add_special_tokens": False}),
+                              headers={"Content-Type": "application/json"}) as r:
+                if r.status != 200:
+                    raise _Failure("no_tokenize", f"/tokenize answered {r.status}", False)
+                return orjson.loads(await r.read())["tokens"]
+
+    # -- generation ---------------------------------------------------------------------------
+    def stop(self) -> None:
+        self._stop.set()
+
+    def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion]:
+        self.start()
+        out: queue.Queue = queue.Queue(maxsize=4 * self.concurrency)
+        done = object()
+        error: list[BaseException] = []
+
+        def worker():
+            try:
+                asyncio.run(self._run(requests, out))
+            except BaseException as e:  # surfaced in the caller's thread
+                error.append(e)
+            finally:
+                out.put(done)
+
+        thread = threading.Thread(target=worker, name="sglang-client", daemon=True)
+        thread.start()
+        try:
+            while True:
+                item = out.get()
+                if item is done:
+                    break
+                yield item
+        finally:
+            self._stop.set()       # Ctrl-C or an early exit: stop sending, let in-flight requests go
+            thread.join(timeout=5)
+            self._stop.clear()
+        if error:
+            raise EngineError(f"sglang client failed: {error[0]}") from error[0]
+
+    async def _run(self, requests: Iterable[GenerationRequest], out: queue.Queue) -> None:
+        import aiohttp
+
+        connector = aiohttp.TCPConnector(limit=self.concurrency + 8, limit_per_host=self.concurrency + 8)
+        timeout = aiohttp.ClientTimeout(total=self.retry.request_timeout_s, sock_connect=30)
+        loop = asyncio.get_running_loop()
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+            slots = asyncio.Semaphore(self.concurrency)
+            tasks: set[asyncio.Task] = set()
+
+            async def one(req: GenerationRequest):
+                try:
+                    c = await self._request_with_retries(session, req)
+                    await loop.run_in_executor(None, out.put, c)
+                finally:
+                    slots.release()
+
+            for req in requests:
+                await slots.acquire()
+                if self._stop.is_set():
+                    slots.release()
+                    break
+                t = asyncio.create_task(one(req))
+                tasks.add(t)
+                t.add_done_callback(tasks.discard)
+            if tasks:
+                await asyncio.gather(*tasks)
+
+    def _pick_server(self) -> str:
+        return min(self.urls, key=lambda u: (self.in_flight[u], self.sent[u]))
+
+    async def _request_with_retries(self, session, req: GenerationRequest) -> Completion:
+        payload = orjson.dumps({"input_ids": req.input_ids, "sampling_params": req.sampling.to_sglang(),
+                                "rid": req.id})
+        attempt = 0
+        while True:
+            attempt += 1
+            url = self._pick_server()
+            self.in_flight[url] += 1
+            self.sent[url] += 1
+            t0 = time.perf_counter()
+            try:
+                body = await self._post(session, url, payload)
+                return self._completion(req, body, time.perf_counter() - t0)
+            except _Failure as f:
+                if not f.retriable or attempt >= self.retry.max_attempts or self._stop.is_set():
+                    return Completion(id=req.id, output_ids=[], finish_reason="error", engine=self.name,
+                                      finish_detail={"type": "error", "reason": f.reason, "message": f.message,
+                                                     "attempts": attempt, "server": url})
+            finally:
+                self.in_flight[url] -= 1
+            await asyncio.sleep(self.retry.wait(attempt))
+
+    async def _post(self, session, url: str, payload: bytes) -> dict[str, Any]:
+        import aiohttp
+
+        try:
+            async with session.post(url + "/generate", data=payload,
+                                    headers={"Content-Type": "application/json"}) as r:
+                raw = await r.read()
+                if r.status != 200:
+                    message = raw[:300].decode(errors="replace")
+                    raise _Failure(f"http_{r.status}", f"{url} answered HTTP {r.status}: {message}",
+                                   r.status in RETRY_STATUS)
+        except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as e:
+            raise _Failure("connection", f"{url}: {type(e).__name__}: {e}", True) from e
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError as e:
+            raise _Failure("bad_response", f"{url} sent non-JSON: {e}", True) from e
+        if isinstance(body, list):  # a batch answer to a single prompt would be a server bug
+            raise _Failure("bad_response", f"{url} answered a single request with a list", False)
+        return body
+
+    def _completion(self, req: GenerationRequest, body: dict[str, Any], latency: float) -> Completion:
+        meta = body.get("meta_info") or {}
+        output_ids = body.get("output_ids")
+        finish = meta.get("finish_reason") or {}
+        if not isinstance(output_ids, list) or not isinstance(finish, dict) or "type" not in finish:
+            raise _Failure("bad_response", "response lacks output_ids or meta_info.finish_reason "
+                                           "(is the server running with --skip-tokenizer-init off?)", False)
+        ftype = finish["type"]
+        if ftype == "abort":
+            return Completion(id=req.id, output_ids=[], finish_reason="abort", engine=self.name,
+                              finish_detail={**finish, "attempts": 1})
+        return Completion(
+            id=req.id, output_ids=output_ids, finish_reason=ftype, finish_detail=finish,
+            prompt_tokens=meta.get("prompt_tokens"), completion_tokens=meta.get("completion_tokens"),
+            cached_tokens=meta.get("cached_tokens"), engine=self.name, latency_s=latency)
