@@ -85,6 +85,8 @@ def run_options(fn):
                      help="SGLang requests kept in flight."),
         click.option("--max-attempts", default=5, show_default=True, type=click.IntRange(min=1),
                      help="Tries per sample on 5xx/timeouts/connection errors before it is recorded as failed."),
+        click.option("--retry-backoff", default=1.0, show_default=True, type=click.FloatRange(min=0),
+                     help="Seconds before the first retry; doubles each attempt (with jitter, at most 60 s)."),
         click.option("--request-timeout", default=3600.0, show_default=True, help="Seconds per SGLang request."),
         click.option("--health-timeout", default=600.0, show_default=True,
                      help="Seconds to wait for the servers to become healthy."),
@@ -143,7 +145,7 @@ def settings_from(kw: dict):
         max_seq_len=kw["max_seq_len"], keep_truncated=kw["keep_truncated"], retry_failed=kw["retry_failed"],
         batch_size=kw["batch_size"], version=kw["version"], progress=not kw["no_progress"],
         model_label=model_label, servers=list(kw["servers"]), concurrency=kw["concurrency"],
-        max_attempts=kw["max_attempts"], request_timeout=kw["request_timeout"],
+        max_attempts=kw["max_attempts"], retry_backoff=kw["retry_backoff"], request_timeout=kw["request_timeout"],
         health_timeout=kw["health_timeout"], allow_old_server=kw["allow_old_server"],
         shard=parse_shard(kw["shard"]), merge=list(kw["merge"]),
     )

@@ -50,6 +50,7 @@ class RunSettings:
     servers: list[str] = field(default_factory=list)   # --engine sglang: server or router URLs
     concurrency: int = 256
     max_attempts: int = 5
+    retry_backoff: float = 1.0
     request_timeout: float = 3600.0
     health_timeout: float = 600.0
     allow_old_server: bool = False
@@ -141,9 +142,16 @@ class Pipeline:
 
             engine = SGLangEngine(
                 self.s.servers, concurrency=self.s.concurrency, health_timeout_s=self.s.health_timeout,
-                retry=RetryPolicy(max_attempts=self.s.max_attempts, request_timeout_s=self.s.request_timeout),
+                retry=RetryPolicy(max_attempts=self.s.max_attempts, backoff_s=self.s.retry_backoff,
+                                  request_timeout_s=self.s.request_timeout),
                 allow_old_server=self.s.allow_old_server)
             engine.check_served_model(self.s.model_path, self.tokens)
+            ctx = engine.info().context_length
+            # SGLang refuses input + max_new_tokens >= context length (HTTP 400) and clips to
+            # context - input - 2: a prompt prepare accepted must fit.
+            if ctx and ctx < self.max_seq_len + 2:
+                raise EngineError(f"the server's context length {ctx} is below max_seq_len {self.max_seq_len} + 2; "
+                                  f"relaunch with --context-length {self.max_seq_len + 2} or more, or lower --max-seq-len")
             return engine
         raise EngineError(f"unknown engine {self.s.engine!r}; use local or sglang")
 

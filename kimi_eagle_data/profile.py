@@ -89,13 +89,13 @@ KIMI_K25 = ModelProfile(
 TINY_MODEL_DIR = Path(str(resources.files("kimi_eagle_data") / "assets" / "tiny-kimi"))
 
 # The embedded tiny model speaks Kimi-K2.5's format but has a 512-token context: the demo
-# uses the same profile with lengths scaled down.
+# uses the same profile with lengths scaled down (max_seq_len = context - 2, as SGLang needs).
 TINY_KIMI = replace(
     KIMI_K25,
     name="tiny-kimi",
     model_path=str(TINY_MODEL_DIR),
     sampling=SamplingDefaults(max_new_tokens=192, temperature=1.0, top_p=0.95),
-    max_seq_len=512,
+    max_seq_len=510,
 )
 
 PROFILES: dict[str, ModelProfile] = {p.name: p for p in (KIMI_K25, TINY_KIMI)}

@@ -3,8 +3,8 @@
 It mirrors SGLang's observable behaviour where the data contract depends on it:
 - a completion that stops on a stop token ends with that token (SGLang >= 0.5.5 keeps it in
   `output_ids`);
-- `max_new_tokens` is clipped to `context_length - prompt_len - 1`, and a `length` finish reports
-  that effective value, as SGLang's scheduler does.
+- `max_new_tokens` is clipped to `context_length - prompt_len - 2` (SGLang's scheduler: `max_req_len
+  - input_len - 1` with `max_req_len = context_len - 1`), and a `length` finish reports that value.
 Requests are grouped by sampling parameters, sorted by length to limit padding, and decoded in
 batches; each batch is seeded from its request ids so a rerun reproduces it.
 """
@@ -65,7 +65,7 @@ class LocalEngine(Engine):
     def effective_max_new_tokens(self, prompt_len: int, max_new_tokens: int) -> int:
         if self.context_length is None:
             return max_new_tokens
-        return max(0, min(max_new_tokens, self.context_length - prompt_len - 1))
+        return max(0, min(max_new_tokens, self.context_length - prompt_len - 2))
 
     def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion]:
         reqs = sorted(requests, key=lambda r: (repr(r.sampling), len(r.input_ids), r.id))

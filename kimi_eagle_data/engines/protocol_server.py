@@ -178,6 +178,7 @@ class ProtocolServer:
             "context_length": self.info.context_length,
             "version": PROTOCOL_VERSION,
             "engine": f"kimi-eagle-data {self.info.engine} engine ({self.info.version})",
+            "requests_served": self.requests_served,
             **self.info.server_args,
         })
 

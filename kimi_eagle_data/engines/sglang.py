@@ -97,13 +97,24 @@ class SGLangEngine(Engine):
             url = self.urls[0]
             self._model_info = await self._get_json(s, url, "/model_info", "/get_model_info")
             self._server_info = await self._get_json(s, url, "/server_info", "/get_server_info")
+            if "router_manager" in self._server_info or "version" not in self._server_info:
+                # An sglang-router: its own info has no SGLang version; ask one of its workers.
+                workers = await self._router_workers(s, url)
+                if workers:
+                    self._server_info = {**await self._get_json(s, workers[0], "/server_info", "/get_server_info"),
+                                         "router": url, "router_workers": workers}
+                    if not self._model_info:
+                        self._model_info = await self._get_json(s, workers[0], "/model_info", "/get_model_info")
         version = str(self._server_info.get("version", ""))
         parsed = parse_version(version)
         if not self.allow_old_server and (parsed is None or parsed < MIN_SGLANG):
             raise EngineError(
                 f"{url} reports SGLang version {version or 'unknown'}; need >= 0.5.5 (0.5.2-0.5.3 put prompt "
                 "tokens into output_ids). Upgrade the server, or pass --allow-old-server if you know better")
-        args = {k: v for k, v in self._server_info.items() if isinstance(v, (str, int, float, bool)) or v is None}
+        # Launch arguments and versions only: live counters would make provenance differ between reads.
+        volatile = {"requests_served", "status", "internal_states", "last_gen_throughput"}
+        args = {k: v for k, v in self._server_info.items()
+                if k not in volatile and (isinstance(v, (str, int, float, bool)) or v is None)}
         return EngineInfo(
             engine=self.name, version=version,
             model_path=str(self._model_info.get("model_path") or self._server_info.get("model_path", "")),
@@ -136,8 +147,28 @@ class SGLangEngine(Engine):
         for path in paths:
             async with session.get(url + path) as r:
                 if r.status == 200:
-                    return orjson.loads(await r.read())
+                    try:
+                        body = orjson.loads(await r.read())
+                    except orjson.JSONDecodeError:
+                        continue
+                    if isinstance(body, dict):
+                        return body
         return {}
+
+    async def _router_workers(self, session, url: str) -> list[str]:
+        """Healthy worker URLs behind a router; waits for registration (its /health answers before)."""
+        deadline = time.monotonic() + self.health_timeout_s
+        while True:
+            body = await self._get_json(session, url, "/workers")
+            if "workers" not in body:
+                return []          # not a router after all
+            healthy = [w["url"] for w in body["workers"] if w.get("is_healthy", True) and w.get("url")]
+            if healthy:
+                return sorted(healthy)
+            if time.monotonic() > deadline:
+                raise EngineError(f"router {url} has no healthy worker after {self.health_timeout_s:.0f}s; "
+                                  "check its --worker-urls")
+            await asyncio.sleep(0.5)
 
     def info(self) -> EngineInfo:
         return self.start()

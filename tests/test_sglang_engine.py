@@ -1,0 +1,250 @@
+"""The SGLang engine against real SGLang-protocol servers over loopback (`kimi-data serve --engine local`),
+and against the real `sglang-router` in front of two of them."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from kimi_eagle_data.profile import TINY_MODEL_DIR
+
+from .conftest import run_cli
+
+TINY = str(TINY_MODEL_DIR)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get_json(url: str):
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return json.loads(r.read())
+
+
+class Server:
+    """A `kimi-data serve --engine local` subprocess."""
+
+    def __init__(self, *args: str, port: int | None = None):
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.args = args
+        self.proc = None
+
+    def start(self) -> "Server":
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kimi_eagle_data.cli", "serve", "--engine", "local", "--model", TINY,
+             "--port", str(self.port), *self.args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(self.url + "/health", timeout=1)
+                return self
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"server on {self.port} did not start")
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def served(self) -> int:
+        return get_json(self.url + "/server_info")["requests_served"]
+
+
+@pytest.fixture
+def server():
+    s = Server().start()
+    yield s
+    s.kill()
+
+
+def sglang_args(workdir, *urls, extra=()):
+    return ["B6", "B7", "--workdir", str(workdir), "--profile", "tiny-kimi", "--model", TINY, "--samples",
+            "--engine", "sglang", *(a for u in urls for a in ("--server", u)), "--retry-backoff", "0.05",
+            "--no-progress", *extra]
+
+
+def completions(workdir) -> list[str]:
+    ids = []
+    for f in sorted(workdir.glob("generations*.sqlite")):
+        ids += [r[0] for r in sqlite3.connect(f).execute("SELECT id FROM completions")]
+    return ids
+
+
+def prepared_count(workdir) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.read_metadata(workdir / "prepared" / f"{c}.parquet").num_rows for c in ("B6", "B7"))
+
+
+def report(workdir, config):
+    return json.loads((workdir / "validated" / f"{config}.json").read_text())
+
+
+def test_greedy_tokens_equal_the_in_process_engine(server, tiny_tokenizer):
+    from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams
+    from kimi_eagle_data.engines.local import LocalEngine
+    from kimi_eagle_data.engines.sglang import SGLangEngine
+    from kimi_eagle_data.tokenizer import render_prompt
+
+    stop = tiny_tokenizer.convert_tokens_to_ids("<|im_end|>")
+    sp = SamplingParams(max_new_tokens=64, temperature=0.0, top_p=1.0, stop_token_ids=(stop,))
+    prompts = ["What is the capital of France?", "Write a haiku about rain.", "Sum 2 and 3."]
+    reqs = [GenerationRequest(f"r{i}", render_prompt(tiny_tokenizer, [{"role": "user", "content": p}], None), sp)
+            for i, p in enumerate(prompts)]
+    local = {c.id: c for c in LocalEngine(TINY, batch_size=1).generate(reqs)}
+    remote = {c.id: c for c in SGLangEngine([server.url], concurrency=1).generate(reqs)}
+    for r in reqs:
+        assert remote[r.id].output_ids == local[r.id].output_ids
+        assert remote[r.id].finish_detail == local[r.id].finish_detail
+        assert remote[r.id].prompt_tokens == len(r.input_ids)
+
+
+def test_generate_against_server_then_validate(server, tmp_path):
+    w = tmp_path / "w"
+    proc = run_cli("build", *sglang_args(w, server.url))
+    n = prepared_count(w)
+    assert f"generate: {n} completed" in proc.stdout
+    assert sorted(completions(w)) == sorted(set(completions(w))) and len(completions(w)) == n
+    assert report(w, "B6")["valid"] > 0
+    manifest = json.loads((w / "dataset" / "manifest.json").read_text())
+    assert manifest["provenance"]["engine"] == "sglang"
+    assert manifest["provenance"]["engine_version"] == "0.5.23"
+
+
+def test_injected_faults_are_retried_and_accounted(tmp_path):
+    flaky = Server("--error-rate", "0.3", "--drop-rate", "0.1", "--fault-seed", "7").start()
+    try:
+        w = tmp_path / "w"
+        run_cli("build", *sglang_args(w, flaky.url, extra=("--max-attempts", "12")))
+        n = prepared_count(w)
+        assert len(set(completions(w))) == n
+        for c in ("B6", "B7"):
+            assert report(w, c)["balanced"] and report(w, c)["failed"] == 0
+    finally:
+        flaky.kill()
+
+
+def test_exhausted_retries_are_recorded_as_failed_then_retried(tmp_path):
+    broken = Server("--error-rate", "1.0").start()
+    w = tmp_path / "w"
+    try:
+        proc = run_cli("build", *sglang_args(w, broken.url, extra=("--max-attempts", "2")))
+        n = prepared_count(w)
+        assert f"0 completed, {n} failed" in proc.stdout
+        reps = [report(w, c) for c in ("B6", "B7")]
+        assert sum(r["failed"] for r in reps) == n and all(r["balanced"] for r in reps)
+        assert all(set(r["failure_reasons"]) == {"http_500"} for r in reps)
+        again = run_cli("generate", "--workdir", str(w), "--server", broken.url)
+        assert f"{n} failed earlier (rerun with --retry-failed)" in again.stdout
+    finally:
+        broken.kill()
+    healthy = Server().start()
+    try:
+        proc = run_cli("build", "--workdir", str(w), "--server", healthy.url, "--retry-failed")
+        assert f"generate: {n} completed, 0 failed" in proc.stdout
+        assert sum(report(w, c)["failed"] for c in ("B6", "B7")) == 0
+    finally:
+        healthy.kill()
+
+
+def test_kill_9_at_random_moments_loses_nothing_and_duplicates_nothing(tmp_path):
+    slow = Server("--delay", "0.05", "--max-batch", "4").start()
+    w = tmp_path / "w"
+    rng = random.Random(1234)
+    try:
+        run_cli("prepare", *sglang_args(w, slow.url))
+        n = prepared_count(w)
+        cmd = [sys.executable, "-m", "kimi_eagle_data.cli", "generate", "--workdir", str(w), "--concurrency", "4",
+               "--no-progress"]
+        for trial in range(4):
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(rng.uniform(2.0, 5.0))
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            ids = completions(w)
+            assert len(ids) == len(set(ids)), f"duplicate after kill {trial}"
+        done_before = len(completions(w))
+        assert done_before < n, "the run finished before any kill; slow the server down"
+        final = run_cli("generate", "--workdir", str(w))
+        assert f"{n - done_before} completed, 0 failed, {done_before} already done" in final.stdout
+        ids = completions(w)
+        assert len(ids) == len(set(ids)) == n
+        run_cli("validate", "--workdir", str(w))
+        assert all(report(w, c)["balanced"] and report(w, c)["pending"] == 0 for c in ("B6", "B7"))
+    finally:
+        slow.kill()
+
+
+def test_server_killed_and_restarted_mid_run(tmp_path):
+    port = free_port()
+    first = Server("--delay", "0.05", "--max-batch", "2", port=port).start()
+    w = tmp_path / "w"
+    run_cli("prepare", *sglang_args(w, first.url))
+    n = prepared_count(w)
+    gen = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data.cli", "generate", "--workdir", str(w),
+                            "--concurrency", "2", "--max-attempts", "30", "--retry-backoff", "0.2", "--no-progress"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    first.kill()
+    time.sleep(2)
+    second = Server(port=port).start()
+    try:
+        out, err = gen.communicate(timeout=300)
+        assert gen.returncode == 0, err
+        assert len(set(completions(w))) == n
+    finally:
+        second.kill()
+
+
+@pytest.mark.skipif(shutil.which("sglang-router") is None and not __import__("importlib").util.find_spec("sglang_router"),
+                    reason="sglang-router is part of the [test] extra")
+def test_real_sglang_router_in_front_of_two_servers(tmp_path):
+    a, b = Server("--delay", "0.02").start(), Server("--delay", "0.02").start()
+    port = free_port()
+    router = subprocess.Popen([sys.executable, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port",
+                               str(port), "--worker-urls", a.url, b.url, "--policy", "round_robin"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the router's /health answers before workers register
+            try:
+                workers = get_json(url + "/workers")
+                if len(workers.get("workers", [])) == 2:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.3)
+        else:
+            raise AssertionError("router did not register both workers")
+        w = tmp_path / "w"
+        gen = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data.cli", "build",
+                                *sglang_args(w, url, extra=("--concurrency", "4", "--max-attempts", "20"))],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(6)
+        served_b = b.served()
+        b.kill()   # one worker dies mid-run: the router and our retries carry on with the other
+        out, err = gen.communicate(timeout=600)
+        assert gen.returncode == 0, err
+        assert a.served() > 0 and served_b > 0
+        assert len(set(completions(w))) == prepared_count(w)
+    finally:
+        router.kill()
+        a.kill()
+        b.kill()
