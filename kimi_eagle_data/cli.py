@@ -187,6 +187,20 @@ def print_generate(rep) -> None:
                  if rep.completed else ""))
 
 
+def print_accounting(table: dict[str, dict[str, int]]) -> None:
+    t = Table(title="accounting (selected = rejected at prepare + generated + failed + pending)")
+    keys = ("selected", "rejected_at_prepare", "generated", "failed", "pending")
+    t.add_column("config")
+    for k in keys:
+        t.add_column(k.replace("_", " "), justify="right")
+    for cfg, row in table.items():
+        t.add_row(cfg, *(str(row[k]) for k in keys))
+    out.print(t)
+    bad = [c for c, r in table.items() if r["selected"] != sum(r[k] for k in keys[1:])]
+    if bad:
+        raise UserError(f"accounting does not balance for {', '.join(bad)}; this is a bug, please report it")
+
+
 def print_summary(reports) -> None:
     keys = ("selected", "rejected_at_prepare", "generated", "failed", "pending", "valid", "rejected", "train_tokens")
     t = Table(title="dataset summary")
@@ -285,8 +299,15 @@ def prepare(**kw):
 @run_options
 @friendly_errors
 def generate(**kw):
-    """Generate completions for prepared prompts into the checkpoint (resumable)."""
-    print_generate(pipeline_for(settings_from(kw)).generate())
+    """Generate completions for prepared prompts into the checkpoint (resumable).
+
+    Safe to stop at any moment (Ctrl-C, kill -9): every finished sample is committed on its own;
+    rerun the same command to continue. Samples that failed after all retries are skipped on
+    reruns until --retry-failed.
+    """
+    p = pipeline_for(settings_from(kw))
+    print_generate(p.generate())
+    print_accounting(p.accounting())
 
 
 @main.command()

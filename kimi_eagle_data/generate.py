@@ -63,13 +63,14 @@ def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Ch
     console = console or Console(stderr=True)
     progress = Progress(
         TextColumn("[bold]generate"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[tps]:>7.0f} tok/s"), TextColumn("{task.fields[reasons]}"),
+        TextColumn("{task.fields[tps]:>7.0f} tok/s"), TextColumn("{task.fields[flight]}"),
+        TextColumn("{task.fields[reasons]}"),
         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
         console=console, disable=not show_progress, transient=False,
     )
     t0 = time.perf_counter()
     with progress:
-        task = progress.add_task("generate", total=len(todo), tps=0.0, reasons="")
+        task = progress.add_task("generate", total=len(todo), tps=0.0, reasons="", flight="")
         for c in engine.generate(todo):
             config = config_of[c.id]
             if c.finish_reason in FAILED_FINISH:
@@ -83,7 +84,9 @@ def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Ch
                 report.output_tokens += len(c.output_ids)
             report.finish[c.finish_reason] += 1
             elapsed = time.perf_counter() - t0
+            in_flight = engine.in_flight()
             progress.update(task, advance=1, tps=report.output_tokens / elapsed if elapsed else 0.0,
+                            flight="" if in_flight is None else f"in flight {in_flight}",
                             reasons=" ".join(f"{k}={v}" for k, v in sorted(report.finish.items())))
     report.seconds = time.perf_counter() - t0
     return report

@@ -186,6 +186,25 @@ class Pipeline:
         finally:
             ckpt.close()
 
+    def accounting(self) -> dict[str, dict[str, int]]:
+        """SPEC §8 before validation: selected = rejected at prepare + generated + failed + pending."""
+        from .workdir import read_json
+
+        ckpt = CheckpointSet(self.checkpoint_paths())
+        try:
+            done, failed = ckpt.done_ids(), ckpt.failures()
+        finally:
+            ckpt.close()
+        table = {}
+        for c in self.s.configs:
+            prep = read_json(self.workdir.prepare_report(c))
+            ids = [r.id for r in read_prepared(self.workdir, c)]
+            generated = sum(i in done for i in ids)
+            n_failed = sum(i in failed and i not in done for i in ids)
+            table[c] = {"selected": prep["selected"], "rejected_at_prepare": prep["rejected_total"],
+                        "generated": generated, "failed": n_failed, "pending": len(ids) - generated - n_failed}
+        return table
+
     def validate(self) -> dict[str, ValidateReport]:
         validator = Validator(self.tokens, self.tokenizer, self.max_seq_len, keep_truncated=self.s.keep_truncated)
         ckpt = CheckpointSet(self.checkpoint_paths())

@@ -42,3 +42,51 @@ def plot_lengths(workdir: Workdir, configs: list[str], out_dir: Path) -> dict[st
         fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
     plt.close(fig)
     return {"Completion length per config": "assets/completion_lengths.png"}
+
+
+LENGTH_PANELS = (("prompt", "prompt tokens"), ("completion", "completion tokens"), ("reasoning", "reasoning tokens"))
+
+
+def plot_length_histograms(workdir: Workdir, configs: list[str], out_dir: Path, *,
+                           prefix: str = "assets") -> dict[str, str]:
+    """One PNG per config: prompt / completion / reasoning length histograms (train and rejected stacked,
+    median marked). Written to `out_dir/lengths_<CFG>.png`; returns {title: f"{prefix}/lengths_<CFG>.png"}.
+
+    Deterministic: same workdir, same bytes (Agg backend, no Software/date metadata)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from .stats import config_lengths
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: dict[str, str] = {}
+    for config in configs:
+        data = config_lengths(workdir, config)
+        n = sum(len(data[s]["completion"]) for s in data)
+        fig, axes = plt.subplots(1, len(LENGTH_PANELS), figsize=(10.5, 2.8), squeeze=False)
+        for ax, (kind, label) in zip(axes.flat, LENGTH_PANELS):
+            train, rejected = data["train"][kind], data["rejected"][kind]
+            both = np.concatenate([train, rejected])
+            top = int(both.max()) if both.size else 1
+            width = max(1, math.ceil((top + 1) / 30))
+            bins = [i * width for i in range(32)]
+            ax.hist([train, rejected], bins=bins, stacked=True, label=["train", "rejected"],
+                    color=["#4C72B0", "#DD8452"])
+            if both.size:
+                med = float(np.median(both))
+                ax.axvline(med, color="black", linestyle="--", linewidth=0.8, label=f"median {med:g}")
+            ax.set_xlabel(label, fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.legend(fontsize=6)
+        axes.flat[0].set_ylabel("samples", fontsize=8)
+        fig.suptitle(f"{config}: token lengths (n={n})", fontsize=10)
+        fig.tight_layout()
+        name = f"lengths_{config}.png"
+        with atomic_path(out_dir / name) as tmp:
+            fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
+        plt.close(fig)
+        written[f"{config} token lengths"] = f"{prefix}/{name}"
+    return written

@@ -64,6 +64,10 @@ class Engine(abc.ABC):
     def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion]:
         """Yield one Completion per request as each finishes (any order)."""
 
+    def in_flight(self) -> int | None:
+        """Requests currently being served (for the progress bar); None when not meaningful."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook
         pass
 

@@ -75,7 +75,7 @@ class SGLangEngine(Engine):
         self.retry = retry or RetryPolicy()
         self.health_timeout_s = health_timeout_s
         self.allow_old_server = allow_old_server
-        self.in_flight = dict.fromkeys(self.urls, 0)
+        self.in_flight_by_url = dict.fromkeys(self.urls, 0)
         self.sent = dict.fromkeys(self.urls, 0)
         self._info: EngineInfo | None = None
         self._model_info: dict[str, Any] = {}
@@ -265,8 +265,11 @@ class SGLangEngine(Engine):
             if tasks:
                 await asyncio.gather(*tasks)
 
+    def in_flight(self) -> int:
+        return sum(self.in_flight_by_url.values())
+
     def _pick_server(self) -> str:
-        return min(self.urls, key=lambda u: (self.in_flight[u], self.sent[u]))
+        return min(self.urls, key=lambda u: (self.in_flight_by_url[u], self.sent[u]))
 
     async def _request_with_retries(self, session, req: GenerationRequest) -> Completion:
         payload = orjson.dumps({"input_ids": req.input_ids, "sampling_params": req.sampling.to_sglang(),
@@ -275,7 +278,7 @@ class SGLangEngine(Engine):
         while True:
             attempt += 1
             url = self._pick_server()
-            self.in_flight[url] += 1
+            self.in_flight_by_url[url] += 1
             self.sent[url] += 1
             t0 = time.perf_counter()
             try:
@@ -287,7 +290,7 @@ class SGLangEngine(Engine):
                                       finish_detail={"type": "error", "reason": f.reason, "message": f.message,
                                                      "attempts": attempt, "server": url})
             finally:
-                self.in_flight[url] -= 1
+                self.in_flight_by_url[url] -= 1
             await asyncio.sleep(self.retry.wait(attempt))
 
     async def _post(self, session, url: str, payload: bytes) -> dict[str, Any]:
