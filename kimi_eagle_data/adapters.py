@@ -516,6 +516,303 @@ def glaive_after_tool_result(row: dict) -> SourcePrompt:
 
 
 # --------------------------------------------------------------------------------------------
+# Whole conversations: the `every_user_prefix` policy and the generic `chat` adapter
+#
+# A conversation function returns (base source id, messages, tools): every turn of the row in
+# the chat shape, in order. `prefixes()` cuts it at each user turn; prefix k gets the source id
+# `{base}#u{k}` (k = 0-based index among the user turns), so each prefix has a stable id of its
+# own. Each conversation function applies the same rules as its first-user adapter up to the
+# first user turn, so prefix 0 has the same messages as the first-user prompt (tested).
+
+Conversation = tuple[str, list[dict[str, Any]], "list[dict] | None"]
+PrefixItem = tuple[str, "SourcePrompt | SourceRowError"]
+
+_THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.S)
+_OT_THOUGHT = re.compile(r"^\s*<\|begin_of_thought\|>(.*?)<\|end_of_thought\|>\s*", re.S)
+_OT_SOLUTION = re.compile(r"^\s*<\|begin_of_solution\|>(.*?)(?:<\|end_of_solution\|>\s*)?$", re.S)
+
+
+def split_reasoning(text: str) -> dict[str, Any]:
+    """An upstream assistant answer as a chat message: a leading `<think>…</think>` (or
+    OpenThoughts' `<|begin_of_thought|>…<|end_of_thought|>`) becomes `reasoning_content`, so the
+    reasoning markers never reach the template as text (Kimi's template drops the reasoning of
+    earlier turns anyway)."""
+    for pattern in (_THINK, _OT_THOUGHT):
+        m = pattern.match(text)
+        if m:
+            answer = text[m.end():]
+            sol = _OT_SOLUTION.match(answer)
+            if sol:
+                answer = sol.group(1)
+            return {"role": "assistant", "content": answer.strip(), "reasoning_content": m.group(1).strip()}
+    return {"role": "assistant", "content": text}
+
+
+def prefixes(base_id: str, msgs: list[dict[str, Any]], tools: list[dict] | None) -> list[PrefixItem]:
+    """One prompt per user turn; an empty user turn is that prefix's rejection (`empty_user_turn`)."""
+    out: list[PrefixItem] = []
+    k = 0
+    for i, m in enumerate(msgs):
+        if m["role"] != "user":
+            continue
+        sid = f"{base_id}#u{k}"
+        if not m["content"].strip():
+            out.append((sid, SourceRowError("empty_user_turn", f"user turn {k} is empty")))
+        else:
+            out.append((sid, SourcePrompt(sid, [dict(x) for x in msgs[: i + 1]], tools)))
+        k += 1
+    if not out:
+        raise SourceRowError("no_user_turn", "the conversation has no user turn")
+    return out
+
+
+def _conversation_turns(turns: list, col: str, role_key: str, text_key: str, roles: dict[str, str],
+                        *, keep_system: bool) -> list[dict[str, Any]]:
+    """Map upstream turns to chat messages (roles: upstream value -> user/assistant/system/tool).
+    Before the first user turn: a system turn is kept (first non-empty one) when `keep_system`;
+    an assistant turn is `starts_with_assistant`."""
+    msgs: list[dict[str, Any]] = []
+    seen_user = False
+    for i, turn in enumerate(turns):
+        if role_key not in turn:
+            raise SourceRowError("missing_field", f"`{col}[{i}]` has no `{role_key}`")
+        who = turn[role_key]
+        role = roles.get(who) if isinstance(who, str) else None
+        if role is None:
+            raise SourceRowError("unknown_role", f"`{col}[{i}].{role_key}` is {who!r}")
+        if role == "system":
+            text = content_text(turn.get(text_key) or "", f"`{col}[{i}].{text_key}`")
+            if keep_system and text.strip() and not any(m["role"] == "system" for m in msgs):
+                msgs.append({"role": "system", "content": text})
+            continue
+        if role == "user":
+            raw = turn.get(text_key)
+            if raw is None and not seen_user:
+                raise SourceRowError("missing_field", f"`{col}[{i}]` has no `{text_key}`")
+            text = content_text("" if raw is None else raw, f"`{col}[{i}].{text_key}`")
+            if not seen_user and not text.strip():
+                raise SourceRowError("empty_user_turn", f"the first user turn (`{col}[{i}]`) is empty")
+            seen_user = True
+            msgs.append({"role": "user", "content": text})
+            continue
+        if not seen_user:
+            raise SourceRowError("starts_with_assistant", f"`{col}[{i}]` ({who}) precedes any user turn")
+        raw = turn.get(text_key)
+        text = content_text("" if raw is None else raw, f"`{col}[{i}].{text_key}`")
+        if role == "assistant":
+            msg = split_reasoning(text)
+            if isinstance(turn.get("tool_calls"), list) and turn["tool_calls"]:
+                msg["tool_calls"] = turn["tool_calls"]
+            msgs.append(msg)
+        else:                                              # tool result
+            msg = {"role": "tool", "content": text}
+            for key in ("tool_call_id", "name"):
+                if isinstance(turn.get(key), str):
+                    msg[key] = turn[key]
+            msgs.append(msg)
+    if not seen_user:
+        raise SourceRowError("no_user_turn", f"`{col}` has no user turn")
+    return msgs
+
+
+_MESSAGES_ROLES = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
+
+
+def messages_conversation(row: dict) -> Conversation:
+    row = _require_row(row)
+    first = messages(row)                                  # the first-user rules and id
+    turns = _turn_list(row, "messages")
+    msgs = _conversation_turns(turns, "messages", "role", "content", _MESSAGES_ROLES, keep_system=True)
+    return first.source_id, msgs, None
+
+
+def openthoughts_conversation(row: dict) -> Conversation:
+    row = _require_row(row)
+    first = openthoughts(row)
+    roles = {**{k: "user" for k in _HUMAN_FROM}, **{k: "assistant" for k in _ASSISTANT_FROM}, "system": "system"}
+    msgs = _conversation_turns(_turn_list(row, "conversations"), "conversations", "from", "value", roles,
+                               keep_system=False)
+    return first.source_id, msgs, None
+
+
+def sharegpt_conversation(row: dict) -> Conversation:
+    row = _require_row(row)
+    first = sharegpt(row)
+    roles = {**{k: "user" for k in SHAREGPT_HUMAN}, **{k: "assistant" for k in SHAREGPT_ASSISTANT},
+             "system": "system"}
+    msgs = _conversation_turns(_turn_list(row, "conversations"), "conversations", "from", "value", roles,
+                               keep_system=True)
+    return first.source_id, msgs, None
+
+
+def sweagent_conversation(row: dict) -> Conversation:
+    row = _require_row(row)
+    first = sweagent(row)
+    turns = _turn_list(row, "trajectory")
+    head = [m for m in first.messages if m["role"] == "system"]
+    msgs: list[dict[str, Any]] = list(head)
+    seen_user = False
+    for i, turn in enumerate(turns):
+        role = turn.get("role")
+        if role == "system":
+            continue
+        text = content_text(turn.get("text") or "", f"`trajectory[{i}].text`")
+        if role == "user":
+            seen_user = True
+            msgs.append({"role": "user", "content": text})
+        elif role in ("ai", "assistant") and seen_user:
+            msgs.append({"role": "assistant", "content": text})
+        else:
+            raise SourceRowError("unknown_role", f"`trajectory[{i}].role` is {role!r}")
+    return first.source_id, msgs, None
+
+
+def glaive_conversation(row: dict) -> Conversation:
+    """Every turn of a glaive chat: tool calls as native `tool_calls`, FUNCTION RESPONSE as
+    `role: "tool"` results (the same conversion as the after_tool_result policy)."""
+    first = glaive(row)
+    tools, rest = parse_glaive_system(row["system"])
+    turns = parse_glaive_chat(row["chat"])
+    declared = {t["function"]["name"] for t in tools or []}
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": rest}] if rest else []
+    pending: tuple[str, str] | None = None
+    for marker, text in turns:
+        if marker == "USER":
+            msgs.append({"role": "user", "content": text})
+        elif marker == "ASSISTANT":
+            if _FUNCTIONCALL in text:
+                prose, name, args = parse_glaive_call(text)
+                if name not in declared:
+                    raise SourceRowError("undeclared_tool", f"call to {name!r}, which `system` does not declare")
+                call_id = f"functions.{name}:0"
+                msgs.append({"role": "assistant", "content": prose, "tool_calls": [{
+                    "id": call_id, "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}]})
+                pending = (call_id, name)
+            else:
+                msgs.append({"role": "assistant", "content": text})
+        else:
+            if pending is None:
+                raise SourceRowError("bad_tool_call", "FUNCTION RESPONSE without a preceding <functioncall>")
+            msgs.append({"role": "tool", "tool_call_id": pending[0], "name": pending[1], "content": text})
+            pending = None
+    return first.source_id, msgs, tools
+
+
+def input_field_conversation(row: dict) -> Conversation:
+    sp = input_field(row)
+    return sp.source_id, sp.messages, None
+
+
+# -- the generic adapter for user-defined partitions ------------------------------------------
+
+CHAT_ROLES = {
+    "user": "user", "human": "user",
+    "assistant": "assistant", "gpt": "assistant", "chatgpt": "assistant", "bing": "assistant",
+    "bard": "assistant", "model": "assistant",
+    "system": "system",
+    "tool": "tool", "function": "tool", "observation": "tool",
+}
+CHAT_ID_FIELDS = ("id", "prompt_id", "conversation_id", "uuid")
+
+
+def normalize_tool(obj: Any, i: int) -> Any:
+    """A tool as `{"type": "function", "function": {...}}`: a flat `{name, description,
+    parameters}` is wrapped and empty/missing `parameters` filled (as for glaive). Anything else
+    is passed through unchanged, for the `invalid_tool_schema` filter to judge."""
+    if isinstance(obj, dict) and "function" not in obj and "name" in obj:
+        obj = {"type": "function", "function": obj}
+    if isinstance(obj, dict) and isinstance(obj.get("function"), dict):
+        fn = dict(obj["function"])
+        if fn.get("parameters") in (None, {}, []):
+            fn["parameters"] = dict(EMPTY_PARAMETERS)
+        obj = {**obj, "type": obj.get("type", "function"), "function": fn}
+    return obj
+
+
+def _chat_tools(row: dict) -> list | None:
+    raw = row.get("tools")
+    if raw is None or raw == "" or raw == []:
+        return None
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise SourceRowError("bad_tool_json", f"`tools` is not valid JSON: {e.msg}") from None
+    if not isinstance(raw, list):
+        raise SourceRowError("bad_tool_json", f"`tools` is {type(raw).__name__}, expected a list of tools")
+    return [normalize_tool(t, i) for i, t in enumerate(raw)] or None
+
+
+def chat_conversation(row: dict, id_field: str | None = None) -> Conversation:
+    """Any row with `messages` ({role, content}) or `conversations` (ShareGPT {from, value}, or
+    {role, content}); optional `system` (string) and `tools` (list, or a JSON string) columns.
+
+    source id: `id_field` when given, else the first of id/prompt_id/conversation_id/uuid the row
+    has, else sha1 of the whole conversation (so two conversations sharing only their opening
+    question stay two rows; the exact-prompt dedup then handles the shared prompt)."""
+    row = _require_row(row)
+    col = "messages" if "messages" in row else "conversations" if "conversations" in row else None
+    if col is None:
+        raise SourceRowError("missing_field", "row has neither a `messages` nor a `conversations` column")
+    turns = _turn_list(row, col)
+    role_key, text_key = ("from", "value") if "from" in turns[0] else ("role", "content")
+    if role_key == "role" and "content" not in turns[0] and "value" in turns[0]:
+        text_key = "value"
+    msgs = _conversation_turns(turns, col, role_key, text_key, CHAT_ROLES, keep_system=True)
+    system = row.get("system")
+    if system is not None and not any(m["role"] == "system" for m in msgs):
+        text = content_text(system, "`system`")
+        if text.strip():
+            msgs.insert(0, {"role": "system", "content": text})
+    tools = _chat_tools(row)
+    if id_field:
+        base = _id_string(row, id_field)
+    else:
+        key = next((k for k in CHAT_ID_FIELDS if row.get(k) is not None), None)
+        base = _id_string(row, key) if key else _sha16(json.dumps([msgs, tools], sort_keys=True, ensure_ascii=False))
+    return base, msgs, tools
+
+
+def chat(row: dict, id_field: str | None = None) -> SourcePrompt:
+    """First-user prompt of a generic chat row: everything before the first user turn + that turn."""
+    base, msgs, tools = chat_conversation(row, id_field)
+    first = next(i for i, m in enumerate(msgs) if m["role"] == "user")
+    return SourcePrompt(base, msgs[: first + 1], tools)
+
+
+CONVERSATIONS: dict[str, Callable[..., Conversation]] = {
+    "glaive": glaive_conversation,
+    "input_field": input_field_conversation,
+    "messages": messages_conversation,
+    "openthoughts": openthoughts_conversation,
+    "sharegpt": sharegpt_conversation,
+    "sweagent": sweagent_conversation,
+    "chat": chat_conversation,
+}
+
+
+def adapt_row(adapter: str, row: Any, policy: str = "first_user", *, id_field: str | None = None
+              ) -> tuple[str, list[PrefixItem]]:
+    """One source row -> (row key, [(source id, prompt or per-prompt error)]) under a policy.
+
+    Raises `SourceRowError` when the row as a whole cannot be read."""
+    if policy == "first_user":
+        sp = chat(row, id_field) if adapter == "chat" else ADAPTERS[adapter](row)
+        return sp.source_id, [(sp.source_id, sp)]
+    if policy == "after_tool_result":
+        if adapter != "glaive":
+            raise ValueError(f"policy after_tool_result needs the glaive adapter, not {adapter!r}")
+        sp = glaive(row, policy="after_tool_result")
+        return sp.source_id, [(sp.source_id, sp)]
+    if policy == "every_user_prefix":
+        fn = CONVERSATIONS[adapter]
+        base, msgs, tools = fn(row, id_field) if adapter == "chat" else fn(row)
+        return base, prefixes(base, msgs, tools)
+    raise ValueError(f"unknown policy {policy!r}")
+
+
+# --------------------------------------------------------------------------------------------
 
 ADAPTERS: dict[str, Callable[[dict], SourcePrompt]] = {
     "glaive": glaive,
@@ -525,6 +822,7 @@ ADAPTERS: dict[str, Callable[[dict], SourcePrompt]] = {
     "openthoughts": openthoughts,
     "sharegpt": sharegpt,
     "sweagent": sweagent,
+    "chat": chat,
 }
 
 

@@ -83,7 +83,7 @@ def emit_dataset(workdir: Workdir, configs: list[str], *, version: str, provenan
     if not SEMVER.match(version):
         raise EmitError(f"version {version!r} is not semver (MAJOR.MINOR.PATCH); pass e.g. --version 1.0.0")
     from .card import render_card
-    from .plots import plot_lengths
+    from .plots import plot_length_histograms, plot_lengths
 
     out = workdir.dataset
     data_dir = out / "data"
@@ -107,7 +107,8 @@ def emit_dataset(workdir: Workdir, configs: list[str], *, version: str, provenan
     if not summary:
         raise EmitError(f"nothing to emit from {workdir.root}: no config has a generated sample yet; run generate")
 
-    plots = plot_lengths(workdir, list(summary), out / "assets")
+    plots = {**plot_lengths(workdir, list(summary), out / "assets"),
+             **plot_length_histograms(workdir, list(summary), out / "assets")}
     card = render_card(summary, version=version, provenance=provenance, plots=plots, repo_id=repo_id)
     with atomic_path(out / "README.md") as tmp:
         tmp.write_text(card, encoding="utf-8")

@@ -42,11 +42,12 @@ def request_seed(id_: str) -> int:
 
 
 def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Checkpoint, sampling: SamplingParams,
-                     *, retry_failed: bool = False, console: Console | None = None,
-                     show_progress: bool = True) -> GenerateReport:
+                     *, done: set[str] | None = None, failed: dict | None = None, retry_failed: bool = False,
+                     console: Console | None = None, show_progress: bool = True) -> GenerateReport:
+    """Generate every record not in `done` (nor in `failed`, unless `retry_failed`); commit each result."""
     report = GenerateReport()
-    done = checkpoint.done_ids()
-    failed = checkpoint.failures()
+    done = checkpoint.done_ids() if done is None else done
+    failed = checkpoint.failures() if failed is None else failed
     config_of = {r.id: r.config for r in records}
     todo = []
     for r in records:

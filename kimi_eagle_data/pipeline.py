@@ -167,23 +167,26 @@ class Pipeline:
 
     def generate(self, engine: Engine | None = None) -> GenerateReport:
         records = [r for c in self.s.configs for r in read_prepared(self.workdir, c) if in_shard(r.id, self.s.shard)]
-        ckpt = Checkpoint(self.workdir.root / shard_checkpoint_name(self.s.shard))
+        # What is done anywhere (other shards' files, merged workdirs) is not generated again.
+        seen = CheckpointSet(self.checkpoint_paths())
         try:
-            done = ckpt.done_ids()
-            failed = ckpt.failures()
-            if not any(r.id not in done and (self.s.retry_failed or r.id not in failed) for r in records):
-                return GenerateReport(skipped_done=sum(r.id in done for r in records),
-                                      skipped_failed=sum(r.id in failed for r in records))
-            own = engine is None
-            engine = engine or self.make_engine()
-            try:
-                ckpt.set_meta("engine", asdict(engine.info()))
-                return generate_records(records, engine, ckpt, self.sampling, retry_failed=self.s.retry_failed,
-                                        console=self.console, show_progress=self.s.progress)
-            finally:
-                if own:
-                    engine.close()
+            done, failed = seen.done_ids(), seen.failures()
         finally:
+            seen.close()
+        if not any(r.id not in done and (self.s.retry_failed or r.id not in failed) for r in records):
+            return GenerateReport(skipped_done=sum(r.id in done for r in records),
+                                  skipped_failed=sum(r.id in failed and r.id not in done for r in records))
+        ckpt = Checkpoint(self.workdir.root / shard_checkpoint_name(self.s.shard))
+        own = engine is None
+        try:
+            engine = engine or self.make_engine()
+            ckpt.set_meta("engine", asdict(engine.info()))
+            return generate_records(records, engine, ckpt, self.sampling, done=done, failed=failed,
+                                    retry_failed=self.s.retry_failed, console=self.console,
+                                    show_progress=self.s.progress)
+        finally:
+            if own and engine is not None:
+                engine.close()
             ckpt.close()
 
     def accounting(self) -> dict[str, dict[str, int]]:

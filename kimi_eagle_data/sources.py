@@ -1,7 +1,14 @@
 """Reading source rows: the bundled samples, local JSONL/Parquet files, or the Hub.
 
-Rows come out as `(row_number, row | SourceRowError)`: a malformed line becomes an error the
-prepare stage records with its reason, and reading continues.
+Rows come out as `(row_number, row | SourceRowError)`: a malformed line (broken JSON, not an
+object) becomes an error the prepare stage records with its reason, and reading continues.
+
+A source that cannot be read *at all* raises `SourceFileError` (one line: which config, which
+file, what is wrong): a missing file or a directory, a `.parquet` that is not Parquet (or is
+cut short), a JSONL file that is binary (NUL bytes, not UTF-8, compressed, Parquet bytes), a
+file with no rows at all, a Hub dataset that does not load. `prepare` then skips that config,
+prepares the others, and the CLI exits 1 with that line: a whole file of garbage is a wrong
+path or a wrong format, not thousands of row rejections.
 """
 
 from __future__ import annotations
@@ -17,8 +24,43 @@ from .records import SourceRowError
 
 SourceRow = tuple[int, "dict[str, Any] | SourceRowError"]
 
+SNIFF_BYTES = 1 << 16
+
+
+class SourceFileError(FileNotFoundError):
+    """A whole source is unusable. (A FileNotFoundError so that every CLI command reports it as
+    one `error:` line and exits 1.)"""
+
+
+def _sniff_text(path: Path) -> bytes:
+    """The first bytes of a JSONL file, refusing binary content with a clear reason."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except IsADirectoryError:
+        raise SourceFileError(f"{path} is a directory, not a JSONL/Parquet file") from None
+    except OSError as e:
+        raise SourceFileError(f"{path}: cannot read ({e.strerror or e})") from None
+    if head.startswith(b"PAR1"):
+        raise SourceFileError(f"{path} holds Parquet bytes; name it *.parquet")
+    if head.startswith(b"\x1f\x8b") or head.startswith(b"\x28\xb5\x2f\xfd") or head.startswith(b"BZh"):
+        raise SourceFileError(f"{path} is compressed; decompress it to JSONL first")
+    if b"\x00" in head:
+        raise SourceFileError(f"{path} is binary (NUL bytes), not JSONL text")
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.start < len(head) - 3:                        # not just a character cut at the sniff boundary
+            raise SourceFileError(f"{path} is not UTF-8 text (byte {e.start}); not a JSONL file") from None
+    return head
+
 
 def iter_jsonl(path: Path) -> Iterator[SourceRow]:
+    path = Path(path)
+    head = _sniff_text(path)
+    if path.suffix == ".json" and head.lstrip().startswith(b"["):
+        yield from _iter_json_array(path)
+        return
     with open(path, "rb") as f:
         for n, line in enumerate(f, start=1):
             if not line.strip():
@@ -34,42 +76,97 @@ def iter_jsonl(path: Path) -> Iterator[SourceRow]:
             yield n, row
 
 
+def _iter_json_array(path: Path) -> Iterator[SourceRow]:
+    """A `.json` file holding one array of row objects (ShareGPT dumps often are)."""
+    try:
+        rows = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as e:
+        raise SourceFileError(f"{path} is not valid JSON ({e}); expected JSON lines or one array of objects") from None
+    for n, row in enumerate(rows, start=1):
+        if isinstance(row, dict):
+            yield n, row
+        else:
+            yield n, SourceRowError("wrong_type", f"{path}[{n - 1}]: expected a JSON object, got {type(row).__name__}")
+
+
 def iter_parquet(path: Path) -> Iterator[SourceRow]:
     import pyarrow.parquet as pq
 
+    path = Path(path)
+    if path.is_dir():
+        raise SourceFileError(f"{path} is a directory, not a Parquet file")
     try:
         pf = pq.ParquetFile(path)
     except Exception as e:  # pyarrow raises several types for a non-Parquet file
-        raise SourceRowError("unreadable_file", f"{path}: not a readable Parquet file ({e})") from e
+        raise SourceFileError(f"{path}: not a readable Parquet file ({_one_line(e)})") from None
     n = 0
-    for batch in pf.iter_batches(batch_size=1024):
-        for row in batch.to_pylist():
-            n += 1
-            yield n, row
+    try:
+        for batch in pf.iter_batches(batch_size=1024):
+            for row in batch.to_pylist():
+                n += 1
+                yield n, row
+    except (OSError, ValueError) as e:  # ArrowInvalid/ArrowIOError: a file cut short or corrupt
+        raise SourceFileError(f"{path}: Parquet data is corrupt after row {n} ({_one_line(e)})") from None
 
 
 def iter_hub(partition: Partition, revision: str | None) -> Iterator[SourceRow]:
+    """Stream the upstream from the Hub (or any path `datasets.load_dataset` takes)."""
     import datasets
 
-    ds = datasets.load_dataset(partition.upstream, partition.upstream_config, split=partition.upstream_split,
-                               revision=revision, streaming=True)
-    for n, row in enumerate(ds, start=1):
-        yield n, row
+    try:
+        ds = datasets.load_dataset(partition.upstream, partition.upstream_config, split=partition.upstream_split,
+                                   revision=revision, streaming=True)
+        for n, row in enumerate(ds, start=1):
+            yield n, row
+    except SourceFileError:
+        raise
+    except Exception as e:  # network, auth, missing config/split, bad revision: one line for the config
+        where = partition.upstream + (f"@{revision}" if revision else "")
+        raise SourceFileError(f"cannot load {where} (config {partition.upstream_config}, split "
+                              f"{partition.upstream_split}) with datasets: {_one_line(e)}") from None
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return (text[:300] + "…") if len(text) > 300 else text or type(e).__name__
+
+
+def iter_file(path: Path) -> Iterator[SourceRow]:
+    path = Path(path)
+    if not path.exists():
+        raise SourceFileError(f"source file {path} does not exist")
+    return iter_parquet(path) if path.suffix == ".parquet" else iter_jsonl(path)
+
+
+def _nonempty(rows: Iterator[SourceRow], desc: str) -> Iterator[SourceRow]:
+    seen = False
+    for item in rows:
+        seen = True
+        yield item
+    if not seen:
+        raise SourceFileError(f"{desc} has no rows")
 
 
 def iter_source(partition: Partition, source: str | None = None, *, samples: bool = False,
                 revision: str | None = None, limit: int | None = None) -> tuple[str, Iterator[SourceRow]]:
-    """Pick where a partition's rows come from; return (description, rows)."""
-    if samples:
-        path, rows = partition.sample_file, iter_jsonl(partition.sample_file)
-        desc = f"bundled samples ({path.name})"
-    elif source:
-        path = Path(source)
+    """Pick where a partition's rows come from; return (description, rows).
+
+    Precedence: `source` (the CLI's --source CONFIG=PATH) > the bundled samples (`samples`, for a
+    built-in partition) > the partition's own `source` file (config file) > the Hub
+    (`upstream`, `upstream_config`, `upstream_split`, at `revision` or the partition's revision).
+    `limit` caps the rows read (the partition's `scan_limit` too; the smaller wins)."""
+    if source is None and samples and partition.builtin:
+        path = partition.sample_file
+        rows, desc = iter_jsonl(path), f"bundled samples ({path.name})"
+    elif source is not None or partition.source:
+        path = Path(source or partition.source)
         if not path.exists():
-            raise FileNotFoundError(f"source file {path} for {partition.config} does not exist")
-        rows = iter_parquet(path) if path.suffix == ".parquet" else iter_jsonl(path)
-        desc = str(path)
+            raise SourceFileError(f"source file {path} for {partition.config} does not exist")
+        rows, desc = iter_file(path), str(path)
     else:
-        rows = iter_hub(partition, revision)
-        desc = f"{partition.upstream}" + (f"@{revision}" if revision else "")
-    return desc, (islice(rows, limit) if limit is not None else rows)
+        rev = revision or partition.revision
+        rows = iter_hub(partition, rev)
+        desc = partition.upstream + (f"@{rev}" if rev else "")
+    caps = [c for c in (limit, partition.scan_limit) if c is not None]
+    rows = _nonempty(rows, desc)
+    return desc, (islice(rows, min(caps)) if caps else rows)

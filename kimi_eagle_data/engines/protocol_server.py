@@ -125,6 +125,18 @@ class ProtocolServer:
             )
         except (TypeError, ValueError) as e:
             return _json({"error": {"message": f"bad sampling_params: {e}"}}, status=400)
+        ctx = self.info.context_length
+        for ids in prompts:
+            # SGLang's tokenizer manager refuses these with HTTP 400 (it does not truncate).
+            if ctx and len(ids) >= ctx:
+                return _json({"error": {"message": f"The input ({len(ids)} tokens) is longer than the model's "
+                                                   f"context length ({ctx} tokens)."}}, status=400)
+            if ctx and len(ids) + sampling.max_new_tokens >= ctx:
+                return _json({"error": {"message": f"Requested token count exceeds the model's maximum context "
+                                                   f"length of {ctx} tokens. You requested a total of "
+                                                   f"{len(ids) + sampling.max_new_tokens} tokens: {len(ids)} tokens "
+                                                   f"from the input messages and {sampling.max_new_tokens} tokens "
+                                                   "for the completion."}}, status=400)
         loop = asyncio.get_running_loop()
         futures = []
         for ids, rid in zip(prompts, rids):

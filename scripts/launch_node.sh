@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Launch SGLang for Kimi-K2.5 on one 8-GPU node and generate this node's shard.
+#
+#   scripts/launch_node.sh SHARD_INDEX NUM_SHARDS WORKDIR [extra kimi-data build args...]
+#
+# Single node:  scripts/launch_node.sh 0 1 /data/kimi-eagle
+# Four nodes sharing /data (one command per node, SHARD_INDEX 0..3):
+#               scripts/launch_node.sh 2 4 /data/kimi-eagle
+# Each node writes its own checkpoint file (generations.shard-i-of-N.sqlite) in the shared workdir;
+# when all are done, any node runs `kimi-data build --workdir /data/kimi-eagle` again to validate and
+# emit the merged dataset (it reads every shard's checkpoint). Nodes without a shared filesystem use
+# their own workdirs and merge with `kimi-data build --workdir A --merge B --merge C ...`.
+#
+# Environment: PORT (30000), TP (8), CONTEXT_LENGTH (32768), MEM_FRACTION (0.85), CONCURRENCY (256),
+# MODEL (moonshotai/Kimi-K2.5).
+set -euo pipefail
+if [ $# -lt 3 ]; then sed -n '2,15p' "$0"; exit 2; fi
+SHARD=$1; NSHARDS=$2; WORKDIR=$3; shift 3
+PORT=${PORT:-30000}; TP=${TP:-8}; CONTEXT_LENGTH=${CONTEXT_LENGTH:-32768}
+MEM_FRACTION=${MEM_FRACTION:-0.85}; CONCURRENCY=${CONCURRENCY:-256}; MODEL=${MODEL:-moonshotai/Kimi-K2.5}
+LOG="$WORKDIR/sglang-shard-$SHARD.log"
+mkdir -p "$WORKDIR"
+
+kimi-data serve --model "$MODEL" --tp "$TP" --port "$PORT" --context-length "$CONTEXT_LENGTH" \
+  --mem-fraction-static "$MEM_FRACTION" >"$LOG" 2>&1 &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null || true' EXIT
+echo "SGLang starting (log: $LOG); waiting for health ..."
+until curl -sf "http://127.0.0.1:$PORT/health_generate" >/dev/null; do
+  kill -0 $SERVER 2>/dev/null || { echo "SGLang exited; see $LOG"; exit 1; }
+  sleep 10
+done
+
+# prepare is deterministic, so every node computes the same prompt set and ids.
+kimi-data prepare --workdir "$WORKDIR" --model "$MODEL" "$@"
+kimi-data generate --workdir "$WORKDIR" --engine sglang --server "http://127.0.0.1:$PORT" \
+  --shard "$SHARD/$NSHARDS" --concurrency "$CONCURRENCY"
+echo "shard $SHARD/$NSHARDS done; when every shard is done: kimi-data build --workdir $WORKDIR"
