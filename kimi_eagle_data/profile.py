@@ -63,6 +63,8 @@ class ModelProfile:
         }
 
 
+MEDIA_TOKENS = ("<|media_start|>", "<|media_begin|>", "<|media_content|>", "<|media_end|>", "<|media_pad|>")
+
 KIMI_K25 = ModelProfile(
     name="kimi-k2.5",
     model_path="moonshotai/Kimi-K2.5",
@@ -72,9 +74,11 @@ KIMI_K25 = ModelProfile(
     think_close="</think>",
     forbidden_in_completion=(
         "<|im_user|>", "<|im_system|>", "<|im_assistant|>", "<|im_middle|>", "[BOS]", "[EOS]",
-        "<|media_start|>", "<|media_content|>", "<|media_end|>", "<|media_pad|>",
+        *MEDIA_TOKENS,
     ),
-    optional_tokens=("<|media_start|>", "<|media_content|>", "<|media_end|>", "<|media_pad|>"),
+    # Media token names differ between sources (K2.5's public template writes <|media_begin|>):
+    # whichever the tokenizer has is forbidden, a name it lacks is skipped.
+    optional_tokens=MEDIA_TOKENS,
     tool_calls_section_begin="<|tool_calls_section_begin|>",
     tool_calls_section_end="<|tool_calls_section_end|>",
     tool_call_begin="<|tool_call_begin|>",

@@ -248,3 +248,44 @@ def test_real_sglang_router_in_front_of_two_servers(tmp_path):
         router.kill()
         a.kill()
         b.kill()
+
+
+def test_contract_check_script_passes_against_the_protocol_server(server):
+    from pathlib import Path
+
+    script = Path(__file__).parent.parent / "scripts" / "sglang_contract_check.py"
+    proc = subprocess.run([sys.executable, str(script), "--url", server.url], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout
+    assert "0 failed" in proc.stdout and "FAIL" not in proc.stdout
+
+
+def test_serve_dry_run_prints_the_kimi_launch_command():
+    proc = run_cli("serve", "--dry-run", "--context-length", "32768", "--port", "30123")
+    cmd = proc.stdout.split()
+    assert cmd[:3] == ["python", "-m", "sglang.launch_server"]
+    flags = dict(zip(cmd[3::1], cmd[4::1]))
+    assert flags["--model-path"] == "moonshotai/Kimi-K2.5" and flags["--tp"] == "8"
+    assert flags["--tool-call-parser"] == "kimi_k2" and flags["--reasoning-parser"] == "kimi_k2"
+    assert flags["--context-length"] == "32768" and flags["--port"] == "30123"
+    assert "--trust-remote-code" in cmd and "--enable-metrics" in cmd
+
+
+def test_shards_generate_disjoint_sets_that_build_merges(server, tmp_path):
+    w = tmp_path / "w"
+    run_cli("prepare", *sglang_args(w, server.url))
+    n = prepared_count(w)
+    run_cli("generate", "--workdir", str(w), "--shard", "0/2")
+    run_cli("generate", "--workdir", str(w), "--shard", "1/2")
+    a = {r[0] for r in sqlite3.connect(w / "generations.shard-0-of-2.sqlite").execute("SELECT id FROM completions")}
+    b = {r[0] for r in sqlite3.connect(w / "generations.shard-1-of-2.sqlite").execute("SELECT id FROM completions")}
+    assert a and b and not (a & b) and len(a | b) == n
+    proc = run_cli("build", "--workdir", str(w))
+    assert f"generate: 0 completed, 0 failed, {n} already done" in proc.stdout
+    assert sum(report(w, c)["generated"] for c in ("B6", "B7")) == n
+    # A second workdir (another node without a shared filesystem) merged into a third.
+    other = tmp_path / "other"
+    shutil.copytree(w, other)
+    (w / "generations.shard-1-of-2.sqlite").unlink()
+    proc = run_cli("validate", "--workdir", str(w), "--merge", str(other))
+    assert sum(report(w, c)["generated"] for c in ("B6", "B7")) == n

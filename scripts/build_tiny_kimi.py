@@ -1,0 +1,181 @@
+#!/usr/bin/env python
+"""Rebuild the embedded tiny Kimi-format tokenizer and causal LM from scratch (CPU, fixed seeds).
+
+    python scripts/build_tiny_kimi.py --out kimi_eagle_data/assets/tiny-kimi
+
+Steps: synthetic Kimi-structured conversations (8 styles mirroring partitions B1-B8; tools from the fixed pool in
+scripts/tiny_kimi/tool_pool.json) -> byte-level BPE tokenizer (vocab 2,048, Kimi's regex and special tokens, a
+K2.5-like chat template) -> LlamaForCausalLM (hidden 128, 4 layers, ~1.3M parameters) trained on completion tokens
+-> bf16 safetensors -> sampled evaluation of SPEC §5 token structure on held-out prompts.
+The model's text is meaningless; only the token structure is learned.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "tiny_kimi"))
+
+from synth import STYLES, Synth, bpe_texts  # noqa: E402
+from tokenizer_build import build_tokenizer  # noqa: E402
+
+README = """\
+# tiny-kimi: an embedded tiny Kimi-K2.5-format tokenizer and causal LM
+
+**Its text is meaningless.** This is a ~1.3M-parameter `LlamaForCausalLM` (hidden 128, 4 layers, 4 heads,
+FFN 512, context 512, tied embeddings, bf16 safetensors) trained for a few minutes on CPU on *synthetic*
+conversations made of random words. It exists so that the whole `kimi-eagle-data` pipeline (prepare, generate,
+validate, build, push) can run on a CPU machine with no network: it speaks Kimi-K2.5's *token format* and nothing else.
+
+- Tokenizer: byte-level BPE, {vocab} ids, Kimi-K2's pre-tokenizer regex, Kimi-K2.5's special tokens by name
+  (`[BOS]`, `[EOS]`, `<|im_end|>`, `<|im_user|>`, `<|im_assistant|>`, `<|im_system|>`, `<|im_middle|>`, media tokens,
+  `[UNK]`, `[PAD]` are special; `<think>`, `</think>` and the tool-call tokens are not, as in Kimi-K2.5).
+  Ids differ from Kimi-K2.5's; look them up by string.
+- Chat template (`chat_template.jinja`): emulates Kimi-K2.5's rendering: no newlines between turns, tools first as
+  `<|im_system|>tool_declare<|im_middle|>[...compact JSON, keys sorted...]<|im_end|>` (or `tools_ts_str` when passed),
+  past reasoning dropped up to the last assistant turn without tool calls, tool calls as
+  `<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>ARGS<|tool_call_end|>…`,
+  tool results as `## Return of ID\\n…`, generation prompt `<|im_assistant|>assistant<|im_middle|><think>`
+  (`<think></think>` with `thinking=False`). Variables: `messages`, `tools`, `tools_ts_str`, `add_generation_prompt`,
+  `thinking`.
+- Generation stops on `<|im_end|>` (`eos_token_id` in `config.json`/`generation_config.json`).
+- Tool calling works only for the 32 tools of the fixed pool in `scripts/tiny_kimi/tool_pool.json`; prompts should
+  render to at most ~300 tokens and use `max_new_tokens` ≤ 192.
+- Most sampled completions (temperature 1.0, top_p 0.95) pass the SPEC §5 structure checks, not all: a few percent
+  have broken JSON arguments, undeclared tools, extra `</think>` or run to `max_new_tokens`.
+
+Last build: {summary}
+
+Rebuild (about 10 minutes on 2 CPU cores, fixed seeds):
+
+    python scripts/build_tiny_kimi.py --out kimi_eagle_data/assets/tiny-kimi
+"""
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def check_tokenizer(tok) -> None:
+    r = tok.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=False)
+    want = "<|im_user|>user<|im_middle|>hi<|im_end|><|im_assistant|>assistant<|im_middle|><think>"
+    assert r == want, r
+    for s in ("<think>", "</think>", "<|im_end|>", "<|tool_calls_section_begin|>", "<|tool_call_begin|>",
+              "<|tool_call_argument_begin|>", "<|tool_call_end|>", "<|tool_calls_section_end|>", "<|im_middle|>",
+              "[BOS]", "[EOS]", "[PAD]", "[UNK]"):
+        assert len(tok.encode(s, add_special_tokens=False)) == 1, s
+    ids = tok.encode("a</think>b<|tool_call_begin|>c<|im_end|>", add_special_tokens=False)
+    assert tok.decode(ids, skip_special_tokens=True) == "a</think>b<|tool_call_begin|>c"
+    assert tok.encode("x", add_special_tokens=True) == tok.encode("x", add_special_tokens=False)  # no BOS
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="kimi_eagle_data/assets/tiny-kimi")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--n-train", type=int, default=20000, help="synthetic training conversations")
+    ap.add_argument("--n-bpe", type=int, default=8000, help="conversations used to train the BPE")
+    ap.add_argument("--steps", type=int, default=2400)
+    ap.add_argument("--tokens-per-batch", type=int, default=3800)
+    ap.add_argument("--n-eval", type=int, default=200)
+    ap.add_argument("--eval-batch-size", type=int, default=16)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--tokenizer-only", action="store_true", help="build and save only the tokenizer")
+    ap.add_argument("--eval-only", action="store_true", help="evaluate the model already in --out")
+    args = ap.parse_args(argv)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    random.seed(args.seed)
+
+    import torch
+    torch.set_num_threads(args.threads)
+    from transformers import AutoTokenizer
+
+    synth = Synth(args.seed)
+    t0 = time.time()
+    if not args.eval_only:
+        convs = [synth.conversation() for _ in range(args.n_train)]
+        log(f"generated {len(convs)} synthetic conversations in {time.time() - t0:.1f}s")
+        texts = [t for c in convs[:args.n_bpe] for t in bpe_texts(c)]
+        tok = build_tokenizer(texts)
+        tok.save_pretrained(out)
+        # transformers 5 writes tokenizer_class "TokenizersBackend"; the generic name also loads in transformers 4.
+        cfg_path = out / "tokenizer_config.json"
+        cfg = json.loads(cfg_path.read_text())
+        cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
+        cfg_path.write_text(json.dumps(cfg, indent=2) + "\n")
+        tok = AutoTokenizer.from_pretrained(out)
+        check_tokenizer(tok)
+        log(f"tokenizer: {len(tok)} ids -> {out}")
+        if args.tokenizer_only:
+            return 0
+    tok = AutoTokenizer.from_pretrained(out)
+    check_tokenizer(tok)
+
+    from evaluate import evaluate, format_summary
+    from train import build_model, encode_dataset, train
+
+    if not args.eval_only:
+        rows = encode_dataset(tok, convs, log=log)
+        model = build_model(tok, args.seed)
+        n_params = sum(p.numel() for p in model.parameters())
+        log(f"model: {n_params / 1e6:.2f}M parameters; training {args.steps} steps x ~{args.tokens_per_batch} tokens")
+        train_s = train(model, tok, rows, steps=args.steps, tokens_per_batch=args.tokens_per_batch, seed=args.seed,
+                        log=log)
+        log(f"training took {train_s:.0f}s")
+        from transformers import GenerationConfig
+        model.generation_config = GenerationConfig(
+            bos_token_id=tok.bos_token_id, eos_token_id=model.config.eos_token_id, pad_token_id=tok.pad_token_id,
+            do_sample=True, temperature=1.0, top_p=0.95, top_k=0, max_new_tokens=192,
+        )
+        model.to(torch.bfloat16).save_pretrained(out)
+        size = sum(f.stat().st_size for f in out.glob("*.safetensors"))
+        log(f"saved model ({size / 1e6:.2f} MB safetensors) -> {out}")
+        (out / "build_eval.json").write_text(json.dumps({"train_seconds": round(train_s), "steps": args.steps}) + "\n")
+    else:
+        prev = out / "build_eval.json"
+        train_s = json.loads(prev.read_text()).get("train_seconds") if prev.exists() else None
+
+    # ---- evaluation on held-out prompts: all styles, ~40% tool prompts
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
+    ev = Synth(args.seed + 10_000)
+    n_tool = int(args.n_eval * 0.4)
+    others = [s for s in STYLES if s != "tool"]
+    eval_convs, eval_ids = [], []
+    k = 0
+    while len(eval_convs) < args.n_eval:
+        style = "tool" if len(eval_convs) < n_tool else others[k % len(others)]
+        c = ev.conversation(style)
+        p = tok.apply_chat_template(c["messages"], tools=c["tools"], add_generation_prompt=True, tokenize=True,
+                                    return_dict=False)
+        if len(p) > 300:
+            continue
+        if style != "tool":
+            k += 1
+        eval_convs.append(c)
+        eval_ids.append(list(p))
+    summary, _ = evaluate(model, tok, eval_convs, eval_ids, batch_size=args.eval_batch_size)
+    log(format_summary(summary))
+    tool = summary["by_style"]["tool"]
+    line = (f"{100 * summary['valid_rate']:.1f}% of {summary['n']} sampled completions valid "
+            f"({100 * tool['valid'] / tool['n']:.1f}% of tool prompts; {summary['length']} hit max_new_tokens=192), "
+            f"{summary['tok_per_s']:.0f} tok/s at batch {args.eval_batch_size} on CPU"
+            + (f"; trained {args.steps} steps in {train_s:.0f}s" if train_s else ""))
+    log("SUMMARY: " + line)
+    (out / "README.md").write_text(README.format(vocab=len(tok), summary=line))
+    summary.update(train_seconds=train_s and round(train_s), steps=args.steps)
+    (out / "build_eval.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

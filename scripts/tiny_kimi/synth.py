@@ -1,0 +1,431 @@
+"""Synthetic Kimi-structured conversations for the tiny model.
+
+Every conversation is a dict:
+    {"style": str, "messages": [...prompt messages...], "tools": [...] | None,
+     "reasoning": str, "content": str, "tool_calls": [{"name": str, "arguments": dict}, ...]}
+
+The text is meaningless filler built from word lists and templates; only its *structure* (roles, reasoning
+then `</think>`, an answer or a tool-call section, `<|im_end|>`) matters. Eight styles mirror the project's
+partitions B1-B8. Everything is driven by one `random.Random`, so a seed fixes the whole corpus.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+POOL_PATH = Path(__file__).with_name("tool_pool.json")
+
+STYLES = ("tool", "code", "cp", "math", "thoughts", "chat", "sharegpt", "swe")
+# Sampling weights: tool calling ~40%, the rest shared.
+STYLE_WEIGHTS = (40, 9, 8, 9, 7, 10, 10, 7)
+
+WORDS = """
+the a an of to and in for on with that this it is was be are as at by from or not but have has had will would
+can could should may might must we you they he she i people time year way day thing man world life hand part
+child eye woman place work week case point government company number group problem fact system program question
+city country story result change morning reason research girl guy moment air teacher force education food house
+area water money market value plan energy model data process method table level order price value history music
+light voice river garden window paper field power season island bridge engine signal pattern layer network cloud
+simple quick small large early late important different useful common clear strong recent local public general
+make take give find think know see come want look use tell ask work seem feel try leave call keep begin show
+hear play run move live believe bring happen write provide sit stand lose pay meet include continue set learn
+lead understand watch follow stop create speak read allow add spend grow open walk win offer remember consider
+appear buy wait serve die send expect build stay fall cut reach kill remain suggest raise pass sell require
+report decide pull explain develop carry break receive agree support hit produce eat cover catch draw choose
+also very often then now here there still just only well even back again always never quite rather almost
+first second third next last other same each every many few more most some any such own
+""".split()
+
+CAP_WORDS = """Alice Bob Carol Dave Eve Frank Grace Heidi Ivan Judy Mallory Oscar Peggy Trent Victor Walter
+Python Rust Linux GitHub Paris London Tokyo Berlin Madrid Rome Cairo Lima Oslo Vienna Monday Friday""".split()
+
+HAN = "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指几九区强放决西被干做必战先回则任取据处府理世".replace(" ", "")
+
+FIRST_NAMES = "alpha beta gamma delta omega sigma theta kappa lambda zeta".split()
+IDENTS = "count total value items result index node graph tree cache buffer queue stack key name path size data".split()
+VERBS_CODE = "sort merge parse filter compute count reverse find build check update split validate flatten".split()
+
+CITIES = "Paris Tokyo London Berlin Denver Madrid Rome Seattle Austin Chicago Lisbon Boston Oslo Sydney Toronto Cairo".split()
+CURRENCIES = "USD EUR GBP JPY CAD CHF INR AUD CNY".split()
+LANGS = "Spanish German French Japanese Italian Korean Portuguese Chinese".split()
+CATEGORIES = "sports technology business health science politics entertainment".split()
+PLACES = "cafe pharmacy restaurant gas station park museum library hotel".split()
+MOVIES = ["Inception", "The Matrix", "Interstellar", "Arrival", "Up", "Heat", "Alien", "Jaws"]
+SONGS = ["Coldplay", "Bohemian Rhapsody", "Taylor Swift", "Yesterday", "Hey Jude", "Daft Punk"]
+WORD_DEFS = "serendipity ephemeral ubiquitous eloquent resilient meticulous pragmatic".split()
+DOMAINS = "example.com work.org corp.com mail.net school.edu".split()
+NAMES_LOWER = "anna bob carol dave emma frank grace".split()
+INGREDIENTS = "chicken rice eggs spinach cheese tomatoes basil garlic beans pasta".split()
+STOCKS = "AAPL TSLA MSFT NVDA GOOG AMZN META IBM".split()
+AIRLINES = "BA UA LH AF DL KL".split()
+
+
+def load_pool(path: Path = POOL_PATH) -> tuple[list[dict], dict[str, list[str]]]:
+    data = json.loads(path.read_text())
+    return data["tools"], data["example_requests"]
+
+
+class Synth:
+    def __init__(self, seed: int, pool_path: Path = POOL_PATH):
+        self.rng = random.Random(seed)
+        self.tools, self.examples = load_pool(pool_path)
+        self.by_name = {t["function"]["name"]: t for t in self.tools}
+
+    # ---------------------------------------------------------------- text helpers
+    def words(self, n: int) -> str:
+        r = self.rng
+        out = []
+        for i in range(n):
+            w = r.choice(WORDS)
+            if r.random() < 0.04:
+                w = r.choice(CAP_WORDS)
+            elif r.random() < 0.03:
+                w = str(r.randint(0, 2000))
+            out.append(w)
+        return " ".join(out)
+
+    def sentence(self, lo: int = 5, hi: int = 14) -> str:
+        r = self.rng
+        s = self.words(r.randint(lo, hi))
+        s = s[0].upper() + s[1:]
+        if r.random() < 0.15:
+            parts = s.split(" ")
+            k = r.randint(1, max(1, len(parts) - 1))
+            s = " ".join(parts[:k]) + ", " + " ".join(parts[k:])
+        return s + r.choice([".", ".", ".", ".", "?", "!", ":"] if r.random() < 0.2 else ["."])
+
+    def sentences(self, n: int, lo: int = 5, hi: int = 14) -> str:
+        return " ".join(self.sentence(lo, hi) for _ in range(n))
+
+    def paragraphs(self, n_sent: int) -> str:
+        r = self.rng
+        out, left = [], n_sent
+        while left > 0:
+            k = min(left, r.randint(1, 4))
+            out.append(self.sentences(k))
+            left -= k
+        return "\n\n".join(out)
+
+    def han(self, n: int) -> str:
+        return "".join(self.rng.choice(HAN) for _ in range(n))
+
+    def length_class(self) -> str:
+        x = self.rng.random()
+        if x < 0.12:
+            return "short"
+        if x < 0.92:
+            return "medium"
+        return "long"
+
+    def budget(self, cls: str) -> tuple[int, int]:
+        """(reasoning sentences, answer sentences)."""
+        r = self.rng
+        if cls == "short":
+            return r.randint(0, 1), 1
+        if cls == "medium":
+            return r.randint(1, 4), r.randint(1, 5)
+        return r.randint(5, 9), r.randint(6, 12)
+
+    def reasoning_intro(self) -> str:
+        return self.rng.choice([
+            "The user asks", "Okay, the user wants", "Let me think about", "We need to handle", "First, consider",
+            "Hmm, the question is about", "So the task is", "Alright, I need to look at",
+        ])
+
+    def code_block(self, lines: int) -> str:
+        r = self.rng
+        fn = f"{r.choice(VERBS_CODE)}_{r.choice(IDENTS)}"
+        a, b = r.sample(IDENTS, 2)
+        body = [f"def {fn}({a}, {b}):"]
+        for i in range(lines):
+            kind = r.random()
+            x, y = r.sample(IDENTS, 2)
+            if kind < 0.3:
+                body.append(f"    {x} = {y} + {r.randint(0, 99)}")
+            elif kind < 0.5:
+                body.append(f"    for {x} in range(len({y})):")
+                body.append(f"        {a} += {x}")
+            elif kind < 0.7:
+                body.append(f"    if {x} > {y}:")
+                body.append(f"        return {x}")
+            elif kind < 0.85:
+                body.append(f"    {x}.append({y}[{r.randint(0, 9)}])")
+            else:
+                body.append(f"    # {self.words(r.randint(3, 7))}")
+        body.append(f"    return {a}")
+        lang = r.choice(["python", "python", "python", ""])
+        return f"```{lang}\n" + "\n".join(body) + "\n```"
+
+    # ---------------------------------------------------------------- argument values
+    def value_for(self, pname: str, spec: dict):
+        r = self.rng
+        t = spec.get("type")
+        if "enum" in spec:
+            return r.choice(spec["enum"])
+        table = {
+            "city": lambda: r.choice(CITIES), "location": lambda: r.choice(CITIES),
+            "origin": lambda: r.choice(CITIES), "destination": lambda: r.choice(CITIES),
+            "from_currency": lambda: r.choice(CURRENCIES), "to_currency": lambda: r.choice(CURRENCIES),
+            "base": lambda: r.choice(CURRENCIES), "target": lambda: r.choice(CURRENCIES),
+            "target_language": lambda: r.choice(LANGS), "category": lambda: r.choice(CATEGORIES),
+            "place_type": lambda: r.choice(PLACES), "title": lambda: r.choice(MOVIES + ["Dentist", "Team Sync", "Launch"]),
+            "song": lambda: r.choice(SONGS), "word": lambda: r.choice(WORD_DEFS),
+            "to": lambda: f"{r.choice(NAMES_LOWER)}@{r.choice(DOMAINS)}",
+            "symbol": lambda: r.choice(STOCKS),
+            "flight_number": lambda: f"{r.choice(AIRLINES)}{r.randint(100, 999)}",
+            "date": lambda: f"2024-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}",
+            "due_date": lambda: f"2024-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}",
+            "birth_date": lambda: f"{r.randint(1950, 2010)}-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}",
+            "time": lambda: f"{r.randint(7, 22):02d}:{r.choice(['00', '15', '30', '45'])}",
+            "remind_at": lambda: f"2024-{r.randint(1, 12):02d}-{r.randint(1, 28):02d} {r.randint(7, 22):02d}:00",
+            "restaurant": lambda: r.choice(["Luigi's", "Sakura", "Green Garden", "Blue Door"]),
+            "data": lambda: r.choice(["https://example.com", "hello world", "555-0134"]),
+            "ingredients": lambda: r.sample(INGREDIENTS, r.randint(1, 3)),
+        }
+        if pname in table:
+            return table[pname]()
+        if t == "integer":
+            return r.choice([1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 30, 100, 300])
+        if t == "number":
+            return r.choice([r.randint(1, 5000), round(r.uniform(1, 500), 2)])
+        if t == "boolean":
+            return r.random() < 0.5
+        if t == "array":
+            return [self.words(1), self.words(1)]
+        return self.words(r.randint(1, 5))
+
+    def make_args(self, tool: dict) -> dict:
+        params = tool["function"]["parameters"]
+        props = params.get("properties", {})
+        required = set(params.get("required", []))
+        args = {}
+        for pname, spec in props.items():
+            if pname in required or self.rng.random() < 0.6:
+                args[pname] = self.value_for(pname, spec)
+        return args
+
+    def request_for(self, tool: dict, args: dict) -> str:
+        """A user request phrased with the tool's verb/noun, mentioning the argument values."""
+        r = self.rng
+        name = tool["function"]["name"]
+        if r.random() < 0.35 or not args:
+            if r.random() < 0.5 or not args:
+                return r.choice(self.examples[name])
+        desc = tool["function"]["description"]
+        desc_l = desc[0].lower() + desc[1:]
+        words = name.replace("_", " ")
+        vals = ", ".join(f"{k.replace('_', ' ')} {json.dumps(v) if not isinstance(v, str) else v}" for k, v in args.items())
+        return r.choice([
+            f"Can you {desc_l}? Use {vals}.",
+            f"Please {desc_l} with {vals}.",
+            f"I need you to {words}: {vals}.",
+            f"{desc}, {vals}.",
+            f"Hi! Could you {words} for me? {vals}",
+            f"{words.capitalize()} please, {vals}.",
+        ])
+
+    # ---------------------------------------------------------------- styles
+    def maybe_system(self, p: float) -> list[dict]:
+        if self.rng.random() < p:
+            return [{"role": "system", "content": self.rng.choice([
+                "You are a helpful assistant.", "You are Kimi, an AI assistant.",
+                "You are a concise assistant. " + self.sentence(), self.sentences(2),
+            ])}]
+        return []
+
+    def style_tool(self) -> dict:
+        r = self.rng
+        k = r.choice([2, 2, 3, 3, 3])
+        tools = r.sample(self.tools, k)
+        msgs = self.maybe_system(0.15)
+        x = r.random()
+        if x < 0.10:
+            # glaive-style post-tool-result prompt: the model answers from the returned value
+            t = r.choice(tools)
+            name = t["function"]["name"]
+            args = self.make_args(t)
+            result = json.dumps({r.choice(IDENTS): self.value_for("x", {"type": r.choice(["string", "number"])})
+                                 for _ in range(r.randint(1, 3))})
+            msgs += [
+                {"role": "user", "content": self.request_for(t, args)},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": f"functions.{name}:0", "type": "function",
+                     "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}]},
+                {"role": "tool", "tool_call_id": f"functions.{name}:0", "name": name, "content": result},
+            ]
+            reasoning = f"The {name} tool returned {result}. " + self.sentences(r.randint(0, 2))
+            content = self.paragraphs(r.randint(1, 3))
+            return dict(style="tool", messages=msgs, tools=tools, reasoning=reasoning, content=content, tool_calls=[])
+        if x < 0.24:
+            # no call: unrelated question or missing information
+            t = r.choice(tools)
+            if r.random() < 0.5:
+                user = f"{t['function']['description']}?" if r.random() < 0.5 else self.sentences(r.randint(1, 2))
+                reasoning = f"{self.reasoning_intro()} this, but details are missing. " + self.sentences(r.randint(0, 2))
+                content = "Could you tell me more? " + self.sentences(r.randint(1, 2))
+            else:
+                user = self.sentence() + " " + self.sentence()
+                reasoning = f"{self.reasoning_intro()} a question that needs no tool. " + self.sentences(r.randint(0, 3))
+                content = self.paragraphs(r.randint(1, 4))
+            msgs.append({"role": "user", "content": user})
+            return dict(style="tool", messages=msgs, tools=tools, reasoning=reasoning, content=content, tool_calls=[])
+        n_calls = 1 if r.random() < 0.75 else 2
+        chosen = [r.choice(tools) for _ in range(n_calls)]
+        calls = [{"name": t["function"]["name"], "arguments": self.make_args(t)} for t in chosen]
+        reqs = [self.request_for(t, c["arguments"]) for t, c in zip(chosen, calls)]
+        user = reqs[0] if n_calls == 1 else reqs[0] + r.choice([" Also, ", " And ", " Then "]) + reqs[1][0].lower() + reqs[1][1:]
+        msgs.append({"role": "user", "content": user})
+        names = " and ".join(c["name"] for c in calls)
+        reasoning = r.choice([
+            f"The user wants me to use {names}. ",
+            f"{self.reasoning_intro()} this request. I should call {names}. ",
+            f"I can answer with the {names} function. ",
+        ])
+        if r.random() < 0.5:
+            reasoning += self.sentences(r.randint(1, 2))
+        content = ""
+        if r.random() < 0.25:
+            content = r.choice(["Let me check that for you.", "Sure, one moment.", "I'll look that up.", self.sentence()])
+        return dict(style="tool", messages=msgs, tools=tools, reasoning=reasoning.strip(), content=content, tool_calls=calls)
+
+    def plain(self, style: str, msgs: list[dict], cls: str | None = None, answer_prefix: str = "",
+              answer_suffix: str = "", code: bool = False) -> dict:
+        r = self.rng
+        cls = cls or self.length_class()
+        nr, na = self.budget(cls)
+        reasoning = (self.reasoning_intro() + " " + self.sentences(nr)).strip() if nr else r.choice(["", "Simple."])
+        body = self.paragraphs(na)
+        if code:
+            body = self.sentences(r.randint(1, 2)) + "\n\n" + self.code_block(r.randint(2, 4 if cls != "long" else 14)) \
+                + ("\n\n" + self.sentences(r.randint(1, 3)) if cls != "short" else "")
+        content = (answer_prefix + body + answer_suffix).strip()
+        return dict(style=style, messages=msgs, tools=None, reasoning=reasoning, content=content, tool_calls=[])
+
+    def style_code(self) -> dict:
+        r = self.rng
+        task = r.choice(["Write a Python function that", "Implement a function to", "Create a class that",
+                         "You are given a list of integers. Write a function that", "Write a function"])
+        user = f"{task} {r.choice(VERBS_CODE)}s {self.words(r.randint(4, 12))}. " + self.sentences(r.randint(0, 3))
+        if r.random() < 0.3:
+            user += f"\n\nExample:\nInput: {[r.randint(0, 9) for _ in range(r.randint(2, 6))]}\nOutput: {r.randint(0, 99)}"
+        return self.plain("code", self.maybe_system(0.05) + [{"role": "user", "content": user}], code=True)
+
+    def style_cp(self) -> dict:
+        r = self.rng
+        user = (self.sentences(r.randint(2, 4)) + f"\n\nInput\n\nThe first line contains an integer n (1 ≤ n ≤ {r.choice([100, 1000, 100000])}). "
+                + self.sentence() + "\n\nOutput\n\n" + self.sentence()
+                + f"\n\nExamples\n\nInput\n\n{r.randint(1, 9)}\n{' '.join(str(r.randint(1, 50)) for _ in range(r.randint(2, 5)))}\n\nOutput\n\n{r.randint(0, 99)}")
+        return self.plain("cp", [{"role": "user", "content": user}], code=True)
+
+    def style_math(self) -> dict:
+        r = self.rng
+        a, b, c = r.randint(2, 20), r.randint(1, 50), r.randint(10, 300)
+        q = r.choice([
+            f"Solve for x: {a}x + {b} = {c}.",
+            f"What is the sum of the first {a} positive integers?",
+            f"Let f(x) = {a}x^2 - {b}x + {c % 17}. Find f({r.randint(1, 5)}).",
+            f"A train travels {c} km in {a} hours. " + self.sentence() + " What is its average speed?",
+            f"Find the remainder when {c}^{a} is divided by {b + 1}.",
+        ])
+        if r.random() < 0.5:
+            q += " Please reason step by step, and put your final answer within \\boxed{}."
+        cls = self.length_class()
+        nr, _ = self.budget(cls)
+        steps = [f"{r.randint(1, 99)} {r.choice(['+', '-', '*'])} {r.randint(1, 99)} = {r.randint(1, 999)}" for _ in range(nr + 1)]
+        reasoning = (self.reasoning_intro() + " " + ". ".join(f"{self.sentence(3, 7)[:-1]}, {s}" for s in steps) + ".").strip()
+        content = self.sentences(r.randint(0, 2 if cls != "long" else 8)) + f" The answer is $\\boxed{{{r.randint(0, 999)}}}$."
+        return dict(style="math", messages=[{"role": "user", "content": q}], tools=None, reasoning=reasoning,
+                    content=content.strip(), tool_calls=[])
+
+    def style_thoughts(self) -> dict:
+        r = self.rng
+        q = "Return your final response within \\boxed{}. " + self.sentences(r.randint(1, 4))
+        return self.plain("thoughts", [{"role": "user", "content": q}], answer_suffix=f" \\boxed{{{r.randint(0, 99)}}}")
+
+    def style_chat(self) -> dict:
+        r = self.rng
+        q = r.choice(["How", "What", "Why", "Can you explain", "Write a short essay about", "Describe"]) + " " + self.words(r.randint(4, 14)) + "?"
+        if r.random() < 0.3:
+            q += " " + self.sentences(r.randint(1, 3))
+        msgs = self.maybe_system(0.15) + [{"role": "user", "content": q}]
+        if r.random() < 0.12:
+            msgs += [{"role": "assistant", "content": self.paragraphs(r.randint(1, 3))},
+                     {"role": "user", "content": self.sentence()}]
+        if r.random() < 0.1:
+            # non-string content: list of text parts
+            last = msgs[-1]
+            text = last["content"]
+            cut = max(1, len(text) // 2)
+            last["content"] = [{"type": "text", "text": text[:cut]}, {"type": "text", "text": text[cut:]}]
+        return self.plain("chat", msgs)
+
+    def style_sharegpt(self) -> dict:
+        r = self.rng
+        x = r.random()
+        if x < 0.1:
+            q = self.han(r.randint(5, 30)) + "？"
+        elif x < 0.5:
+            q = self.sentences(r.randint(1, 5))
+        else:
+            q = r.choice(["hey", "ok so", "please", "i want", "write me", "help"]) + " " + self.words(r.randint(3, 20))
+        msgs = self.maybe_system(0.12) + [{"role": "user", "content": q}]
+        if r.random() < 0.15:
+            msgs += [{"role": "assistant", "content": self.paragraphs(r.randint(1, 2))},
+                     {"role": "user", "content": self.words(r.randint(2, 8))}]
+        out = self.plain("sharegpt", msgs)
+        if x < 0.1:
+            out["content"] = self.han(r.randint(10, 60)) + "。" + (" " + out["content"] if r.random() < 0.3 else "")
+        return out
+
+    def style_swe(self) -> dict:
+        r = self.rng
+        system = ("SETTING: You are an autonomous programmer working in a command line with a special interface.\n\n"
+                  "COMMANDS:\nopen <path> [<line>] - opens the file\ngoto <line> - moves the window\n"
+                  "edit <start>:<end> - replaces lines\nsearch_file <term> - searches the open file\n"
+                  "submit - submits your changes\n\nRESPONSE FORMAT:\nDISCUSSION then one command in a code block.")
+        path = f"src/{r.choice(IDENTS)}/{r.choice(IDENTS)}.py"
+        user = (f"We're currently solving the following issue within our repository. Here's the issue text:\nISSUE:\n"
+                + self.sentences(r.randint(1, 3)) + f"\n\nThe bug is in {path}. " + self.sentence()
+                + "\n\n(Open file: n/a)\n(Current directory: /repo)\nbash-$")
+        cmd = r.choice([f"open {path}", f"search_file {r.choice(IDENTS)}", f"goto {r.randint(1, 400)}", "submit",
+                        f"find_file \"{r.choice(IDENTS)}.py\"", f"edit {r.randint(1, 50)}:{r.randint(51, 90)}"])
+        return self.plain("swe", [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                          answer_prefix="DISCUSSION\n", answer_suffix=f"\n\n```\n{cmd}\n```")
+
+    def conversation(self, style: str | None = None) -> dict:
+        style = style or self.rng.choices(STYLES, weights=STYLE_WEIGHTS)[0]
+        return getattr(self, f"style_{style}")()
+
+
+def completion_text(conv: dict) -> str:
+    """The completion after the generation prompt (which ends with `<think>`), as text with token strings."""
+    s = conv["reasoning"] + "</think>" + conv["content"]
+    if conv["tool_calls"]:
+        s += "<|tool_calls_section_begin|>"
+        for i, c in enumerate(conv["tool_calls"]):
+            s += (f"<|tool_call_begin|>functions.{c['name']}:{i}<|tool_call_argument_begin|>"
+                  f"{json.dumps(c['arguments'], ensure_ascii=False)}<|tool_call_end|>")
+        s += "<|tool_calls_section_end|>"
+    return s + "<|im_end|>"
+
+
+def bpe_texts(conv: dict) -> list[str]:
+    """Plain text pieces for BPE training: no special tokens, no `functions.NAME` strings."""
+    out = []
+    for m in conv["messages"]:
+        c = m.get("content")
+        if isinstance(c, list):
+            c = "".join(p.get("text", "") for p in c)
+        if c:
+            out.append(c)
+        out.append(m["role"])
+    if conv["tools"]:
+        out.append("tool_declare")
+        out.append(json.dumps(conv["tools"], separators=(",", ":"), sort_keys=True, ensure_ascii=False))
+    out.append(conv["reasoning"])
+    out.append(conv["content"])
+    for c in conv["tool_calls"]:
+        out.append(json.dumps(c["arguments"], ensure_ascii=False))
+    return [t for t in out if t]
