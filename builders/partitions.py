@@ -3,30 +3,71 @@
 Each partition names its upstream Hub dataset, the adapter that turns an upstream row into a
 prompt (`kimi_eagle_data.adapters.ADAPTERS`), the default prompt count, and the bundled sample
 file (rows written by this project in the upstream's exact schema, used by the demo and tests).
+
+A config file (`kimi_eagle_data.partition_config`) overrides any field of a built-in partition
+(`dataclasses.replace`) and adds user-defined ones (adapter `chat`, a local file in `source`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+
+# Multi-turn policies: which prompts one source conversation gives.
+#   first_user         the conversation up to its first user turn (one prompt per row; the default)
+#   every_user_prefix  one prompt per user turn: the conversation up to and including that turn
+#                      (earlier assistant turns and tool results as upstream wrote them)
+#   after_tool_result  glaive only: up to the first tool result, so the model writes the answer
+POLICIES = ("first_user", "every_user_prefix", "after_tool_result")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Per-partition prompt filters (each rejection carries its reason code)."""
+
+    validate_tools: bool = True                 # invalid_tool_schema
+    scripts: tuple[str, ...] = ()               # language filter: allowed scripts; () = off
+    min_script_share: float = 0.5               # share of letters in the allowed scripts
+    max_chars: int | None = None                # too_many_chars: cheap cap before rendering
 
 
 @dataclass(frozen=True)
 class Partition:
     config: str            # dataset config name, e.g. "B4"
     name: str              # short name, e.g. "mixturethoughts"
-    upstream: str          # Hub id of the source dataset
+    upstream: str          # Hub id of the source dataset (a user-defined partition: a label)
     upstream_config: str | None
     upstream_split: str
     adapter: str           # key into kimi_eagle_data.adapters.ADAPTERS
-    default_n: int
+    default_n: int | None  # prompts to prepare (None: every selected row)
     license: str
     prompt_rule: str       # one line for the dataset card
+    # -- overridable by a config file ---------------------------------------------------------
+    policy: str = "first_user"
+    revision: str | None = None                 # upstream Hub revision (commit or tag)
+    source: str | None = None                   # local JSONL/Parquet file instead of the Hub
+    seed: int = 0                               # selection seed
+    scan_limit: int | None = None               # read at most this many source rows
+    oversample: float = 2.0                     # candidate rows kept per wanted prompt
+    filters: Filters = field(default_factory=Filters)
+    id_field: str | None = None                 # adapter `chat`: the row-key column
+    near_dedup: bool | None = None              # None: the run-wide [dedup] near setting
+    builtin: bool = True
+
+    @property
+    def n(self) -> int | None:
+        return self.default_n
 
     @property
     def sample_file(self) -> Path:
         return SAMPLES_DIR / f"{self.config}-{self.name}.jsonl"
+
+    @property
+    def id_rule(self) -> str:
+        """The prompt rule as it enters sample ids: the default policy keeps the historical ids;
+        another policy gives other prompts from the same rows, hence other ids."""
+        return self.prompt_rule if self.policy == "first_user" else f"{self.prompt_rule} [policy={self.policy}]"
 
 
 SAMPLES_DIR = Path(str(resources.files(__package__) / "samples"))

@@ -114,11 +114,19 @@ class Checkpoint:
         return {r[0]: (r[1], r[2], r[3]) for r in self.db.execute(q, (config,) if config else ())}
 
     def completions(self, config: str) -> Iterator[Completion]:
+        try:
+            yield from self._completions(config)
+        except sqlite3.Error as e:   # e.g. a value that is no longer a blob, a damaged page
+            raise CorruptCheckpointError(
+                f"checkpoint {self.path} cannot be read ({e}); the file is corrupt. Move it aside and rerun "
+                "generate, or restore it from a backup") from e
+
+    def _completions(self, config: str) -> Iterator[Completion]:
         cur = self.db.execute(
             "SELECT id, output_ids, finish_reason, finish_detail, prompt_tokens, completion_tokens, "
             "cached_tokens, engine, latency_s, checksum FROM completions WHERE config=? ORDER BY id", (config,))
         for (id_, blob, fr, fd, pt, ct, cached, engine, lat, checksum) in cur:
-            if _checksum(id_, blob, fr) != checksum or len(blob) % 4:
+            if not isinstance(blob, bytes) or _checksum(id_, blob, fr) != checksum or len(blob) % 4:
                 raise CorruptCheckpointError(
                     f"checkpoint {self.path}: record {id_} fails its checksum; the file is corrupt. "
                     "Delete that record (or the file) and rerun generate to regenerate it")

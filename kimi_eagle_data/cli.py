@@ -27,7 +27,7 @@ class UserError(click.ClickException):
     """Printed as one line `error: …`, exit 1."""
 
     def show(self, file=None):
-        console.print(f"[bold red]error:[/] {self.message}", highlight=False)
+        console.print(f"[bold red]error:[/] {self.message}", highlight=False, soft_wrap=True)
 
 
 def friendly_errors(fn):
@@ -56,12 +56,12 @@ def friendly_errors(fn):
     return wrapper
 
 
-def parse_sources(values: tuple[str, ...]) -> dict[str, str]:
+def parse_sources(values: tuple[str, ...], known=PARTITIONS) -> dict[str, str]:
     sources = {}
     for v in values:
         config, sep, path = v.partition("=")
-        if not sep or config not in PARTITIONS:
-            raise click.BadParameter(f"{v!r}: expected CONFIG=PATH with CONFIG one of {', '.join(PARTITIONS)}",
+        if not sep or config not in known:
+            raise click.BadParameter(f"{v!r}: expected CONFIG=PATH with CONFIG one of {', '.join(known)}",
                                      param_hint="--source")
         sources[config] = path
     return sources
@@ -70,7 +70,7 @@ def parse_sources(values: tuple[str, ...]) -> dict[str, str]:
 def run_options(fn):
     """Options shared by build and the stage commands."""
     opts = [
-        click.argument("configs", nargs=-1, type=click.Choice(list(PARTITIONS)), metavar="[CONFIG]..."),
+        click.argument("configs", nargs=-1, metavar="[CONFIG]..."),   # B1-B8 or the --config file's partitions
         click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
                      help="Run directory: checkpoint, stage outputs and dataset/ live here."),
         click.option("--profile", default="kimi-k2.5", show_default=True,
@@ -98,6 +98,9 @@ def run_options(fn):
         click.option("--samples", is_flag=True, help="Use the bundled sample rows instead of the upstream datasets."),
         click.option("--source", "sources", multiple=True, metavar="CONFIG=PATH",
                      help="Read a config's rows from a local JSONL/Parquet file in the upstream schema (repeatable)."),
+        click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False, resolve_path=True),
+                     help="Partition config (TOML): counts, seeds, policies, filters, dedup, decontamination, "
+                          "sampling, user-defined partitions (see README)."),
         click.option("--revision", help="Upstream dataset revision to load from the Hub."),
         click.option("--limit", type=click.IntRange(min=1), help="Read at most this many source rows per config."),
         click.option("--max-new-tokens", type=click.IntRange(min=1), help="Default: the profile's (10240 for Kimi-K2.5)."),
@@ -119,7 +122,7 @@ def run_options(fn):
 # Options a later stage command inherits from the workdir's run.json when not given again.
 INHERITED = ("profile", "model", "tokenizer", "samples", "sources", "revision", "limit", "max_new_tokens",
              "temperature", "top_p", "max_seq_len", "keep_truncated", "batch_size", "version", "configs",
-             "engine", "servers")
+             "engine", "servers", "config_file")
 
 
 def settings_from(kw: dict):
@@ -129,18 +132,34 @@ def settings_from(kw: dict):
     run_json = Path(kw["workdir"]) / "run.json"
     saved = read_json(run_json).get("options", {}) if run_json.exists() else {}
     ctx = click.get_current_context()
+    # A new --config brings its own default configs: do not inherit the old run's list then.
+    new_config = kw.get("config_file") and kw["config_file"] != saved.get("config_file")
     for key in INHERITED:
+        if key == "configs" and new_config:
+            continue
         if key in saved and ctx.get_parameter_source(key) in (None, click.core.ParameterSource.DEFAULT):
             value = saved[key]
             if key == "sources":
                 value = tuple(f"{k}={v}" for k, v in value.items())
             kw[key] = tuple(value) if isinstance(value, list) else value
     model_label = saved.get("model_label") if kw["model"] == saved.get("model") else None
+    from .partition_config import ConfigError, load_config
+
+    try:
+        known = load_config(kw["config_file"]).partitions
+    except ConfigError as e:
+        raise UserError(str(e)) from e
+    for c in kw["configs"]:
+        if c not in known:
+            raise click.BadParameter(f"{c!r} is not a config; known: {', '.join(known)}"
+                                     + ("" if kw["config_file"] else " (add more with --config FILE)"),
+                                     param_hint="CONFIG")
 
     return RunSettings(
-        workdir=str(kw["workdir"]), configs=list(kw["configs"]) or list(PARTITIONS), profile=kw["profile"],
+        workdir=str(kw["workdir"]), configs=list(kw["configs"]), profile=kw["profile"],
         model=kw["model"], tokenizer=kw["tokenizer"], engine=kw["engine"], samples=kw["samples"],
-        sources=parse_sources(kw["sources"]), revision=kw["revision"], limit=kw["limit"],
+        sources=parse_sources(kw["sources"], known), revision=kw["revision"], limit=kw["limit"],
+        config_file=kw["config_file"],
         max_new_tokens=kw["max_new_tokens"], temperature=kw["temperature"], top_p=kw["top_p"],
         max_seq_len=kw["max_seq_len"], keep_truncated=kw["keep_truncated"], retry_failed=kw["retry_failed"],
         batch_size=kw["batch_size"], version=kw["version"], progress=not kw["no_progress"],
@@ -222,6 +241,18 @@ def print_summary(reports) -> None:
     out.print("accounting: selected = rejected at prepare + train + rejected + failed + pending  [green]✓[/]")
 
 
+def emit_or_warn(p) -> bool:
+    """Emit after a build; a build whose every sample failed reports that instead of failing."""
+    from .emit import NothingToEmit
+
+    try:
+        p.emit()
+        return True
+    except NothingToEmit as e:
+        console.print(f"[yellow]warning:[/] {e}", highlight=False)
+        return False
+
+
 def print_load_hint(dataset_dir: Path, configs) -> None:
     config = "B4" if "B4" in configs else next(iter(configs))
     out.print("\nLoad it with:")
@@ -282,17 +313,32 @@ def build(**kw):
     print_prepare(p.prepare())
     print_generate(p.generate())
     reports = p.validate()
-    p.emit()
+    emitted = emit_or_warn(p)
     print_summary(reports)
-    print_load_hint(p.workdir.dataset, p.s.configs)
+    if emitted:
+        print_load_hint(p.workdir.dataset, p.s.configs)
 
 
 @main.command()
 @run_options
+@click.option("--dry-run", is_flag=True,
+              help="Print per-config counts after each stage (selected, adapted, filters, dedup, prepared); "
+                   "write nothing.")
 @friendly_errors
-def prepare(**kw):
-    """Adapt source rows and render prompts with the chat template (prepared/<CONFIG>.parquet)."""
-    print_prepare(pipeline_for(settings_from(kw)).prepare())
+def prepare(dry_run: bool, **kw):
+    """Select source rows, adapt, filter, decontaminate, dedup and render prompts with the chat template
+    (prepared/<CONFIG>.parquet; rejected rows with reasons in prepared/<CONFIG>.rejects.jsonl)."""
+    settings = settings_from(kw)
+    if dry_run:
+        from .prepare import dry_run as prepare_dry_run, funnel_table, source_error_line
+        from .sources import SourceFileError
+
+        run = prepare_dry_run(settings)
+        out.print(funnel_table(run))
+        if run.errors:
+            raise SourceFileError(source_error_line(run.errors))
+        return
+    print_prepare(pipeline_for(settings).prepare())
 
 
 @main.command()
@@ -387,6 +433,13 @@ def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem
     server = ProtocolServer(LocalEngine(model, batch_size=max_batch), tokenizer=tok, max_batch=max_batch,
                             faults=Faults(error_rate=error_rate, drop_rate=drop_rate, delay_s=delay, seed=fault_seed))
     run_server(server, host, port, print_url=lambda m: out.print(m, highlight=False))
+
+
+from .cli_quality import inspect_cmd, plan, stats  # noqa: E402
+
+main.add_command(stats)
+main.add_command(plan)
+main.add_command(inspect_cmd, name="inspect")
 
 
 if __name__ == "__main__":  # pragma: no cover

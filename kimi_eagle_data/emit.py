@@ -33,6 +33,10 @@ class EmitError(RuntimeError):
     pass
 
 
+class NothingToEmit(EmitError):
+    """No config has a generated sample yet (e.g. every request failed)."""
+
+
 @dataclass
 class SplitInfo:
     rows: int
@@ -105,7 +109,8 @@ def emit_dataset(workdir: Workdir, configs: list[str], *, version: str, provenan
         if splits:
             summary[config] = {"report": report, "splits": splits}
     if not summary:
-        raise EmitError(f"nothing to emit from {workdir.root}: no config has a generated sample yet; run generate")
+        raise NothingToEmit(f"nothing to emit from {workdir.root}: no config has a generated sample yet; "
+                            "run generate (with --retry-failed if samples failed)")
 
     plots = {**plot_lengths(workdir, list(summary), out / "assets"),
              **plot_length_histograms(workdir, list(summary), out / "assets")}

@@ -77,7 +77,8 @@ def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Ch
             if c.finish_reason in FAILED_FINISH:
                 attempts = int(c.finish_detail.get("attempts", 1))
                 message = str(c.finish_detail.get("message", c.finish_reason))
-                checkpoint.record_failure(config, c.id, c.finish_reason, message, attempts)
+                reason = str(c.finish_detail.get("reason", c.finish_reason))   # e.g. http_500, connection, abort
+                checkpoint.record_failure(config, c.id, reason, message, attempts)
                 report.failed += 1
             else:
                 checkpoint.commit(config, c)

@@ -11,13 +11,11 @@ from rich.console import Console
 
 from . import __version__
 from .assemble import ValidateReport, validate_config
-from .builders.partitions import PARTITIONS, get_partition
 from .checkpoint import Checkpoint, CheckpointSet, in_shard, shard_checkpoint_name
 from .engines.base import Engine, EngineError, SamplingParams
 from .generate import GenerateReport, generate_records
-from .prepare import PrepareReport, prepare_rows, read_prepared, write_prepared
+from .prepare import PrepareReport, read_prepared
 from .profile import ModelProfile, ProfileTokens, get_profile
-from .sources import iter_source
 from .tokenizer import load_tokenizer, tokenizer_fingerprint
 from .validate import Validator
 from .workdir import Workdir
@@ -30,7 +28,7 @@ BINDING_KEYS = ("profile", "model", "tokenizer", "tokenizer_sha256", "chat_templ
 @dataclass
 class RunSettings:
     workdir: str
-    configs: list[str] = field(default_factory=lambda: list(PARTITIONS))
+    configs: list[str] = field(default_factory=list)   # empty: the config file's `configs` (default B1-B8)
     profile: str = "kimi-k2.5"
     model: str | None = None               # default: the profile's model path
     tokenizer: str | None = None           # default: the model path
@@ -40,6 +38,7 @@ class RunSettings:
     sources: dict[str, str] = field(default_factory=dict)   # config -> local JSONL/Parquet
     revision: str | None = None
     limit: int | None = None
+    config_file: str | None = None         # partition config (TOML): counts, seeds, filters, user partitions
     max_new_tokens: int | None = None
     temperature: float | None = None
     top_p: float | None = None
@@ -63,12 +62,21 @@ class RunSettings:
         """What later stage commands on this workdir inherit (see cli.INHERITED)."""
         keys = ("profile", "model", "model_label", "tokenizer", "samples", "sources", "revision", "limit",
                 "max_new_tokens", "temperature", "top_p", "max_seq_len", "keep_truncated", "batch_size",
-                "version", "configs", "engine", "servers")
+                "version", "configs", "engine", "servers", "config_file")
         return {k: getattr(self, k) for k in keys}
 
     def __post_init__(self):
+        from .partition_config import load_config
+
+        # The partition registry: B1-B8, overridden and extended by the config file.
+        self.prepare_config = load_config(self.config_file)
+        if not self.configs:
+            self.configs = list(self.prepare_config.configs)
         for c in self.configs:
-            get_partition(c)
+            self.prepare_config.partition(c)
+        for key, value in self.prepare_config.sampling.items():   # [sampling] in the file; options win
+            if getattr(self, key) is None:
+                setattr(self, key, value)
 
     @property
     def model_profile(self) -> ModelProfile:
@@ -119,18 +127,19 @@ class Pipeline:
 
     # -- stages -------------------------------------------------------------------------------
     def prepare(self) -> dict[str, PrepareReport]:
+        """Selection, adapters, filters, decontamination, rendering and dedup for every config
+        (prepare.py). A config whose source cannot be read at all is skipped while the others are
+        prepared, then reported as one error line (SourceFileError)."""
+        from .prepare import prepare_configs, source_error_line
+        from .sources import SourceFileError
+
         gen_prompt = self.tokenizer.encode(self.profile.generation_prompt, add_special_tokens=False)
-        reports = {}
-        for config in self.s.configs:
-            part = PARTITIONS[config]
-            desc, rows = iter_source(part, self.s.sources.get(config), samples=self.s.samples,
-                                     revision=self.s.revision, limit=self.s.limit)
-            records, rejections, report = prepare_rows(
-                part, rows, self.tokenizer, gen_prompt_ids=gen_prompt,
-                max_new_tokens=self.sampling.max_new_tokens, max_seq_len=self.max_seq_len, source_desc=desc)
-            write_prepared(self.workdir, config, records, rejections, report)
-            reports[config] = report
-        return reports
+        run = prepare_configs(self.s, self.tokenizer, gen_prompt_ids=gen_prompt,
+                              max_new_tokens=self.sampling.max_new_tokens, max_seq_len=self.max_seq_len,
+                              workdir=self.workdir)
+        if run.errors:
+            raise SourceFileError(source_error_line(run.errors))
+        return run.reports
 
     def make_engine(self) -> Engine:
         if self.s.engine == "local":

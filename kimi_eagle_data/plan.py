@@ -5,7 +5,8 @@ From a pilot workdir (e.g. `kimi-data build --limit 200 --workdir pilot`) and ta
 
 - tokens (prompt + completion) = count x the pilot's mean tokens per sample, with a t-interval on that mean
   (per config; the overall interval combines the configs' variances, Welch-Satterthwaite degrees of freedom);
-- expected train rows = count x the pilot's valid rate (Wilson interval per config, normal over the sum);
+- expected train rows = count x the pilot's valid rate (Wilson interval per config; overall, the configs'
+  Wilson half-widths taken as standard errors and summed);
 - disk = projected tokens x the measured bytes per token of the emitted Parquet (column-chunk bytes, so the
   per-file footer of a small pilot does not inflate it);
 - GPU-hours = projected completion tokens / throughput x GPUs. The throughput is the pilot's measured
@@ -212,7 +213,8 @@ def collect_plan(workdir: str | Path, counts: dict[str, int] | None = None, *, g
                     "half-widths as standard errors, summed)",
         "naive_chars_per_token": NAIVE_CHARS_PER_TOKEN, "configs": {}, "skipped": {},
     }
-    all_ids: list[str] = []
+    # The pilot's speed is measured over all its samples, whatever the counts select.
+    all_ids = [i for c in pilot for i in read_columns(wd.validated(c), ["id"])["id"].to_pylist()]
     parts: list[dict[str, Any]] = []
     for config, target in targets.items():
         t = read_columns(wd.validated(config), PLAN_COLUMNS)
@@ -221,7 +223,6 @@ def collect_plan(workdir: str | Path, counts: dict[str, int] | None = None, *, g
             result["skipped"][config] = "the pilot generated no sample for it"
             continue
         report = read_report(wd, config)
-        all_ids += t["id"].to_pylist()
         prompt = t["prompt_len"].to_numpy().astype(np.float64)
         completion = t["completion_len"].to_numpy().astype(np.float64)
         tokens = prompt + completion
@@ -229,8 +230,8 @@ def collect_plan(workdir: str | Path, counts: dict[str, int] | None = None, *, g
         p_chars, c_chars = message_chars(t["messages"])
         naive = (p_chars + c_chars) / NAIVE_CHARS_PER_TOKEN
 
-        m_tok, hw_tok, var_tok, df_tok = mean_interval(tokens, confidence)
-        m_comp, hw_comp, var_comp, df_comp = mean_interval(completion, confidence)
+        m_tok, hw_tok, var_tok, _ = mean_interval(tokens, confidence)
+        m_comp, hw_comp, var_comp, _ = mean_interval(completion, confidence)
         m_prompt, hw_prompt, var_prompt, _ = mean_interval(prompt, confidence)
         m_train_tok, hw_train_tok, var_train_tok, _ = mean_interval(np.where(train, tokens, 0.0), confidence)
         k = int(train.sum())
@@ -267,8 +268,8 @@ def collect_plan(workdir: str | Path, counts: dict[str, int] | None = None, *, g
         result["configs"][config] = entry
         b = bpt or 0.0
         parts.append({"N": target, "n": n, "m_tok": m_tok, "var_tok": var_tok, "m_comp": m_comp,
-                      "var_comp": var_comp, "p": p, "p_lo": p_lo, "p_hi": p_hi, "naive": naive_mean, "m_disk": m_tok * b,
-                      "var_disk": var_tok * b * b, "m_prompt": m_prompt, "var_prompt": var_prompt,
+                      "var_comp": var_comp, "p": p, "p_lo": p_lo, "p_hi": p_hi, "naive": naive_mean,
+                      "m_disk": m_tok * b, "var_disk": var_tok * b * b, "m_prompt": m_prompt, "var_prompt": var_prompt,
                       "m_train_tok": m_train_tok, "var_train_tok": var_train_tok})
 
     if not parts:

@@ -47,11 +47,13 @@ def _sniff_text(path: Path) -> bytes:
         raise SourceFileError(f"{path} is compressed; decompress it to JSONL first")
     if b"\x00" in head:
         raise SourceFileError(f"{path} is binary (NUL bytes), not JSONL text")
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as e:
-        if e.start < len(head) - 3:                        # not just a character cut at the sniff boundary
-            raise SourceFileError(f"{path} is not UTF-8 text (byte {e.start}); not a JSONL file") from None
+    # A bad line in a text file is that line's rejection (malformed_json); a file whose start is
+    # mostly undecodable or control bytes is not JSONL at all.
+    text = head.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd") + sum(1 for ch in text if ch < " " and ch not in "\t\n\r")
+    if text and bad > max(8, 0.1 * len(text)):
+        raise SourceFileError(f"{path} is not UTF-8 text ({bad} undecodable or control bytes in the first "
+                              f"{len(head):,}); not a JSONL file")
     return head
 
 
@@ -98,7 +100,8 @@ def iter_parquet(path: Path) -> Iterator[SourceRow]:
     try:
         pf = pq.ParquetFile(path)
     except Exception as e:  # pyarrow raises several types for a non-Parquet file
-        raise SourceFileError(f"{path}: not a readable Parquet file ({_one_line(e)})") from None
+        why = "no Parquet magic bytes" if "magic bytes" in str(e) else _one_line(e)[:160]
+        raise SourceFileError(f"{path}: not a readable Parquet file ({why})") from None
     n = 0
     try:
         for batch in pf.iter_batches(batch_size=1024):

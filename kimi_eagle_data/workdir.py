@@ -87,7 +87,9 @@ class Workdir:
         else:
             merged = settings
         write_json(self.settings_path, merged)
-        return merged
+        # Hand back what the file holds (sorted keys), so a first run and a resumed run render the
+        # same card and manifest byte for byte.
+        return read_json(self.settings_path)
 
     def settings(self) -> dict[str, Any]:
         if not self.settings_path.exists():

@@ -164,7 +164,7 @@ def test_corrupt_checkpoint_is_reported(tmp_path):
               "--no-progress", "--limit", "2"]
     run_cli("build", *common)
     db = sqlite3.connect(w / "generations.sqlite")
-    db.execute("UPDATE completions SET output_ids = output_ids || x'01000000' WHERE rowid = 1")
+    db.execute("UPDATE completions SET output_ids = CAST(output_ids || x'01000000' AS BLOB) WHERE rowid = 1")
     db.commit()
     db.close()
     proc = run_cli("validate", "--workdir", str(w), check=False)

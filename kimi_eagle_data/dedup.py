@@ -1,0 +1,149 @@
+"""Prompt deduplication: exact (normalized text) and near-duplicate (MinHash + LSH), within one
+config and across the configs prepared together.
+
+Normalization (`normalize`): Unicode NFKC, `str.casefold()`, every run of whitespace collapsed to
+one space, stripped. The exact key of a prompt is the normalized text of every message (role and
+content, in order) plus the tools as canonical JSON; two prompts that differ only in case, width
+forms or spacing are the same prompt. The first prompt (in processing order: configs in the
+order of the run, prompts in selection order) is kept; later ones are rejected as
+`duplicate_prompt` naming the kept id.
+
+Near duplicates (opt-in): MinHash over word shingles of the normalized *user turns* (system
+prompts and tools are shared boilerplate in some sources and would make everything look alike).
+`num_perm` hash functions `(a·x + b) mod (2^31 − 1)` over crc32 shingle hashes, with `a, b` drawn
+from numpy's PCG64 with a fixed seed, so signatures are identical on every machine. Candidates
+come from LSH banding; a candidate counts when the estimated Jaccard similarity (the share of
+equal signature slots) reaches `threshold`. Rejected as `near_duplicate` naming the kept id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import orjson
+
+_WORD = re.compile(r"\w+")
+_PRIME = (1 << 31) - 1
+
+
+@dataclass(frozen=True)
+class DedupSettings:
+    exact: bool = True
+    across_configs: bool = True            # a prompt in an earlier config blocks the same prompt later
+    near: bool = False
+    near_threshold: float = 0.85
+    shingle_words: int = 5
+    num_perm: int = 128
+
+
+def normalize(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def exact_key(messages: list[dict[str, Any]], tools: Any) -> bytes:
+    parts = [f"{m.get('role')}\x1e{normalize(m.get('content') or '')}" for m in messages]
+    if tools:
+        parts.append("tools\x1e" + normalize(orjson.dumps(tools, option=orjson.OPT_SORT_KEYS).decode()))
+    return hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+class ExactDedup:
+    def __init__(self, across_configs: bool = True):
+        self.across = across_configs
+        self.seen: dict[bytes, str] = {}
+
+    def _key(self, config: str, key: bytes) -> bytes:
+        return key if self.across else config.encode() + b"\x1f" + key
+
+    def check(self, config: str, key: bytes) -> str | None:
+        return self.seen.get(self._key(config, key))
+
+    def add(self, config: str, key: bytes, id_: str) -> None:
+        self.seen.setdefault(self._key(config, key), id_)
+
+
+def _bands_for(num_perm: int, threshold: float) -> tuple[int, int]:
+    """(bands, rows) with bands·rows = num_perm whose S-curve midpoint (1/b)^(1/r) sits just below
+    the threshold (candidates are verified against the threshold afterwards)."""
+    best = None
+    for r in range(1, num_perm + 1):
+        if num_perm % r:
+            continue
+        b = num_perm // r
+        mid = (1 / b) ** (1 / r)
+        if mid <= threshold - 0.05 or r == 1:
+            if best is None or r > best[1]:
+                best = (b, r)
+    return best or (num_perm, 1)
+
+
+class MinHashDedup:
+    def __init__(self, threshold: float = 0.85, shingle_words: int = 5, num_perm: int = 128, seed: int = 1):
+        if not 0 < threshold <= 1:
+            raise ValueError("near_threshold must be in (0, 1]")
+        self.threshold = threshold
+        self.k = shingle_words
+        self.num_perm = num_perm
+        rng = np.random.Generator(np.random.PCG64(seed))
+        self.a = rng.integers(1, _PRIME, size=num_perm, dtype=np.uint64)
+        self.b = rng.integers(0, _PRIME, size=num_perm, dtype=np.uint64)
+        self.bands, self.rows = _bands_for(num_perm, threshold)
+        self.buckets: list[dict[bytes, list[int]]] = [{} for _ in range(self.bands)]
+        self.sigs: list[np.ndarray] = []
+        self.ids: list[str] = []
+        self.configs: list[str] = []
+
+    def shingles(self, text: str) -> list[str]:
+        words = _WORD.findall(normalize(text))
+        if not words:
+            return []
+        if len(words) <= self.k:
+            return [" ".join(words)]
+        return [" ".join(words[i:i + self.k]) for i in range(len(words) - self.k + 1)]
+
+    def signature(self, text: str) -> np.ndarray | None:
+        """`num_perm` uint32 minimum hashes of the text's word shingles (None: no words)."""
+        sh = self.shingles(text)
+        if not sh:
+            return None
+        x = np.fromiter((zlib.crc32(s.encode("utf-8", "surrogatepass")) for s in set(sh)), dtype=np.uint64)
+        sig = np.full(self.num_perm, _PRIME, dtype=np.uint64)
+        for start in range(0, len(x), 2048):              # bounded memory for very long prompts
+            chunk = x[start:start + 2048, None]
+            np.minimum(sig, ((chunk * self.a + self.b) % _PRIME).min(axis=0), out=sig)
+        return sig.astype(np.uint32)                      # values < 2^31: half the memory per prompt
+
+    def _band_keys(self, sig: np.ndarray) -> list[bytes]:
+        r = self.rows
+        return [sig[i * r:(i + 1) * r].tobytes() for i in range(self.bands)]
+
+    def check(self, config: str, sig: np.ndarray | None, across_configs: bool = True) -> tuple[str, float] | None:
+        """(kept id, estimated Jaccard) of the first earlier prompt at or above the threshold."""
+        if sig is None:
+            return None
+        cands: set[int] = set()
+        for band, key in zip(self.buckets, self._band_keys(sig)):
+            cands.update(band.get(key, ()))
+        for j in sorted(cands):
+            if not across_configs and self.configs[j] != config:
+                continue
+            sim = float(np.mean(self.sigs[j] == sig))
+            if sim >= self.threshold:
+                return self.ids[j], sim
+        return None
+
+    def add(self, config: str, sig: np.ndarray | None, id_: str) -> None:
+        if sig is None:
+            return
+        j = len(self.ids)
+        self.sigs.append(sig)
+        self.ids.append(id_)
+        self.configs.append(config)
+        for band, key in zip(self.buckets, self._band_keys(sig)):
+            band.setdefault(key, []).append(j)
