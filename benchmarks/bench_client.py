@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,25 +27,12 @@ from kimi_eagle_data.checkpoint import Checkpoint
 from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams
 from kimi_eagle_data.engines.sglang import SGLangEngine
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, str(Path(__file__).parent))
+from synthetic_server import launch  # noqa: E402
 
 
-def start_server(output_len: int) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).parent / "synthetic_server.py"), "--mode", "zero",
-                             "--port", str(port), "--output-len", str(output_len)])
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(url + "/health", timeout=1)
-            return proc, url
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("synthetic server did not start")
+def start_server(output_len: int):
+    return launch("zero", "--output-len", str(output_len))
 
 
 def measure(fn) -> tuple[float, float]:

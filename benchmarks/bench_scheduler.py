@@ -14,42 +14,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import aiohttp
 import orjson
 
 sys.path.insert(0, str(Path(__file__).parent))
-from synthetic_server import length_for  # noqa: E402
+from synthetic_server import launch, length_for  # noqa: E402
 
 from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams  # noqa: E402
 from kimi_eagle_data.engines.sglang import SGLangEngine  # noqa: E402
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(args) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).parent / "synthetic_server.py"), "--mode", "capacity",
-                             "--port", str(port), "--slots", str(args.slots), "--token-ms", str(args.token_ms),
-                             "--median", str(args.median), "--max-len", str(args.max_len)])
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(url + "/health", timeout=1)
-            return proc, url
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("synthetic server did not start")
+def start_server(args):
+    return launch("capacity", "--slots", str(args.slots), "--token-ms", str(args.token_ms), "--median",
+                  str(args.median), "--max-len", str(args.max_len))
 
 
 def run_continuous(url: str, reqs, concurrency: int) -> float:

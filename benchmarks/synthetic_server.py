@@ -75,6 +75,29 @@ def make_app(args) -> web.Application:
     return app
 
 
+def launch(mode: str, *args: str):
+    """Start this server in its own process (so a benchmark measures the client alone); return (proc, url)."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, __file__, "--mode", mode, "--port", str(port), *args])
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(url + "/health", timeout=1)
+            return proc, url
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("synthetic server did not start")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=["zero", "capacity"], default="zero")

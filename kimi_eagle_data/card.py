@@ -36,9 +36,13 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
             "splits": [{"name": split, "num_bytes": i.num_bytes, "num_examples": i.rows}
                        for split, i in s["splits"].items()],
         })
-        p = PARTITIONS.get(config)
-        rows.append({"config": config, "upstream": p.upstream if p else "user-defined",
-                     "license": p.license if p else "see source", "prompt_rule": p.prompt_rule if p else "",
+        # What prepare recorded of the partition (config-file and user-defined ones included).
+        p = s.get("partition") or {}
+        builtin = PARTITIONS.get(config)
+        rows.append({"config": config,
+                     "upstream": p.get("upstream") or (builtin.upstream if builtin else "user-defined"),
+                     "license": p.get("license") or (builtin.license if builtin else "see source"),
+                     "prompt_rule": p.get("prompt_rule") or (builtin.prompt_rule if builtin else ""),
                      "r": s["report"]})
     licenses = sorted({r["license"] for r in rows})
     total_rows = sum(r["r"]["valid"] + r["r"]["rejected"] for r in rows)

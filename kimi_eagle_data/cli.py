@@ -366,13 +366,21 @@ def validate(**kw):
 
 @main.command()
 @run_options
+@click.option("--repo", metavar="ORG/NAME",
+              help="Hub repo the card's load line names (the one you will `kimi-data push` to).")
 @friendly_errors
-def emit(**kw):
+def emit(repo, **kw):
     """Write the Hub-layout dataset (Parquet per config, card, plots, manifest) to WORKDIR/dataset."""
+    from .publish import REPO_ID
+
+    if repo and not REPO_ID.match(repo):
+        raise click.BadParameter(f"{repo!r}: expected ORG/NAME", param_hint="--repo")
     p = pipeline_for(settings_from(kw))
-    manifest = p.emit()
+    manifest = p.emit(repo_id=repo)
     out.print(f"emitted {len(manifest['files'])} files to {p.workdir.dataset} (version {manifest['version']})")
     print_load_hint(p.workdir.dataset, p.s.configs)
+    if repo:
+        out.print(f"Publish it with:\n  kimi-data push {p.workdir.root} --repo {repo}", highlight=False, soft_wrap=True)
 
 
 @main.command()
@@ -440,6 +448,11 @@ from .cli_quality import inspect_cmd, plan, stats  # noqa: E402
 main.add_command(stats)
 main.add_command(plan)
 main.add_command(inspect_cmd, name="inspect")
+
+from .cli_publish import export, push  # noqa: E402
+
+main.add_command(push)
+main.add_command(export)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -107,7 +107,8 @@ def emit_dataset(workdir: Workdir, configs: list[str], *, version: str, provenan
                 continue   # `datasets` cannot load an empty split: a split exists only where it has rows
             splits[split] = write_split(validated, data_dir / config, split, rows, tokens)
         if splits:
-            summary[config] = {"report": report, "splits": splits}
+            partition = read_json(workdir.prepare_report(config)).get("partition", {})
+            summary[config] = {"report": report, "splits": splits, "partition": partition}
     if not summary:
         raise NothingToEmit(f"nothing to emit from {workdir.root}: no config has a generated sample yet; "
                             "run generate (with --retry-failed if samples failed)")
@@ -131,5 +132,7 @@ def emit_dataset(workdir: Workdir, configs: list[str], *, version: str, provenan
         },
         "files": {str(p.relative_to(out)): file_sha256(p) for p in files},
     }
+    if repo_id:   # the Hub repo the card's load line names (`emit --repo`); `push` notes a mismatch
+        manifest["repo_id"] = repo_id
     write_json(out / "manifest.json", manifest)
     return manifest

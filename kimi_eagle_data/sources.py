@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from itertools import islice
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import orjson
 
