@@ -50,7 +50,7 @@ def friendly_errors(fn):
             raise UserError(str(e)) from e
         except KeyboardInterrupt:
             console.print("[yellow]interrupted[/]: completed samples are in the checkpoint; rerun the same "
-                          "command to resume")
+                          "command to resume", soft_wrap=True)
             sys.exit(130)
 
     return wrapper

@@ -216,8 +216,6 @@ def test_server_killed_and_restarted_mid_run(tmp_path):
         second.kill()
 
 
-@pytest.mark.skipif(shutil.which("sglang-router") is None and not __import__("importlib").util.find_spec("sglang_router"),
-                    reason="sglang-router is part of the [test] extra")
 def test_real_sglang_router_in_front_of_two_servers(tmp_path):
     a, b = Server("--delay", "0.02").start(), Server("--delay", "0.02").start()
     port = free_port()
@@ -295,3 +293,27 @@ def test_shards_generate_disjoint_sets_that_build_merges(server, tmp_path):
     (w / "generations.shard-1-of-2.sqlite").unlink()
     proc = run_cli("validate", "--workdir", str(w), "--merge", str(other))
     assert sum(report(w, c)["generated"] for c in CONFIGS) == n
+
+
+def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path):
+    slow = Server("--delay", "0.1", "--max-batch", "2").start()
+    w = tmp_path / "w"
+    try:
+        run_cli("prepare", *sglang_args(w, slow.url))
+        n = prepared_count(w)
+        proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data.cli", "generate", "--workdir", str(w),
+                                 "--concurrency", "2", "--no-progress"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(4)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert "interrupted" in err and "rerun the same command to resume" in err
+        assert "Traceback" not in err
+        done = len(completions(w))
+        assert 0 < done < n
+        final = run_cli("generate", "--workdir", str(w))
+        assert f"{n - done} completed, 0 failed, {done} already done" in final.stdout
+        assert len(set(completions(w))) == len(completions(w)) == n
+    finally:
+        slow.kill()
