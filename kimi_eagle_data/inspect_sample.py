@@ -28,10 +28,8 @@ from .profile import ModelProfile, ProfileTokens, get_profile
 from .stats import QualityError
 from .validate import REASONS
 
-# Turn-opening role tokens and the header terminator of the Kimi chat format, by token *string* (ids are
-# looked up from the tokenizer). A profile may carry its own as `turn_tokens` / `turn_header_end`.
-KIMI_TURN_TOKENS = {"system": "<|im_system|>", "user": "<|im_user|>", "assistant": "<|im_assistant|>"}
-KIMI_TURN_HEADER_END = "<|im_middle|>"
+# Turn-opening role tokens and the header terminator come from the profile (`turn_tokens`,
+# `turn_header_end`) by token *string*; their ids are looked up from the tokenizer.
 
 # kind -> rich style
 STYLES = {
@@ -67,8 +65,7 @@ class Segmenter:
         self.tokenizer = tokenizer
         self.tokens = ProfileTokens.from_tokenizer(profile, tokenizer)
         vocab = tokenizer.get_vocab()
-        turn_tokens = getattr(profile, "turn_tokens", KIMI_TURN_TOKENS)
-        header_end = getattr(profile, "turn_header_end", KIMI_TURN_HEADER_END)
+        turn_tokens, header_end = profile.turn_tokens, profile.turn_header_end
         missing = [t for t in [*turn_tokens.values(), header_end] if t not in vocab]
         if missing:
             raise QualityError(f"tokenizer {getattr(tokenizer, 'name_or_path', '?')!r} lacks the turn tokens "

@@ -40,6 +40,9 @@ class ModelProfile:
     tool_call_end: str
     # A tool-call id between `tool_call_begin` and `tool_call_argument_begin`.
     tool_call_id_regex: str
+    # Chat turns: role -> the token that opens its header, and the token that ends the header.
+    turn_tokens: dict[str, str] = field(default_factory=dict)
+    turn_header_end: str = ""
     sampling: SamplingDefaults = field(default_factory=SamplingDefaults)
     max_seq_len: int = 16384
     # SGLang launch flags specific to this model.
@@ -84,6 +87,8 @@ KIMI_K25 = ModelProfile(
     tool_call_begin="<|tool_call_begin|>",
     tool_call_argument_begin="<|tool_call_argument_begin|>",
     tool_call_end="<|tool_call_end|>",
+    turn_tokens={"system": "<|im_system|>", "user": "<|im_user|>", "assistant": "<|im_assistant|>"},
+    turn_header_end="<|im_middle|>",
     tool_call_id_regex=r"^\s*functions\.(?P<name>[A-Za-z0-9_\-\.]+):(?P<index>\d+)\s*$",
     sampling=SamplingDefaults(max_new_tokens=10240, temperature=1.0, top_p=0.95),
     max_seq_len=16384,
