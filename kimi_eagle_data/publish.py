@@ -123,7 +123,8 @@ def load_local(path: str | os.PathLike, *, verify: bool = True) -> LocalDataset:
             if f.is_file() and not _is_hidden(rel) and rel.as_posix() not in listed:
                 problems.append(f"{f} is not listed in {MANIFEST}")
         if problems:
-            more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
+            extra = len(problems) - 1
+            more = f" (and {extra} more problem{'s' if extra > 1 else ''})" if extra else ""
             raise PublishError(f"{problems[0]}{more}: the tree changed after emit; re-run `kimi-data emit` "
                                "(or restore the files) before pushing")
     return ds
@@ -143,6 +144,15 @@ class PushResult:
 
     def load_line(self, config: str) -> str:
         return f'load_dataset("{self.repo_id}", "{config}", revision="{self.tag}")'
+
+
+def next_patch(version: str) -> str:
+    """0.1.0 -> 0.1.1 (a pre-release 0.2.0-rc1 -> 0.2.0), for the hint after a refused push."""
+    m = re.match(r"^(\d+)\.(\d+)\.(\d+)(-.+)?$", version)
+    if not m:
+        return "X.Y.Z"
+    major, minor, patch, pre = m.groups()
+    return f"{major}.{minor}.{patch}" if pre else f"{major}.{minor}.{int(patch) + 1}"
 
 
 def resolve_token(token_env: str) -> str | None:
@@ -239,8 +249,8 @@ def push_dataset(path: str | os.PathLike, repo_id: str, *, private: bool = False
         if remote != ds.manifest:
             raise PublishError(
                 f"{repo_id} already has {ds.tag} with different content; published versions are immutable: bump "
-                f"the version (`kimi-data emit --workdir {ds.workdir_hint} --version X.Y.Z --repo {repo_id}`) and push "
-                "again")
+                f"the version (`kimi-data emit --workdir {ds.workdir_hint} --version {next_patch(ds.version)} --repo "
+                f"{repo_id}`) and push again")
         result.status = "already published"
         result.commit_oid = tag_commit
         if tag_commit:

@@ -23,6 +23,10 @@ from typing import Any
 import orjson
 
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 class SettingsMismatchError(RuntimeError):
     pass
 
@@ -114,6 +118,7 @@ def atomic_path(path: Path):
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~_UMASK)   # mkstemp makes 0600; outputs get the usual permissions
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

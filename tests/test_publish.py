@@ -282,6 +282,57 @@ def test_export_speculators_arrow_dataset(demo_run, tmp_path):
     assert ds["seq_len"] == [len(r["input_ids"]) for r in want]
 
 
+HUB_API_SCRIPT = """
+import io, sys
+from huggingface_hub import HfApi
+from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
+api = HfApi()
+repo = "kimi-org/api-check"
+api.create_repo(repo, repo_type="dataset")
+api.create_repo(repo, repo_type="dataset", exist_ok=True)
+c1 = api.upload_file(path_or_fileobj=b"hello", path_in_repo="a/b.txt", repo_id=repo, repo_type="dataset",
+                     commit_message="one")
+c2 = api.upload_file(path_or_fileobj=io.BytesIO(b"PAR1" + bytes(range(256))), path_in_repo="a/c.parquet",
+                     repo_id=repo, repo_type="dataset", commit_message="two")
+api.create_tag(repo, tag="v1", revision=c1.oid, repo_type="dataset")
+refs = api.list_repo_refs(repo, repo_type="dataset")
+assert [t.name for t in refs.tags] == ["v1"] and refs.branches[0].target_commit == c2.oid
+assert sorted(api.list_repo_files(repo, repo_type="dataset")) == [".gitattributes", "a/b.txt", "a/c.parquet"]
+assert sorted(api.list_repo_files(repo, repo_type="dataset", revision="v1")) == [".gitattributes", "a/b.txt"]
+top = {e.path: type(e).__name__ for e in api.list_repo_tree(repo, repo_type="dataset")}
+assert top == {".gitattributes": "RepoFile", "a": "RepoFolder"}, top
+try:
+    list(api.list_repo_tree(repo, "missing", repo_type="dataset"))
+    raise SystemExit("no 404 for a missing folder")
+except EntryNotFoundError:
+    pass
+info = {e.path: e for e in api.get_paths_info(repo, ["a/c.parquet", "a", "nope"], repo_type="dataset")}
+assert set(info) == {"a/c.parquet", "a"} and info["a/c.parquet"].lfs.size == 260
+assert api.dataset_info(repo, revision="v1").sha == c1.oid
+assert api.file_exists(repo, "a/b.txt", repo_type="dataset", revision="v1")
+assert not api.file_exists(repo, "a/c.parquet", repo_type="dataset", revision="v1")
+assert [c.title for c in api.list_repo_commits(repo, repo_type="dataset")][:2] == ["two", "one"]
+path = api.hf_hub_download(repo, "a/c.parquet", repo_type="dataset", revision=c2.oid)
+assert open(path, "rb").read()[:4] == b"PAR1"
+for call in (lambda: api.dataset_info(repo, revision="v9"), lambda: api.dataset_info("kimi-org/nothing")):
+    try:
+        call()
+        raise SystemExit("no 404")
+    except (RevisionNotFoundError, RepositoryNotFoundError):
+        pass
+api.delete_tag(repo, tag="v1", repo_type="dataset")
+assert not api.list_repo_refs(repo, repo_type="dataset").tags
+print("ok")
+"""
+
+
+def test_hub_server_speaks_the_hub_api(hub, hf_home):
+    proc = subprocess.run([sys.executable, "-c", HUB_API_SCRIPT], capture_output=True, text=True,
+                          env=hub_env(hub, hf_home), timeout=300)
+    OUTPUTS.extend([proc.stdout, proc.stderr])
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
+
+
 def test_the_token_never_leaves_the_authorization_header(published, hub):
     """Runs last: every CLI output, every file a pushing process could write, every request the Hub saw."""
     assert OUTPUTS and SCAN_DIRS
