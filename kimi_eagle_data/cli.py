@@ -36,18 +36,20 @@ def friendly_errors(fn):
     from .emit import EmitError
     from .engines.base import EngineError
     from .profile import TokenLookupError
+    from .publish import PublishError
+    from .stats import QualityError
     from .tokenizer import TokenizerLoadError
     from .workdir import SettingsMismatchError
 
     expected = (FileNotFoundError, CorruptCheckpointError, EmitError, EngineError, TokenLookupError,
-                TokenizerLoadError, SettingsMismatchError)
+                TokenizerLoadError, SettingsMismatchError, QualityError, PublishError)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except expected as e:
-            raise UserError(str(e)) from e
+            raise UserError(str(e)) from None   # `from None`: no chained message can carry a token
         except KeyboardInterrupt:
             console.print("[yellow]interrupted[/]: completed samples are in the checkpoint; rerun the same "
                           "command to resume", soft_wrap=True)

@@ -20,17 +20,11 @@ def _cli():
 
 
 def publish_errors(fn):
-    """PublishError (and the usual expected errors) -> one `error:` line, exit 1."""
+    """The CLI's one-line errors (PublishError included there)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from .publish import PublishError
-
-        cli = _cli()
-        try:
-            return fn(*args, **kwargs)
-        except (PublishError, FileNotFoundError) as e:
-            raise cli.UserError(str(e)) from None
+        return _cli().friendly_errors(fn)(*args, **kwargs)
 
     return wrapper
 

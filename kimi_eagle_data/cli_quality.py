@@ -66,29 +66,18 @@ The segments' ids concatenated are the row's input_ids."""
 
 
 def _cli():
+    # Imported late: cli.py registers these commands at its end.
     from . import cli
 
     return cli
 
 
 def quality_errors(fn):
-    """The CLI's one-line errors, plus QualityError (missing files, unknown config or id)."""
+    """The CLI's one-line errors (QualityError included there)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        cli = _cli()
-        from .stats import QualityError
-
-        class OneLineError(cli.UserError):
-            def show(self, file=None):   # soft_wrap: one line however narrow the terminal or pipe
-                cli.console.print(f"[bold red]error:[/] {self.message}", highlight=False, soft_wrap=True)
-
-        try:
-            return cli.friendly_errors(fn)(*args, **kwargs)
-        except QualityError as e:
-            raise OneLineError(str(e)) from e
-        except cli.UserError as e:
-            raise OneLineError(e.message) from e
+        return _cli().friendly_errors(fn)(*args, **kwargs)
 
     return wrapper
 

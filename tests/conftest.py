@@ -12,10 +12,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 
-def run_cli(*args: str, check: bool = True, timeout: float = 900) -> subprocess.CompletedProcess:
-    """Run the real `kimi-data` entry point in a subprocess."""
-    proc = subprocess.run([sys.executable, "-m", "kimi_eagle_data.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "COLUMNS": "200"})
+def run_cli(*args: str, check: bool = True, timeout: float = 900, env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess:
+    """Run the real `kimi-data` CLI (`python -m kimi_eagle_data`) in a subprocess."""
+    env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    proc = subprocess.run([sys.executable, "-m", "kimi_eagle_data", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(f"kimi-data {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import orjson
 import pyarrow as pa
@@ -23,11 +22,7 @@ GSM = ("Natalia sold clips to 48 of her friends in April, and then she sold half
 
 
 def kimi(*args, hashseed: str = "0", check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "kimi_eagle_data.cli", *args], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "COLUMNS": "250", "PYTHONHASHSEED": hashseed})
-    if check and proc.returncode != 0:
-        raise AssertionError(f"kimi-data {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
+    return run_cli(*args, check=check, timeout=600, env={"COLUMNS": "250", "PYTHONHASHSEED": hashseed})
 
 
 def make_project(root):

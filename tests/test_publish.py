@@ -18,6 +18,7 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
+from .conftest import run_cli
 from .hub_server import HubServer
 
 TOKEN = "hf_kimiTESTtoken_7c1e9a3f5b2d4e6f8a0b"
@@ -48,8 +49,7 @@ def hub_env(hub: HubServer, hf_home: Path, token: str | None = TOKEN) -> dict[st
 
 
 def kd(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "kimi_eagle_data.cli", *args], capture_output=True, text=True,
-                          env=env, timeout=600)
+    proc = run_cli(*args, check=False, timeout=600, env=env)
     OUTPUTS.extend([proc.stdout, proc.stderr])
     return proc
 

@@ -46,7 +46,7 @@ class Server:
 
     def start(self) -> "Server":
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kimi_eagle_data.cli", "serve", "--engine", "local", "--model", TINY,
+            [sys.executable, "-m", "kimi_eagle_data", "serve", "--engine", "local", "--model", TINY,
              "--port", str(self.port), *self.args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -174,7 +174,7 @@ def test_kill_9_at_random_moments_loses_nothing_and_duplicates_nothing(tmp_path)
     try:
         run_cli("prepare", *sglang_args(w, slow.url))
         n = prepared_count(w)
-        cmd = [sys.executable, "-m", "kimi_eagle_data.cli", "generate", "--workdir", str(w), "--concurrency", "4",
+        cmd = [sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w), "--concurrency", "4",
                "--no-progress"]
         for trial in range(4):
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -201,7 +201,7 @@ def test_server_killed_and_restarted_mid_run(tmp_path):
     w = tmp_path / "w"
     run_cli("prepare", *sglang_args(w, first.url))
     n = prepared_count(w)
-    gen = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data.cli", "generate", "--workdir", str(w),
+    gen = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
                             "--concurrency", "2", "--max-attempts", "30", "--retry-backoff", "0.2", "--no-progress"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(3)
@@ -238,7 +238,7 @@ def test_real_sglang_router_in_front_of_two_servers(tmp_path):
         else:
             raise AssertionError("router did not register both workers")
         w = tmp_path / "w"
-        gen = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data.cli", "build",
+        gen = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "build",
                                 *sglang_args(w, url, extra=("--concurrency", "4", "--max-attempts", "20"))],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(6)
@@ -301,7 +301,7 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path):
     try:
         run_cli("prepare", *sglang_args(w, slow.url))
         n = prepared_count(w)
-        proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data.cli", "generate", "--workdir", str(w),
+        proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
                                  "--concurrency", "2", "--no-progress"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(4)
