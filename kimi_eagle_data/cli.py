@@ -255,6 +255,17 @@ def emit_or_warn(p) -> bool:
         return False
 
 
+def run_all_stages(p) -> None:
+    """prepare -> generate -> validate -> emit, printing each stage's summary (build and demo)."""
+    print_prepare(p.prepare())
+    print_generate(p.generate())
+    reports = p.validate()
+    emitted = emit_or_warn(p)
+    print_summary(reports)
+    if emitted:
+        print_load_hint(p.workdir.dataset, p.s.configs)
+
+
 def print_load_hint(dataset_dir: Path, configs) -> None:
     config = "B4" if "B4" in configs else next(iter(configs))
     out.print("\nLoad it with:")
@@ -294,12 +305,7 @@ def demo(workdir: Path, limit: int | None, no_progress: bool):
                            model_label="tiny-kimi (embedded test model)", samples=True, limit=limit,
                            progress=not no_progress)
     p = Pipeline(settings, console=console)
-    print_prepare(p.prepare())
-    print_generate(p.generate())
-    reports = p.validate()
-    p.emit()
-    print_summary(reports)
-    print_load_hint(p.workdir.dataset, p.s.configs)
+    run_all_stages(p)
 
 
 @main.command()
@@ -311,14 +317,7 @@ def build(**kw):
     Rerunning the same command skips finished work: completed samples come from the checkpoint and
     the emitted dataset is byte-identical when nothing changed.
     """
-    p = pipeline_for(settings_from(kw))
-    print_prepare(p.prepare())
-    print_generate(p.generate())
-    reports = p.validate()
-    emitted = emit_or_warn(p)
-    print_summary(reports)
-    if emitted:
-        print_load_hint(p.workdir.dataset, p.s.configs)
+    run_all_stages(pipeline_for(settings_from(kw)))
 
 
 @main.command()

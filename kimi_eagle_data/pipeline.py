@@ -258,10 +258,3 @@ class Pipeline:
 
         return emit_dataset(self.workdir, self.s.configs, version=self.s.version,
                             provenance=self.provenance(), repo_id=repo_id)
-
-    def build(self) -> dict[str, ValidateReport]:
-        self.prepare()
-        self.generate()
-        reports = self.validate()
-        self.emit()
-        return reports
