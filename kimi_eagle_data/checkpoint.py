@@ -130,8 +130,8 @@ class Checkpoint:
                 raise CorruptCheckpointError(
                     f"checkpoint {self.path}: record {id_} fails its checksum; the file is corrupt. "
                     "Delete that record (or the file) and rerun generate to regenerate it")
-            yield Completion(
-                id=id_, output_ids=np.frombuffer(blob, dtype="<i4").tolist(), finish_reason=fr,
+            yield Completion(   # output_ids: a read-only int32 view of the stored bytes (no Python ints)
+                id=id_, output_ids=np.frombuffer(blob, dtype="<i4"), finish_reason=fr,
                 finish_detail=orjson.loads(fd), prompt_tokens=pt, completion_tokens=ct,
                 cached_tokens=cached, engine=engine or "", latency_s=lat)
 

@@ -1,0 +1,169 @@
+"""Emit benchmark (SPEC §10): checkpoint -> Parquet, tokens/s and peak RSS, against
+`datasets.Dataset.from_generator` yielding one row at a time, at several sizes.
+
+"ours" is the real path: `kimi-data validate` (every completion judged by the Validator, rows built from
+numpy/Arrow buffers) + `kimi-data emit` (Hub-layout shards, card, plots, manifest). The baseline only
+moves the same rows (no validation) with `Dataset.from_generator(...).to_parquet(...)`. Each measurement
+runs in its own process so its peak RSS is its own.
+
+    python benchmarks/bench_emit.py                      # 10M and 50M tokens
+    python benchmarks/bench_emit.py --tokens 10,50,228   # + the full 88K-sample run's size (slow here)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+CONFIG = "B4"
+
+
+def make_workdir(root: Path, million_tokens: float, seed: int = 0) -> int:
+    """A workdir with prepared prompts and a checkpoint of structurally valid completions; returns tokens."""
+    import orjson
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kimi_eagle_data.checkpoint import Checkpoint
+    from kimi_eagle_data.pipeline import Pipeline, RunSettings
+    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.records import Completion
+
+    p = Pipeline(RunSettings(workdir=str(root), configs=[CONFIG], profile="tiny-kimi", model=str(TINY_MODEL_DIR),
+                             samples=True, max_seq_len=1 << 20, progress=False))
+    tok = p.tokenizer
+    t = p.tokens
+    head = tok.encode("<|im_user|>user<|im_middle|>", add_special_tokens=False)
+    gen = tok.encode(p.profile.generation_prompt, add_special_tokens=False)
+    text_ids = np.arange(300, 2000, dtype=np.int32)     # ordinary BPE ids (no special tokens)
+    rng = np.random.default_rng(seed)
+    target = int(million_tokens * 1e6)
+    ids, prompts, outputs, total = [], [], [], 0
+    while total < target:
+        n_prompt = int(rng.integers(50, 600))
+        n_out = int(min(10240, max(8, rng.lognormal(np.log(800), 0.9))))
+        prompt = np.concatenate([head, rng.choice(text_ids, n_prompt), [t.end_of_turn], gen]).astype(np.int32)
+        split = int(n_out * 0.7)
+        out = np.concatenate([rng.choice(text_ids, split), [t.think_close], rng.choice(text_ids, n_out - split - 2),
+                              [t.end_of_turn]]).astype(np.int32)
+        ids.append(f"{CONFIG}-{len(ids):016x}")
+        prompts.append(prompt)
+        outputs.append(out)
+        total += len(prompt) + len(out)
+    offsets = np.zeros(len(prompts) + 1, dtype=np.int32)
+    np.cumsum([len(x) for x in prompts], out=offsets[1:])
+    msgs = orjson.dumps([{"role": "user", "content": "synthetic"}]).decode()
+    table = pa.table({
+        "id": ids, "config": [CONFIG] * len(ids), "source": ["synthetic"] * len(ids), "source_id": ids,
+        "messages": [msgs] * len(ids), "tools": [""] * len(ids),
+        "prompt_ids": pa.ListArray.from_arrays(pa.array(offsets), pa.array(np.concatenate(prompts))),
+    })
+    (root / "prepared").mkdir(exist_ok=True)
+    pq.write_table(table.cast(__import__("kimi_eagle_data.schema", fromlist=["PROMPT_SCHEMA"]).PROMPT_SCHEMA),
+                   root / "prepared" / f"{CONFIG}.parquet")
+    (root / "prepared" / f"{CONFIG}.json").write_bytes(orjson.dumps(
+        {"selected": len(ids), "prepared": len(ids), "rejected": {}, "rejected_total": 0}))
+    ckpt = Checkpoint(root / "generations.sqlite")
+    ckpt.db.execute("BEGIN")
+    for i, out in zip(ids, outputs):   # one transaction here: building the fixture is not what is measured
+        from kimi_eagle_data.checkpoint import _checksum, ids_to_blob
+
+        blob = ids_to_blob(out)
+        ckpt.db.execute("INSERT INTO completions VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                        (i, CONFIG, blob, "stop", '{"type":"stop"}', None, len(out), 0, "synthetic", 0.0, 0.0,
+                         _checksum(i, blob, "stop")))
+    ckpt.db.execute("COMMIT")
+    ckpt.close()
+    del Completion
+    return total
+
+
+def worker_ours(root: Path) -> dict:
+    from kimi_eagle_data.pipeline import Pipeline, RunSettings
+    from kimi_eagle_data.profile import TINY_MODEL_DIR
+
+    t0 = time.perf_counter()
+    p = Pipeline(RunSettings(workdir=str(root), configs=[CONFIG], profile="tiny-kimi", model=str(TINY_MODEL_DIR),
+                             samples=True, max_seq_len=1 << 20, progress=False))
+    reports = p.validate()
+    p.emit()
+    return {"seconds": time.perf_counter() - t0, "valid": reports[CONFIG].valid}
+
+
+def worker_baseline(root: Path) -> dict:
+    import datasets
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from kimi_eagle_data.checkpoint import Checkpoint
+
+    datasets.disable_progress_bars()
+    t0 = time.perf_counter()
+    prompts = pq.read_table(root / "prepared" / f"{CONFIG}.parquet", columns=["id", "prompt_ids"])
+    index = {id_: i for i, id_ in enumerate(prompts.column("id").to_pylist())}
+    prompt_col = prompts.column("prompt_ids")
+
+    def rows():
+        ckpt = Checkpoint(root / "generations.sqlite")
+        for c in ckpt.completions(CONFIG):
+            prompt = prompt_col[index[c.id]].as_py()
+            out = list(c.output_ids)
+            yield {"id": c.id, "input_ids": prompt + out, "loss_mask": [0] * len(prompt) + [1] * len(out),
+                   "prompt_len": len(prompt), "completion_len": len(out), "finish_reason": c.finish_reason}
+        ckpt.close()
+
+    ds = datasets.Dataset.from_generator(rows, cache_dir=str(root / "hf-cache"))
+    ds.to_parquet(str(root / "baseline.parquet"))
+    del np
+    return {"seconds": time.perf_counter() - t0, "valid": len(ds)}
+
+
+def run_worker(kind: str, root: Path) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--worker", kind, "--workdir", str(root)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tokens", default="10,50", help="sizes in millions of tokens, comma-separated")
+    ap.add_argument("--worker", choices=["ours", "baseline"], help=argparse.SUPPRESS)
+    ap.add_argument("--workdir", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        result = (worker_ours if args.worker == "ours" else worker_baseline)(Path(args.workdir))
+        result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(json.dumps(result))
+        return
+    rows = []
+    for size in (float(x) for x in args.tokens.split(",")):
+        root = Path(tempfile.mkdtemp(prefix=f"bench-emit-{size:g}M-"))
+        try:
+            tokens = make_workdir(root, size)
+            for kind in ("ours", "baseline"):
+                r = run_worker(kind, root)
+                rows.append((f"{size:g}M", kind, tokens, r["seconds"], tokens / r["seconds"], r["peak_rss_mb"]))
+                print(f"  {size:g}M {kind}: {r['seconds']:.1f} s, peak RSS {r['peak_rss_mb']:.0f} MB", file=sys.stderr)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    print(f"\n| {'size':>6} | {'path':<36} | {'tokens':>12} | {'seconds':>8} | {'tokens/s':>12} | {'peak RSS MB':>11} |")
+    print(f"|{'-' * 8}|{'-' * 38}|{'-' * 14}|{'-' * 10}|{'-' * 14}|{'-' * 13}|")
+    names = {"ours": "kimi-data validate + emit", "baseline": "Dataset.from_generator per row"}
+    for size, kind, tokens, sec, tps, rss in rows:
+        print(f"| {size:>6} | {names[kind]:<36} | {tokens:>12,} | {sec:8.1f} | {tps:12,.0f} | {rss:11.0f} |")
+    by = {(s, k): tps for s, k, _, _, tps, _ in rows}
+    for size in dict.fromkeys(s for s, *_ in rows):
+        print(f"speed-up at {size}: {by[(size, 'ours')] / by[(size, 'baseline')]:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
