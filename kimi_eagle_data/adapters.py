@@ -154,6 +154,34 @@ def input_field(row: dict) -> SourcePrompt:
     return SourcePrompt(source_id, [{"role": "user", "content": text}], None)
 
 
+def first_user_turn(turns: list, field: str, role_key: str, content_key: str, user_roles: set[str],
+                    assistant_roles: set[str]) -> tuple[dict | None, str]:
+    """(the first non-empty system turn before it or None, the first user turn's text).
+
+    Shared by the `messages[{role, content}]` and ShareGPT `conversations[{from, value}]` schemas. A
+    conversation whose first non-system turn is the assistant's (a chunk cut mid-conversation) is
+    `starts_with_assistant`."""
+    system: dict | None = None
+    for i, turn in enumerate(turns):
+        if role_key not in turn:
+            raise SourceRowError("missing_field", f"`{field}[{i}]` has no `{role_key}`")
+        role = turn[role_key]
+        if role == "system":
+            text = content_text(turn.get(content_key, ""), f"`{field}[{i}].{content_key}`")
+            if text.strip() and system is None:
+                system = {"role": "system", "content": text}
+            continue
+        if role in user_roles:
+            if content_key not in turn:
+                raise SourceRowError("missing_field", f"`{field}[{i}]` has no `{content_key}`")
+            return system, _user_text(turn[content_key], f"the first user turn (`{field}[{i}]`)")
+        if role in assistant_roles:
+            raise SourceRowError("starts_with_assistant",
+                                 f"`{field}` starts with a `{role}` turn (a chunk cut mid-conversation); skipped")
+        raise SourceRowError("unknown_role", f"`{field}[{i}].{role_key}` is {role!r}")
+    raise SourceRowError("no_user_turn", f"`{field}` has no user turn")
+
+
 # --------------------------------------------------------------------------------------------
 # B4 / B6: open-r1/Mixture-of-Thoughts, HuggingFaceH4/ultrachat_200k — `messages[{role, content}]`
 
@@ -164,31 +192,13 @@ def messages(row: dict) -> SourcePrompt:
     source_id: `prompt_id` (ultrachat) when the row has one, else sha1 of the user text
     (Mixture-of-Thoughts has no id column)."""
     row = _require_row(row)
-    turns = _turn_list(row, "messages")
-    system: dict | None = None
-    for i, turn in enumerate(turns):
-        if "role" not in turn:
-            raise SourceRowError("missing_field", f"`messages[{i}]` has no `role`")
-        role = turn["role"]
-        if role == "system":
-            text = content_text(turn.get("content", ""), f"`messages[{i}].content`")
-            if text.strip() and system is None:
-                system = {"role": "system", "content": text}
-            continue
-        if role == "user":
-            if "content" not in turn:
-                raise SourceRowError("missing_field", f"`messages[{i}]` has no `content`")
-            text = _user_text(turn["content"], f"the first user turn (`messages[{i}]`)")
-            if "prompt_id" in row and row["prompt_id"] is not None:
-                source_id = _id_string(row, "prompt_id")
-            else:
-                source_id = _sha16(text)
-            msgs = ([system] if system else []) + [{"role": "user", "content": text}]
-            return SourcePrompt(source_id, msgs, None)
-        if role == "assistant":
-            raise SourceRowError("starts_with_assistant", f"`messages[{i}]` (assistant) precedes any user turn")
-        raise SourceRowError("unknown_role", f"`messages[{i}].role` is {role!r}")
-    raise SourceRowError("no_user_turn", "`messages` has no user turn")
+    system, text = first_user_turn(_turn_list(row, "messages"), "messages", "role", "content", {"user"},
+                                   {"assistant"})
+    if "prompt_id" in row and row["prompt_id"] is not None:
+        source_id = _id_string(row, "prompt_id")
+    else:
+        source_id = _sha16(text)
+    return SourcePrompt(source_id, ([system] if system else []) + [{"role": "user", "content": text}], None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -237,30 +247,9 @@ def sharegpt(row: dict) -> SourcePrompt:
     (gpt/chatgpt/bing/bard: the split cut mid-conversation) is skipped: `starts_with_assistant`."""
     row = _require_row(row)
     source_id = _id_string(row, "id")
-    turns = _turn_list(row, "conversations")
-    system: dict | None = None
-    for i, turn in enumerate(turns):
-        if "from" not in turn:
-            raise SourceRowError("missing_field", f"`conversations[{i}]` has no `from`")
-        who = turn["from"]
-        if who == "system":
-            text = content_text(turn.get("value", ""), f"`conversations[{i}].value`")
-            if text.strip() and system is None:
-                system = {"role": "system", "content": text}
-            continue
-        if who in SHAREGPT_HUMAN:
-            if "value" not in turn:
-                raise SourceRowError("missing_field", f"`conversations[{i}]` has no `value`")
-            text = _user_text(turn["value"], f"the first human turn (`conversations[{i}]`)")
-            msgs = ([system] if system else []) + [{"role": "user", "content": text}]
-            return SourcePrompt(source_id, msgs, None)
-        if who in SHAREGPT_ASSISTANT:
-            raise SourceRowError(
-                "starts_with_assistant",
-                f"conversation starts with a `{who}` turn (a chunk cut mid-conversation); skipped",
-            )
-        raise SourceRowError("unknown_role", f"`conversations[{i}].from` is {who!r}")
-    raise SourceRowError("no_user_turn", "`conversations` has no human turn")
+    system, text = first_user_turn(_turn_list(row, "conversations"), "conversations", "from", "value",
+                                   SHAREGPT_HUMAN, SHAREGPT_ASSISTANT)
+    return SourcePrompt(source_id, ([system] if system else []) + [{"role": "user", "content": text}], None)
 
 
 # --------------------------------------------------------------------------------------------
