@@ -11,7 +11,7 @@ messages `[{"role": "system"|"user"|"assistant"|"tool", "content": str, ...}]`, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 
 class SourceRowError(ValueError):
@@ -66,7 +66,7 @@ class Completion:
     """One engine answer for one prompt, exactly as produced."""
 
     id: str
-    output_ids: list[int]
+    output_ids: Sequence[int]              # engines give lists; the checkpoint gives int32 numpy views
     finish_reason: str                     # stop / length / abort
     finish_detail: dict[str, Any] = field(default_factory=dict)   # SGLang's finish_reason object
     prompt_tokens: int | None = None
