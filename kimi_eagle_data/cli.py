@@ -257,7 +257,7 @@ def emit_or_warn(p) -> bool:
 
 def run_all_stages(p) -> None:
     """prepare -> generate -> validate -> emit, printing each stage's summary (build and demo)."""
-    print_prepare(p.prepare())
+    print_prepare(p.prepare(reuse=True))
     print_generate(p.generate())
     reports = p.validate()
     emitted = emit_or_warn(p)

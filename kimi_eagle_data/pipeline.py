@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 from rich.console import Console
 
 from . import __version__
@@ -126,20 +127,58 @@ class Pipeline:
         }, binding_keys=BINDING_KEYS)
 
     # -- stages -------------------------------------------------------------------------------
-    def prepare(self) -> dict[str, PrepareReport]:
+    def prepare(self, reuse: bool = False) -> dict[str, PrepareReport]:
         """Selection, adapters, filters, decontamination, rendering and dedup for every config
         (prepare.py). A config whose source cannot be read at all is skipped while the others are
-        prepared, then reported as one error line (SourceFileError)."""
+        prepared, then reported as one error line (SourceFileError).
+
+        With `reuse` (build, demo), prepared prompts made with the same inputs and settings are kept:
+        resuming a run must not re-stream its upstream datasets, nor re-select its prompts."""
         from .prepare import prepare_configs, source_error_line
         from .sources import SourceFileError
+        from .workdir import read_json, write_json
 
+        fingerprint = self.prepare_fingerprint()
+        reports = {c: self.workdir.prepare_report(c) for c in self.s.configs}
+        if reuse and all(p.exists() and self.workdir.prepared(c).exists()
+                         and read_json(p).get("fingerprint") == fingerprint for c, p in reports.items()):
+            return {c: PrepareReport.from_json(read_json(p)) for c, p in reports.items()}
         gen_prompt = self.tokenizer.encode(self.profile.generation_prompt, add_special_tokens=False)
         run = prepare_configs(self.s, self.tokenizer, gen_prompt_ids=gen_prompt,
                               max_new_tokens=self.sampling.max_new_tokens, max_seq_len=self.max_seq_len,
                               workdir=self.workdir)
         if run.errors:
             raise SourceFileError(source_error_line(run.errors))
+        for c in run.reports:
+            write_json(reports[c], {**read_json(reports[c]), "fingerprint": fingerprint})
         return run.reports
+
+    def prepare_fingerprint(self) -> str:
+        """Everything prepare's output depends on: partitions, sources (local files by size and
+        mtime), selection, tokenizer and template, lengths, and this project's version."""
+        import hashlib
+        import os
+
+        from .prepare import partition_info
+
+        def source_stamp(config: str):
+            path = self.s.sources.get(config) or self.s.prepare_config.partition(config).source
+            if path and os.path.exists(path):
+                st = os.stat(path)
+                return [str(path), st.st_size, st.st_mtime_ns]
+            return path
+
+        key = {
+            "configs": self.s.configs,
+            "partitions": {c: partition_info(self.s.prepare_config.partition(c)) for c in self.s.configs},
+            "sources": {c: source_stamp(c) for c in self.s.configs},
+            "samples": self.s.samples, "revision": self.s.revision, "limit": self.s.limit,
+            "config_file_sha256": self.s.prepare_config.sha256,
+            "tokenizer": self.run["tokenizer_sha256"], "template": self.run["chat_template_sha256"],
+            "max_new_tokens": self.sampling.max_new_tokens, "max_seq_len": self.max_seq_len,
+            "project_version": __version__,
+        }
+        return hashlib.sha256(orjson.dumps(key, default=str, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
     def make_engine(self) -> Engine:
         if self.s.engine == "local":

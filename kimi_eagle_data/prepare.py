@@ -81,6 +81,12 @@ class PrepareReport:
     contaminated_by: Counter = field(default_factory=Counter)
     partition: dict = field(default_factory=dict)
 
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "PrepareReport":
+        """The summary fields of a written report (what a reused prepare shows)."""
+        return cls(config=d["config"], source=d["source"], selected=d["selected"], prepared=d["prepared"],
+                   rejected=Counter(d["rejected"]))
+
     def funnel(self) -> list[tuple[str, int]]:
         return [("scanned", self.scanned), ("selected", self.selected)] + [(s, self.passed[s]) for s in STAGES]
 

@@ -120,10 +120,13 @@ def test_card_and_manifest(demo_run):
 def test_rerun_does_no_work_and_is_byte_identical(demo_run):
     workdir, _ = demo_run
     before = tree_hashes(workdir / "dataset")
+    prepared_mtime = (workdir / "prepared" / "B4.parquet").stat().st_mtime_ns
     ckpt_rows = sqlite3.connect(workdir / "generations.sqlite").execute("SELECT COUNT(*) FROM completions").fetchone()
     proc = run_cli("demo", "--workdir", str(workdir), "--no-progress")
     assert "generate: 0 completed" in proc.stdout
     assert tree_hashes(workdir / "dataset") == before
+    # prepare was reused, not redone: a resumed run never re-reads (re-streams) its sources
+    assert (workdir / "prepared" / "B4.parquet").stat().st_mtime_ns == prepared_mtime
     again = sqlite3.connect(workdir / "generations.sqlite").execute("SELECT COUNT(*) FROM completions").fetchone()
     assert again == ckpt_rows
 
