@@ -124,7 +124,7 @@ def run_options(fn):
 # Options a later stage command inherits from the workdir's run.json when not given again.
 INHERITED = ("profile", "model", "tokenizer", "samples", "sources", "revision", "limit", "max_new_tokens",
              "temperature", "top_p", "max_seq_len", "keep_truncated", "batch_size", "version", "configs",
-             "engine", "servers", "config_file")
+             "engine", "servers", "config_file", "repo")
 
 
 def settings_from(kw: dict):
@@ -168,7 +168,7 @@ def settings_from(kw: dict):
         model_label=model_label, servers=list(kw["servers"]), concurrency=kw["concurrency"],
         max_attempts=kw["max_attempts"], retry_backoff=kw["retry_backoff"], request_timeout=kw["request_timeout"],
         health_timeout=kw["health_timeout"], allow_old_server=kw["allow_old_server"],
-        shard=parse_shard(kw["shard"]), merge=list(kw["merge"]),
+        shard=parse_shard(kw["shard"]), merge=list(kw["merge"]), repo=kw.get("repo"),
     )
 
 
@@ -370,14 +370,17 @@ def validate(**kw):
 @click.option("--repo", metavar="ORG/NAME",
               help="Hub repo the card's load line names (the one you will `kimi-data push` to).")
 @friendly_errors
-def emit(repo, **kw):
-    """Write the Hub-layout dataset (Parquet per config, card, plots, manifest) to WORKDIR/dataset."""
+def emit(**kw):
+    """Write the Hub-layout dataset (Parquet per config, card, plots, manifest) to WORKDIR/dataset.
+
+    The workdir remembers --repo: a later `build` re-emits the card naming the same repo."""
     from .publish import REPO_ID
 
-    if repo and not REPO_ID.match(repo):
-        raise click.BadParameter(f"{repo!r}: expected ORG/NAME", param_hint="--repo")
+    if kw["repo"] and not REPO_ID.match(kw["repo"]):
+        raise click.BadParameter(f"{kw['repo']!r}: expected ORG/NAME", param_hint="--repo")
     p = pipeline_for(settings_from(kw))
-    manifest = p.emit(repo_id=repo)
+    repo = p.s.repo
+    manifest = p.emit()
     out.print(f"emitted {len(manifest['files'])} files to {p.workdir.dataset} (version {manifest['version']})")
     print_load_hint(p.workdir.dataset, p.s.configs)
     if repo:

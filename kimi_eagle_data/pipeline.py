@@ -57,13 +57,14 @@ class RunSettings:
     shard: tuple[int, int] | None = None   # (i, N): generate only this shard's prompts
     merge: list[str] = field(default_factory=list)      # other workdirs whose checkpoints validate reads
     version: str = "0.1.0"
+    repo: str | None = None                # Hub repo the card names (emit --repo; remembered)
     progress: bool = True
 
     def options(self) -> dict[str, Any]:
         """What later stage commands on this workdir inherit (see cli.INHERITED)."""
         keys = ("profile", "model", "model_label", "tokenizer", "samples", "sources", "revision", "limit",
                 "max_new_tokens", "temperature", "top_p", "max_seq_len", "keep_truncated", "batch_size",
-                "version", "configs", "engine", "servers", "config_file")
+                "version", "configs", "engine", "servers", "config_file", "repo")
         return {k: getattr(self, k) for k in keys}
 
     def __post_init__(self):
@@ -292,8 +293,8 @@ class Pipeline:
             "tiny_model": self.profile.name == "tiny-kimi",
         }
 
-    def emit(self, repo_id: str | None = None) -> dict[str, Any]:
+    def emit(self) -> dict[str, Any]:
         from .emit import emit_dataset
 
         return emit_dataset(self.workdir, self.s.configs, version=self.s.version,
-                            provenance=self.provenance(), repo_id=repo_id)
+                            provenance=self.provenance(), repo_id=self.s.repo)

@@ -191,3 +191,16 @@ def test_emit_refuses_non_semver(tmp_path):
     for bad_version in ("1", "v1.0.0", "1.0"):
         proc = run_cli("emit", "--workdir", str(tmp_path / "w"), "--version", bad_version, check=False)
         assert proc.returncode == 1 and "semver" in proc.stderr
+
+
+def test_emit_repo_is_remembered_by_later_builds(tmp_path):
+    from kimi_eagle_data.profile import TINY_MODEL_DIR
+
+    w = tmp_path / "w"
+    run_cli("build", "B6", "--workdir", str(w), "--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR),
+            "--samples", "--no-progress", "--limit", "1")
+    assert "my-org/kimi-eagle" not in (w / "dataset" / "README.md").read_text()
+    run_cli("emit", "--workdir", str(w), "--repo", "my-org/kimi-eagle")
+    run_cli("build", "--workdir", str(w), "--no-progress")
+    card = (w / "dataset" / "README.md").read_text()
+    assert 'load_dataset("my-org/kimi-eagle", "B6", revision="v0.1.0")' in card
