@@ -19,8 +19,9 @@ def load_tokenizer(path: str, revision: str | None = None):
     try:
         tok = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=True)
     except (OSError, ValueError) as e:
+        reason = " ".join(str(e).split())   # one line, however many the library's message has
         raise TokenizerLoadError(
-            f"cannot load tokenizer {path!r}: {e}. Pass --tokenizer DIR (a local model directory) or "
+            f"cannot load tokenizer {path!r}: {reason} Pass --tokenizer DIR (a local model directory) or "
             "make sure the Hub id is in the local cache") from e
     # Length limits are ours (max_seq_len, checked at prepare), not the tokenizer's: silence its warning.
     tok.model_max_length = 1 << 62
