@@ -10,7 +10,8 @@ From a pilot workdir (e.g. `kimi-data build --limit 200 --workdir pilot`) and ta
 - disk = projected tokens x the measured bytes per token of the emitted Parquet (column-chunk bytes, so the
   per-file footer of a small pilot does not inflate it);
 - GPU-hours = projected completion tokens / throughput x GPUs. The throughput is the pilot's measured
-  aggregate output tokens/s (checkpoint `created_at` span) unless `--throughput` gives the deployment's:
+  aggregate output tokens/s (over the time requests were in flight, from the checkpoint's `created_at` and
+  latencies) unless `--throughput` gives the deployment's:
   a CPU pilot's speed says nothing about an 8xH200 SGLang server;
 - the naive estimate the replaced pipeline used, characters / 3.5, side by side with the measured tokens.
 
@@ -138,6 +139,22 @@ def bytes_per_token(wd: Workdir, config: str, tokens: int) -> tuple[float | None
     return (total / tokens if tokens else None), where
 
 
+def busy_seconds(starts: np.ndarray, ends: np.ndarray) -> float:
+    """Length of the union of the intervals [start, end]."""
+    order = np.argsort(starts, kind="stable")
+    total, cur_start, cur_end = 0.0, None, None
+    for a, b in zip(starts[order], ends[order]):
+        if cur_end is None or a > cur_end:
+            if cur_end is not None:
+                total += cur_end - cur_start
+            cur_start, cur_end = a, b
+        else:
+            cur_end = max(cur_end, b)
+    if cur_end is not None:
+        total += cur_end - cur_start
+    return float(total)
+
+
 def measure_throughput(wd: Workdir, ids: list[str]) -> dict[str, Any] | None:
     """Aggregate output tokens/s over the pilot's generation span, and the per-request decode speed."""
     ckpt = read_checkpoint_info(wd)
@@ -149,7 +166,9 @@ def measure_throughput(wd: Workdir, ids: list[str]) -> dict[str, Any] | None:
     created, lat, comp = ckpt.created_at[idx], ckpt.latency_s[idx], ckpt.completion_tokens[idx]
     comp = np.where(np.isnan(comp), 0.0, comp)
     starts = np.where(np.isnan(lat), created, created - lat)
-    span = float(created.max() - starts.min())
+    # Time with at least one request in flight: a pilot resumed across sessions must not count the
+    # idle gaps between them.
+    span = busy_seconds(starts, created)
     if span <= 0:
         return None
     ok = ~np.isnan(lat) & (lat > 0)

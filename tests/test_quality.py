@@ -264,3 +264,14 @@ def test_inspect_unknown_id_is_one_line(demo_run):
     assert len(lines) == 1 and lines[0].startswith("error:") and "B4-0000000000000000" in lines[0], proc.stderr
     proc = run_cli("inspect", str(workdir), "B4", "--rejected", "no_such_reason", check=False)
     assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_plan_throughput_counts_busy_time_not_idle_gaps_between_sessions():
+    import numpy as np
+
+    from kimi_eagle_data.plan import busy_seconds
+
+    # two overlapping requests, then a resumed session an hour later
+    starts, ends = np.array([0.0, 5.0, 3600.0]), np.array([10.0, 12.0, 3610.0])
+    assert busy_seconds(starts, ends) == 22.0
+    assert busy_seconds(np.array([1.0]), np.array([1.0])) == 0.0
