@@ -41,7 +41,11 @@ import json
 import re
 from typing import Any, Callable
 
+from kimi_eagle_data.profile import KIMI_K25
 from kimi_eagle_data.records import SourcePrompt, SourceRowError
+
+# Tool-call ids in history turns use the target's format (Kimi-K2.5: `functions.NAME:IDX`).
+tool_call_id = KIMI_K25.tool_call_id
 
 EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -446,8 +450,8 @@ def glaive(row: dict, policy: str = "first_user") -> SourcePrompt:
 
     `first_user` (default, B1): [system?] + the first USER turn, tools native.
     `after_tool_result`: the conversation up to and including the first FUNCTION RESPONSE —
-    user … → assistant tool call (native `tool_calls`, id `functions.NAME:0`, JSON arguments
-    string) → `role: "tool"` result — so the model regenerates the answer after a tool result.
+    user … → assistant tool call (native `tool_calls`, ids numbered across the conversation,
+    JSON arguments string) → `role: "tool"` result — so the model regenerates the answer after a tool result.
     source_id: sha1 of `system` + `chat` (the upstream has no id column); same for both policies.
     """
     if policy not in GLAIVE_POLICIES:
@@ -466,12 +470,25 @@ def glaive(row: dict, policy: str = "first_user") -> SourcePrompt:
     if policy == "first_user":
         return SourcePrompt(source_id, head + [{"role": "user", "content": turns[0][1]}], tools)
 
+    msgs = glaive_messages(turns, tools, stop_after_tool_result=True)
+    if msgs[-1]["role"] != "tool":
+        raise SourceRowError("no_tool_result", "`chat` has no FUNCTION RESPONSE (policy after_tool_result)")
+    return SourcePrompt(source_id, head + msgs, tools)
+
+
+def glaive_messages(turns: list[tuple[str, str]], tools: list[dict] | None, *,
+                    stop_after_tool_result: bool = False) -> list[dict[str, Any]]:
+    """glaive turns in the chat shape: calls as native `tool_calls`, FUNCTION RESPONSE as
+    `role: "tool"`. Call ids are numbered across the whole conversation (0, 1, 2, …), as Kimi
+    numbers them (vLLM and SGLang count the calls already in the history), so the model sees
+    history ids that agree with the index it must continue from."""
     declared = {t["function"]["name"] for t in tools or []}
     msgs: list[dict[str, Any]] = []
     pending: tuple[str, str] | None = None                 # (call id, name) awaiting its result
+    calls = 0
     for marker, text in turns:
         if marker == "USER":
-            if not text:
+            if not text and stop_after_tool_result:
                 raise SourceRowError("empty_user_turn", "a USER turn before the tool result is empty")
             msgs.append({"role": "user", "content": text})
         elif marker == "ASSISTANT":
@@ -479,16 +496,11 @@ def glaive(row: dict, policy: str = "first_user") -> SourcePrompt:
                 prose, name, args = parse_glaive_call(text)
                 if name not in declared:
                     raise SourceRowError("undeclared_tool", f"call to {name!r}, which `system` does not declare")
-                call_id = f"functions.{name}:0"
-                msgs.append({
-                    "role": "assistant",
-                    "content": prose,
-                    "tool_calls": [{
-                        "id": call_id,
-                        "type": "function",
-                        "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
-                    }],
-                })
+                call_id = tool_call_id(name, calls)
+                calls += 1
+                msgs.append({"role": "assistant", "content": prose, "tool_calls": [{
+                    "id": call_id, "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}]})
                 pending = (call_id, name)
             else:
                 msgs.append({"role": "assistant", "content": text})
@@ -496,8 +508,10 @@ def glaive(row: dict, policy: str = "first_user") -> SourcePrompt:
             if pending is None:
                 raise SourceRowError("bad_tool_call", "FUNCTION RESPONSE without a preceding <functioncall>")
             msgs.append({"role": "tool", "tool_call_id": pending[0], "name": pending[1], "content": text})
-            return SourcePrompt(source_id, head + msgs, tools)
-    raise SourceRowError("no_tool_result", "`chat` has no FUNCTION RESPONSE (policy after_tool_result)")
+            pending = None
+            if stop_after_tool_result:
+                break
+    return msgs
 
 
 def glaive_after_tool_result(row: dict) -> SourcePrompt:
@@ -661,31 +675,8 @@ def glaive_conversation(row: dict) -> Conversation:
     `role: "tool"` results (the same conversion as the after_tool_result policy)."""
     first = glaive(row)
     tools, rest = parse_glaive_system(row["system"])
-    turns = parse_glaive_chat(row["chat"])
-    declared = {t["function"]["name"] for t in tools or []}
     msgs: list[dict[str, Any]] = [{"role": "system", "content": rest}] if rest else []
-    pending: tuple[str, str] | None = None
-    for marker, text in turns:
-        if marker == "USER":
-            msgs.append({"role": "user", "content": text})
-        elif marker == "ASSISTANT":
-            if _FUNCTIONCALL in text:
-                prose, name, args = parse_glaive_call(text)
-                if name not in declared:
-                    raise SourceRowError("undeclared_tool", f"call to {name!r}, which `system` does not declare")
-                call_id = f"functions.{name}:0"
-                msgs.append({"role": "assistant", "content": prose, "tool_calls": [{
-                    "id": call_id, "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}]})
-                pending = (call_id, name)
-            else:
-                msgs.append({"role": "assistant", "content": text})
-        else:
-            if pending is None:
-                raise SourceRowError("bad_tool_call", "FUNCTION RESPONSE without a preceding <functioncall>")
-            msgs.append({"role": "tool", "tool_call_id": pending[0], "name": pending[1], "content": text})
-            pending = None
-    return first.source_id, msgs, tools
+    return first.source_id, msgs + glaive_messages(parse_glaive_chat(row["chat"]), tools), tools
 
 
 def input_field_conversation(row: dict) -> Conversation:

@@ -40,6 +40,11 @@ class ModelProfile:
     tool_call_end: str
     # A tool-call id between `tool_call_begin` and `tool_call_argument_begin`.
     tool_call_id_regex: str
+    # How the model writes a call id; IDX counts calls across the whole conversation (history included).
+    tool_call_id_format: str = "functions.{name}:{index}"
+    # The model's embedding size: every generated id must be below it (the tokenizer may name a few more).
+    # None: the tokenizer's length.
+    vocab_size: int | None = None
     # Chat turns: role -> the token that opens its header, and the token that ends the header.
     turn_tokens: dict[str, str] = field(default_factory=dict)
     turn_header_end: str = ""
@@ -47,6 +52,9 @@ class ModelProfile:
     max_seq_len: int = 16384
     # SGLang launch flags specific to this model.
     sglang_flags: tuple[str, ...] = ()
+
+    def tool_call_id(self, name: str, index: int) -> str:
+        return self.tool_call_id_format.format(name=name, index=index)
 
     @property
     def tool_call_id_pattern(self) -> re.Pattern[str]:
@@ -92,6 +100,7 @@ KIMI_K25 = ModelProfile(
     tool_call_id_regex=r"^\s*functions\.(?P<name>[A-Za-z0-9_\-\.]+):(?P<index>\d+)\s*$",
     sampling=SamplingDefaults(max_new_tokens=10240, temperature=1.0, top_p=0.95),
     max_seq_len=16384,
+    vocab_size=163840,
     sglang_flags=("--trust-remote-code", "--tool-call-parser", "kimi_k2", "--reasoning-parser", "kimi_k2"),
 )
 
@@ -105,6 +114,7 @@ TINY_KIMI = replace(
     model_path=str(TINY_MODEL_DIR),
     sampling=SamplingDefaults(max_new_tokens=192, temperature=1.0, top_p=0.95),
     max_seq_len=510,
+    vocab_size=None,     # its own: the tokenizer's length
 )
 
 PROFILES: dict[str, ModelProfile] = {p.name: p for p in (KIMI_K25, TINY_KIMI)}

@@ -272,10 +272,16 @@ def _bad_id(v: "Validator", s: _Sample) -> list[str]:
             for k, c in enumerate(s.calls) if c.name is None]
 
 
-@_rule("tool_call_index_out_of_order", _GENERATED, "tool-call IDX values are not 0, 1, 2, … in order")
+@_rule("tool_call_index_out_of_order", _GENERATED,
+       "tool-call IDX values do not continue the conversation's count: the first call's IDX must equal the "
+       "number of tool calls already in the prompt's history (0 for a fresh conversation), then +1 per call")
 def _index_order(v: "Validator", s: _Sample) -> list[str]:
-    return [f"call {k}: id {_show(c.id_text)} has index {c.index}, expected {k}"
-            for k, c in enumerate(s.calls) if c.index is not None and c.index != k]
+    if not s.calls:
+        return []
+    first = int(np.count_nonzero(s.prompt == v.tokens.tool_call_begin))
+    return [f"call {k}: id {_show(c.id_text)} has index {c.index}, expected {first + k}"
+            + (f" ({first} call(s) in the prompt's history)" if first else "")
+            for k, c in enumerate(s.calls) if c.index is not None and c.index != first + k]
 
 
 @_rule("undeclared_tool", _GENERATED, "a tool call naming a tool the prompt did not declare")
@@ -357,9 +363,11 @@ class Validator:
         self.tokenizer = tokenizer
         self.max_seq_len = int(max_seq_len)
         self.keep_truncated = bool(keep_truncated)
-        # The id bound. The tokenizer's length by default; pass the model's embedding size when it
-        # differs (Kimi's tiktoken tokenizer names 163,842 ids, the model has 163,840).
-        self.vocab_size = int(vocab_size if vocab_size is not None else len(tokenizer))
+        # The id bound: the model's embedding size (the profile's; Kimi's tiktoken tokenizer names a few
+        # more ids than the model's 163,840), else the tokenizer's length.
+        if vocab_size is None:
+            vocab_size = tokens.profile.vocab_size or len(tokenizer)
+        self.vocab_size = int(vocab_size)
         self.id_to_token = {i: t for t, i in tokens.ids.items()}
         self._id_pattern = tokens.profile.tool_call_id_pattern
 

@@ -547,3 +547,21 @@ def test_content_text():
     with pytest.raises(SourceRowError) as info:
         content_text(3.5, "the user turn")
     assert info.value.code == "wrong_type" and "the user turn" in info.value.message
+
+
+def test_glaive_history_call_ids_are_numbered_across_the_conversation():
+    """Kimi numbers tool-call ids over the whole conversation (vLLM and SGLang count the calls already
+    in the history): a second call in a later turn is `:1`, and its result refers to `:1`."""
+    from kimi_eagle_data.adapters import glaive_conversation
+
+    chat = ("USER: Weather in Rome?\n\n\n"
+            "ASSISTANT: <functioncall> {\"name\": \"get_weather\", \"arguments\": '{\"city\": \"Rome\"}'} "
+            "<|endoftext|>\n\n\nFUNCTION RESPONSE: {\"t\": 20}\n\n\n"
+            "ASSISTANT: 20 degrees. <|endoftext|>\n\n\n"
+            "USER: Now play a song.\n\n\n"
+            "ASSISTANT: <functioncall> {\"name\": \"play_music\", \"arguments\": '{\"song\": \"Volare\"}'} "
+            "<|endoftext|>\n\n\nFUNCTION RESPONSE: {\"status\": \"playing\"}\n\n\n")
+    _, msgs, _ = glaive_conversation(glaive_row([WEATHER, MUSIC], chat))
+    ids = [c["id"] for m in msgs for c in m.get("tool_calls") or []]
+    assert ids == ["functions.get_weather:0", "functions.play_music:1"]
+    assert [m["tool_call_id"] for m in msgs if m["role"] == "tool"] == ids

@@ -13,14 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from transformers import AutoTokenizer
-
 from kimi_eagle_data.profile import TINY_KIMI, ProfileTokens
+from kimi_eagle_data.tokenizer import load_tokenizer
 from kimi_eagle_data.validate import REASONS, Validator, Verdict
 
 TINY_DIR = Path(__file__).resolve().parents[1] / "kimi_eagle_data" / "assets" / "tiny-kimi"
 
-TOK = AutoTokenizer.from_pretrained(str(TINY_DIR))
+TOK = load_tokenizer(str(TINY_DIR))
 TOKENS = ProfileTokens.from_tokenizer(TINY_KIMI, TOK)
 MAX_SEQ_LEN = TINY_KIMI.max_seq_len
 V = Validator(TOKENS, TOK, MAX_SEQ_LEN)
@@ -79,6 +78,16 @@ def section(*calls) -> tuple:
 W0 = call("functions.get_weather:0", '{"city": "Paris"}')
 S1 = call("functions.search_web:1", '{"query": "museums in Paris"}')
 
+# A conversation after a tool result: one call (`:0`) is already in the history, so the completion's next
+# call continues at `:1` (Kimi numbers call ids across the conversation, as vLLM and SGLang do).
+AFTER_RESULT_PROMPT = render([
+    {"role": "user", "content": "Weather in Paris, then search museums."},
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "functions.get_weather:0", "type": "function",
+                                                         "function": {"name": "get_weather",
+                                                                      "arguments": '{"city": "Paris"}'}}]},
+    {"role": "tool", "tool_call_id": "functions.get_weather:0", "name": "get_weather", "content": "18 C"},
+], tools=TOOLS)
+
 
 # ----------------------------------------------------------------------------------------------
 # Valid corpus
@@ -98,6 +107,7 @@ VALID = {
                         [{"name": "get_weather", "parameters": {}}]),
     # Whitespace between calls inside the section is tolerated.
     "whitespace_between_calls": (TOOL_PROMPT, ids("Two.", END_THINK, SB, *W0, "\n", *S1, SE, EOT), TOOLS),
+    "continues_after_history_call": (AFTER_RESULT_PROMPT, ids("Now search.", END_THINK, *section(S1), EOT), TOOLS),
 }
 
 
@@ -246,6 +256,10 @@ INVALID = {
     "index_repeated": _stop("tool_call_index_out_of_order", TOOL_PROMPT,
                             ids("Two.", END_THINK,
                                 *section(W0, call("functions.search_web:0", '{"query": "museums"}')), EOT), TOOLS),
+    "index_restarts_after_history": _stop("tool_call_index_out_of_order", AFTER_RESULT_PROMPT,
+                                          ids("Now search.", END_THINK,
+                                              *section(call("functions.search_web:0", '{"query": "museums"}')),
+                                              EOT), TOOLS),
     "undeclared_tool": _stop("undeclared_tool", TOOL_PROMPT,
                              ids("Mail.", END_THINK, *section(call("functions.send_email:0", '{"to": "a@b.c"}')), EOT),
                              TOOLS),
