@@ -18,12 +18,13 @@ from .generate import GenerateReport, generate_records
 from .prepare import PrepareReport, read_prepared
 from .profile import ModelProfile, ProfileTokens, get_profile
 from .tokenizer import load_tokenizer, tokenizer_fingerprint
+from .tool_declaration import ENCODER_VERSION as TOOL_ENCODER_VERSION
 from .validate import Validator
 from .workdir import Workdir
 
 # Settings that change the data: a workdir started with one value refuses another.
-BINDING_KEYS = ("profile", "model", "tokenizer", "tokenizer_sha256", "chat_template_sha256", "sampling",
-                "max_seq_len")
+BINDING_KEYS = ("profile", "model", "tokenizer", "tokenizer_sha256", "chat_template_sha256",
+                "tokenizer_code_sha256", "tool_encoder_version", "sampling", "max_seq_len")
 
 
 @dataclass
@@ -121,6 +122,7 @@ class Pipeline:
             "model": settings.model_label or settings.model_path,
             "tokenizer": settings.model_label or settings.tokenizer_path,
             **fp,
+            "tool_encoder_version": TOOL_ENCODER_VERSION,
             "sampling": self.sampling.to_sglang(),
             "max_seq_len": self.max_seq_len,
             "keep_truncated": settings.keep_truncated,
@@ -176,6 +178,7 @@ class Pipeline:
             "samples": self.s.samples, "revision": self.s.revision, "limit": self.s.limit,
             "config_file_sha256": self.s.prepare_config.sha256,
             "tokenizer": self.run["tokenizer_sha256"], "template": self.run["chat_template_sha256"],
+            "tokenizer_code": self.run.get("tokenizer_code_sha256"), "tool_encoder": TOOL_ENCODER_VERSION,
             "max_new_tokens": self.sampling.max_new_tokens, "max_seq_len": self.max_seq_len,
             "project_version": __version__,
         }
@@ -280,6 +283,8 @@ class Pipeline:
             "tokenizer_path": self.run["tokenizer"],
             "tokenizer_sha256": self.run["tokenizer_sha256"],
             "chat_template_sha256": self.run["chat_template_sha256"],
+            "tokenizer_code_sha256": self.run.get("tokenizer_code_sha256", ""),
+            "tool_encoder_version": self.run.get("tool_encoder_version", ""),
             "vocab_size": self.run["vocab_size"],
             "engine": engine.get("engine", "?"),
             "engine_version": engine.get("version", "?"),

@@ -43,7 +43,8 @@ from .records import PromptRecord, Rejection, SourcePrompt, SourceRowError
 from .schema import PROMPT_SCHEMA
 from .selection import ScanStats, select
 from .sources import SourceFileError, SourceRow, iter_source
-from .tokenizer import render_prompt
+from .tokenizer import ToolRenderingError, render_prompt
+from .tool_declaration import ToolSchemaUnsupported
 from .workdir import Workdir, atomic_path, write_json
 
 STAGES = ("adapted", "content", "tools", "language", "chars", "decontam", "render", "length", "dedup", "near_dedup")
@@ -205,6 +206,10 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
     report.passed["decontam"] += 1
     try:
         prompt_ids = render_prompt(tokenizer, sp.messages, sp.tools)
+    except (ToolSchemaUnsupported, ToolRenderingError) as e:
+        # never a JSON-declared prompt in the data: the row is counted out with its reason
+        reject(sid, "tool_schema_unsupported", f"{where}: {e}", id_)
+        return
     except Exception as e:  # jinja raises many types; the message is what matters
         reject(sid, "template_error", f"{where}: chat template failed: {' '.join(str(e).split())[:300]}", id_)
         return
