@@ -216,6 +216,11 @@ def test_inspect_json_tool_call_sample(demo_run):
     assert next(s["start"] for s in got["segments"] if s["loss"] == 1) == r["prompt_len"]
     kinds = [s["kind"] for s in got["segments"]]
     assert kinds[:1] == ["tools"] and "user" in kinds and kinds[-1] == "end"
+    # tools are declared as the real model sees them: TypeScript, one `type NAME = …` per declared tool
+    from kimi_eagle_data.tool_declaration import encode_tools
+    declared = got["segments"][0]["text"]
+    assert encode_tools(json.loads(r["tools"])) in declared and "namespace functions {" in declared
+    assert '"parameters"' not in declared
     calls = [s for s in got["segments"] if s["kind"] == "tool_call"]
     assert len(calls) == r["num_tool_calls"]
     names = [c["function"]["name"] for c in r["messages"][-1]["tool_calls"]]
