@@ -19,9 +19,10 @@ line): memory stays flat whatever the file size.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import orjson
@@ -153,7 +154,7 @@ class Checker:
     def _prompt_end(self, raw: dict, ids: np.ndarray, out: RowVerdict) -> int:
         mask = raw.get("loss_mask")
         if mask is not None:
-            mask = _ids(mask, "loss_mask")
+            mask = _ids(mask, "loss_mask", kinds="iub")      # some pipelines store the mask as booleans
             if mask.size != ids.size:
                 out.issues.append("loss_mask_length_mismatch")
                 out.details.append(f"loss_mask has {mask.size} values, input_ids {ids.size}")
@@ -199,20 +200,21 @@ def _json(text: str | bytes, what: str):
         raise _Unreadable(f"{what} is not valid JSON ({e})") from None
 
 
-def _ids(value, what: str) -> np.ndarray:
-    if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
-        return value.astype(np.int64, copy=False)
-    if not isinstance(value, (list, tuple, np.ndarray)) or any(
-            isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in value):
-        raise _Unreadable(f"{what} is not a list of integers")
-    return np.asarray(value, dtype=np.int64) if len(value) else np.zeros(0, dtype=np.int64)
+def _ids(value, what: str, kinds: str = "iu") -> np.ndarray:
+    # One C conversion, then the dtype says whether every element was an integer (bools, floats, strings
+    # and nested lists give another kind); no Python loop over the tokens.
+    if isinstance(value, (list, tuple, np.ndarray)):
+        a = np.asarray(value) if len(value) else np.zeros(0, dtype=np.int64)
+        if a.ndim == 1 and a.dtype.kind in kinds:
+            return a.astype(np.int64, copy=False)
+    raise _Unreadable(f"{what} is not a list of integers")
 
 
 # -- reading files ------------------------------------------------------------------------------
 
-def open_rows(path: Path) -> tuple[Iterator[tuple[Any, int]], int | None, str]:
-    """(rows, total, unit): rows yields (row dict or an _Unreadable, progress advance); total is the
-    number of rows (Parquet) or bytes (JSONL) for the progress bar; unit names it."""
+def open_rows(path: Path) -> tuple[Iterator[tuple[Any, int]], int]:
+    """(rows, total): rows yields (row dict, an _Unreadable, or None for a blank line; progress advance);
+    total is the progress bar's: the number of rows (Parquet) or bytes (JSONL)."""
     try:
         with open(path, "rb") as f:
             magic = f.read(4)
@@ -225,8 +227,8 @@ def open_rows(path: Path) -> tuple[Iterator[tuple[Any, int]], int | None, str]:
             pf = pq.ParquetFile(path)
         except Exception as e:  # pyarrow raises ArrowInvalid, OSError, …
             raise CheckInputError(f"{path} is not a readable Parquet file: {' '.join(str(e).split())}") from None
-        return _parquet_rows(pf, path), pf.metadata.num_rows, "rows"
-    return _jsonl_rows(path), path.stat().st_size, "bytes"
+        return _parquet_rows(pf, path), pf.metadata.num_rows
+    return _jsonl_rows(path), path.stat().st_size
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[Any, int]]:

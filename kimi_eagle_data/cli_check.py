@@ -27,13 +27,19 @@ def _load(profile: str, model: str | None, tokenizer: str | None):
     """The profile and its tokenizer, chosen as `build` chooses them: --tokenizer, else --model, else the
     profile's model (Kimi-K2.5 for the default profile; `--profile tiny-kimi` for the embedded model)."""
     from .profile import get_profile
-    from .tokenizer import load_tokenizer
+    from .tokenizer import TokenizerLoadError, load_tokenizer
 
     try:
         prof = get_profile(profile)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--profile") from None
-    return prof, load_tokenizer(tokenizer or model or prof.model_path)
+    try:
+        return prof, load_tokenizer(tokenizer or model or prof.model_path)
+    except TokenizerLoadError as e:
+        if tokenizer or model:
+            raise
+        raise TokenizerLoadError(f"{e} (the {prof.name} profile's tokenizer; --profile tiny-kimi uses the "
+                                 "embedded test model)") from None
 
 
 def check_errors(fn):
@@ -54,7 +60,8 @@ def check_errors(fn):
 def tokenizer_options(fn):
     for opt in reversed([
         click.option("--profile", default="kimi-k2.5", show_default=True,
-                     help="Model profile (token names, generation prompt, max_seq_len); tiny-kimi: the embedded model."),
+                     help="Model profile (token names, generation prompt, max_seq_len); "
+                          "tiny-kimi: the embedded model."),
         click.option("--model", help="Model path or Hub id (default: the profile's model)."),
         click.option("--tokenizer", help="Tokenizer path (default: --model)."),
     ]):
@@ -64,7 +71,8 @@ def tokenizer_options(fn):
 
 @click.command()
 @click.argument("source", metavar="ROW.json")
-@click.option("--row", type=click.IntRange(min=0), help="ROW.json is JSONL: render its line N (0-based, blank lines skipped).")
+@click.option("--row", type=click.IntRange(min=0),
+              help="ROW.json is JSONL: render its line N (0-based, blank lines skipped).")
 @click.option("--ids", "as_ids", is_flag=True, help="Print the token ids (a JSON list) instead of the text.")
 @tokenizer_options
 @check_errors
@@ -120,7 +128,7 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
     cli = _cli()
     prof, tok = _load(profile, model, tokenizer)
     checker = Checker(prof, tok, max_seq_len=max_seq_len, keep_truncated=keep_truncated)
-    rows, total, unit = open_rows(file)
+    rows, total = open_rows(file)
     report = cli.console if as_json else cli.out
     reasons: Counter[str] = Counter()
     n = valid = tokens = shown = 0
@@ -161,7 +169,8 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
         report.print(t)
     rate = f"{n / seconds:,.0f} rows/s, {tokens / seconds:,.0f} tokens/s" if seconds > 0 else ""
     report.print(f"{n:,} rows checked ({tokens:,} tokens in {seconds:.2f}s, {rate}): {valid:,} valid, "
-                 f"{n - valid:,} invalid  " + ("[green]✓[/]" if valid == n else "[red]✗[/]"), highlight=False)
+                 f"{n - valid:,} invalid  " + ("[green]✓[/]" if valid == n else "[red]✗[/]"), highlight=False,
+                 soft_wrap=True)
     if valid != n:
         sys.exit(1)
 
