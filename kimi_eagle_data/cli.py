@@ -458,6 +458,11 @@ from .cli_publish import export, push  # noqa: E402
 main.add_command(push)
 main.add_command(export)
 
+from .cli_check import check, render  # noqa: E402
+
+main.add_command(render)
+main.add_command(check)
+
 
 if __name__ == "__main__":  # pragma: no cover
     main()

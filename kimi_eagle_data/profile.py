@@ -7,6 +7,7 @@ Kimi-K2.5 tokenizer (163,840 ids) and the embedded tiny one (2,048 ids).
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -48,6 +49,11 @@ class ModelProfile:
     # Chat turns: role -> the token that opens its header, and the token that ends the header.
     turn_tokens: dict[str, str] = field(default_factory=dict)
     turn_header_end: str = ""
+    # The system turn that declares the tools (its header name), and the pattern that finds each declared
+    # tool's name in the TypeScript declarations (see `declared_tool_names`).
+    tool_declare_role: str = "tool_declare"
+    tool_declare_namespace: str = "namespace functions {"
+    tool_declare_name_regex: str = r"(?m)^type (?P<name>.+?) = \(_: "
     sampling: SamplingDefaults = field(default_factory=SamplingDefaults)
     max_seq_len: int = 16384
     # SGLang launch flags specific to this model.
@@ -55,6 +61,32 @@ class ModelProfile:
 
     def tool_call_id(self, name: str, index: int) -> str:
         return self.tool_call_id_format.format(name=name, index=index)
+
+    def declared_tool_names(self, turn_text: str) -> frozenset[str] | None:
+        """The tool names a rendered tool-declaration turn declares, read back from its text.
+
+        `turn_text` is one system turn decoded with special tokens kept, from the turn token through the
+        end-of-turn token; None when that turn is not the tool declaration. The one place that reads the
+        declaration format back, for data that comes without its `tools` (a SpecForge export): the
+        TypeScript block K2.5's tokenizer renders (`namespace functions {` … `type NAME = (_: …`), or the
+        compact JSON list its template falls back to without `tools_ts_str`."""
+        head = self.turn_tokens["system"] + self.tool_declare_role + self.turn_header_end
+        if not turn_text.startswith(head):
+            return None
+        body = turn_text[len(head):].removesuffix(self.end_of_turn)
+        at = body.find(self.tool_declare_namespace)
+        if at >= 0:
+            return frozenset(m["name"] for m in re.finditer(self.tool_declare_name_regex, body[at:]))
+        try:
+            tools = json.loads(body)
+        except ValueError:
+            return frozenset()
+        names = set()
+        for t in tools if isinstance(tools, list) else ():
+            fn = t.get("function", t) if isinstance(t, dict) else None
+            if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+                names.add(fn["name"])
+        return frozenset(names)
 
     @property
     def tool_call_id_pattern(self) -> re.Pattern[str]:
