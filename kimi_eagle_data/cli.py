@@ -1,6 +1,7 @@
 """`kimi-data`: the command line. Thin: options -> RunSettings -> Pipeline.
 
-Errors the user can fix print one line (what, where, what to do) and exit 1; usage errors exit 2.
+Errors the user can fix print one line (what, where, what to do) and exit 1; usage errors exit 2;
+`generate`/`build`/`demo` exit 3 when samples failed in this run (after all retries; the rest is kept).
 """
 
 from __future__ import annotations
@@ -15,10 +16,14 @@ from rich.console import Console
 from rich.table import Table
 
 from .builders.partitions import PARTITIONS
+from .run_checks import click_config_names, click_setting
 
 console = Console(stderr=True)
 # Tables stay readable when stdout is a pipe or a log file (rich would assume 80 columns).
 out = Console(width=None if sys.stdout.isatty() else 160)
+
+# Exit status of generate/build/demo when samples failed in this run (everything else was kept).
+EXIT_FAILED = 3
 
 CONFIG_HELP = f"Dataset configs to process (default: all of {', '.join(PARTITIONS)})."
 
@@ -37,12 +42,13 @@ def friendly_errors(fn):
     from .engines.base import EngineError
     from .profile import TokenLookupError
     from .publish import PublishError
+    from .run_checks import SettingError
     from .stats import QualityError
     from .tokenizer import TokenizerLoadError
     from .workdir import SettingsMismatchError
 
     expected = (FileNotFoundError, CorruptCheckpointError, EmitError, EngineError, TokenLookupError,
-                TokenizerLoadError, SettingsMismatchError, QualityError, PublishError)
+                TokenizerLoadError, SettingsMismatchError, QualityError, PublishError, SettingError)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -69,10 +75,22 @@ def parse_sources(values: tuple[str, ...], known=PARTITIONS) -> dict[str, str]:
     return sources
 
 
+def check_servers(ctx, param, values):
+    """--server values are http(s) URLs with a host: a typo fails now, not after --health-timeout."""
+    from .engines.sglang import url_problem
+
+    for v in values or ():
+        problem = url_problem(v)
+        if problem:
+            raise click.BadParameter(f"{v!r}: {problem}", param_hint="--server")
+    return values
+
+
 def run_options(fn):
     """Options shared by build and the stage commands."""
     opts = [
-        click.argument("configs", nargs=-1, metavar="[CONFIG]..."),   # B1-B8 or the --config file's partitions
+        click.argument("configs", nargs=-1, metavar="[CONFIG]...",     # B1-B8 or the --config file's partitions
+                       callback=click_config_names),
         click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
                      help="Run directory: checkpoint, stage outputs and dataset/ live here."),
         click.option("--profile", default="kimi-k2.5", show_default=True,
@@ -81,16 +99,19 @@ def run_options(fn):
         click.option("--tokenizer", help="Tokenizer path (default: --model). Its chat template renders the prompts."),
         click.option("--engine", type=click.Choice(["local", "sglang"]), default="local", show_default=True,
                      help="local: transformers in-process (CPU or one GPU); sglang: SGLang servers via --server."),
-        click.option("--server", "servers", multiple=True, metavar="URL",
+        click.option("--server", "servers", multiple=True, metavar="URL", callback=check_servers,
                      help="SGLang server or sglang-router URL (repeatable; requests go to the least loaded)."),
-        click.option("--concurrency", default=256, show_default=True, type=click.IntRange(min=1),
+        click.option("--concurrency", default=256, show_default=True, type=int, callback=click_setting("concurrency"),
                      help="SGLang requests kept in flight."),
-        click.option("--max-attempts", default=5, show_default=True, type=click.IntRange(min=1),
+        click.option("--max-attempts", default=5, show_default=True, type=int, callback=click_setting("max_attempts"),
                      help="Tries per sample on 5xx/timeouts/connection errors before it is recorded as failed."),
-        click.option("--retry-backoff", default=1.0, show_default=True, type=click.FloatRange(min=0),
+        click.option("--retry-backoff", default=1.0, show_default=True, type=float,
+                     callback=click_setting("retry_backoff"),
                      help="Seconds before the first retry; doubles each attempt (with jitter, at most 60 s)."),
-        click.option("--request-timeout", default=3600.0, show_default=True, help="Seconds per SGLang request."),
-        click.option("--health-timeout", default=600.0, show_default=True,
+        click.option("--request-timeout", default=3600.0, show_default=True, type=float,
+                     callback=click_setting("request_timeout"), help="Seconds per SGLang request."),
+        click.option("--health-timeout", default=600.0, show_default=True, type=float,
+                     callback=click_setting("health_timeout"),
                      help="Seconds to wait for the servers to become healthy."),
         click.option("--allow-old-server", is_flag=True, help="Run against SGLang < 0.5.5 (not recommended)."),
         click.option("--shard", metavar="i/N", help="Generate only shard i of N (0-based) of the prompts; "
@@ -104,15 +125,20 @@ def run_options(fn):
                      help="Partition config (TOML): counts, seeds, policies, filters, dedup, decontamination, "
                           "sampling, user-defined partitions (see README)."),
         click.option("--revision", help="Upstream dataset revision to load from the Hub."),
-        click.option("--limit", type=click.IntRange(min=1), help="Read at most this many source rows per config."),
-        click.option("--max-new-tokens", type=click.IntRange(min=1), help="Default: the profile's (10240 for Kimi-K2.5)."),
-        click.option("--temperature", type=click.FloatRange(min=0), help="Default: the profile's (1.0)."),
-        click.option("--top-p", type=click.FloatRange(0, 1), help="Default: the profile's (0.95)."),
-        click.option("--max-seq-len", type=click.IntRange(min=1),
+        click.option("--limit", type=int, callback=click_setting("limit"),
+                     help="Read at most this many source rows per config."),
+        click.option("--max-new-tokens", type=int, callback=click_setting("max_new_tokens"),
+                     help="Default: the profile's (10240 for Kimi-K2.5)."),
+        click.option("--temperature", type=float, callback=click_setting("temperature"),
+                     help="Default: the profile's (1.0); >= 0."),
+        click.option("--top-p", type=float, callback=click_setting("top_p"),
+                     help="Default: the profile's (0.95); in (0, 1]."),
+        click.option("--max-seq-len", type=int, callback=click_setting("max_seq_len"),
                      help="Reject prompts with prompt_len + max_new_tokens above this (default: the profile's)."),
         click.option("--keep-truncated", is_flag=True, help="Keep length-truncated completions in train."),
         click.option("--retry-failed", is_flag=True, help="Generate again the samples recorded as failed."),
-        click.option("--batch-size", default=16, show_default=True, help="Local engine batch size."),
+        click.option("--batch-size", default=16, show_default=True, type=int, callback=click_setting("batch_size"),
+                     help="Local engine batch size."),
         click.option("--version", "version", default="0.1.0", show_default=True, help="Dataset version (semver)."),
         click.option("--no-progress", is_flag=True, help="No progress bars."),
     ]
@@ -136,14 +162,25 @@ def settings_from(kw: dict):
     ctx = click.get_current_context()
     # A new --config brings its own default configs: do not inherit the old run's list then.
     new_config = kw.get("config_file") and kw["config_file"] != saved.get("config_file")
+    inherited = {}
     for key in INHERITED:
         if key == "configs" and new_config:
             continue
         if key in saved and ctx.get_parameter_source(key) in (None, click.core.ParameterSource.DEFAULT):
             value = saved[key]
+            inherited[key] = value
             if key == "sources":
                 value = tuple(f"{k}={v}" for k, v in value.items())
             kw[key] = tuple(value) if isinstance(value, list) else value
+    from .run_checks import SettingError, check_config_name, check_settings
+
+    try:   # run.json is a file a user can edit: its values pass the same checks as the options
+        check_settings(inherited, f"{run_json}: options.")
+        for c in inherited.get("configs") or ():
+            check_config_name(c)
+    except SettingError as e:
+        raise UserError(str(e) if str(e).startswith(str(run_json)) else f"{run_json}: options.configs: {e}") from None
+    check_servers(None, None, kw["servers"])
     model_label = saved.get("model_label") if kw["model"] == saved.get("model") else None
     from .partition_config import ConfigError, load_config
 
@@ -156,6 +193,15 @@ def settings_from(kw: dict):
             raise click.BadParameter(f"{c!r} is not a config; known: {', '.join(known)}"
                                      + ("" if kw["config_file"] else " (add more with --config FILE)"),
                                      param_hint="CONFIG")
+
+    try:
+        return make_settings(kw, known, model_label)
+    except SettingError as e:   # values together out of range (max_new_tokens >= max_seq_len)
+        raise UserError(str(e)) from None
+
+
+def make_settings(kw: dict, known, model_label):
+    from .pipeline import RunSettings
 
     return RunSettings(
         workdir=str(kw["workdir"]), configs=list(kw["configs"]), profile=kw["profile"],
@@ -255,15 +301,26 @@ def emit_or_warn(p) -> bool:
         return False
 
 
+def exit_if_failed(rep) -> None:
+    """Samples that failed in this run: say how to retry them and exit EXIT_FAILED (the rest is kept)."""
+    if rep.failed:
+        console.print(f"[bold red]error:[/] {rep.failed} of {rep.requested} samples failed in this run (reasons in "
+                      "the table); rerun with --retry-failed once the server is healthy", highlight=False,
+                      soft_wrap=True)
+        sys.exit(EXIT_FAILED)
+
+
 def run_all_stages(p) -> None:
     """prepare -> generate -> validate -> emit, printing each stage's summary (build and demo)."""
     print_prepare(p.prepare(reuse=True))
-    print_generate(p.generate())
+    gen = p.generate()
+    print_generate(gen)
     reports = p.validate()
     emitted = emit_or_warn(p)
     print_summary(reports)
     if emitted:
         print_load_hint(p.workdir.dataset, p.s.configs)
+    exit_if_failed(gen)
 
 
 def print_load_hint(dataset_dir: Path, configs) -> None:
@@ -316,6 +373,9 @@ def build(**kw):
 
     Rerunning the same command skips finished work: completed samples come from the checkpoint and
     the emitted dataset is byte-identical when nothing changed.
+
+    Exit status: 0 when every sample completed; 3 when samples failed in this run (the dataset of
+    the others is still emitted; rerun with --retry-failed); 1 on an error; 2 on a usage error.
     """
     run_all_stages(pipeline_for(settings_from(kw)))
 
@@ -351,10 +411,15 @@ def generate(**kw):
     Safe to stop at any moment (Ctrl-C, kill -9): every finished sample is committed on its own;
     rerun the same command to continue. Samples that failed after all retries are skipped on
     reruns until --retry-failed.
+
+    Exit status: 0 when every sample completed; 3 when samples failed in this run; 1 on an error;
+    2 on a usage error.
     """
     p = pipeline_for(settings_from(kw))
-    print_generate(p.generate())
+    rep = p.generate()
+    print_generate(rep)
     print_accounting(p.accounting())
+    exit_if_failed(rep)
 
 
 @main.command()
@@ -409,9 +474,12 @@ def emit(**kw):
               help="local: share of /generate whose connection is dropped.")
 @click.option("--delay", default=0.0, type=click.FloatRange(min=0), help="local: seconds added to each /generate.")
 @click.option("--fault-seed", default=0, type=int, help="local: seed of the fault injection.")
+@click.option("--bad-output", type=click.Choice(["non_int", "bool", "out_of_vocab", "huge_int", "too_long",
+                                                 "meta_mismatch"]),
+              help="local: answer every /generate malformed this way (tests the client's response checks).")
 @friendly_errors
 def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem_fraction_static, no_metrics, extra,
-          health_timeout, dry_run, max_batch, error_rate, drop_rate, delay, fault_seed):
+          health_timeout, dry_run, max_batch, error_rate, drop_rate, delay, fault_seed, bad_output):
     """Launch SGLang for Kimi-K2.5 (or serve a local model over the same protocol).
 
     \b
@@ -443,7 +511,8 @@ def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem
 
     tok = load_tokenizer(tokenizer or model)
     server = ProtocolServer(LocalEngine(model, batch_size=max_batch), tokenizer=tok, max_batch=max_batch,
-                            faults=Faults(error_rate=error_rate, drop_rate=drop_rate, delay_s=delay, seed=fault_seed))
+                            faults=Faults(error_rate=error_rate, drop_rate=drop_rate, delay_s=delay, seed=fault_seed,
+                                          bad_output=bad_output))
     run_server(server, host, port, print_url=lambda m: out.print(m, highlight=False))
 
 

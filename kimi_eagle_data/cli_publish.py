@@ -12,6 +12,8 @@ from pathlib import Path
 
 import click
 
+from .run_checks import click_config_names
+
 
 def _cli():
     from . import cli
@@ -106,9 +108,10 @@ def push(path: Path, repo_id: str, private: bool, token_env: str, dry_run: bool)
 @click.option("--format", "fmt", type=click.Choice(["specforge", "speculators"]), default="specforge",
               show_default=True,
               help="specforge: JSONL {id, input_ids, loss_mask} for SpecForge's data.prompts_path; "
-                   "speculators: an Arrow dataset (save_to_disk) with input_ids, loss_mask, seq_len.")
+                   "speculators: what speculators' prepare_data writes: an Arrow dataset (save_to_disk, torch "
+                   "format) with input_ids, loss_mask (int64 lists) and seq_len (int64).")
 @click.option("--split", type=click.Choice(["train", "rejected"]), default="train", show_default=True)
-@click.option("--configs", "configs", multiple=True, metavar="CFG[,CFG…]",
+@click.option("--configs", "configs", multiple=True, metavar="CFG[,CFG…]", callback=click_config_names,
               help="Configs to export (repeatable or comma-separated; default: all).")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=True, path_type=Path),
               help="Output file (specforge: .jsonl) or directory (speculators); replaced atomically.")

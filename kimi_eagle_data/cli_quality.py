@@ -14,6 +14,8 @@ from typing import Any
 import click
 import orjson
 
+from .run_checks import click_config_names
+
 STATS_JSON_HELP = """\b
 --json prints one object (stable keys):
   workdir, split, short_threshold (300),
@@ -118,7 +120,7 @@ def _range(iv: dict[str, float | None], fmt=_si, sep: str = "\n") -> str:
 # -- stats --------------------------------------------------------------------------------------
 
 @click.command(epilog=STATS_JSON_HELP)
-@click.argument("configs", nargs=-1, metavar="[CONFIG]...")
+@click.argument("configs", nargs=-1, metavar="[CONFIG]...", callback=click_config_names)
 @click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="A workdir after validate (build, demo).")
 @click.option("--split", type=click.Choice(["all", "train", "rejected"]), default="all", show_default=True,
@@ -306,7 +308,7 @@ def _hours(x: float | None) -> str:
 
 @click.command(epilog=INSPECT_JSON_HELP)
 @click.argument("directory", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
-@click.argument("config")
+@click.argument("config", callback=click_config_names)
 @click.argument("sample_id", metavar="[ID]", required=False)
 @click.option("--random", "random_", is_flag=True, help="Pick a random sample (see --seed).")
 @click.option("--seed", type=int, help="Seed of --random (printed when not given, to see the same pick again).")

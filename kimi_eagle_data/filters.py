@@ -6,7 +6,11 @@
     invalid_tool_schema   `tools` that the template and the validator cannot use (see `check_tools`)
     language              too few letters in the allowed scripts (see `script_share`)
     too_many_chars        more characters than the partition's `max_chars` (a cheap cap applied
-                          before rendering; the real length limit is `prompt_too_long`, in tokens)
+                          before rendering; the real length limit is `prompt_too_long`, in tokens).
+                          Default: the longest prompt that could fit max_seq_len, with margin,
+                          `max_seq_len × CHARS_PER_TOKEN_BOUND`. A source row longer than
+                          `max_row_bytes` is refused the same way while it is read, before it is
+                          parsed (sources.py), so one 50 MB row costs neither minutes nor gigabytes.
 
 The language filter is a script heuristic, not language identification: it counts the letters
 (`str.isalpha`) of the user turns by Unicode block — latin, cyrillic, greek, armenian, hebrew,
@@ -159,10 +163,31 @@ def check_language(messages: list[dict[str, Any]], filters: Filters) -> "tuple[s
     return None
 
 
-def check_chars(messages: list[dict[str, Any]], tools: Any, filters: Filters) -> "tuple[str, str] | None":
-    if filters.max_chars is None:
+# No chat tokenizer averages more than ~10 characters a token on real text (Kimi's: ~4); 32 leaves
+# a 3x margin, so the default cap never rejects a prompt that max_seq_len could hold.
+CHARS_PER_TOKEN_BOUND = 32
+# A raw source row holds more than the prompt (the upstream answer, metadata, other turns) and JSON
+# escapes take up to 6 bytes a character: 8 bytes per prompt character bounds the row.
+ROW_BYTES_PER_CHAR = 8
+
+
+def default_max_chars(max_seq_len: int) -> int:
+    return max_seq_len * CHARS_PER_TOKEN_BOUND
+
+
+def max_row_bytes(max_seq_len: int, max_chars: int | None = None) -> int:
+    """The longest raw source row (bytes) read and parsed: beyond it no prompt can fit max_seq_len.
+    An explicit `max_chars` above the default raises it with it."""
+    return max(default_max_chars(max_seq_len), max_chars or 0) * ROW_BYTES_PER_CHAR
+
+
+def check_chars(messages: list[dict[str, Any]], tools: Any, filters: Filters,
+                max_seq_len: int | None = None) -> "tuple[str, str] | None":
+    limit = filters.max_chars or (default_max_chars(max_seq_len) if max_seq_len else None)
+    if limit is None:
         return None
     n = sum(len(m["content"]) for m in messages) + (len(repr(tools)) if tools else 0)
-    if n > filters.max_chars:
-        return "too_many_chars", f"{n:,} characters > max_chars {filters.max_chars:,}"
+    if n > limit:
+        origin = "max_chars" if filters.max_chars else f"max_chars (default: max_seq_len × {CHARS_PER_TOKEN_BOUND})"
+        return "too_many_chars", f"{n:,} characters > {origin} {limit:,}"
     return None

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .profile import ModelProfile, ProfileTokens, get_profile
+from .run_checks import config_name_problem
 from .stats import QualityError
 from .validate import REASONS
 
@@ -221,6 +222,8 @@ class RowSource:
 
 
 def locate(path: str | Path, config: str) -> RowSource:
+    if config_name_problem(config):   # it becomes part of a path below
+        raise QualityError(f"config {config_name_problem(config)}")
     d = Path(path).resolve()
     if not d.is_dir():
         raise QualityError(f"{path} is not a directory; pass a workdir or its dataset/ directory")

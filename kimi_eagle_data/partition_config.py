@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,8 +68,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-CONFIG_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
-SAMPLING_KEYS = {"max_new_tokens": int, "temperature": float, "top_p": float, "max_seq_len": int}
+from .run_checks import CONFIG_NAME, CONFIG_NAME_RULE, SAMPLING_KEYS, SETTING_RULES, SettingError, check_settings
+from .run_checks import setting_problem
 
 
 class ConfigError(ValueError):
@@ -253,11 +252,15 @@ def load_config(path: str | Path | None) -> PrepareConfig:
     seed = top.get("seed", int, 0)
     sampling_t = top.table("sampling")
     sampling = {}
-    for key, kind in SAMPLING_KEYS.items():
-        v = sampling_t.get(key, kind)
+    for key in SAMPLING_KEYS:   # ranges: run_checks, the same rules as the CLI options
+        v = sampling_t.get(key, SETTING_RULES[key][0], check=lambda v, key=key: setting_problem(key, v))
         if v is not None:
             sampling[key] = v
     sampling_t.done()
+    try:
+        check_settings(sampling, f"{file}: sampling.")
+    except SettingError as e:
+        raise ConfigError(str(e)) from None
     filters = _filters(top.table("filters"), Filters())
 
     dt = top.table("dedup")
@@ -300,7 +303,7 @@ def load_config(path: str | Path | None) -> PrepareConfig:
     pt = top.table("partitions")
     for config in list(pt.data):
         if not CONFIG_NAME.match(config):
-            raise pt.err(config, "a config name is a letter then letters, digits, _ or - (at most 64)")
+            raise pt.err(config, CONFIG_NAME_RULE)
         body = pt.get(config, dict)
         parts[config] = _partition(config, _Table(body, f"partitions.{config}.", file), PARTITIONS.get(config),
                                    seed=seed, filters=filters, base_dir=base_dir)

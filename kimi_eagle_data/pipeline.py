@@ -80,6 +80,10 @@ class RunSettings:
         for key, value in self.prepare_config.sampling.items():   # [sampling] in the file; options win
             if getattr(self, key) is None:
                 setattr(self, key, value)
+        from .run_checks import SETTING_RULES, check_settings
+
+        # Callers other than the CLI (which checked each option already) get the same one-line errors.
+        check_settings({k: getattr(self, k) for k in SETTING_RULES}, "")
 
     @property
     def model_profile(self) -> ModelProfile:
@@ -196,7 +200,7 @@ class Pipeline:
                 self.s.servers, concurrency=self.s.concurrency, health_timeout_s=self.s.health_timeout,
                 retry=RetryPolicy(max_attempts=self.s.max_attempts, backoff_s=self.s.retry_backoff,
                                   request_timeout_s=self.s.request_timeout),
-                allow_old_server=self.s.allow_old_server)
+                allow_old_server=self.s.allow_old_server, vocab_size=self.vocab_size())
             engine.check_served_model(self.s.model_path, self.tokens)
             ctx = engine.info().context_length
             # SGLang refuses input + max_new_tokens >= context length (HTTP 400) and clips to
@@ -206,6 +210,11 @@ class Pipeline:
                                   f"relaunch with --context-length {self.max_seq_len + 2} or more, or lower --max-seq-len")
             return engine
         raise EngineError(f"unknown engine {self.s.engine!r}; use local or sglang")
+
+    def vocab_size(self) -> int:
+        """Token ids a completion may hold are below this: the profile's model vocabulary when it
+        names one (it may be padded past the tokenizer), else the tokenizer's length."""
+        return max(getattr(self.profile, "vocab_size", None) or 0, len(self.tokenizer))
 
     def checkpoint_paths(self) -> list:
         """Every checkpoint file validate reads: this workdir's shards and those of --merge workdirs."""

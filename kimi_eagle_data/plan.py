@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .builders.partitions import PARTITIONS
+from .run_checks import config_name_problem
 from .stats import (QualityError, open_workdir, read_checkpoint_info, read_columns, read_report,
                     validated_configs)
 from .workdir import Workdir
@@ -193,6 +194,8 @@ def parse_counts(values: tuple[str, ...] | list[str]) -> dict[str, int]:
         try:
             if not sep or not config:
                 raise ValueError
+            if config_name_problem(config):   # it names files: no path pieces
+                raise QualityError(f"--counts {v!r}: {config_name_problem(config)}")
             counts[config] = int(n.replace("_", "").replace(",", ""))
             if counts[config] < 0:
                 raise ValueError

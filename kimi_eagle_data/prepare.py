@@ -7,11 +7,12 @@ Per config, in this order (each rejection is kept with its reason, never silent)
     repeats     rows repeating a selected row's key (same source id): counted, not selected
     selected    the seeded selection, consumed in rank order until `n` prompts are prepared
                 (selection.py); a row gives one prompt, or one per user turn (every_user_prefix)
-    adapted     adapter errors: malformed_json, wrong_type, missing_field, empty_user_turn, …
+    adapted     adapter errors: malformed_json, wrong_type, missing_field, empty_user_turn, …; and
+                too_many_chars for a raw row over `max_row_bytes` (refused while read, never parsed)
     content     empty_prompt, non_text_content                        (filters.py)
     tools       invalid_tool_schema
     language    language                                              (opt-in)
-    chars       too_many_chars                                        (opt-in)
+    chars       too_many_chars     (default max_chars: max_seq_len × 32, filters.py)
     decontam    contaminated (which eval set, which n-gram)           (decontam.py, opt-in)
     render      template_error, no_generation_prompt
     length      prompt_too_long: prompt_len + max_new_tokens > max_seq_len (SPEC §3; never truncated)
@@ -38,7 +39,7 @@ import pyarrow.parquet as pq
 from .builders.partitions import Partition
 from .decontam import DecontamSettings, Decontaminator
 from .dedup import DedupSettings, ExactDedup, MinHashDedup, exact_key
-from .filters import check_chars, check_content, check_language, check_tools, user_text
+from .filters import check_chars, check_content, check_language, check_tools, max_row_bytes, user_text
 from .records import PromptRecord, Rejection, SourcePrompt, SourceRowError
 from .schema import PROMPT_SCHEMA
 from .selection import ScanStats, select
@@ -188,7 +189,7 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
     checks = (("content", lambda: check_content(sp.messages)),
               ("tools", lambda: check_tools(sp.tools) if partition.filters.validate_tools else None),
               ("language", lambda: check_language(sp.messages, partition.filters)),
-              ("chars", lambda: check_chars(sp.messages, sp.tools, partition.filters)))
+              ("chars", lambda: check_chars(sp.messages, sp.tools, partition.filters, max_seq_len)))
     for stage, check in checks:
         failure = check()
         if failure:
@@ -274,7 +275,8 @@ def prepare_configs(settings, tokenizer, *, gen_prompt_ids: list[int], max_new_t
         part = pconf.partition(config)
         try:
             desc, rows = iter_source(part, settings.sources.get(config), samples=settings.samples,
-                                     revision=settings.revision, limit=settings.limit)
+                                     revision=settings.revision, limit=settings.limit,
+                                     max_row_bytes=max_row_bytes(max_seq_len, part.filters.max_chars))
             records, rejections, report = prepare_rows(
                 part, rows, tokenizer, gen_prompt_ids=gen_prompt_ids, max_new_tokens=max_new_tokens,
                 max_seq_len=max_seq_len, source_desc=desc, state=state)

@@ -19,7 +19,7 @@ push
 
 export
     `--format specforge`: JSONL rows `{"id", "input_ids", "loss_mask"}` (SpecForge's pre-tokenized
-    `data.prompts_path` format); `--format speculators`: an Arrow dataset (`save_to_disk`) with
+    `data.prompts_path` format); `--format speculators`: a torch-format Arrow dataset (`save_to_disk`) with
     `input_ids`, `loss_mask`, `seq_len`. Both stream record batches from the Parquet shards (flat memory)
     and appear atomically (temp + rename).
 """
@@ -376,8 +376,14 @@ def _export_specforge(plan: list[tuple[str, list[Path]]], report: ExportReport) 
             report.rows += n
 
 
-SPECULATORS_SCHEMA = pa.schema([("input_ids", pa.list_(pa.int32())), ("loss_mask", pa.list_(pa.int8())),
-                                ("seq_len", pa.int32())])
+# What speculators' own prepare_data writes (vllm-project/speculators, checked at commit c05b95b3:
+# src/speculators/data_generation/preprocessing.py `_append_row` + `build_speculator_training_dataset`):
+# input_ids and loss_mask as torch.long tensors (Arrow int64 lists), seq_len a Python int (int64), and
+# `set_format("torch")` before scripts/prepare_data.py's `save_to_disk`. Its trainer (train/data.py,
+# ArrowDataset) compares rows with `torch.equal`, which a list-formatted dataset fails.
+SPECULATORS_SCHEMA = pa.schema([("input_ids", pa.list_(pa.int64())), ("loss_mask", pa.list_(pa.int64())),
+                                ("seq_len", pa.int64())])
+SPECULATORS_CHECKED = "vllm-project/speculators@c05b95b303f7d4f21e8d7624e0ffa1c2d9b4d73b"
 
 
 def _export_speculators(plan: list[tuple[str, list[Path]]], report: ExportReport) -> None:
@@ -403,7 +409,9 @@ def _export_speculators(plan: list[tuple[str, list[Path]]], report: ExportReport
                 report.rows += n
             writer.finalize()
         staged = work / "dataset"
-        Dataset.from_file(str(arrow)).save_to_disk(str(staged))
+        ds = Dataset.from_file(str(arrow))
+        ds.set_format("torch")   # recorded in state.json: load_from_disk yields tensors, as speculators expects
+        ds.save_to_disk(str(staged))
         old = None
         if out.exists():
             old = work / "previous"
@@ -416,5 +424,6 @@ def _export_speculators(plan: list[tuple[str, list[Path]]], report: ExportReport
 def _speculators_batches(shards: list[Path]) -> Iterator[pa.Table]:
     for path in shards:
         for batch in pq.ParquetFile(path).iter_batches(batch_size=1024, columns=["input_ids", "loss_mask"]):
-            seq_len = pc.cast(pc.list_value_length(batch.column(0)), pa.int32())
-            yield pa.Table.from_arrays([batch.column(0), batch.column(1), seq_len], schema=SPECULATORS_SCHEMA)
+            seq_len = pc.cast(pc.list_value_length(batch.column(0)), pa.int64())
+            ids, mask = (pc.cast(batch.column(i), pa.list_(pa.int64())) for i in (0, 1))
+            yield pa.Table.from_arrays([ids, mask, seq_len], schema=SPECULATORS_SCHEMA)

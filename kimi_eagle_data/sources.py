@@ -9,6 +9,12 @@ cut short), a JSONL file that is binary (NUL bytes, not UTF-8, compressed, Parqu
 file with no rows at all, a Hub dataset that does not load. `prepare` then skips that config,
 prepares the others, and the CLI exits 1 with that line: a whole file of garbage is a wrong
 path or a wrong format, not thousands of row rejections.
+
+`max_row_bytes` (filters.max_row_bytes: no prompt within max_seq_len needs more) is enforced
+while reading, before parsing: a longer JSONL line is skipped in 1 MiB chunks and a Parquet row's
+string bytes are summed with pyarrow compute before it becomes Python objects, so one 50 MB row is
+a `too_many_chars` rejection in milliseconds with flat memory. (A `.json` array file and Hub rows
+arrive parsed; the prompt's own `max_chars` check still applies to them.)
 """
 
 from __future__ import annotations
@@ -57,14 +63,44 @@ def _sniff_text(path: Path) -> bytes:
     return head
 
 
-def iter_jsonl(path: Path) -> Iterator[SourceRow]:
+def _too_long(where: str, size: int, cap: int) -> SourceRowError:
+    return SourceRowError("too_many_chars", f"{where}: row of {size:,} bytes > {cap:,}, more than any prompt within "
+                                            "max_seq_len needs; not parsed (raise max_chars to keep such rows)")
+
+
+def _bounded_lines(f, cap: int | None) -> Iterator[tuple[int, bytes | None, int]]:
+    """(line number, line or None when longer than `cap` bytes, its size); a long line is skipped
+    in 1 MiB chunks, never held."""
+    n = 0
+    while True:
+        line = f.readline(cap + 1) if cap else f.readline()
+        if not line:
+            return
+        n += 1
+        if cap and len(line) > cap and not line.endswith(b"\n"):
+            size = len(line)
+            del line
+            while True:
+                chunk = f.readline(1 << 20)
+                size += len(chunk)
+                if not chunk or chunk.endswith(b"\n"):
+                    break
+            yield n, None, size
+            continue
+        yield n, line, len(line)
+
+
+def iter_jsonl(path: Path, max_row_bytes: int | None = None) -> Iterator[SourceRow]:
     path = Path(path)
     head = _sniff_text(path)
     if path.suffix == ".json" and head.lstrip().startswith(b"["):
         yield from _iter_json_array(path)
         return
     with open(path, "rb") as f:
-        for n, line in enumerate(f, start=1):
+        for n, line, size in _bounded_lines(f, max_row_bytes):
+            if line is None:
+                yield n, _too_long(f"{path}:{n}", size, max_row_bytes)
+                continue
             if not line.strip():
                 continue
             try:
@@ -91,7 +127,29 @@ def _iter_json_array(path: Path) -> Iterator[SourceRow]:
             yield n, SourceRowError("wrong_type", f"{path}[{n - 1}]: expected a JSON object, got {type(row).__name__}")
 
 
-def iter_parquet(path: Path) -> Iterator[SourceRow]:
+def _row_bytes(arr) -> "np.ndarray":
+    """Bytes of string/binary data per row of an Arrow array, nested lists and structs included."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = arr.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pc.fill_null(pc.binary_length(arr), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        child = _row_bytes(arr.flatten())
+        parents = pc.list_parent_indices(arr).to_numpy(zero_copy_only=False)
+        return np.bincount(parents, weights=child, minlength=len(arr)).astype(np.int64)
+    if pa.types.is_struct(t):
+        total = np.zeros(len(arr), dtype=np.int64)
+        for child in arr.flatten():
+            total += _row_bytes(child)
+        return total
+    return np.zeros(len(arr), dtype=np.int64)   # numbers, bools: a few bytes, never the problem
+
+
+def iter_parquet(path: Path, max_row_bytes: int | None = None) -> Iterator[SourceRow]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     path = Path(path)
@@ -105,9 +163,19 @@ def iter_parquet(path: Path) -> Iterator[SourceRow]:
     n = 0
     try:
         for batch in pf.iter_batches(batch_size=1024):
-            for row in batch.to_pylist():
+            if not max_row_bytes:
+                for row in batch.to_pylist():
+                    n += 1
+                    yield n, row
+                continue
+            import numpy as np
+
+            sizes = sum((_row_bytes(col) for col in batch.columns), start=np.zeros(batch.num_rows, dtype=np.int64))
+            ok = sizes <= max_row_bytes
+            good = iter(batch.filter(pa.array(ok)).to_pylist() if ok.any() else [])
+            for i, fits in enumerate(ok):
                 n += 1
-                yield n, row
+                yield n, next(good) if fits else _too_long(f"{path} row {n}", int(sizes[i]), max_row_bytes)
     except (OSError, ValueError) as e:  # ArrowInvalid/ArrowIOError: a file cut short or corrupt
         raise SourceFileError(f"{path}: Parquet data is corrupt after row {n} ({_one_line(e)})") from None
 
@@ -134,11 +202,11 @@ def _one_line(e: BaseException) -> str:
     return (text[:300] + "…") if len(text) > 300 else text or type(e).__name__
 
 
-def iter_file(path: Path) -> Iterator[SourceRow]:
+def iter_file(path: Path, max_row_bytes: int | None = None) -> Iterator[SourceRow]:
     path = Path(path)
     if not path.exists():
         raise SourceFileError(f"source file {path} does not exist")
-    return iter_parquet(path) if path.suffix == ".parquet" else iter_jsonl(path)
+    return iter_parquet(path, max_row_bytes) if path.suffix == ".parquet" else iter_jsonl(path, max_row_bytes)
 
 
 def _nonempty(rows: Iterator[SourceRow], desc: str) -> Iterator[SourceRow]:
@@ -151,21 +219,23 @@ def _nonempty(rows: Iterator[SourceRow], desc: str) -> Iterator[SourceRow]:
 
 
 def iter_source(partition: Partition, source: str | None = None, *, samples: bool = False,
-                revision: str | None = None, limit: int | None = None) -> tuple[str, Iterator[SourceRow]]:
+                revision: str | None = None, limit: int | None = None,
+                max_row_bytes: int | None = None) -> tuple[str, Iterator[SourceRow]]:
     """Pick where a partition's rows come from; return (description, rows).
 
     Precedence: `source` (the CLI's --source CONFIG=PATH) > the bundled samples (`samples`, for a
     built-in partition) > the partition's own `source` file (config file) > the Hub
     (`upstream`, `upstream_config`, `upstream_split`, at `revision` or the partition's revision).
-    `limit` caps the rows read (the partition's `scan_limit` too; the smaller wins)."""
+    `limit` caps the rows read (the partition's `scan_limit` too; the smaller wins); a local row
+    longer than `max_row_bytes` comes out as a `too_many_chars` error without being parsed."""
     if source is None and samples and partition.builtin:
         path = partition.sample_file
-        rows, desc = iter_jsonl(path), f"bundled samples ({path.name})"
+        rows, desc = iter_jsonl(path, max_row_bytes), f"bundled samples ({path.name})"
     elif source is not None or partition.source:
         path = Path(source or partition.source)
         if not path.exists():
             raise SourceFileError(f"source file {path} for {partition.config} does not exist")
-        rows, desc = iter_file(path), str(path)
+        rows, desc = iter_file(path, max_row_bytes), str(path)
     else:
         rev = revision or partition.revision
         rows = iter_hub(partition, rev)

@@ -22,6 +22,8 @@ from typing import Any
 
 import orjson
 
+from .run_checks import check_config_name
+
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -46,23 +48,23 @@ class Workdir:
         return self.root / "run.json"
 
     def prepared(self, config: str) -> Path:
-        return self.root / "prepared" / f"{config}.parquet"
+        return self.root / "prepared" / f"{check_config_name(config)}.parquet"
 
     def prepare_rejects(self, config: str) -> Path:
-        return self.root / "prepared" / f"{config}.rejects.jsonl"
+        return self.root / "prepared" / f"{check_config_name(config)}.rejects.jsonl"
 
     def prepare_report(self, config: str) -> Path:
-        return self.root / "prepared" / f"{config}.json"
+        return self.root / "prepared" / f"{check_config_name(config)}.json"
 
     @property
     def checkpoint(self) -> Path:
         return self.root / "generations.sqlite"
 
     def validated(self, config: str) -> Path:
-        return self.root / "validated" / f"{config}.parquet"
+        return self.root / "validated" / f"{check_config_name(config)}.parquet"
 
     def validate_report(self, config: str) -> Path:
-        return self.root / "validated" / f"{config}.json"
+        return self.root / "validated" / f"{check_config_name(config)}.json"
 
     @property
     def dataset(self) -> Path:

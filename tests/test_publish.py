@@ -266,8 +266,19 @@ def test_export_specforge_rows_equal_the_parquet(demo_run, tmp_path):
     assert proc.returncode == 1 and len(error_lines(proc)) == 1 and "B9" in proc.stderr
 
 
-def test_export_speculators_arrow_dataset(demo_run, tmp_path):
-    from datasets import load_from_disk
+def test_export_speculators_matches_speculators_prepare_data(demo_run, tmp_path):
+    """The saved dataset against speculators' loader contract (speculators itself cannot be installed
+    here: it pulls CUDA torch and pins datasets<=5.0.1). Checked against vllm-project/speculators at
+    commit c05b95b303f7d4f21e8d7624e0ffa1c2d9b4d73b:
+      - src/speculators/data_generation/preprocessing.py `_append_row`: input_ids and loss_mask are
+        `torch.tensor(..., dtype=torch.long)`, seq_len a Python int; `build_speculator_training_dataset`
+        ends with `dataset.set_format(type="torch")`; scripts/prepare_data.py then `save_to_disk`.
+      - src/speculators/train/data.py `ArrowDataset`: `load_from_disk(datapath)`, rows indexed as
+        tensors (`.shape[0]`, `.tolist()`, `torch.equal(..., self.data[index]["input_ids"])`), and
+        `self.data.with_format(None)["seq_len"]` for lengths.
+    """
+    import torch
+    from datasets import Sequence, Value, load_from_disk
 
     work, _ = demo_run
     out = tmp_path / "spec"
@@ -277,9 +288,16 @@ def test_export_speculators_arrow_dataset(demo_run, tmp_path):
     ds = load_from_disk(str(out))
     want = local_rows(work / "dataset", "B1") + local_rows(work / "dataset", "B4")
     assert ds.column_names == ["input_ids", "loss_mask", "seq_len"] and len(ds) == len(want)
-    assert ds["input_ids"] == [r["input_ids"] for r in want]
-    assert ds["loss_mask"] == [r["loss_mask"] for r in want]
-    assert ds["seq_len"] == [len(r["input_ids"]) for r in want]
+    assert ds.format["type"] == "torch"
+    assert ds.features["input_ids"] == Sequence(Value("int64")) or ds.features["input_ids"].feature == Value("int64")
+    assert ds.features["loss_mask"].feature == Value("int64") and ds.features["seq_len"] == Value("int64")
+    for i, row in enumerate(ds):      # iterating yields tensors, as the trainer's __getitem__ needs
+        assert isinstance(row["input_ids"], torch.Tensor) and row["input_ids"].dtype == torch.long
+        assert isinstance(row["loss_mask"], torch.Tensor) and row["loss_mask"].dtype == torch.long
+        assert row["input_ids"].shape[0] == int(row["seq_len"]) == len(want[i]["input_ids"])
+        assert torch.equal(torch.tensor(want[i]["input_ids"], dtype=torch.long), ds[i]["input_ids"])
+        assert row["loss_mask"].tolist() == want[i]["loss_mask"]
+    assert list(ds.with_format(None)["seq_len"]) == [len(r["input_ids"]) for r in want]
 
 
 HUB_API_SCRIPT = """

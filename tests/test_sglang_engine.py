@@ -66,6 +66,21 @@ class Server:
         return get_json(self.url + "/server_info")["requests_served"]
 
 
+def wait_for(condition, timeout_s: float, what: str, proc=None) -> None:
+    """Poll `condition` until it holds; fail after `timeout_s`, or at once when `proc` exited first."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if condition():
+                return
+        except OSError:   # a server not answering yet
+            pass
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"{what}: the process exited ({proc.returncode}) first")
+        time.sleep(0.1)
+    raise AssertionError(f"{what} after {timeout_s:.0f}s")
+
+
 @pytest.fixture
 def server():
     s = Server().start()
@@ -151,13 +166,14 @@ def test_exhausted_retries_are_recorded_as_failed_then_retried(tmp_path):
     broken = Server("--error-rate", "1.0").start()
     w = tmp_path / "w"
     try:
-        proc = run_cli("build", *sglang_args(w, broken.url, extra=("--max-attempts", "2")))
+        proc = run_cli("build", *sglang_args(w, broken.url, extra=("--max-attempts", "2")), check=False)
+        assert proc.returncode == 3, proc.stderr        # samples failed in this run
         n = prepared_count(w)
         assert f"0 completed, {n} failed" in proc.stdout
         reps = [report(w, c) for c in CONFIGS]
         assert sum(r["failed"] for r in reps) == n and all(r["balanced"] for r in reps)
         assert all(set(r["failure_reasons"]) == {"http_500"} for r in reps)
-        again = run_cli("generate", "--workdir", str(w), "--server", broken.url)
+        again = run_cli("generate", "--workdir", str(w), "--server", broken.url)   # none failed in *this* run: 0
         assert f"{n} failed earlier (rerun with --retry-failed)" in again.stdout
     finally:
         broken.kill()
@@ -181,8 +197,11 @@ def test_kill_9_at_random_moments_loses_nothing_and_duplicates_nothing(tmp_path)
         cmd = [sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w), "--concurrency", "2",
                "--no-progress"]
         for trial in range(4):
+            before = len(completions(w))
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(rng.uniform(3.0, 6.0))
+            # mid-run: after this process has committed something, at a random point of the next request
+            wait_for(lambda: len(completions(w)) > before, 300, "no completion committed", proc=proc)
+            time.sleep(rng.uniform(0.0, 1.5))   # a random moment, not a wait: the condition above is the wait
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
             ids = completions(w)
@@ -208,9 +227,8 @@ def test_server_killed_and_restarted_mid_run(tmp_path):
     gen = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
                             "--concurrency", "2", "--max-attempts", "30", "--retry-backoff", "0.2", "--no-progress"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3)
-    first.kill()
-    time.sleep(2)
+    wait_for(lambda: first.served() >= 1, 300, "the first server served nothing", proc=gen)
+    first.kill()   # the client now sees connection refused until the second server is up (seconds)
     second = Server(port=port).start()
     try:
         out, err = gen.communicate(timeout=300)
@@ -246,7 +264,8 @@ def test_real_sglang_router_in_front_of_two_servers(tmp_path):
         gen = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "build",
                                 *sglang_args(w, url, extra=("--concurrency", "4", "--max-attempts", "20"))],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(6)
+        # Kill b once it has served something (the build is past start-up), not after a fixed time.
+        wait_for(lambda: b.served() >= 1, 300, "worker b served nothing", proc=gen)
         served_b = b.served()
         b.kill()   # one worker dies mid-run: the router and our retries carry on with the other
         out, err = gen.communicate(timeout=600)

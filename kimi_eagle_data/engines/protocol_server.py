@@ -5,8 +5,8 @@ It speaks the subset of SGLang's native API this project uses, with SGLang's fie
 "meta_info": {"id", "finish_reason", "prompt_tokens", "completion_tokens", "cached_tokens",
 "e2e_latency"}}`; `/health`, `/health_generate`, `/model_info` (+ `/get_model_info`), `/server_info`
 (+ `/get_server_info`), `/tokenize`, `/flush_cache`. Concurrent requests are gathered into batches
-for the engine. Fault injection (error rate, delay, dropped connections) exercises the client's
-retries in tests.
+for the engine. Fault injection (error rate, delay, dropped connections, malformed answers)
+exercises the client's retries and response checks in tests.
 """
 
 from __future__ import annotations
@@ -32,11 +32,55 @@ class Faults:
     error_rate: float = 0.0        # share of /generate answered with HTTP 500
     drop_rate: float = 0.0         # share of /generate whose connection is closed without an answer
     delay_s: float = 0.0           # added latency per /generate
+    bad_output: str | None = None  # every /generate answer malformed this way (BAD_OUTPUT_MODES)
     seed: int = 0
 
 
+# Malformed `/generate` answers a broken server could send; the client must refuse each one.
+BAD_OUTPUT_MODES = {
+    "non_int": "one output id is the string \"x\"",
+    "bool": "one output id is `true`",
+    "out_of_vocab": "one output id equals the vocabulary size",
+    "huge_int": "one output id is 2**70 (beyond int64)",
+    "too_long": "max_new_tokens + 1 output ids",
+    "meta_mismatch": "meta_info.completion_tokens one more than len(output_ids)",
+}
+
+
+def corrupt(answer: dict[str, Any], mode: str, *, max_new_tokens: int, vocab_size: int) -> None:
+    """Make one answer malformed in place (`mode` from BAD_OUTPUT_MODES)."""
+    ids, meta = answer["output_ids"], answer["meta_info"]
+    first = ids[0] if ids else 0
+    if mode == "non_int":
+        ids[:1] = ["x"]
+    elif mode == "bool":
+        ids[:1] = [True]
+    elif mode == "out_of_vocab":
+        ids[:1] = [vocab_size]
+    elif mode == "huge_int":
+        ids[:1] = [2 ** 70]
+    elif mode == "too_long":
+        ids[:] = (ids + [first] * (max_new_tokens + 1))[:max_new_tokens + 1]
+    elif mode == "meta_mismatch":
+        meta["completion_tokens"] = len(ids) + 1
+        return
+    else:
+        raise ValueError(f"unknown bad_output mode {mode!r}; known: {', '.join(BAD_OUTPUT_MODES)}")
+    meta["completion_tokens"] = len(ids)
+
+
+def _dumps_any(obj: Any) -> bytes:
+    """orjson, or the standard library for integers orjson refuses (beyond 64 bits)."""
+    try:
+        return orjson.dumps(obj)
+    except TypeError:
+        import json
+
+        return json.dumps(obj).encode()
+
+
 def _json(obj: Any, status: int = 200) -> web.Response:
-    return web.Response(body=orjson.dumps(obj), status=status, content_type="application/json")
+    return web.Response(body=_dumps_any(obj), status=status, content_type="application/json")
 
 
 class ProtocolServer:
@@ -154,9 +198,9 @@ class ProtocolServer:
             text = ""
             if self.tokenizer is not None:
                 text = self.tokenizer.decode(c.output_ids, skip_special_tokens=sampling.skip_special_tokens)
-            out.append({
+            answer = {
                 "text": text,
-                "output_ids": c.output_ids,
+                "output_ids": list(c.output_ids),
                 "meta_info": {
                     "id": req.id,
                     "finish_reason": c.finish_detail,
@@ -165,7 +209,11 @@ class ProtocolServer:
                     "cached_tokens": c.cached_tokens or 0,
                     "e2e_latency": time.perf_counter() - t0,
                 },
-            })
+            }
+            if f.bad_output:
+                vocab = len(self.tokenizer) if self.tokenizer is not None else 1 << 31
+                corrupt(answer, f.bad_output, max_new_tokens=sampling.max_new_tokens, vocab_size=vocab)
+            out.append(answer)
         self.requests_served += len(out)
         return _json(out if batch else out[0])
 

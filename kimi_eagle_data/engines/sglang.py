@@ -9,6 +9,10 @@
   generate stage records it as failed. HTTP 4xx is not retried (the request itself is wrong).
 - Start-up: wait for `/health`, read `/model_info` and `/server_info` (falling back to the old
   `get_` names), refuse SGLang < 0.5.5 (0.5.2-0.5.3 leaked prompt tokens into `output_ids`).
+- Every answer is checked before it is handed on (`check_output_ids`): `output_ids` a list of ints
+  in [0, vocab_size), at most the request's `max_new_tokens` long, as long as
+  `meta_info.completion_tokens` says. Anything else is a `bad_response` failure, retried like a
+  5xx and, when retries run out, recorded as failed: a broken server never reaches the checkpoint.
 
 The asyncio loop runs in a worker thread; `generate()` hands completions to the caller's thread
 through a bounded queue, so checkpoint commits stay in one thread (SQLite).
@@ -57,6 +61,39 @@ def parse_version(v: str) -> tuple[int, ...] | None:
     return tuple(int(x) for x in m.groups()) if m else None
 
 
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot be a server URL (None when it can): http or https, with a host."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port   # noqa: B018 - raises ValueError on a non-numeric or out-of-range port
+    except ValueError as e:
+        return f"not a URL ({e}); expected e.g. http://127.0.0.1:30000"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "expected an http:// or https:// URL with a host, e.g. http://127.0.0.1:30000"
+    return None
+
+
+def check_output_ids(output_ids: Any, *, max_new_tokens: int, vocab_size: int | None,
+                     completion_tokens: Any = None) -> str | None:
+    """Why a `/generate` answer's token ids cannot be stored (None when they can)."""
+    if not isinstance(output_ids, list):
+        return f"output_ids is {type(output_ids).__name__}, expected a list of token ids"
+    for i, t in enumerate(output_ids):
+        # bool is an int subclass: `true` in the JSON is not a token id either.
+        if type(t) is not int:
+            return f"output_ids[{i}] is {type(t).__name__} {str(t)[:40]!r}, expected an int"
+        if t < 0 or (vocab_size is not None and t >= vocab_size):
+            bound = f"[0, {vocab_size})" if vocab_size is not None else ">= 0"
+            return f"output_ids[{i}] = {t} is outside the vocabulary {bound}"
+    if len(output_ids) > max_new_tokens:
+        return f"{len(output_ids)} output ids for max_new_tokens {max_new_tokens}"
+    if completion_tokens is not None and completion_tokens != len(output_ids):
+        return f"meta_info.completion_tokens {completion_tokens!r} but {len(output_ids)} output ids"
+    return None
+
+
 class _Failure(Exception):
     def __init__(self, reason: str, message: str, retriable: bool):
         super().__init__(message)
@@ -67,9 +104,15 @@ class SGLangEngine(Engine):
     name = "sglang"
 
     def __init__(self, urls: list[str], *, concurrency: int = 256, retry: RetryPolicy | None = None,
-                 health_timeout_s: float = 600.0, allow_old_server: bool = False):
+                 health_timeout_s: float = 600.0, allow_old_server: bool = False, vocab_size: int | None = None):
         if not urls:
             raise EngineError("the sglang engine needs at least one --server URL")
+        for u in urls:
+            problem = url_problem(u)
+            if problem:
+                raise EngineError(f"--server {u!r}: {problem}")
+        # Token ids a response may hold are < vocab_size (the model's, else len(tokenizer)); None: only >= 0.
+        self.vocab_size = vocab_size
         self.urls = [u.rstrip("/") for u in urls]
         self.concurrency = concurrency
         self.retry = retry or RetryPolicy()
@@ -312,20 +355,32 @@ class SGLangEngine(Engine):
             raise _Failure("bad_response", f"{url} sent non-JSON: {e}", True) from e
         if isinstance(body, list):  # a batch answer to a single prompt would be a server bug
             raise _Failure("bad_response", f"{url} answered a single request with a list", False)
+        if not isinstance(body, dict):
+            raise _Failure("bad_response", f"{url} answered with a JSON {type(body).__name__}, not an object", True)
         return body
 
     def _completion(self, req: GenerationRequest, body: dict[str, Any], latency: float) -> Completion:
         meta = body.get("meta_info") or {}
         output_ids = body.get("output_ids")
-        finish = meta.get("finish_reason") or {}
-        if not isinstance(output_ids, list) or not isinstance(finish, dict) or "type" not in finish:
+        finish = meta.get("finish_reason") if isinstance(meta, dict) else None
+        if not isinstance(output_ids, list) or not isinstance(finish, dict) or not isinstance(finish.get("type"), str):
             raise _Failure("bad_response", "response lacks output_ids or meta_info.finish_reason "
                                            "(is the server running with --skip-tokenizer-init off?)", False)
         ftype = finish["type"]
+        if ftype != "abort":
+            problem = check_output_ids(output_ids, max_new_tokens=req.sampling.max_new_tokens,
+                                       vocab_size=self.vocab_size, completion_tokens=meta.get("completion_tokens"))
+            if problem:
+                raise _Failure("bad_response", f"rid {req.id}: {problem}", True)
+        try:
+            orjson.dumps(finish)   # stored as JSON: an int beyond 64 bits in it would fail in the checkpoint
+        except TypeError as e:
+            raise _Failure("bad_response", f"rid {req.id}: meta_info.finish_reason cannot be stored ({e})", True) from e
         if ftype == "abort":
             return Completion(id=req.id, output_ids=[], finish_reason="abort", engine=self.name,
                               finish_detail={**finish, "attempts": 1})
+        count = (lambda k: meta[k] if type(meta.get(k)) is int else None)  # noqa: E731 - counters are advisory
         return Completion(
             id=req.id, output_ids=output_ids, finish_reason=ftype, finish_detail=finish,
-            prompt_tokens=meta.get("prompt_tokens"), completion_tokens=meta.get("completion_tokens"),
-            cached_tokens=meta.get("cached_tokens"), engine=self.name, latency_s=latency)
+            prompt_tokens=count("prompt_tokens"), completion_tokens=count("completion_tokens"),
+            cached_tokens=count("cached_tokens"), engine=self.name, latency_s=latency)
