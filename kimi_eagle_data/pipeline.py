@@ -58,6 +58,7 @@ class RunSettings:
     merge: list[str] = field(default_factory=list)      # other workdirs whose checkpoints validate reads
     version: str = "0.1.0"
     repo: str | None = None                # Hub repo the card names (emit --repo; remembered)
+    workers: int | None = None             # validation processes (default: the machine's cores); not bound
     progress: bool = True
 
     def options(self) -> dict[str, Any]:
@@ -115,6 +116,7 @@ class Pipeline:
         self.tokens = ProfileTokens.from_tokenizer(self.profile, self.tokenizer)
         self.sampling = settings.sampling(self.tokens.end_of_turn)
         self.max_seq_len = settings.resolved_max_seq_len()
+        self.reports: dict[str, ValidateReport] = {}   # the last validate pass's counts
         fp = tokenizer_fingerprint(self.tokenizer)
         self.run = self.workdir.bind_settings({
             "profile": self.profile.name,
@@ -257,13 +259,20 @@ class Pipeline:
                         "generated": generated, "failed": n_failed, "pending": len(ids) - generated - n_failed}
         return table
 
-    def validate(self) -> dict[str, ValidateReport]:
+    def validate(self, sinks: dict[str, Any] | None = None) -> dict[str, ValidateReport]:
+        """Judge every completion (--workers processes); light rows to validated/. With `sinks` (config ->
+        emit.ConfigShards), the same pass streams each config's full rows into its shards."""
+        from .verdicts import VerdictPool
+
         validator = Validator(self.tokens, self.tokenizer, self.max_seq_len, keep_truncated=self.s.keep_truncated)
         ckpt = CheckpointSet(self.checkpoint_paths())
         try:
-            return {c: validate_config(self.workdir, c, ckpt, validator) for c in self.s.configs}
+            with VerdictPool(validator, self.s.workers) as pool:
+                self.reports = {c: validate_config(self.workdir, c, ckpt, pool, (sinks or {}).get(c))
+                                for c in self.s.configs}
         finally:
             ckpt.close()
+        return self.reports
 
     def provenance(self) -> dict[str, Any]:
         ckpt = CheckpointSet(self.checkpoint_paths())
@@ -294,7 +303,23 @@ class Pipeline:
         }
 
     def emit(self) -> dict[str, Any]:
-        from .emit import emit_dataset
+        """Validate every completion again, streaming its row into dataset/data (each token written once),
+        then plots, card and manifest. `self.reports` holds the validation counts, also when there is nothing
+        to emit (NothingToEmit)."""
+        from .emit import ConfigShards, check_version, clear_data, finish_dataset
+        from .workdir import read_json
 
-        return emit_dataset(self.workdir, self.s.configs, version=self.s.version,
-                            provenance=self.provenance(), repo_id=self.s.repo)
+        check_version(self.s.version)
+        data_dir = clear_data(self.workdir)
+        sinks = {c: ConfigShards(data_dir / c) for c in self.s.configs}
+        try:
+            self.validate(sinks)
+        except BaseException:
+            for sink in sinks.values():
+                sink.abort()
+            raise
+        summary = {c: {"report": read_json(self.workdir.validate_report(c)), "splits": sink.finish(),
+                       "partition": read_json(self.workdir.prepare_report(c)).get("partition", {})}
+                   for c, sink in sinks.items()}
+        return finish_dataset(self.workdir, summary, version=self.s.version, provenance=self.provenance(),
+                              repo_id=self.s.repo)
