@@ -18,7 +18,7 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -134,12 +134,11 @@ def clear_data(workdir: Workdir) -> Path:
 
 
 def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, provenance: dict[str, Any],
-                   repo_id: str | None = None) -> dict[str, Any]:
+                   plots: Callable[[list[str]], dict[str, str]], repo_id: str | None = None) -> dict[str, Any]:
     """Plots, card and manifest over the shards validate wrote. `summary`: config -> {"report": validate's
     counts, "splits": {split: SplitInfo}, "partition": what prepare recorded}; configs without rows are left
-    out."""
+    out. `plots(configs)` draws the card's plots into dataset/assets and returns {title: relative path}."""
     from .card import render_card
-    from .plots import plot_length_histograms, plot_lengths
 
     out = workdir.dataset
     summary = {c: s for c, s in summary.items() if s["splits"]}
@@ -147,9 +146,8 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
         raise NothingToEmit(f"nothing to emit from {workdir.root}: no config has a generated sample yet; "
                             "run generate (with --retry-failed if samples failed)")
 
-    plots = {**plot_lengths(workdir, list(summary), out / "assets"),
-             **plot_length_histograms(workdir, list(summary), out / "assets")}
-    card = render_card(summary, version=version, provenance=provenance, plots=plots, repo_id=repo_id)
+    card = render_card(summary, version=version, provenance=provenance, plots=plots(list(summary)),
+                       repo_id=repo_id)
     with atomic_path(out / "README.md") as tmp:
         tmp.write_text(card, encoding="utf-8")
 

@@ -16,7 +16,7 @@ import os
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 import orjson
@@ -127,6 +127,14 @@ class VerdictPool:
         while pending:
             ctx0, fut = pending.popleft()
             yield ctx0, fut.result()
+
+    def submit(self, fn: Callable[..., Any], *args) -> Future:
+        """Any other picklable work (the card's plots) on the same processes; in this process without a pool."""
+        if self._executor is not None:
+            return self._executor.submit(fn, *args)
+        done: Future = Future()
+        done.set_result(fn(*args))
+        return done
 
     def close(self) -> None:
         if self._executor is not None:
