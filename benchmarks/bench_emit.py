@@ -6,8 +6,8 @@
 into the Hub-layout shards, then writes light columns, card, plots and manifest. The baseline only moves the
 same rows (no validation, no decoding) with `Dataset.from_generator(...).to_parquet(...)`.
 
-Each side's clock starts once its libraries are imported (`datasets` for the baseline; transformers and
-matplotlib for ours) and stops when its files are written; ours includes loading the tokenizer.
+Each side's clock starts once its libraries are imported (`datasets` for the baseline; transformers, torch
+and matplotlib for ours) and stops when its files are written; ours includes loading the tokenizer.
 
 Peak RSS: each side runs in a fresh process started from a small parent (the fixture is built in a process
 of its own), and is read from the kernel's per-process high-water mark VmHWM, which starts over at exec
@@ -98,8 +98,10 @@ def make_workdir(root: Path, million_tokens: float, seed: int = 0) -> int:
 
 
 def worker_ours(root: Path, workers: int | None) -> dict:
-    import matplotlib.pyplot  # noqa: F401  libraries load before the clock starts, as `datasets` does for the baseline
-    import transformers  # noqa: F401
+    # Libraries load before the clock starts, as `datasets` does for the baseline (AutoTokenizer pulls in torch).
+    import matplotlib.pyplot  # noqa: F401
+    import torch  # noqa: F401
+    from transformers import AutoConfig, AutoTokenizer  # noqa: F401
 
     from kimi_eagle_data.pipeline import Pipeline, RunSettings
     from kimi_eagle_data.profile import TINY_MODEL_DIR
