@@ -1,20 +1,30 @@
 """Emit benchmark (SPEC §10): checkpoint -> Parquet, tokens/s and peak RSS, against
 `datasets.Dataset.from_generator` yielding one row at a time, at several sizes.
 
-"ours" is the real path: `kimi-data validate` (every completion judged by the Validator, rows built from
-numpy/Arrow buffers) + `kimi-data emit` (Hub-layout shards, card, plots, manifest). The baseline only
-moves the same rows (no validation) with `Dataset.from_generator(...).to_parquet(...)`. Each measurement
-runs in its own process so its peak RSS is its own.
+"ours" is the real path of `kimi-data build` after generation: `emit`, which validates every completion
+(Validator in --workers processes, the assistant turn decoded into `messages`) while it streams the rows
+into the Hub-layout shards, then writes light columns, card, plots and manifest. The baseline only moves the
+same rows (no validation, no decoding) with `Dataset.from_generator(...).to_parquet(...)`.
+
+Each side's clock starts once its libraries are imported (`datasets` for the baseline; transformers, torch
+and matplotlib for ours) and stops when its files are written; ours includes loading the tokenizer.
+
+Peak RSS: each side runs in a fresh process started from a small parent (the fixture is built in a process
+of its own), and is read from the kernel's per-process high-water mark VmHWM, which starts over at exec
+(ru_maxrss does not: a child inherits the parent's high-water mark, so a baseline's figure was the parent's
+floor, not its own peak). Worker processes count too: the parent samples the process tree's proportional set
+size (PSS: pages forked workers share with the main process count once) every 10 ms, and the figure is the
+larger of that sum and the main process's VmHWM.
 
     python benchmarks/bench_emit.py                      # 10M and 50M tokens
     python benchmarks/bench_emit.py --tokens 10,50,228   # + the full 88K-sample run's size (slow here)
+    python benchmarks/bench_emit.py --workers 1          # ours in one process
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
 import shutil
 import subprocess
 import sys
@@ -87,19 +97,23 @@ def make_workdir(root: Path, million_tokens: float, seed: int = 0) -> int:
     return total
 
 
-def worker_ours(root: Path) -> dict:
+def worker_ours(root: Path, workers: int | None) -> dict:
+    # Libraries load before the clock starts, as `datasets` does for the baseline (AutoTokenizer pulls in torch).
+    import matplotlib.pyplot  # noqa: F401
+    import torch  # noqa: F401
+    from transformers import AutoConfig, AutoTokenizer  # noqa: F401
+
     from kimi_eagle_data.pipeline import Pipeline, RunSettings
     from kimi_eagle_data.profile import TINY_MODEL_DIR
 
     t0 = time.perf_counter()
     p = Pipeline(RunSettings(workdir=str(root), configs=[CONFIG], profile="tiny-kimi", model=str(TINY_MODEL_DIR),
-                             samples=True, max_seq_len=1 << 20, progress=False))
-    reports = p.validate()
+                             samples=True, max_seq_len=1 << 20, progress=False, workers=workers))
     p.emit()
-    return {"seconds": time.perf_counter() - t0, "valid": reports[CONFIG].valid}
+    return {"seconds": time.perf_counter() - t0, "valid": p.reports[CONFIG].valid}
 
 
-def worker_baseline(root: Path) -> dict:
+def worker_baseline(root: Path, workers: int | None) -> dict:
     import datasets
     import numpy as np
     import pyarrow.parquet as pq
@@ -127,37 +141,99 @@ def worker_baseline(root: Path) -> dict:
     return {"seconds": time.perf_counter() - t0, "valid": len(ds)}
 
 
-def run_worker(kind: str, root: Path) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--worker", kind, "--workdir", str(root)],
+def vm_hwm_mb(pid: int | str = "self") -> float:
+    """The process's own peak resident set (VmHWM), which starts over at exec."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def tree_pss_mb(root_pid: int) -> float:
+    """Proportional set size of a process and all its descendants (pool workers): pages a forked worker
+    shares with its parent count once, not once per process."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            children.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(d.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    total, todo = 0, [root_pid]
+    while todo:
+        pid = todo.pop()
+        total += _pss_kb(pid)
+        todo += children.get(pid, [])
+    return total / 1024
+
+
+def run_worker(kind: str, root: Path, workers: int | None) -> dict:
+    """One side in a fresh process; its peak is the larger of its own VmHWM and the sampled tree PSS."""
+    cmd = [sys.executable, __file__, "--worker", kind, "--workdir", str(root)]
+    if workers:
+        cmd += ["--workers", str(workers)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = 0.0
+    while proc.poll() is None:
+        peak = max(peak, tree_pss_mb(proc.pid))
+        time.sleep(0.01)
+    out, err = proc.communicate()
+    if proc.returncode:
+        raise SystemExit(f"{kind} worker failed:\n{err}")
+    result = json.loads(out.strip().splitlines()[-1])
+    result["peak_rss_mb"] = max(result["peak_rss_mb"], peak)
+    return result
+
+
+def make_fixture(root: Path, size: float) -> int:
+    """Built in a process of its own: the parent stays small, so nothing it holds is inherited."""
+    out = subprocess.run([sys.executable, __file__, "--make", str(size), "--workdir", str(root)],
                          capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return int(out.stdout.strip().splitlines()[-1])
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tokens", default="10,50", help="sizes in millions of tokens, comma-separated")
+    ap.add_argument("--workers", type=int, help="ours: validation processes (default: the machine's cores)")
     ap.add_argument("--worker", choices=["ours", "baseline"], help=argparse.SUPPRESS)
+    ap.add_argument("--make", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--workdir", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.make:
+        print(make_workdir(Path(args.workdir), args.make))
+        return
     if args.worker:
-        result = (worker_ours if args.worker == "ours" else worker_baseline)(Path(args.workdir))
-        result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        result = (worker_ours if args.worker == "ours" else worker_baseline)(Path(args.workdir), args.workers)
+        result["peak_rss_mb"] = vm_hwm_mb()
         print(json.dumps(result))
         return
     rows = []
     for size in (float(x) for x in args.tokens.split(",")):
         root = Path(tempfile.mkdtemp(prefix=f"bench-emit-{size:g}M-"))
         try:
-            tokens = make_workdir(root, size)
+            tokens = make_fixture(root, size)
             for kind in ("ours", "baseline"):
-                r = run_worker(kind, root)
+                r = run_worker(kind, root, args.workers)
                 rows.append((f"{size:g}M", kind, tokens, r["seconds"], tokens / r["seconds"], r["peak_rss_mb"]))
                 print(f"  {size:g}M {kind}: {r['seconds']:.1f} s, peak RSS {r['peak_rss_mb']:.0f} MB", file=sys.stderr)
         finally:
             shutil.rmtree(root, ignore_errors=True)
     print(f"\n| {'size':>6} | {'path':<36} | {'tokens':>12} | {'seconds':>8} | {'tokens/s':>12} | {'peak RSS MB':>11} |")
     print(f"|{'-' * 8}|{'-' * 38}|{'-' * 14}|{'-' * 10}|{'-' * 14}|{'-' * 13}|")
-    names = {"ours": "kimi-data validate + emit", "baseline": "Dataset.from_generator per row"}
+    names = {"ours": "kimi-data emit (validates + writes)", "baseline": "Dataset.from_generator per row"}
     for size, kind, tokens, sec, tps, rss in rows:
         print(f"| {size:>6} | {names[kind]:<36} | {tokens:>12,} | {sec:8.1f} | {tps:12,.0f} | {rss:11.0f} |")
     by = {(s, k): tps for s, k, _, _, tps, _ in rows}

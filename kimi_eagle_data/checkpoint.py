@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -56,6 +57,33 @@ def _checksum(id_: str, blob: bytes, finish_reason: str) -> str:
 
 def ids_to_blob(ids: Iterable[int]) -> bytes:
     return np.asarray(ids, dtype="<i4").tobytes()
+
+
+@dataclass
+class CompletionBatch:
+    """Consecutive completions (by id) in columns: the output ids of all of them in one contiguous int32
+    buffer, row i at values[offsets[i]:offsets[i + 1]]. What validate reads; no per-row objects."""
+
+    ids: list[str]
+    finish_reason: list[str]
+    finish_detail: list[str]          # JSON text, as stored
+    offsets: np.ndarray               # int64, len(ids) + 1
+    values: np.ndarray                # int32
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def from_rows(cls, rows: list[tuple[str, bytes, str, str]]) -> "CompletionBatch":
+        lengths = np.fromiter((len(r[1]) >> 2 for r in rows), dtype=np.int64, count=len(rows))
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        values = np.frombuffer(b"".join(r[1] for r in rows), dtype="<i4")
+        return cls([r[0] for r in rows], [r[2] for r in rows], [r[3] for r in rows], offsets, values)
+
+    def take(self, rows: list[int]) -> "CompletionBatch":
+        return CompletionBatch.from_rows([(self.ids[i], self.values[self.offsets[i]:self.offsets[i + 1]].tobytes(),
+                                           self.finish_reason[i], self.finish_detail[i]) for i in rows])
 
 
 class Checkpoint:
@@ -117,9 +145,7 @@ class Checkpoint:
         try:
             yield from self._completions(config)
         except sqlite3.Error as e:   # e.g. a value that is no longer a blob, a damaged page
-            raise CorruptCheckpointError(
-                f"checkpoint {self.path} cannot be read ({e}); the file is corrupt. Move it aside and rerun "
-                "generate, or restore it from a backup") from e
+            raise self._unreadable(e) from e
 
     def _completions(self, config: str) -> Iterator[Completion]:
         cur = self.db.execute(
@@ -127,13 +153,35 @@ class Checkpoint:
             "cached_tokens, engine, latency_s, checksum FROM completions WHERE config=? ORDER BY id", (config,))
         for (id_, blob, fr, fd, pt, ct, cached, engine, lat, checksum) in cur:
             if not isinstance(blob, bytes) or _checksum(id_, blob, fr) != checksum or len(blob) % 4:
-                raise CorruptCheckpointError(
-                    f"checkpoint {self.path}: record {id_} fails its checksum; the file is corrupt. "
-                    "Delete that record (or the file) and rerun generate to regenerate it")
+                raise self._corrupt_record(id_)
             yield Completion(   # output_ids: a read-only int32 view of the stored bytes (no Python ints)
                 id=id_, output_ids=np.frombuffer(blob, dtype="<i4"), finish_reason=fr,
                 finish_detail=orjson.loads(fd), prompt_tokens=pt, completion_tokens=ct,
                 cached_tokens=cached, engine=engine or "", latency_s=lat)
+
+    def batches(self, config: str, rows: int = 1024) -> Iterator[CompletionBatch]:
+        """A config's completions by id in batches of `rows`: one query, fetched a batch at a time into one
+        contiguous buffer; every record's checksum is verified before its batch is handed out."""
+        try:
+            cur = self.db.execute("SELECT id, output_ids, finish_reason, finish_detail, checksum FROM completions "
+                                  "WHERE config=? ORDER BY id", (config,))
+            while chunk := cur.fetchmany(rows):
+                for id_, blob, fr, _fd, checksum in chunk:
+                    if not isinstance(blob, bytes) or len(blob) % 4 or _checksum(id_, blob, fr) != checksum:
+                        raise self._corrupt_record(id_)
+                yield CompletionBatch.from_rows([(r[0], r[1], r[2], r[3]) for r in chunk])
+        except sqlite3.Error as e:
+            raise self._unreadable(e) from e
+
+    def _corrupt_record(self, id_: str) -> CorruptCheckpointError:
+        return CorruptCheckpointError(
+            f"checkpoint {self.path}: record {id_} fails its checksum; the file is corrupt. "
+            "Delete that record (or the file) and rerun generate to regenerate it")
+
+    def _unreadable(self, e: Exception) -> CorruptCheckpointError:
+        return CorruptCheckpointError(
+            f"checkpoint {self.path} cannot be read ({e}); the file is corrupt. Move it aside and rerun "
+            "generate, or restore it from a backup")
 
     def time_range(self) -> tuple[float, float] | None:
         row = self.db.execute("SELECT MIN(created_at), MAX(created_at) FROM completions").fetchone()
@@ -173,16 +221,30 @@ class CheckpointSet:
             merged.update(p.failures(config))
         return merged
 
-    def completions(self, config: str) -> Iterator[Completion]:
+    def batches(self, config: str, rows: int = 1024) -> Iterator[CompletionBatch]:
+        """As Checkpoint.batches over every file; an id completed in several files counts once (the first)."""
+        if len(self.parts) == 1:
+            yield from self.parts[0].batches(config, rows)
+            return
         import heapq
 
-        last = None
-        for c in heapq.merge(*(p.completions(config) for p in self.parts), key=lambda c: c.id):
-            if c.id == last:
+        def records(part):
+            for b in part.batches(config, rows):
+                for i, id_ in enumerate(b.ids):
+                    yield id_, b.values[b.offsets[i]:b.offsets[i + 1]].tobytes(), b.finish_reason[i], b.finish_detail[i]
+
+        last, pending = None, []
+        for r in heapq.merge(*(records(p) for p in self.parts), key=lambda r: r[0]):
+            if r[0] == last:
                 self.duplicates += 1
                 continue
-            last = c.id
-            yield c
+            last = r[0]
+            pending.append(r)
+            if len(pending) == rows:
+                yield CompletionBatch.from_rows(pending)
+                pending = []
+        if pending:
+            yield CompletionBatch.from_rows(pending)
 
     def get_meta(self, key: str):
         for p in self.parts:

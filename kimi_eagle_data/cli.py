@@ -86,6 +86,13 @@ def check_servers(ctx, param, values):
     return values
 
 
+def workers_option(fn):
+    """--workers: processes that validate and decode (validate, emit, build, demo); not bound to the run."""
+    return click.option("--workers", type=click.IntRange(min=1), metavar="N",
+                        help="Processes that validate and decode completions (default: the machine's cores). "
+                             "The output does not depend on it.")(fn)
+
+
 def run_options(fn):
     """Options shared by build and the stage commands."""
     opts = [
@@ -214,7 +221,7 @@ def make_settings(kw: dict, known, model_label):
         model_label=model_label, servers=list(kw["servers"]), concurrency=kw["concurrency"],
         max_attempts=kw["max_attempts"], retry_backoff=kw["retry_backoff"], request_timeout=kw["request_timeout"],
         health_timeout=kw["health_timeout"], allow_old_server=kw["allow_old_server"],
-        shard=parse_shard(kw["shard"]), merge=list(kw["merge"]), repo=kw.get("repo"),
+        shard=parse_shard(kw["shard"]), merge=list(kw["merge"]), repo=kw.get("repo"), workers=kw.get("workers"),
     )
 
 
@@ -315,9 +322,8 @@ def run_all_stages(p) -> None:
     print_prepare(p.prepare(reuse=True))
     gen = p.generate()
     print_generate(gen)
-    reports = p.validate()
-    emitted = emit_or_warn(p)
-    print_summary(reports)
+    emitted = emit_or_warn(p)   # emit validates every completion while it writes the rows
+    print_summary(p.reports)
     if emitted:
         print_load_hint(p.workdir.dataset, p.s.configs)
     exit_if_failed(gen)
@@ -348,8 +354,9 @@ def main():
               help="Where to put the run (dataset in WORKDIR/dataset).")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many sample rows per config.")
 @click.option("--no-progress", is_flag=True, help="No progress bars.")
+@workers_option
 @friendly_errors
-def demo(workdir: Path, limit: int | None, no_progress: bool):
+def demo(workdir: Path, limit: int | None, no_progress: bool, workers: int | None):
     """The whole pipeline on the bundled sample prompts with the embedded tiny model (CPU, no network).
 
     The tiny model speaks Kimi-K2.5's token format but its text is meaningless: the demo shows the
@@ -360,13 +367,14 @@ def demo(workdir: Path, limit: int | None, no_progress: bool):
 
     settings = RunSettings(workdir=str(workdir), profile="tiny-kimi", model=str(TINY_MODEL_DIR),
                            model_label="tiny-kimi (embedded test model)", samples=True, limit=limit,
-                           progress=not no_progress)
+                           progress=not no_progress, workers=workers)
     p = Pipeline(settings, console=console)
     run_all_stages(p)
 
 
 @main.command()
 @run_options
+@workers_option
 @friendly_errors
 def build(**kw):
     """prepare -> generate -> validate -> emit, resumable and idempotent.
@@ -424,9 +432,13 @@ def generate(**kw):
 
 @main.command()
 @run_options
+@workers_option
 @friendly_errors
 def validate(**kw):
-    """Check every completion's token structure (SPEC §5); write validated/<CONFIG>.parquet."""
+    """Check every completion's token structure (SPEC §5): verdicts, lengths, finish reasons and reasons per
+    sample in validated/<CONFIG>.parquet (light columns, what stats, plan and inspect read), counts in
+    validated/<CONFIG>.json. Writes no token rows: `emit` runs the same validation while it streams the rows
+    into the dataset, so each token is written once."""
     print_summary(pipeline_for(settings_from(kw)).validate())
 
 
@@ -434,9 +446,12 @@ def validate(**kw):
 @run_options
 @click.option("--repo", metavar="ORG/NAME",
               help="Hub repo the card's load line names (the one you will `kimi-data push` to).")
+@workers_option
 @friendly_errors
 def emit(**kw):
-    """Write the Hub-layout dataset (Parquet per config, card, plots, manifest) to WORKDIR/dataset.
+    """Validate every completion and stream its row straight into WORKDIR/dataset (Parquet per config and
+    split), then card, plots and manifest. Runs `validate`'s pass itself (and rewrites validated/), so it
+    needs no `validate` first; `build` runs it once.
 
     The workdir remembers --repo: a later `build` re-emits the card naming the same repo."""
     from .publish import REPO_ID

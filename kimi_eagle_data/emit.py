@@ -1,32 +1,34 @@
-"""Stage 4, emit: validated rows -> the Hub-layout tree (SPEC §6).
+"""Stage 4, emit: every completion validated again and its row streamed straight into the Hub-layout tree
+(SPEC §6), so each token is written once:
 
     dataset/README.md                               card: YAML (configs, dataset_info, license) + body
     dataset/data/<CFG>/<split>-0000i-of-0000N.parquet
-    dataset/assets/*.png                            plots referenced by the card
+    dataset/assets/*.png                            plots referenced by the card (from validated/'s light columns)
     dataset/manifest.json                           version, content hashes, provenance, counts
 
-Everything written is a function of the workdir's contents only (dates come from the
-checkpoint, not the clock), so emitting twice gives byte-identical files.
+The rows come from validate's pass (assemble.py) with `ConfigShards` as its sink. Everything written is a
+function of the workdir's contents only (dates come from the checkpoint, not the clock; rows in id order,
+row groups and shard boundaries fixed by row and token counts), so emitting twice, or with any number of
+workers, gives byte-identical files.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import __version__
-from .builders.kimi_eagle import iter_split_tables
 from .schema import ROW_SCHEMA, SPLITS
-from .workdir import Workdir, atomic_path, file_sha256, read_json, write_json
+from .workdir import Workdir, atomic_path, file_sha256, move_into_place, write_json
 
 SEMVER = re.compile(r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$")
-SHARD_TARGET_BYTES = 512 << 20     # uncompressed token bytes per shard (~150-250 MB of Parquet)
+SHARD_TARGET_BYTES = 512 << 20     # token bytes (4 id + 1 mask) after which a new shard starts (~150-250 MB)
 
 
 class EmitError(RuntimeError):
@@ -45,77 +47,106 @@ class SplitInfo:
     num_bytes: int = 0
 
 
-def _split_sizes(validated: Path) -> dict[str, tuple[int, int]]:
-    t = pq.read_table(validated, columns=["split", "prompt_len", "completion_len"]).to_pydict()
-    sizes = {s: [0, 0] for s in SPLITS}
-    for s, p, c in zip(t["split"], t["prompt_len"], t["completion_len"]):
-        sizes[s][0] += 1
-        sizes[s][1] += p + c
-    return {s: (n, tok) for s, (n, tok) in sizes.items()}
+class SplitShards:
+    """One config's split streamed into Parquet shards: a shard closes once it holds SHARD_TARGET_BYTES of
+    tokens; file names get their `-of-N` when the split is done (hidden temp names until then)."""
+
+    def __init__(self, out_dir: Path, split: str):
+        self.out_dir, self.split = out_dir, split
+        self.info = SplitInfo(rows=0, tokens=0)
+        self._done: list[Path] = []
+        self._writer: pq.ParquetWriter | None = None
+        self._path: Path | None = None
+        self._bytes = 0
+
+    def write(self, table: pa.Table) -> None:
+        if self._writer is None:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            self._path = self.out_dir / f".{self.split}-{len(self._done):05d}.parquet.tmp"
+            self._writer = pq.ParquetWriter(self._path, ROW_SCHEMA, compression="zstd",
+                                            use_dictionary=["source", "finish_reason"], write_page_index=False)
+            self._bytes = 0
+        self._writer.write_table(table)
+        tokens = sum(int(c.offsets[-1].as_py() - c.offsets[0].as_py()) for c in table["input_ids"].chunks)
+        self.info.rows += table.num_rows
+        self.info.tokens += tokens
+        self._bytes += tokens * 5
+        if self._bytes >= SHARD_TARGET_BYTES:
+            self._close_shard()
+
+    def _close_shard(self) -> None:
+        self._writer.close()
+        self._writer = None
+        self._done.append(self._path)
+
+    def finish(self) -> SplitInfo:
+        if self._writer is not None:
+            self._close_shard()
+        n = len(self._done)
+        for i, tmp in enumerate(self._done):
+            name = f"{self.split}-{i:05d}-of-{n:05d}.parquet"
+            move_into_place(tmp, self.out_dir / name)
+            self.info.files.append(name)
+            self.info.num_bytes += (self.out_dir / name).stat().st_size
+        return self.info
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._done.append(self._path)
+        for tmp in self._done:
+            tmp.unlink(missing_ok=True)
 
 
-def write_split(validated: Path, out_dir: Path, split: str, rows: int, tokens: int) -> SplitInfo:
-    """Stream one split into N Parquet shards of roughly SHARD_TARGET_BYTES token bytes."""
-    n_shards = max(1, math.ceil(tokens * 5 / SHARD_TARGET_BYTES))   # 4 bytes id + 1 byte mask per token
-    rows_per_shard = math.ceil(rows / n_shards)
-    info = SplitInfo(rows=rows, tokens=tokens)
-    tables = iter_split_tables(validated, split)
-    pending = None
-    for shard in range(n_shards):
-        name = f"{split}-{shard:05d}-of-{n_shards:05d}.parquet"
-        path = out_dir / name
-        written = 0
-        with atomic_path(path) as tmp:
-            with pq.ParquetWriter(tmp, ROW_SCHEMA, compression="zstd", use_dictionary=["source", "finish_reason"],
-                                  write_page_index=False) as writer:
-                while written < rows_per_shard:
-                    if pending is None:
-                        pending = next(tables, None)
-                        if pending is None:
-                            break
-                    take = min(rows_per_shard - written, pending.num_rows)
-                    writer.write_table(pending.slice(0, take))
-                    written += take
-                    pending = pending.slice(take) if take < pending.num_rows else None
-        info.files.append(name)
-        info.num_bytes += path.stat().st_size
-    return info
+class ConfigShards:
+    """The sink validate streams one config's rows into: a split exists only where it has rows
+    (`datasets` cannot load an empty split)."""
+
+    def __init__(self, out_dir: Path):
+        self.out_dir = out_dir
+        self.splits: dict[str, SplitShards] = {}
+
+    def write(self, split: str, table: pa.Table) -> None:
+        if split not in self.splits:
+            self.splits[split] = SplitShards(self.out_dir, split)
+        self.splits[split].write(table)
+
+    def finish(self) -> dict[str, SplitInfo]:
+        return {s: self.splits[s].finish() for s in SPLITS if s in self.splits}
+
+    def abort(self) -> None:
+        for s in self.splits.values():
+            s.abort()
 
 
-def emit_dataset(workdir: Workdir, configs: list[str], *, version: str, provenance: dict[str, Any],
-                 repo_id: str | None = None) -> dict[str, Any]:
+def check_version(version: str) -> None:
     if not SEMVER.match(version):
         raise EmitError(f"version {version!r} is not semver (MAJOR.MINOR.PATCH); pass e.g. --version 1.0.0")
+
+
+def clear_data(workdir: Workdir) -> Path:
+    """Configs may have shrunk or been re-sharded since the last emit: the data tree is rebuilt whole."""
+    data_dir = workdir.dataset / "data"
+    if data_dir.exists():
+        shutil.rmtree(data_dir)
+    return data_dir
+
+
+def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, provenance: dict[str, Any],
+                   plots: Callable[[list[str]], dict[str, str]], repo_id: str | None = None) -> dict[str, Any]:
+    """Plots, card and manifest over the shards validate wrote. `summary`: config -> {"report": validate's
+    counts, "splits": {split: SplitInfo}, "partition": what prepare recorded}; configs without rows are left
+    out. `plots(configs)` draws the card's plots into dataset/assets and returns {title: relative path}."""
     from .card import render_card
-    from .plots import plot_length_histograms, plot_lengths
 
     out = workdir.dataset
-    data_dir = out / "data"
-    if data_dir.exists():  # configs may have shrunk or been re-sharded: rebuild the data tree whole
-        shutil.rmtree(data_dir)
-    summary: dict[str, Any] = {}
-    for config in configs:
-        validated = workdir.validated(config)
-        if not validated.exists():
-            raise EmitError(f"{validated} is missing; run `kimi-data validate {config} --workdir {workdir.root}`")
-        report = read_json(workdir.validate_report(config))
-        sizes = _split_sizes(validated)
-        splits = {}
-        for split in SPLITS:
-            rows, tokens = sizes[split]
-            if rows == 0:
-                continue   # `datasets` cannot load an empty split: a split exists only where it has rows
-            splits[split] = write_split(validated, data_dir / config, split, rows, tokens)
-        if splits:
-            partition = read_json(workdir.prepare_report(config)).get("partition", {})
-            summary[config] = {"report": report, "splits": splits, "partition": partition}
+    summary = {c: s for c, s in summary.items() if s["splits"]}
     if not summary:
         raise NothingToEmit(f"nothing to emit from {workdir.root}: no config has a generated sample yet; "
                             "run generate (with --retry-failed if samples failed)")
 
-    plots = {**plot_lengths(workdir, list(summary), out / "assets"),
-             **plot_length_histograms(workdir, list(summary), out / "assets")}
-    card = render_card(summary, version=version, provenance=provenance, plots=plots, repo_id=repo_id)
+    card = render_card(summary, version=version, provenance=provenance, plots=plots(list(summary)),
+                       repo_id=repo_id)
     with atomic_path(out / "README.md") as tmp:
         tmp.write_text(card, encoding="utf-8")
 

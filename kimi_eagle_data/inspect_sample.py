@@ -194,12 +194,14 @@ class Segmenter:
 
 @dataclass
 class RowSource:
-    """Where one config's rows live: the validated Parquet of a workdir, or a dataset dir's split files."""
+    """Where one config's rows live: a workdir's light columns (validated/) with its emitted shards for the full
+    rows, or a dataset dir's split files for both."""
 
-    files: list[tuple[Path, str | None]]   # (file, split; None: the file has a `split` column)
+    files: list[tuple[Path, str | None]]   # light columns: (file, split; None: the file has a `split` column)
     workdir: Path | None                   # the run directory (run.json, checkpoint), when known
     dataset: Path | None
     where: str
+    row_files: list[tuple[Path, str]]      # the full rows (token ids, messages): the emitted shards
 
     def light(self) -> pa.Table:
         tables = []
@@ -212,13 +214,21 @@ class RowSource:
         return pa.concat_tables(tables) if tables else pa.table({})
 
     def row(self, id_: str) -> dict[str, Any] | None:
-        for f, split in self.files:
+        if not self.row_files:   # validate writes no token rows: they are in the dataset emit writes
+            raise QualityError(f"{self.where} holds verdicts, not token rows; run `kimi-data emit --workdir "
+                               f"{self.workdir}` to write them, then inspect again")
+        for f, split in self.row_files:
             t = pq.read_table(f, filters=[("id", "=", id_)])
             if t.num_rows:
                 row = t.slice(0, 1).to_pylist()[0]
-                row.setdefault("split", split)
+                row["split"] = split
                 return row
         return None
+
+
+def _shards(ds: Path, config: str) -> list[tuple[Path, str]]:
+    """A dataset dir's files of one config, with the split their name starts with."""
+    return [(f, f.name.split("-", 1)[0]) for f in sorted((ds / "data" / config).glob("*.parquet"))]
 
 
 def locate(path: str | Path, config: str) -> RowSource:
@@ -229,16 +239,15 @@ def locate(path: str | Path, config: str) -> RowSource:
         raise QualityError(f"{path} is not a directory; pass a workdir or its dataset/ directory")
     validated = d / "validated" / f"{config}.parquet"
     if validated.exists():
-        return RowSource([(validated, None)], d, d / "dataset" if (d / "dataset").is_dir() else None,
-                         f"{path}/validated/{config}.parquet")
+        ds = d / "dataset" if (d / "dataset").is_dir() else None
+        return RowSource([(validated, None)], d, ds, f"{path}/validated/{config}.parquet",
+                         _shards(ds, config) if ds else [])
     for ds in (d, d / "dataset"):
-        cfg_dir = ds / "data" / config
-        if cfg_dir.is_dir():
-            files = [(f, f.name.split("-", 1)[0]) for f in sorted(cfg_dir.glob("*.parquet"))]
-            if files:
-                parent = ds.parent
-                workdir = parent if (parent / "run.json").exists() and (parent / "dataset").resolve() == ds else None
-                return RowSource(files, workdir, ds, f"{ds}/data/{config}/*.parquet")
+        files = _shards(ds, config)
+        if files:
+            parent = ds.parent
+            workdir = parent if (parent / "run.json").exists() and (parent / "dataset").resolve() == ds else None
+            return RowSource(list(files), workdir, ds, f"{ds}/data/{config}/*.parquet", files)
     have = sorted({p.stem for p in (d / "validated").glob("*.parquet")} |
                   {p.name for root in (d, d / "dataset") for p in (root / "data").glob("*") if p.is_dir()})
     raise QualityError(f"no rows of config {config!r} in {path} (neither validated/{config}.parquet nor "

@@ -59,6 +59,7 @@ class RunSettings:
     merge: list[str] = field(default_factory=list)      # other workdirs whose checkpoints validate reads
     version: str = "0.1.0"
     repo: str | None = None                # Hub repo the card names (emit --repo; remembered)
+    workers: int | None = None             # validation processes (default: the machine's cores); not bound
     progress: bool = True
 
     def options(self) -> dict[str, Any]:
@@ -120,6 +121,7 @@ class Pipeline:
         self.tokens = ProfileTokens.from_tokenizer(self.profile, self.tokenizer)
         self.sampling = settings.sampling(self.tokens.end_of_turn)
         self.max_seq_len = settings.resolved_max_seq_len()
+        self.reports: dict[str, ValidateReport] = {}   # the last validate pass's counts
         fp = tokenizer_fingerprint(self.tokenizer)
         self.run = self.workdir.bind_settings({
             "profile": self.profile.name,
@@ -269,13 +271,29 @@ class Pipeline:
                         "generated": generated, "failed": n_failed, "pending": len(ids) - generated - n_failed}
         return table
 
-    def validate(self) -> dict[str, ValidateReport]:
+    def verdict_pool(self):
+        """The Validator of this run in --workers processes (verdicts.py)."""
+        from .verdicts import VerdictPool
+
         validator = Validator(self.tokens, self.tokenizer, self.max_seq_len, keep_truncated=self.s.keep_truncated)
+        return VerdictPool(validator, self.s.workers)
+
+    def validate(self, sinks: dict[str, Any] | None = None, pool=None, after=None) -> dict[str, ValidateReport]:
+        """Judge every completion; light rows to validated/. With `sinks` (config -> emit.ConfigShards), the
+        same pass streams each config's full rows into its shards. `after(config)` runs as each one is done."""
         ckpt = CheckpointSet(self.checkpoint_paths())
+        own = pool is None
+        pool = pool or self.verdict_pool()
         try:
-            return {c: validate_config(self.workdir, c, ckpt, validator) for c in self.s.configs}
+            for c in self.s.configs:
+                self.reports[c] = validate_config(self.workdir, c, ckpt, pool, (sinks or {}).get(c))
+                if after is not None:
+                    after(c)
         finally:
             ckpt.close()
+            if own:
+                pool.close()
+        return self.reports
 
     def provenance(self) -> dict[str, Any]:
         ckpt = CheckpointSet(self.checkpoint_paths())
@@ -308,7 +326,38 @@ class Pipeline:
         }
 
     def emit(self) -> dict[str, Any]:
-        from .emit import emit_dataset
+        """Validate every completion again, streaming its row into dataset/data (each token written once),
+        then plots, card and manifest. `self.reports` holds the validation counts, also when there is nothing
+        to emit (NothingToEmit). A config's plot is drawn by a worker while the next config is validated."""
+        from .emit import ConfigShards, check_version, clear_data, finish_dataset
+        from .plots import plot_length_histograms, plot_lengths
+        from .workdir import read_json
 
-        return emit_dataset(self.workdir, self.s.configs, version=self.s.version,
-                            provenance=self.provenance(), repo_id=self.s.repo)
+        check_version(self.s.version)
+        data_dir = clear_data(self.workdir)
+        assets = self.workdir.dataset / "assets"
+        sinks = {c: ConfigShards(data_dir / c) for c in self.s.configs}
+        histograms = {}
+
+        def draw(config: str) -> None:
+            if sinks[config].splits:   # a config without rows has no plot (nor data files)
+                histograms[config] = pool.submit(plot_length_histograms, self.workdir, [config], assets)
+
+        def plots(configs: list[str]) -> dict[str, str]:
+            drawn = plot_lengths(self.workdir, configs, assets)   # here, while workers finish the histograms
+            for c in configs:
+                drawn.update(histograms[c].result())
+            return drawn
+
+        with self.verdict_pool() as pool:
+            try:
+                self.validate(sinks, pool, after=draw)
+            except BaseException:
+                for sink in sinks.values():
+                    sink.abort()
+                raise
+            summary = {c: {"report": read_json(self.workdir.validate_report(c)), "splits": sink.finish(),
+                           "partition": read_json(self.workdir.prepare_report(c)).get("partition", {})}
+                       for c, sink in sinks.items()}
+            return finish_dataset(self.workdir, summary, version=self.s.version, provenance=self.provenance(),
+                                  plots=plots, repo_id=self.s.repo)

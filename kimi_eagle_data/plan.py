@@ -27,7 +27,6 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -38,7 +37,7 @@ from .stats import (QualityError, open_workdir, read_checkpoint_info, read_colum
 from .workdir import Workdir
 
 NAIVE_CHARS_PER_TOKEN = 3.5
-PLAN_COLUMNS = ["id", "split", "prompt_len", "completion_len", "messages"]
+PLAN_COLUMNS = ["id", "split", "prompt_len", "completion_len", "prompt_chars", "completion_chars"]
 
 
 # -- statistics -------------------------------------------------------------------------------------
@@ -96,42 +95,13 @@ def _scale(iv: dict[str, float | None], factor: float) -> dict[str, float | None
 
 # -- measurements -----------------------------------------------------------------------------------
 
-def message_chars(messages: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """Per row: characters of the prompt messages' content, and of the generated (last) assistant turn's
-    reasoning + answer + tool calls (name + arguments). Column-wise over the `messages` list column."""
-    arr = messages.combine_chunks() if isinstance(messages, pa.ChunkedArray) else messages
-    n = len(arr)
-    lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy().astype(np.int64)
-    flat = pc.list_flatten(arr)
-    if len(flat) == 0:
-        return np.zeros(n), np.zeros(n)
-    parents = pc.list_parent_indices(arr).to_numpy()
-
-    def strlen(a) -> np.ndarray:
-        return pc.fill_null(pc.utf8_length(a), 0).to_numpy(zero_copy_only=False).astype(np.float64)
-
-    per_msg = strlen(flat.field("content")) + strlen(flat.field("reasoning_content"))
-    calls = flat.field("tool_calls")
-    call_flat = pc.list_flatten(calls)
-    if len(call_flat):
-        fn = call_flat.field("function")
-        call_chars = strlen(fn.field("name")) + strlen(fn.field("arguments"))
-        per_msg += np.bincount(pc.list_parent_indices(calls).to_numpy(), weights=call_chars, minlength=len(flat))
-    is_last = np.zeros(len(flat), dtype=bool)
-    ends = np.cumsum(lengths)
-    is_last[ends[lengths > 0] - 1] = True
-    prompt = np.bincount(parents, weights=np.where(is_last, 0.0, per_msg), minlength=n)
-    completion = np.bincount(parents, weights=np.where(is_last, per_msg, 0.0), minlength=n)
-    return prompt, completion
-
-
 def bytes_per_token(wd: Workdir, config: str, tokens: int) -> tuple[float | None, str]:
-    """Compressed column-chunk bytes of the emitted Parquet (all splits) per token; falls back to the
-    validated Parquet when the workdir was not emitted."""
+    """Compressed column-chunk bytes of the emitted Parquet (all splits) per token; None when the workdir was
+    not emitted (validate writes no token rows)."""
     files = sorted((wd.dataset / "data" / config).glob("*.parquet"))
     where = f"dataset/data/{config}/*.parquet"
     if not files:
-        files, where = [wd.validated(config)], f"validated/{config}.parquet"
+        return None, f"not emitted (run `kimi-data emit --workdir {wd.root}`)"
     total = 0
     for f in files:
         md = pq.ParquetFile(f).metadata
@@ -249,7 +219,8 @@ def collect_plan(workdir: str | Path, counts: dict[str, int] | None = None, *, g
         completion = t["completion_len"].to_numpy().astype(np.float64)
         tokens = prompt + completion
         train = pc.equal(t["split"], "train").to_numpy(zero_copy_only=False).astype(bool)
-        p_chars, c_chars = message_chars(t["messages"])
+        p_chars = t["prompt_chars"].to_numpy().astype(np.float64)
+        c_chars = t["completion_chars"].to_numpy().astype(np.float64)
         naive = (p_chars + c_chars) / NAIVE_CHARS_PER_TOKEN
 
         m_tok, hw_tok, var_tok, _ = mean_interval(tokens, confidence)

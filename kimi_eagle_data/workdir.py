@@ -5,9 +5,9 @@
     <workdir>/prepared/<CFG>.rejects.jsonl source rows rejected at prepare, with reasons
     <workdir>/prepared/<CFG>.json          prepare counts and fingerprint
     <workdir>/generations.sqlite           the generation checkpoint (generate)
-    <workdir>/validated/<CFG>.parquet      emitted rows + split column (validate)
+    <workdir>/validated/<CFG>.parquet      light columns per row: verdict, lengths, issues (validate)
     <workdir>/validated/<CFG>.json         validation counts
-    <workdir>/dataset/                     the Hub-layout tree (emit)
+    <workdir>/dataset/                     the Hub-layout tree, the only copy of the token rows (emit)
 """
 
 from __future__ import annotations
@@ -120,11 +120,16 @@ def atomic_path(path: Path):
     os.close(fd)
     try:
         yield Path(tmp)
-        os.chmod(tmp, 0o666 & ~_UMASK)   # mkstemp makes 0600; outputs get the usual permissions
-        os.replace(tmp, path)
+        move_into_place(Path(tmp), path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def move_into_place(tmp: Path, path: Path) -> None:
+    """A finished temp file becomes `path` in one rename, with the usual permissions (mkstemp makes 0600)."""
+    os.chmod(tmp, 0o666 & ~_UMASK)
+    os.replace(tmp, path)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -23,7 +23,18 @@ T975 = {14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093, 20: 2.
 
 
 def rows(workdir, config, columns=None):
-    return pq.read_table(workdir / "validated" / f"{config}.parquet", columns=columns).to_pylist()
+    """A config's rows in id order: the light columns from validated/, everything else (token ids, messages,
+    tools) from the emitted shards, the only place validate + emit write them."""
+    light = pq.read_table(workdir / "validated" / f"{config}.parquet").to_pylist()
+    if columns is not None and set(columns) <= set(light[0] if light else columns):
+        return [{k: r[k] for k in columns} for r in light]
+    full = {}
+    for f in sorted((workdir / "dataset" / "data" / config).glob("*.parquet")):
+        for r in pq.read_table(f).to_pylist():
+            full[r["id"]] = r
+    assert sorted(full) == [r["id"] for r in light]
+    merged = [{**r, **full[r["id"]]} for r in light]
+    return merged if columns is None else [{k: r[k] for k in columns} for r in merged]
 
 
 def report(workdir, config):
