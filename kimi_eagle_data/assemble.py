@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .errors import MissingInputError
 from .checkpoint import CheckpointSet, CompletionBatch
 from .schema import LIGHT_SCHEMA, ROW_SCHEMA
 from .verdicts import Chunk, Judged, VerdictPool
@@ -172,7 +173,7 @@ def validate_config(workdir: Workdir, config: str, checkpoint: CheckpointSet, po
                     sink: RowSink | None = None) -> ValidateReport:
     path = workdir.prepared(config)
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing; run `kimi-data prepare {config} --workdir {workdir.root}` first")
+        raise MissingInputError(f"{path} is missing; run `kimi-data prepare {config} --workdir {workdir.root}` first")
     prompts = _PreparedPrompts(path)
     prep = read_json(workdir.prepare_report(config))
     rep = ValidateReport(config, selected=prep["selected"], rejected_at_prepare=prep["rejected_total"],

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from .errors import KimiDataError
 from .profile import ModelProfile, ProfileTokens
 from .tokenizer import render_prompt
 from .validate import REASONS, Validator
@@ -47,7 +48,7 @@ _SCALAR_COLUMNS = ("id", "prompt_len", "tools", "finish_reason", "finish_detail"
 BATCH_ROWS = 1024
 
 
-class CheckInputError(ValueError):
+class CheckInputError(KimiDataError, ValueError):
     """The file as a whole cannot be read (one line: what, where, what to do)."""
 
 

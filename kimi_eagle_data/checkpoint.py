@@ -18,6 +18,7 @@ from typing import Iterable, Iterator
 import numpy as np
 import orjson
 
+from .errors import KimiDataError
 from .records import Completion
 
 SCHEMA = """
@@ -47,7 +48,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
-class CorruptCheckpointError(RuntimeError):
+class CorruptCheckpointError(KimiDataError, RuntimeError):
     pass
 
 

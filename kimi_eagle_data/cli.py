@@ -37,18 +37,10 @@ class UserError(click.ClickException):
 
 def friendly_errors(fn):
     """Turn the project's expected failures into one clear line instead of a traceback."""
-    from .checkpoint import CorruptCheckpointError
-    from .emit import EmitError
-    from .engines.base import EngineError
-    from .profile import TokenLookupError
-    from .publish import PublishError
-    from .run_checks import SettingError
-    from .stats import QualityError
-    from .tokenizer import TokenizerLoadError
-    from .workdir import SettingsMismatchError
+    from .errors import KimiDataError
 
-    expected = (FileNotFoundError, CorruptCheckpointError, EmitError, EngineError, TokenLookupError,
-                TokenizerLoadError, SettingsMismatchError, QualityError, PublishError, SettingError)
+    # FileNotFoundError: a path the user gave that the OS could not open (ours raise MissingInputError).
+    expected = (KimiDataError, FileNotFoundError)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):

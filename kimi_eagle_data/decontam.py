@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import KimiDataError
 from .dedup import normalize
 from .records import SourceRowError
 
@@ -42,7 +43,7 @@ class DecontamSettings:
     min_words: int = 8
 
 
-class DecontamError(FileNotFoundError):
+class DecontamError(KimiDataError, FileNotFoundError):
     """An evaluation file that cannot be used (reported as one line; prepare does not run)."""
 
 

@@ -23,6 +23,7 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .errors import KimiDataError
 from . import __version__
 from .schema import ROW_SCHEMA, SPLITS
 from .workdir import Workdir, atomic_path, file_sha256, move_into_place, write_json
@@ -31,7 +32,7 @@ SEMVER = re.compile(r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$")
 SHARD_TARGET_BYTES = 512 << 20     # token bytes (4 id + 1 mask) after which a new shard starts (~150-250 MB)
 
 
-class EmitError(RuntimeError):
+class EmitError(KimiDataError, RuntimeError):
     pass
 
 

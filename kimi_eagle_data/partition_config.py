@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import KimiDataError
 from .builders.partitions import PARTITIONS, POLICIES, Filters, Partition
 from .decontam import DecontamSettings, EvalSet
 from .dedup import DedupSettings
@@ -72,7 +73,7 @@ from .run_checks import CONFIG_NAME, CONFIG_NAME_RULE, SAMPLING_KEYS, SETTING_RU
 from .run_checks import setting_problem
 
 
-class ConfigError(ValueError):
+class ConfigError(KimiDataError, ValueError):
     pass
 
 

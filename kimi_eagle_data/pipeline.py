@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 from rich.console import Console
 
+from .errors import MissingInputError
 from . import __version__
 from .assemble import ValidateReport, validate_config
 from .checkpoint import Checkpoint, CheckpointSet, in_shard, shard_checkpoint_name
@@ -224,7 +225,7 @@ class Pipeline:
         for other in self.s.merge:
             found = sorted(Workdir(Path(other).resolve()).root.glob("generations*.sqlite"))
             if not found:
-                raise FileNotFoundError(f"--merge {other}: no generations*.sqlite there; is it a kimi-data workdir?")
+                raise MissingInputError(f"--merge {other}: no generations*.sqlite there; is it a kimi-data workdir?")
             paths += found
         return paths or [self.workdir.checkpoint]
 

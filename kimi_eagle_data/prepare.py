@@ -36,6 +36,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .errors import MissingInputError
 from .builders.partitions import Partition
 from .decontam import DecontamSettings, Decontaminator
 from .dedup import DedupSettings, ExactDedup, MinHashDedup, exact_key
@@ -319,7 +320,7 @@ def write_prepared(workdir: Workdir, config: str, records: list[PromptRecord], r
 def read_prepared(workdir: Workdir, config: str) -> list[PromptRecord]:
     path = workdir.prepared(config)
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing; run `kimi-data prepare {config} --workdir {workdir.root}` first")
+        raise MissingInputError(f"{path} is missing; run `kimi-data prepare {config} --workdir {workdir.root}` first")
     t = pq.read_table(path).to_pydict()
     return [
         PromptRecord(id_, cfg, src, sid, orjson.loads(msgs), orjson.loads(tools) if tools else None, ids)

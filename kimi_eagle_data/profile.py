@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
+from .errors import KimiDataError
+
 
 @dataclass(frozen=True)
 class SamplingDefaults:
@@ -159,7 +161,7 @@ def get_profile(name: str) -> ModelProfile:
         raise ValueError(f"unknown model profile {name!r}; known: {', '.join(sorted(PROFILES))}") from None
 
 
-class TokenLookupError(ValueError):
+class TokenLookupError(KimiDataError, ValueError):
     pass
 
 

@@ -41,13 +41,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .errors import KimiDataError
 from .workdir import atomic_path, file_sha256
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 MANIFEST = "manifest.json"
 
 
-class PublishError(RuntimeError):
+class PublishError(KimiDataError, RuntimeError):
     """A failure the user can fix; printed as one line."""
 
 

@@ -16,6 +16,8 @@ import math
 import re
 from typing import Any, Callable
 
+from .errors import KimiDataError
+
 CONFIG_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 CONFIG_NAME_RULE = "a config name is a letter then letters, digits, _ or - (at most 64)"
 
@@ -45,7 +47,7 @@ SETTING_RULES: dict[str, tuple[type, Callable[[Any], str | None]]] = {
 SAMPLING_KEYS = ("max_new_tokens", "temperature", "top_p", "max_seq_len")
 
 
-class SettingError(ValueError):
+class SettingError(KimiDataError, ValueError):
     """A run setting out of range (one line: where, which key, why)."""
 
 

@@ -25,6 +25,7 @@ from typing import Iterator
 
 import orjson
 
+from .errors import KimiDataError
 from .builders.partitions import Partition
 from .records import SourceRowError
 
@@ -33,7 +34,7 @@ SourceRow = tuple[int, "dict[str, Any] | SourceRowError"]
 SNIFF_BYTES = 1 << 16
 
 
-class SourceFileError(FileNotFoundError):
+class SourceFileError(KimiDataError, FileNotFoundError):
     """A whole source is unusable. (A FileNotFoundError so that every CLI command reports it as
     one `error:` line and exits 1.)"""
 

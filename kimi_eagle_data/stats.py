@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .errors import KimiDataError
 from .builders.partitions import PARTITIONS
 from .workdir import Workdir, read_json
 
@@ -35,7 +36,7 @@ STAT_COLUMNS = ["id", "split", "prompt_len", "completion_len", "reasoning_len", 
                 "issues"]
 
 
-class QualityError(RuntimeError):
+class QualityError(KimiDataError, RuntimeError):
     """A problem the user can fix (missing files, unknown config or id); printed as one line."""
 
 

@@ -7,10 +7,11 @@ from functools import lru_cache
 
 import orjson
 
+from .errors import KimiDataError
 from .tool_declaration import deep_sort, encode_tools
 
 
-class TokenizerLoadError(RuntimeError):
+class TokenizerLoadError(KimiDataError, RuntimeError):
     pass
 
 
@@ -37,7 +38,7 @@ def load_tokenizer(path: str, revision: str | None = None):
     return tok
 
 
-class ToolRenderingError(ValueError):
+class ToolRenderingError(KimiDataError, ValueError):
     """A prompt whose tools the model's template did not declare in the TypeScript form."""
 
 

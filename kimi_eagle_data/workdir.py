@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from .errors import KimiDataError, MissingInputError
 from .run_checks import check_config_name
 
 
@@ -29,7 +30,7 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
-class SettingsMismatchError(RuntimeError):
+class SettingsMismatchError(KimiDataError, RuntimeError):
     pass
 
 
@@ -99,7 +100,7 @@ class Workdir:
 
     def settings(self) -> dict[str, Any]:
         if not self.settings_path.exists():
-            raise FileNotFoundError(f"{self.root} has no run.json; run `kimi-data prepare` or `build` there first")
+            raise MissingInputError(f"{self.root} has no run.json; run `kimi-data prepare` or `build` there first")
         return read_json(self.settings_path)
 
 

@@ -11,6 +11,7 @@ import abc
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Iterator
 
+from ..errors import KimiDataError
 from ..records import Completion
 
 
@@ -50,7 +51,7 @@ class EngineInfo:
     server_args: dict[str, Any] = field(default_factory=dict)
 
 
-class EngineError(RuntimeError):
+class EngineError(KimiDataError, RuntimeError):
     """An engine cannot start or serve (one clear line; the CLI prints it and exits 1)."""
 
 
