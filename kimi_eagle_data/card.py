@@ -6,6 +6,7 @@ from importlib import resources
 from typing import Any
 
 from .builders.partitions import PARTITIONS
+from .profile import get_profile
 from .schema import features
 
 COUNT_KEYS = ("selected", "rejected_at_prepare", "generated", "failed", "pending", "valid", "rejected",
@@ -23,6 +24,7 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
                 repo_id: str | None = None) -> str:
     from huggingface_hub import DatasetCard, DatasetCardData
 
+    profile = get_profile(provenance["profile"])
     feats = features()._to_yaml_list()
     configs_yaml, infos_yaml, rows = [], [], []
     for config, s in summary.items():
@@ -48,18 +50,20 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
     total_rows = sum(r["r"]["valid"] + r["r"]["rejected"] for r in rows)
     card_data = DatasetCardData(
         license=licenses[0] if len(licenses) == 1 else "other",
-        pretty_name=f"Kimi-K2.5 EAGLE-3 drafter data v{version}",
+        pretty_name=f"{profile.display_name} EAGLE-3 drafter data v{version}",
         task_categories=["text-generation"],
-        tags=["eagle3", "speculative-decoding", "kimi-k2.5", "kimi-eagle-data"],
+        tags=["eagle3", "speculative-decoding", *profile.card_tags, "kimi-eagle-data"],
         size_categories=[_size_category(total_rows)],
         configs=configs_yaml,
         dataset_info=infos_yaml,
     )
     totals = {k: sum(r["r"][k] for r in rows) for k in COUNT_KEYS}
+    rules = profile.rules_paragraph()
     template = resources.files("kimi_eagle_data.cards") / "dataset_card.md.jinja"
     card = DatasetCard.from_template(
         card_data, template_str=template.read_text(encoding="utf-8"),
-        pretty_name=card_data.pretty_name, version=version, provenance=provenance, plots=plots,
+        pretty_name=card_data.pretty_name, version=version, provenance=provenance, plots=plots, rules=rules,
+        model_name=profile.display_name, think_close=profile.think_close,
         configs=rows, totals=totals, repo_id=repo_id, load_path=repo_id or "path/to/dataset",
         first_config="B4" if "B4" in summary else next(iter(summary)),
     )

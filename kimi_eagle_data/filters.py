@@ -27,6 +27,7 @@ import re
 from typing import Any
 
 from .builders.partitions import Filters
+from .profile import KIMI_K25
 
 Failure = "tuple[str, str] | None"
 
@@ -49,7 +50,7 @@ SCRIPTS = tuple(_SCRIPT_RANGES)
 SCRIPT_ALIASES = {"english": ("latin",), "chinese": ("han",), "japanese": ("kana", "han"),
                   "korean": ("hangul", "han"), "russian": ("cyrillic",)}
 _LETTER = re.compile(r"[^\W\d_]")
-TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")   # what `functions.NAME:IDX` call ids can carry
+TOOL_NAME = re.compile(KIMI_K25.tool_name_regex)   # what the model's call ids can carry
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 

@@ -323,7 +323,7 @@ class Pipeline:
             "project_version": __version__,
             "generated_from": iso(span[0]) if span else None,
             "generated_to": iso(span[1]) if span else None,
-            "tiny_model": self.profile.name == "tiny-kimi",
+            "tiny_model": self.profile.is_test_model,
         }
 
     def emit(self) -> dict[str, Any]:

@@ -43,6 +43,8 @@ class ModelProfile:
     tool_call_end: str
     # A tool-call id between `tool_call_begin` and `tool_call_argument_begin`.
     tool_call_id_regex: str
+    # A tool name the model's call ids can carry.
+    tool_name_regex: str = r"^[A-Za-z0-9_.\-]{1,128}$"
     # How the model writes a call id; IDX counts calls across the whole conversation (history included).
     tool_call_id_format: str = "functions.{name}:{index}"
     # The model's embedding size: every generated id must be below it (the tokenizer may name a few more).
@@ -60,6 +62,25 @@ class ModelProfile:
     max_seq_len: int = 16384
     # SGLang launch flags specific to this model.
     sglang_flags: tuple[str, ...] = ()
+    # How the dataset card names the model, and its Hub tags.
+    display_name: str = ""
+    card_tags: tuple[str, ...] = ()
+    # A test stand-in (the embedded tiny model): its card says "do not train on it".
+    is_test_model: bool = False
+
+    def describe(self, template: str) -> str:
+        """A description written with `{think_close}`-style fields, in this profile's token names."""
+        forbidden = ", ".join(f"`{t}`" for t in self.forbidden_in_completion if t not in self.optional_tokens)
+        return template.format(**self.structural_tokens(), forbidden=forbidden + ", media tokens",
+                               tool_call_id_shape=self.tool_call_id("NAME", 0).replace(":0", ":IDX"))
+
+    def rules_paragraph(self) -> str:
+        """The card's summary of what a `train` row satisfies (SPEC §5), in this profile's tokens."""
+        return self.describe(
+            "the prompt ends with the generation prompt (last token `{think_open}`); the completion has exactly one "
+            "`{think_close}`, no role or control tokens, a well-formed tool-call section naming declared tools "
+            "with JSON-object arguments and call indices continuing the conversation's count "
+            "(`{tool_call_id_shape}`), and ends with one `{end_of_turn}`.")
 
     def tool_call_id(self, name: str, index: int) -> str:
         return self.tool_call_id_format.format(name=name, index=index)
@@ -135,6 +156,8 @@ KIMI_K25 = ModelProfile(
     sampling=SamplingDefaults(max_new_tokens=10240, temperature=1.0, top_p=0.95),
     max_seq_len=16384,
     vocab_size=163840,
+    display_name="Kimi-K2.5",
+    card_tags=("kimi-k2.5",),
     sglang_flags=("--trust-remote-code", "--tool-call-parser", "kimi_k2", "--reasoning-parser", "kimi_k2"),
 )
 
@@ -149,6 +172,7 @@ TINY_KIMI = replace(
     sampling=SamplingDefaults(max_new_tokens=192, temperature=1.0, top_p=0.95),
     max_seq_len=510,
     vocab_size=None,     # its own: the tokenizer's length
+    is_test_model=True,
 )
 
 PROFILES: dict[str, ModelProfile] = {p.name: p for p in (KIMI_K25, TINY_KIMI)}

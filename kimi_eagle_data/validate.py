@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .profile import ProfileTokens
+from .profile import KIMI_K25, ModelProfile, ProfileTokens
 
 # --------------------------------------------------------------------------------------------
 # Token roles (values of the id -> role lookup table)
@@ -99,16 +99,22 @@ class _Sample:
 # The rule table
 
 _RULES: list[tuple[str, frozenset[str], Callable[["Validator", _Sample], list[str]]]] = []
-REASONS: dict[str, str] = {}
+# code -> description with the profile's token names as `{fields}` (ModelProfile.describe fills them in).
+REASON_TEMPLATES: dict[str, str] = {}
 
 
 def _rule(code: str, applies_to: frozenset[str], description: str):
     def register(fn):
-        assert code not in REASONS, code
+        assert code not in REASON_TEMPLATES, code
         _RULES.append((code, applies_to, fn))
-        REASONS[code] = description
+        REASON_TEMPLATES[code] = description
         return fn
     return register
+
+
+def reason_descriptions(profile: ModelProfile = KIMI_K25) -> dict[str, str]:
+    """Every reason code with its one-line description in `profile`'s token names."""
+    return {code: profile.describe(text) for code, text in REASON_TEMPLATES.items()}
 
 
 def _show(text: str, limit: int = 60) -> str:
@@ -129,7 +135,7 @@ def _is_json_object(text: str) -> bool:
 # -- sample-level rules (every finish reason) ---------------------------------------------------
 
 @_rule("prompt_not_generation_prompt", _ALL,
-       "the prompt does not end with the model's generation prompt (last token `<think>`)")
+       "the prompt does not end with the model's generation prompt (last token `{think_open}`)")
 def _prompt_suffix(v: "Validator", s: _Sample) -> list[str]:
     k = len(v.generation_prompt_ids)
     p = s.prompt
@@ -200,7 +206,7 @@ def _truncated(v: "Validator", s: _Sample) -> list[str]:
 
 # -- completion rules that do not need the end of the turn ---------------------------------------
 
-@_rule("think_open_in_completion", _GENERATED, "the completion contains `<think>` (the prompt opened it)")
+@_rule("think_open_in_completion", _GENERATED, "the completion contains `{think_open}` (the prompt opened it)")
 def _think_open(v: "Validator", s: _Sample) -> list[str]:
     at = s.at[_THINK_OPEN]
     if not at:
@@ -208,7 +214,7 @@ def _think_open(v: "Validator", s: _Sample) -> list[str]:
     return [f"{v.tokens.profile.think_open} at completion position(s) {_positions(at)}"]
 
 
-@_rule("multiple_think_close", _GENERATED, "the completion contains more than one `</think>`")
+@_rule("multiple_think_close", _GENERATED, "the completion contains more than one `{think_close}`")
 def _multiple_think_close(v: "Validator", s: _Sample) -> list[str]:
     at = s.at[_THINK_CLOSE]
     if len(at) <= 1:
@@ -217,8 +223,7 @@ def _multiple_think_close(v: "Validator", s: _Sample) -> list[str]:
 
 
 @_rule("forbidden_token", _GENERATED,
-       "a role, control or media token in the completion (`<|im_user|>`, `<|im_system|>`, "
-       "`<|im_assistant|>`, `<|im_middle|>`, `[BOS]`, `[EOS]`, media)")
+       "a role, control or media token in the completion ({forbidden})")
 def _forbidden(v: "Validator", s: _Sample) -> list[str]:
     found: dict[int, list[int]] = {}                      # distinct ids, in order of appearance
     for p in s.at[_FORBIDDEN]:
@@ -226,7 +231,7 @@ def _forbidden(v: "Validator", s: _Sample) -> list[str]:
     return [f"{v.id_to_token[tid]} at position(s) {_positions(where)}" for tid, where in found.items()]
 
 
-@_rule("tool_section_in_reasoning", _GENERATED, "tool-call tokens before `</think>` (inside the reasoning)")
+@_rule("tool_section_in_reasoning", _GENERATED, "tool-call tokens before `{think_close}` (inside the reasoning)")
 def _tool_in_reasoning(v: "Validator", s: _Sample) -> list[str]:
     if not s.in_reasoning:
         return []
@@ -235,7 +240,7 @@ def _tool_in_reasoning(v: "Validator", s: _Sample) -> list[str]:
 
 
 @_rule("tool_call_outside_section", _GENERATED,
-       "a tool-call token after `</think>` but outside `<|tool_calls_section_begin|>…_end|>`")
+       "a tool-call token after `{think_close}` but outside `{tool_calls_section_begin}…{tool_calls_section_end}`")
 def _outside(v: "Validator", s: _Sample) -> list[str]:
     if not s.outside:
         return []
@@ -258,7 +263,7 @@ def _empty_section(v: "Validator", s: _Sample) -> list[str]:
 
 
 @_rule("text_after_tool_section", _GENERATED,
-       "tokens between `<|tool_calls_section_end|>` and the final `<|im_end|>`")
+       "tokens between `{tool_calls_section_end}` and the final `{end_of_turn}`")
 def _text_after(v: "Validator", s: _Sample) -> list[str]:
     if s.sec_end is None or s.sec_end + 1 >= s.body_end:
         return []
@@ -266,7 +271,7 @@ def _text_after(v: "Validator", s: _Sample) -> list[str]:
     return [f"{k} token(s) after the tool-call section: {_show(s.decode(s.sec_end + 1, s.body_end))}"]
 
 
-@_rule("bad_tool_call_id", _GENERATED, "a tool-call id that does not match `functions.NAME:IDX`")
+@_rule("bad_tool_call_id", _GENERATED, "a tool-call id that does not match `{tool_call_id_shape}`")
 def _bad_id(v: "Validator", s: _Sample) -> list[str]:
     return [f"call {k}: id {_show(c.id_text)} does not match {v.tokens.profile.tool_call_id_regex}"
             for k, c in enumerate(s.calls) if c.name is None]
@@ -305,7 +310,7 @@ def _args(v: "Validator", s: _Sample) -> list[str]:
             for k, c in enumerate(s.calls) if not c.args_ok]
 
 
-@_rule("end_of_turn_not_last", _GENERATED, "an `<|im_end|>` that is not the last completion token")
+@_rule("end_of_turn_not_last", _GENERATED, "an `{end_of_turn}` that is not the last completion token")
 def _eot_not_last(v: "Validator", s: _Sample) -> list[str]:
     at = s.at[_EOT]
     if not at or at[-1] == s.n - 1:
@@ -313,7 +318,7 @@ def _eot_not_last(v: "Validator", s: _Sample) -> list[str]:
     return [f"{v.tokens.profile.end_of_turn} at {_positions(at)}, completion length {s.n}"]
 
 
-@_rule("multiple_end_of_turn", _GENERATED, "more than one `<|im_end|>` in the completion")
+@_rule("multiple_end_of_turn", _GENERATED, "more than one `{end_of_turn}` in the completion")
 def _multiple_eot(v: "Validator", s: _Sample) -> list[str]:
     at = s.at[_EOT]
     if len(at) <= 1:
@@ -323,14 +328,14 @@ def _multiple_eot(v: "Validator", s: _Sample) -> list[str]:
 
 # -- completion rules that need the whole turn ---------------------------------------------------
 
-@_rule("missing_think_close", _WHOLE, "a finished completion without `</think>`")
+@_rule("missing_think_close", _WHOLE, "a finished completion without `{think_close}`")
 def _missing_think_close(v: "Validator", s: _Sample) -> list[str]:
     if s.think_close_at is not None:
         return []
     return [f"no {v.tokens.profile.think_close} in {s.n} completion tokens"]
 
 
-@_rule("missing_end_of_turn", _WHOLE, "a finished completion without `<|im_end|>`")
+@_rule("missing_end_of_turn", _WHOLE, "a finished completion without `{end_of_turn}`")
 def _missing_eot(v: "Validator", s: _Sample) -> list[str]:
     if s.at[_EOT]:
         return []
@@ -338,7 +343,7 @@ def _missing_eot(v: "Validator", s: _Sample) -> list[str]:
     return [f"no {v.tokens.profile.end_of_turn}; the completion ends with {last}"]
 
 
-@_rule("empty_answer", _WHOLE, "no answer text after `</think>` and no tool call")
+@_rule("empty_answer", _WHOLE, "no answer text after `{think_close}` and no tool call")
 def _empty_answer(v: "Validator", s: _Sample) -> list[str]:
     if s.think_close_at is None or s.at[_CALL_BEGIN] or s.content.strip():
         return []
@@ -578,3 +583,7 @@ def _declared_names(tools: list[dict] | None) -> frozenset[str]:
         if isinstance(name, str) and name:
             names.add(name)
     return frozenset(names)
+
+
+# The default profile's wording, for readers that show a code's meaning (check, inspect).
+REASONS: dict[str, str] = reason_descriptions()
