@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .builders.partitions import PARTITIONS
-from .run_checks import click_config_names, click_setting
+from .settings import BY_NAME, INHERITED, check_servers, option_for, run_options
 
 console = Console(stderr=True)
 # Tables stay readable when stdout is a pipe or a log file (rich would assume 80 columns).
@@ -67,93 +67,7 @@ def parse_sources(values: tuple[str, ...], known=PARTITIONS) -> dict[str, str]:
     return sources
 
 
-def check_servers(ctx, param, values):
-    """--server values are http(s) URLs with a host: a typo fails now, not after --health-timeout."""
-    from .engines.sglang import url_problem
-
-    for v in values or ():
-        problem = url_problem(v)
-        if problem:
-            raise click.BadParameter(f"{v!r}: {problem}", param_hint="--server")
-    return values
-
-
-def workers_option(fn):
-    """--workers: processes that validate and decode (validate, emit, build, demo); not bound to the run."""
-    return click.option("--workers", type=click.IntRange(min=1), metavar="N",
-                        help="Processes that validate and decode completions (default: the machine's cores). "
-                             "The output does not depend on it.")(fn)
-
-
-def run_options(fn):
-    """Options shared by build and the stage commands."""
-    opts = [
-        click.argument("configs", nargs=-1, metavar="[CONFIG]...",     # B1-B8 or the --config file's partitions
-                       callback=click_config_names),
-        click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
-                     help="Run directory: checkpoint, stage outputs and dataset/ live here."),
-        click.option("--profile", default="kimi-k2.5", show_default=True,
-                     help="Model profile (token names, generation prompt, sampling defaults)."),
-        click.option("--model", help="Model path or Hub id (default: the profile's model)."),
-        click.option("--tokenizer", help="Tokenizer path (default: --model). Its chat template renders the prompts."),
-        click.option("--engine", type=click.Choice(["local", "sglang"]), default="local", show_default=True,
-                     help="local: transformers in-process (CPU or one GPU); sglang: SGLang servers via --server."),
-        click.option("--server", "servers", multiple=True, metavar="URL", callback=check_servers,
-                     help="SGLang server or sglang-router URL (repeatable; requests go to the least loaded)."),
-        click.option("--concurrency", default=256, show_default=True, type=int, callback=click_setting("concurrency"),
-                     help="SGLang requests kept in flight."),
-        click.option("--max-attempts", default=5, show_default=True, type=int, callback=click_setting("max_attempts"),
-                     help="Tries per sample on 5xx/timeouts/connection errors before it is recorded as failed."),
-        click.option("--retry-backoff", default=1.0, show_default=True, type=float,
-                     callback=click_setting("retry_backoff"),
-                     help="Seconds before the first retry; doubles each attempt (with jitter, at most 60 s)."),
-        click.option("--request-timeout", default=3600.0, show_default=True, type=float,
-                     callback=click_setting("request_timeout"), help="Seconds per SGLang request."),
-        click.option("--health-timeout", default=600.0, show_default=True, type=float,
-                     callback=click_setting("health_timeout"),
-                     help="Seconds to wait for the servers to become healthy."),
-        click.option("--allow-old-server", is_flag=True, help="Run against SGLang < 0.5.5 (not recommended)."),
-        click.option("--shard", metavar="i/N", help="Generate only shard i of N (0-based) of the prompts; "
-                     "nodes sharing a workdir write separate checkpoint files."),
-        click.option("--merge", multiple=True, type=click.Path(file_okay=False), metavar="DIR",
-                     help="Also read the checkpoints of these workdirs (shards generated elsewhere)."),
-        click.option("--samples", is_flag=True, help="Use the bundled sample rows instead of the upstream datasets."),
-        click.option("--source", "sources", multiple=True, metavar="CONFIG=PATH",
-                     help="Read a config's rows from a local JSONL/Parquet file in the upstream schema (repeatable)."),
-        click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False, resolve_path=True),
-                     help="Partition config (TOML): counts, seeds, policies, filters, dedup, decontamination, "
-                          "sampling, user-defined partitions (see README)."),
-        click.option("--revision", help="Upstream dataset revision to load from the Hub."),
-        click.option("--limit", type=int, callback=click_setting("limit"),
-                     help="Read at most this many source rows per config."),
-        click.option("--max-new-tokens", type=int, callback=click_setting("max_new_tokens"),
-                     help="Default: the profile's (10240 for Kimi-K2.5)."),
-        click.option("--temperature", type=float, callback=click_setting("temperature"),
-                     help="Default: the profile's (1.0); >= 0."),
-        click.option("--top-p", type=float, callback=click_setting("top_p"),
-                     help="Default: the profile's (0.95); in (0, 1]."),
-        click.option("--max-seq-len", type=int, callback=click_setting("max_seq_len"),
-                     help="Reject prompts with prompt_len + max_new_tokens above this (default: the profile's)."),
-        click.option("--keep-truncated", is_flag=True, help="Keep length-truncated completions in train."),
-        click.option("--retry-failed", is_flag=True, help="Generate again the samples recorded as failed."),
-        click.option("--batch-size", default=16, show_default=True, type=int, callback=click_setting("batch_size"),
-                     help="Local engine batch size."),
-        click.option("--version", "version", default="0.1.0", show_default=True, help="Dataset version (semver)."),
-        click.option("--no-progress", is_flag=True, help="No progress bars."),
-    ]
-    for opt in reversed(opts):
-        fn = opt(fn)
-    return fn
-
-
-# Options a later stage command inherits from the workdir's run.json when not given again.
-INHERITED = ("profile", "model", "tokenizer", "samples", "sources", "revision", "limit", "max_new_tokens",
-             "temperature", "top_p", "max_seq_len", "keep_truncated", "batch_size", "version", "configs",
-             "engine", "servers", "config_file", "repo")
-
-
 def settings_from(kw: dict):
-    from .pipeline import RunSettings
     from .workdir import read_json
 
     run_json = Path(kw["workdir"]) / "run.json"
@@ -163,6 +77,8 @@ def settings_from(kw: dict):
     new_config = kw.get("config_file") and kw["config_file"] != saved.get("config_file")
     inherited = {}
     for key in INHERITED:
+        if key == "model_label":        # not an option: follows --model below
+            continue
         if key == "configs" and new_config:
             continue
         if key in saved and ctx.get_parameter_source(key) in (None, click.core.ParameterSource.DEFAULT):
@@ -179,7 +95,7 @@ def settings_from(kw: dict):
             check_config_name(c)
     except SettingError as e:
         raise UserError(str(e) if str(e).startswith(str(run_json)) else f"{run_json}: options.configs: {e}") from None
-    check_servers(None, None, kw["servers"])
+    check_servers(None, None, kw["servers"])   # inherited URLs get the option's check too
     model_label = saved.get("model_label") if kw["model"] == saved.get("model") else None
     from .partition_config import ConfigError, load_config
 
@@ -202,19 +118,12 @@ def settings_from(kw: dict):
 def make_settings(kw: dict, known, model_label):
     from .pipeline import RunSettings
 
-    return RunSettings(
-        workdir=str(kw["workdir"]), configs=list(kw["configs"]), profile=kw["profile"],
-        model=kw["model"], tokenizer=kw["tokenizer"], engine=kw["engine"], samples=kw["samples"],
-        sources=parse_sources(kw["sources"], known), revision=kw["revision"], limit=kw["limit"],
-        config_file=kw["config_file"],
-        max_new_tokens=kw["max_new_tokens"], temperature=kw["temperature"], top_p=kw["top_p"],
-        max_seq_len=kw["max_seq_len"], keep_truncated=kw["keep_truncated"], retry_failed=kw["retry_failed"],
-        batch_size=kw["batch_size"], version=kw["version"], progress=not kw["no_progress"],
-        model_label=model_label, servers=list(kw["servers"]), concurrency=kw["concurrency"],
-        max_attempts=kw["max_attempts"], retry_backoff=kw["retry_backoff"], request_timeout=kw["request_timeout"],
-        health_timeout=kw["health_timeout"], allow_old_server=kw["allow_old_server"],
-        shard=parse_shard(kw["shard"]), merge=list(kw["merge"]), repo=kw.get("repo"), workers=kw.get("workers"),
-    )
+    # Options whose command-line form differs from the setting's value.
+    given = {k: v for k, v in kw.items() if k in BY_NAME}
+    given.update(workdir=str(kw["workdir"]), configs=list(kw["configs"]), sources=parse_sources(kw["sources"], known),
+                 servers=list(kw["servers"]), merge=list(kw["merge"]), shard=parse_shard(kw["shard"]),
+                 progress=not kw["no_progress"], model_label=model_label)
+    return RunSettings(**given)
 
 
 def parse_shard(value: str | None) -> tuple[int, int] | None:
@@ -346,7 +255,7 @@ def main():
               help="Where to put the run (dataset in WORKDIR/dataset).")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many sample rows per config.")
 @click.option("--no-progress", is_flag=True, help="No progress bars.")
-@workers_option
+@option_for("workers")
 @friendly_errors
 def demo(workdir: Path, limit: int | None, no_progress: bool, workers: int | None):
     """The whole pipeline on the bundled sample prompts with the embedded tiny model (CPU, no network).
@@ -366,7 +275,7 @@ def demo(workdir: Path, limit: int | None, no_progress: bool, workers: int | Non
 
 @main.command()
 @run_options
-@workers_option
+@option_for("workers")
 @friendly_errors
 def build(**kw):
     """prepare -> generate -> validate -> emit, resumable and idempotent.
@@ -424,7 +333,7 @@ def generate(**kw):
 
 @main.command()
 @run_options
-@workers_option
+@option_for("workers")
 @friendly_errors
 def validate(**kw):
     """Check every completion's token structure (SPEC §5): verdicts, lengths, finish reasons and reasons per
@@ -436,9 +345,8 @@ def validate(**kw):
 
 @main.command()
 @run_options
-@click.option("--repo", metavar="ORG/NAME",
-              help="Hub repo the card's load line names (the one you will `kimi-data push` to).")
-@workers_option
+@option_for("repo")
+@option_for("workers")
 @friendly_errors
 def emit(**kw):
     """Validate every completion and stream its row straight into WORKDIR/dataset (Parquet per config and

@@ -3,72 +3,40 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, make_dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 from rich.console import Console
 
-from .errors import MissingInputError
 from . import __version__
+from .errors import MissingInputError
 from .assemble import ValidateReport, validate_config
 from .checkpoint import Checkpoint, CheckpointSet, in_shard, shard_checkpoint_name
 from .engines.base import Engine, EngineError, SamplingParams
 from .generate import GenerateReport, generate_records
 from .prepare import PrepareReport, read_prepared
 from .profile import ModelProfile, ProfileTokens, get_profile
+from .settings import BOUND, INHERITED, dataclass_fields
 from .tokenizer import load_tokenizer, tokenizer_fingerprint
 from .tool_declaration import ENCODER_VERSION as TOOL_ENCODER_VERSION
 from .validate import Validator
 from .workdir import Workdir
 
-# Settings that change the data: a workdir started with one value refuses another.
-BINDING_KEYS = ("profile", "model", "tokenizer", "tokenizer_sha256", "chat_template_sha256",
-                "tokenizer_code_sha256", "tool_encoder_version", "sampling", "max_seq_len")
+# What the run is bound to: a workdir started with one value refuses another (settings.py marks the
+# bound settings; sampling is bound as the request it makes, the tokenizer by its fingerprints).
+_SAMPLING = ("max_new_tokens", "temperature", "top_p")
+BINDING_KEYS = (*(k for k in BOUND if k not in _SAMPLING), "sampling", "tokenizer_sha256", "chat_template_sha256",
+                "tokenizer_code_sha256", "tool_encoder_version")
 
 
-@dataclass
-class RunSettings:
-    workdir: str
-    configs: list[str] = field(default_factory=list)   # empty: the config file's `configs` (default B1-B8)
-    profile: str = "kimi-k2.5"
-    model: str | None = None               # default: the profile's model path
-    tokenizer: str | None = None           # default: the model path
-    model_label: str | None = None         # how the card names the model (default: model)
-    engine: str = "local"
-    samples: bool = False                  # read the bundled sample rows instead of the upstream
-    sources: dict[str, str] = field(default_factory=dict)   # config -> local JSONL/Parquet
-    revision: str | None = None
-    limit: int | None = None
-    config_file: str | None = None         # partition config (TOML): counts, seeds, filters, user partitions
-    max_new_tokens: int | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    max_seq_len: int | None = None
-    keep_truncated: bool = False
-    retry_failed: bool = False
-    batch_size: int = 16
-    servers: list[str] = field(default_factory=list)   # --engine sglang: server or router URLs
-    concurrency: int = 256
-    max_attempts: int = 5
-    retry_backoff: float = 1.0
-    request_timeout: float = 3600.0
-    health_timeout: float = 600.0
-    allow_old_server: bool = False
-    shard: tuple[int, int] | None = None   # (i, N): generate only this shard's prompts
-    merge: list[str] = field(default_factory=list)      # other workdirs whose checkpoints validate reads
-    version: str = "0.1.0"
-    repo: str | None = None                # Hub repo the card names (emit --repo; remembered)
-    workers: int | None = None             # validation processes (default: the machine's cores); not bound
-    progress: bool = True
+class _RunSettings:
+    """What one run of the pipeline does; fields come from settings.SETTINGS (see RunSettings below)."""
 
     def options(self) -> dict[str, Any]:
-        """What later stage commands on this workdir inherit (see cli.INHERITED)."""
-        keys = ("profile", "model", "model_label", "tokenizer", "samples", "sources", "revision", "limit",
-                "max_new_tokens", "temperature", "top_p", "max_seq_len", "keep_truncated", "batch_size",
-                "version", "configs", "engine", "servers", "config_file", "repo")
-        return {k: getattr(self, k) for k in keys}
+        """What later stage commands on this workdir inherit (settings marked `inherited`)."""
+        return {k: getattr(self, k) for k in INHERITED}
 
     def __post_init__(self):
         from .partition_config import load_config
@@ -110,6 +78,10 @@ class RunSettings:
             top_p=d.top_p if self.top_p is None else self.top_p,
             stop_token_ids=(stop_id,),
         )
+
+
+RunSettings = make_dataclass("RunSettings", dataclass_fields(), bases=(_RunSettings,))
+RunSettings.__module__ = __name__
 
 
 class Pipeline:
