@@ -88,10 +88,15 @@ class CompletionBatch:
 
 
 class Checkpoint:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, readonly: bool = False):
+        """`readonly`: for reports (stats, inspect), which must never create or alter a checkpoint."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            if readonly:
+                self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=60)
+                self.db.execute("SELECT 1 FROM completions LIMIT 1")   # a non-checkpoint fails here, not later
+                return
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
@@ -100,6 +105,19 @@ class Checkpoint:
             raise CorruptCheckpointError(
                 f"checkpoint {self.path} is not a readable SQLite database ({e}); move it aside and rerun "
                 "generate, or restore it from a backup") from e
+
+    def request_stats(self) -> list[tuple]:
+        """(id, config, prompt_tokens, completion_tokens, cached_tokens, latency_s, created_at) per completion,
+        by id: what stats and plan read (no token ids)."""
+        try:
+            return self.db.execute("SELECT id, config, prompt_tokens, completion_tokens, cached_tokens, latency_s, "
+                                   "created_at FROM completions ORDER BY id").fetchall()
+        except sqlite3.DatabaseError as e:
+            raise self._unreadable(e) from e
+
+    def finish_detail(self, id_: str) -> dict | None:
+        r = self.db.execute("SELECT finish_detail FROM completions WHERE id=?", (id_,)).fetchone()
+        return orjson.loads(r[0]) if r else None
 
     def close(self) -> None:
         self.db.close()
@@ -205,8 +223,8 @@ def in_shard(id_: str, shard: tuple[int, int] | None) -> bool:
 class CheckpointSet:
     """Several checkpoint files (shards, merged workdirs) read as one."""
 
-    def __init__(self, paths: Iterable[Path]):
-        self.parts = [Checkpoint(p) for p in paths]
+    def __init__(self, paths: Iterable[Path], readonly: bool = False):
+        self.parts = [Checkpoint(p, readonly=readonly) for p in paths]
         self.duplicates = 0   # ids completed in more than one file (overlapping shards); the first wins
 
     def close(self) -> None:
@@ -246,6 +264,17 @@ class CheckpointSet:
                 pending = []
         if pending:
             yield CompletionBatch.from_rows(pending)
+
+    def request_stats(self) -> list[tuple]:
+        """As Checkpoint.request_stats over every file; a sample in two files counts once (the first)."""
+        rows: dict[str, tuple] = {}
+        for p in self.parts:
+            for r in p.request_stats():
+                rows.setdefault(r[0], r)
+        return [rows[k] for k in sorted(rows)]
+
+    def finish_detail(self, id_: str) -> dict | None:
+        return next((d for d in (p.finish_detail(id_) for p in self.parts) if d is not None), None)
 
     def get_meta(self, key: str):
         for p in self.parts:

@@ -68,9 +68,9 @@ def parse_sources(values: tuple[str, ...], known=PARTITIONS) -> dict[str, str]:
 
 
 def settings_from(kw: dict):
-    from .workdir import read_json
+    from .workdir import Workdir, read_json
 
-    run_json = Path(kw["workdir"]) / "run.json"
+    run_json = Workdir(Path(kw["workdir"]).resolve()).settings_path
     saved = read_json(run_json).get("options", {}) if run_json.exists() else {}
     ctx = click.get_current_context()
     # A new --config brings its own default configs: do not inherit the old run's list then.

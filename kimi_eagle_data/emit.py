@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from .errors import KimiDataError
 from . import __version__
 from .schema import ROW_SCHEMA, SPLITS
-from .workdir import Workdir, atomic_path, file_sha256, move_into_place, write_json
+from .workdir import Workdir, atomic_path, dataset_data_dir, file_sha256, move_into_place, write_json
 
 SEMVER = re.compile(r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$")
 SHARD_TARGET_BYTES = 512 << 20     # token bytes (4 id + 1 mask) after which a new shard starts (~150-250 MB)
@@ -127,7 +127,7 @@ def check_version(version: str) -> None:
 
 def clear_data(workdir: Workdir) -> Path:
     """Configs may have shrunk or been re-sharded since the last emit: the data tree is rebuilt whole."""
-    data_dir = workdir.dataset / "data"
+    data_dir = dataset_data_dir(workdir.dataset)
     if data_dir.exists():
         shutil.rmtree(data_dir)
     return data_dir

@@ -13,7 +13,6 @@ declarations or a tool result.
 from __future__ import annotations
 
 import secrets
-import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,10 +23,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .checkpoint import CorruptCheckpointError
 from .profile import ModelProfile, ProfileTokens, get_profile
 from .run_checks import config_name_problem
 from .stats import QualityError
 from .validate import REASONS
+from .workdir import Workdir, dataset_configs, dataset_shards
 
 # Turn-opening role tokens and the header terminator come from the profile (`turn_tokens`,
 # `turn_header_end`) by token *string*; their ids are looked up from the tokenizer.
@@ -228,7 +229,7 @@ class RowSource:
 
 def _shards(ds: Path, config: str) -> list[tuple[Path, str]]:
     """A dataset dir's files of one config, with the split their name starts with."""
-    return [(f, f.name.split("-", 1)[0]) for f in sorted((ds / "data" / config).glob("*.parquet"))]
+    return [(f, f.name.split("-", 1)[0]) for f in dataset_shards(ds, config)]
 
 
 def locate(path: str | Path, config: str) -> RowSource:
@@ -237,19 +238,20 @@ def locate(path: str | Path, config: str) -> RowSource:
     d = Path(path).resolve()
     if not d.is_dir():
         raise QualityError(f"{path} is not a directory; pass a workdir or its dataset/ directory")
-    validated = d / "validated" / f"{config}.parquet"
+    validated = Workdir(d).validated(config)
     if validated.exists():
-        ds = d / "dataset" if (d / "dataset").is_dir() else None
+        ds = Workdir(d).dataset if Workdir(d).dataset.is_dir() else None
         return RowSource([(validated, None)], d, ds, f"{path}/validated/{config}.parquet",
                          _shards(ds, config) if ds else [])
-    for ds in (d, d / "dataset"):
+    for ds in (d, Workdir(d).dataset):
         files = _shards(ds, config)
         if files:
             parent = ds.parent
-            workdir = parent if (parent / "run.json").exists() and (parent / "dataset").resolve() == ds else None
+            owner = Workdir(parent)
+            workdir = parent if owner.settings_path.exists() and owner.dataset.resolve() == ds else None
             return RowSource(list(files), workdir, ds, f"{ds}/data/{config}/*.parquet", files)
-    have = sorted({p.stem for p in (d / "validated").glob("*.parquet")} |
-                  {p.name for root in (d, d / "dataset") for p in (root / "data").glob("*") if p.is_dir()})
+    have = sorted(set(Workdir(d).validated_configs()) | {c for root in (d, Workdir(d).dataset)
+                                                         for c in dataset_configs(root)})
     raise QualityError(f"no rows of config {config!r} in {path} (neither validated/{config}.parquet nor "
                        f"data/{config}/); configs there: {', '.join(have) or 'none'}")
 
@@ -315,7 +317,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 def resolve_tokenizer(src: RowSource, override: str | None) -> tuple[str, ModelProfile, dict[str, Any]]:
     """(tokenizer path, profile, run settings). The run's `options.tokenizer` / `options.model`, else the
     profile's model path (the dataset's manifest names the profile)."""
-    run = _read_json(src.workdir / "run.json") if src.workdir else {}
+    run = _read_json(Workdir(src.workdir).settings_path) if src.workdir else {}
     manifest = _read_json(src.dataset / "manifest.json") if src.dataset else {}
     prov = manifest.get("provenance", {})
     try:
@@ -330,18 +332,16 @@ def resolve_tokenizer(src: RowSource, override: str | None) -> tuple[str, ModelP
 def finish_detail(src: RowSource, id_: str) -> dict[str, Any]:
     if src.workdir is None:
         return {}
-    for path in sorted(src.workdir.glob("generations*.sqlite")):
-        try:
-            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-            try:
-                r = db.execute("SELECT finish_detail FROM completions WHERE id=?", (id_,)).fetchone()
-            finally:
-                db.close()
-        except sqlite3.DatabaseError:
-            continue
-        if r:
-            return orjson.loads(r[0])
-    return {}
+    try:
+        ckpt = Workdir(src.workdir).open_checkpoints(readonly=True)
+    except CorruptCheckpointError:
+        return {}   # inspect shows the row; the detail only refines `length` verdicts
+    if ckpt is None:
+        return {}
+    try:
+        return ckpt.finish_detail(id_) or {}
+    finally:
+        ckpt.close()
 
 
 # -- the whole inspection -----------------------------------------------------------------------------

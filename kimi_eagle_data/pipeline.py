@@ -22,7 +22,7 @@ from .settings import BOUND, INHERITED, dataclass_fields
 from .tokenizer import load_tokenizer, tokenizer_fingerprint
 from .tool_declaration import ENCODER_VERSION as TOOL_ENCODER_VERSION
 from .validate import Validator
-from .workdir import Workdir
+from .workdir import Workdir, dataset_config_dir
 
 # What the run is bound to: a workdir started with one value refuses another (settings.py marks the
 # bound settings; sampling is bound as the request it makes, the tokenizer by its fingerprints).
@@ -193,9 +193,9 @@ class Pipeline:
 
     def checkpoint_paths(self) -> list:
         """Every checkpoint file validate reads: this workdir's shards and those of --merge workdirs."""
-        paths = sorted(self.workdir.root.glob("generations*.sqlite"))
+        paths = self.workdir.checkpoint_paths()
         for other in self.s.merge:
-            found = sorted(Workdir(Path(other).resolve()).root.glob("generations*.sqlite"))
+            found = Workdir(Path(other).resolve()).checkpoint_paths()
             if not found:
                 raise MissingInputError(f"--merge {other}: no generations*.sqlite there; is it a kimi-data workdir?")
             paths += found
@@ -307,9 +307,9 @@ class Pipeline:
         from .workdir import read_json
 
         check_version(self.s.version)
-        data_dir = clear_data(self.workdir)
+        clear_data(self.workdir)
         assets = self.workdir.dataset / "assets"
-        sinks = {c: ConfigShards(data_dir / c) for c in self.s.configs}
+        sinks = {c: ConfigShards(dataset_config_dir(self.workdir.dataset, c)) for c in self.s.configs}
         histograms = {}
 
         def draw(config: str) -> None:

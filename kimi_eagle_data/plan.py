@@ -34,7 +34,7 @@ from .builders.partitions import PARTITIONS
 from .run_checks import config_name_problem
 from .stats import (QualityError, open_workdir, read_checkpoint_info, read_columns, read_report,
                     validated_configs)
-from .workdir import Workdir
+from .workdir import Workdir, dataset_shards
 
 NAIVE_CHARS_PER_TOKEN = 3.5
 PLAN_COLUMNS = ["id", "split", "prompt_len", "completion_len", "prompt_chars", "completion_chars"]
@@ -98,7 +98,7 @@ def _scale(iv: dict[str, float | None], factor: float) -> dict[str, float | None
 def bytes_per_token(wd: Workdir, config: str, tokens: int) -> tuple[float | None, str]:
     """Compressed column-chunk bytes of the emitted Parquet (all splits) per token; None when the workdir was
     not emitted (validate writes no token rows)."""
-    files = sorted((wd.dataset / "data" / config).glob("*.parquet"))
+    files = dataset_shards(wd.dataset, config)
     where = f"dataset/data/{config}/*.parquet"
     if not files:
         return None, f"not emitted (run `kimi-data emit --workdir {wd.root}`)"

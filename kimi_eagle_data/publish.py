@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import KimiDataError
-from .workdir import atomic_path, file_sha256
+from .workdir import atomic_path, dataset_config_dir, dataset_configs, dataset_shards, file_sha256
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 MANIFEST = "manifest.json"
@@ -304,12 +304,12 @@ class ExportReport:
 def _shards(ds: LocalDataset, config: str, split: str) -> list[Path]:
     info = ds.manifest.get("configs", {}).get(config, {}).get("splits", {}).get(split)
     if info and info.get("files"):
-        return [ds.root / "data" / config / f for f in info["files"]]
-    return sorted((ds.root / "data" / config).glob(f"{split}-*.parquet"))
+        return [dataset_config_dir(ds.root, config) / f for f in info["files"]]
+    return dataset_shards(ds.root, config, split)
 
 
 def _pick_configs(ds: LocalDataset, configs: list[str] | None) -> list[str]:
-    known = ds.configs or sorted(p.name for p in (ds.root / "data").iterdir() if p.is_dir())
+    known = ds.configs or dataset_configs(ds.root)
     if not configs:
         return known
     unknown = [c for c in configs if c not in known]

@@ -11,19 +11,18 @@ a valid one (SPEC §5).
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .errors import KimiDataError
 from .builders.partitions import PARTITIONS
+from .checkpoint import CorruptCheckpointError
+from .errors import KimiDataError
 from .workdir import Workdir, read_json
 
 SHORT_COMPLETION = 300          # tokens; "short" is reported, never a reason to reject
@@ -47,7 +46,7 @@ def open_workdir(path: str | Path) -> Workdir:
     if not root.is_dir():
         raise QualityError(f"{path} is not a directory; pass a workdir made by `kimi-data build` or `demo`")
     wd = Workdir(root)
-    if not (root / "validated").is_dir():
+    if not wd.has_validated:
         raise QualityError(f"{root} has no validated/ results; run `kimi-data build --workdir {path}` "
                            f"(or `validate`) there first")
     return wd
@@ -60,7 +59,7 @@ def order_configs(names) -> list[str]:
 
 
 def validated_configs(wd: Workdir, wanted: list[str] | tuple[str, ...] = ()) -> list[str]:
-    have = order_configs(p.stem for p in (wd.root / "validated").glob("*.parquet"))
+    have = order_configs(wd.validated_configs())
     if not wanted:
         if not have:
             raise QualityError(f"{wd.root}/validated holds no <CONFIG>.parquet; run `kimi-data validate "
@@ -109,26 +108,17 @@ class CheckpointInfo:
 
 
 def read_checkpoint_info(wd: Workdir) -> CheckpointInfo | None:
-    paths = sorted(wd.root.glob("generations*.sqlite"))
-    if not paths:
+    try:
+        ckpt = wd.open_checkpoints(readonly=True)
+    except CorruptCheckpointError as e:
+        raise QualityError(f"{e}; is it a kimi-data checkpoint?") from e
+    if ckpt is None:
         return None
-    rows: dict[str, tuple] = {}
-    engine: dict[str, Any] = {}
-    for path in paths:
-        try:
-            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-            try:
-                for r in db.execute("SELECT id, config, prompt_tokens, completion_tokens, cached_tokens, latency_s, "
-                                    "created_at FROM completions ORDER BY id"):
-                    rows.setdefault(r[0], r)      # a sample in two shard files counts once (the first)
-                if not engine:
-                    m = db.execute("SELECT value FROM meta WHERE key='engine'").fetchone()
-                    engine = orjson.loads(m[0]) if m else {}
-            finally:
-                db.close()
-        except sqlite3.DatabaseError as e:
-            raise QualityError(f"checkpoint {path} is not readable ({e}); is it a kimi-data checkpoint?") from e
-    recs = list(rows.values())
+    try:
+        recs = ckpt.request_stats()
+        engine = ckpt.get_meta("engine") or {}
+    finally:
+        ckpt.close()
 
     def col(k: int) -> np.ndarray:
         return np.array([np.nan if r[k] is None else float(r[k]) for r in recs], dtype=np.float64)

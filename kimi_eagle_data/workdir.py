@@ -71,6 +71,25 @@ class Workdir:
     def dataset(self) -> Path:
         return self.root / "dataset"
 
+    def checkpoint_paths(self) -> list[Path]:
+        """Every checkpoint file of the workdir: the main one and one per shard (`--shard i/N`)."""
+        return sorted(self.root.glob("generations*.sqlite"))
+
+    def open_checkpoints(self, readonly: bool = True):
+        """The workdir's checkpoint files read as one (None when generate never ran here)."""
+        from .checkpoint import CheckpointSet
+
+        paths = self.checkpoint_paths()
+        return CheckpointSet(paths, readonly=readonly) if paths else None
+
+    def validated_configs(self) -> list[str]:
+        d = self.root / "validated"
+        return sorted(p.stem for p in d.glob("*.parquet")) if d.exists() else []
+
+    @property
+    def has_validated(self) -> bool:
+        return (self.root / "validated").is_dir()
+
     def prepared_configs(self) -> list[str]:
         d = self.root / "prepared"
         return sorted(p.stem for p in d.glob("*.parquet")) if d.exists() else []
@@ -144,3 +163,23 @@ def file_sha256(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+# -- the Hub-layout tree (a workdir's dataset/ or a downloaded repo) -------------------------------
+
+def dataset_data_dir(dataset_root: Path) -> Path:
+    return Path(dataset_root) / "data"
+
+
+def dataset_config_dir(dataset_root: Path, config: str) -> Path:
+    """`data/<CONFIG>/`: the Parquet shards of one config, named `<split>-NNNNN-of-NNNNN.parquet`."""
+    return dataset_data_dir(dataset_root) / check_config_name(config)
+
+
+def dataset_shards(dataset_root: Path, config: str, split: str | None = None) -> list[Path]:
+    return sorted(dataset_config_dir(dataset_root, config).glob(f"{split or '*'}-*.parquet"))
+
+
+def dataset_configs(dataset_root: Path) -> list[str]:
+    d = dataset_data_dir(dataset_root)
+    return sorted(p.name for p in d.iterdir() if p.is_dir()) if d.is_dir() else []
