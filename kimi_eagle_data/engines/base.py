@@ -59,6 +59,7 @@ class ScoreResult:
     id: str
     logprobs: list[float] = field(default_factory=list)
     top1_ids: list[int] = field(default_factory=list)
+    top1_logprobs: list[float] = field(default_factory=list)   # the top-1 token's log-prob (when known)
     error: dict[str, Any] | None = None
 
 

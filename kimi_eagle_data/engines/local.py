@@ -107,13 +107,14 @@ class LocalEngine(Engine):
             raise EngineError(f"local generation failed: {e}") from e
         seqs = out.sequences
         new = seqs[:, width:].tolist()
-        lp_rows = top_rows = None
+        lp_rows = top_rows = top_lp_rows = None
         if want_lp:   # the raw logits of each step (not the temperature/top-p warped scores)
             logits = torch.stack(out.logits, dim=1).float()              # [batch, steps, vocab]
             logp = torch.log_softmax(logits, dim=-1)
             chosen = seqs[:, width:width + logits.shape[1]].to(logp.device)
             lp_rows = logp.gather(-1, chosen.unsqueeze(-1)).squeeze(-1).tolist()
             top_rows = logits.argmax(dim=-1).tolist()
+            top_lp_rows = logp.max(dim=-1).values.tolist()
         elapsed = time.perf_counter() - t0
         stops = set(sp.stop_token_ids)
         results = []
@@ -131,6 +132,7 @@ class LocalEngine(Engine):
                 engine=self.name, latency_s=elapsed,
                 output_logprobs=lp_rows[b][:len(output)] if lp_rows is not None else None,
                 output_top1_ids=top_rows[b][:len(output)] if top_rows is not None else None,
+                output_top1_logprobs=top_lp_rows[b][:len(output)] if top_lp_rows is not None else None,
             ))
         return results
 
@@ -169,6 +171,7 @@ class LocalEngine(Engine):
             rows = logits[i, r.start - 1:n - 1].float()                    # predicts positions start..n-1
             logp = torch.log_softmax(rows, dim=-1)
             target = ids[i, r.start:n].to(logp.device)
+            top_lp, top_id = logp.max(dim=-1)
             results.append(ScoreResult(r.id, logprobs=logp.gather(-1, target.unsqueeze(-1)).squeeze(-1).tolist(),
-                                       top1_ids=rows.argmax(dim=-1).tolist()))
+                                       top1_ids=top_id.tolist(), top1_logprobs=top_lp.tolist()))
         return results
