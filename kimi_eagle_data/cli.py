@@ -458,6 +458,10 @@ from .cli_publish import export, push  # noqa: E402
 main.add_command(push)
 main.add_command(export)
 
+from .cli_score import score  # noqa: E402
+
+main.add_command(score)
+
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -115,7 +115,10 @@ def emit_dataset(workdir: Workdir, configs: list[str], *, version: str, provenan
 
     plots = {**plot_lengths(workdir, list(summary), out / "assets"),
              **plot_length_histograms(workdir, list(summary), out / "assets")}
-    card = render_card(summary, version=version, provenance=provenance, plots=plots, repo_id=repo_id)
+    from .score_report import load_report
+
+    card = render_card(summary, version=version, provenance=provenance, plots=plots, repo_id=repo_id,
+                       score=load_report(workdir))
     with atomic_path(out / "README.md") as tmp:
         tmp.write_text(card, encoding="utf-8")
 
