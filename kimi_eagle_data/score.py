@@ -37,7 +37,14 @@ from typing import Any, Iterator
 
 import orjson
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from .checkpoint import CorruptCheckpointError
 from .engines.base import Engine, ScoreRequest
