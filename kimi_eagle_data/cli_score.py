@@ -118,6 +118,11 @@ def _score(configs, workdir: Path, limit, seed, threshold, engine, servers, conc
                   + (f", {run['skipped_failed']} failed earlier (rerun with --retry-failed)" if run["skipped_failed"]
                      else ""), highlight=False)
     out.print(threshold_note(report), highlight=False, soft_wrap=True)
+    unanswered = [c for c, r in report["configs"].items() if r["prompts"] and not r["with_answer"]]
+    if unanswered:
+        out.print(f"[yellow]note:[/] no upstream answers kept for {', '.join(unanswered)} (prepared before answers "
+                  f"were kept, or the source has none); `kimi-data prepare --workdir {wd.root}` keeps them "
+                  "(same prompts, same ids)", highlight=False, soft_wrap=True)
     missing = [c for c, r in report["configs"].items() if not r["own"]]
     if missing:
         out.print(f"[yellow]note:[/] no own completions to compare for {', '.join(missing)}; run "
