@@ -219,7 +219,8 @@ def table_rows(report: dict[str, Any]) -> list[dict[str, str]]:
                      "upstream": _f(up.get("nats_per_token")), "own": _f(own.get("nats_per_token")),
                      "gap": gap_text(c["gap"]), "top1_upstream": _pct(up.get("top1")), "top1_own": _pct(own.get("top1")),
                      "n": f"{up.get('samples', 0)}/{own.get('samples', 0)}", "verdict": c["verdict"]})
-        for seg, s in (c.get("segments") or {}).items():
+        segments = c.get("segments") or {}
+        for seg, s in ((k, segments[k]) for k in ("reasoning", "answer") if k in segments):
             rows.append({"config": "", "segment": seg, "sampled": "", "no_answer": "",
                          "upstream": _f(s["upstream"]["nats_per_token"]), "own": _f(s["own"]["nats_per_token"]),
                          "gap": gap_text(s["gap"]), "top1_upstream": _pct(s["upstream"]["top1"]),
