@@ -774,9 +774,64 @@ CONVERSATIONS: dict[str, Callable[..., Conversation]] = {
 
 def adapt_row(adapter: str, row: Any, policy: str = "first_user", *, id_field: str | None = None
               ) -> tuple[str, list[PrefixItem]]:
-    """One source row -> (row key, [(source id, prompt or per-prompt error)]) under a policy.
+    """One source row -> (row key, [(source id, prompt or per-prompt error)]) under a policy; each prompt
+    carries the upstream answer that followed it (`SourcePrompt.answer`, None where there is none).
 
     Raises `SourceRowError` when the row as a whole cannot be read."""
+    key, items = _adapt_row(adapter, row, policy, id_field=id_field)
+    for _, item in items:
+        if isinstance(item, SourcePrompt):
+            item.answer = upstream_answer(adapter, row, item, id_field=id_field)
+    return key, items
+
+
+def upstream_answer(adapter: str, row: Any, prompt: SourcePrompt, *, id_field: str | None = None
+                    ) -> dict[str, Any] | None:
+    """The source's own answer to `prompt`: {"reasoning": str | None, "content": str[, "tool_calls"]}.
+
+    `input_field` rows: the `output` column (OpenCodeInstruct's code, OpenCodeReasoning's `<think>…</think>`
+    + solution). Conversation rows: the assistant turn right after the prompt's last turn in the row's
+    whole conversation (the same `CONVERSATIONS` reading the every_user_prefix policy uses), with a
+    leading `<think>…</think>` or OpenThoughts' thought section split off as reasoning (`split_reasoning`).
+    None when the source has no answer there (the conversation ends, the next turn is not the assistant's,
+    the answer is empty, or the rest of the row cannot be read): prepare counts those prompts."""
+    try:
+        if adapter == "input_field":
+            out = row.get("output") if isinstance(row, dict) else None
+            msg = split_reasoning(content_text(out, "`output`")) if out is not None else None
+        else:
+            fn = CONVERSATIONS[adapter]
+            _, msgs, _ = fn(row, id_field) if adapter == "chat" else fn(row)
+            msg = _turn_after(msgs, prompt.messages)
+    except (SourceRowError, KeyError):
+        return None
+    if msg is None:
+        return None
+    answer: dict[str, Any] = {"reasoning": msg.get("reasoning_content"), "content": msg.get("content") or ""}
+    if msg.get("tool_calls"):
+        answer["tool_calls"] = msg["tool_calls"]
+    if not answer["content"].strip() and not answer.get("tool_calls") and not (answer["reasoning"] or "").strip():
+        return None
+    return answer
+
+
+def _turn_after(msgs: list[dict[str, Any]], prompt: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The assistant message after the prompt's last turn: the k-th message of that role in the
+    conversation, where k counts that role in the prompt (system turns the prompt drops do not shift it)."""
+    last = prompt[-1]["role"]
+    k = sum(m["role"] == last for m in prompt)
+    seen = 0
+    for i, m in enumerate(msgs):
+        if m["role"] == last:
+            seen += 1
+            if seen == k:
+                nxt = msgs[i + 1] if i + 1 < len(msgs) else None
+                return nxt if nxt is not None and nxt["role"] == "assistant" else None
+    return None
+
+
+def _adapt_row(adapter: str, row: Any, policy: str = "first_user", *, id_field: str | None = None
+               ) -> tuple[str, list[PrefixItem]]:
     if policy == "first_user":
         sp = chat(row, id_field) if adapter == "chat" else ADAPTERS[adapter](row)
         return sp.source_id, [(sp.source_id, sp)]

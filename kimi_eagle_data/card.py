@@ -21,7 +21,7 @@ def _size_category(n: int) -> str:
 
 
 def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, Any], plots: dict[str, str],
-                repo_id: str | None = None) -> str:
+                repo_id: str | None = None, score: dict[str, Any] | None = None) -> str:
     from huggingface_hub import DatasetCard, DatasetCardData
 
     profile = get_profile(provenance["profile"])
@@ -66,5 +66,16 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
         model_name=profile.display_name, think_close=profile.think_close,
         configs=rows, totals=totals, repo_id=repo_id, load_path=repo_id or "path/to/dataset",
         first_config="B4" if "B4" in summary else next(iter(summary)),
+        score=_score_section(score),
     )
     return str(card)
+
+
+def _score_section(score: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`kimi-data score`'s table for the card (None: the section is left out)."""
+    if not score or not score.get("configs"):
+        return None
+    from .score_report import markdown_table, threshold_note
+
+    return {"table": markdown_table(score), "note": threshold_note(score), "limit": score["limit"],
+            "engine": score.get("engine") or {}}

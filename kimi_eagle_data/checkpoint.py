@@ -4,6 +4,10 @@ SQLite in WAL mode: each completion is one transaction, so a `kill -9` at any mo
 every committed sample intact and no torn record; the primary key makes a duplicate impossible.
 Every row carries a checksum of its token bytes, verified on read, so a corrupt checkpoint is
 reported instead of being loaded silently.
+
+`logprob_stats` (JSON, nullable) holds the per-sample sums of the target's log-probs of what it sampled
+(`Completion.logprob_stats`), for `kimi-data score`. Checkpoints written before it existed get the column
+on open (NULL: no log-probs recorded); the checksum covers only the token bytes, so they stay valid.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ CREATE TABLE IF NOT EXISTS completions (
     engine TEXT,
     latency_s REAL,
     created_at REAL NOT NULL,
-    checksum TEXT NOT NULL
+    checksum TEXT NOT NULL,
+    logprob_stats TEXT
 );
 CREATE TABLE IF NOT EXISTS failures (
     id TEXT PRIMARY KEY,
@@ -101,6 +106,7 @@ class Checkpoint:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(SCHEMA)
+            self._migrate()
         except sqlite3.DatabaseError as e:
             raise CorruptCheckpointError(
                 f"checkpoint {self.path} is not a readable SQLite database ({e}); move it aside and rerun "
@@ -119,6 +125,11 @@ class Checkpoint:
         r = self.db.execute("SELECT finish_detail FROM completions WHERE id=?", (id_,)).fetchone()
         return orjson.loads(r[0]) if r else None
 
+    def _migrate(self) -> None:
+        cols = {r[1] for r in self.db.execute("PRAGMA table_info(completions)")}
+        if "logprob_stats" not in cols:   # a checkpoint from before log-probs were recorded
+            self.db.execute("ALTER TABLE completions ADD COLUMN logprob_stats TEXT")
+
     def close(self) -> None:
         self.db.close()
 
@@ -136,10 +147,13 @@ class Checkpoint:
         with self.db:  # one transaction: the completion lands and its failure record goes, or neither
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute(
-                "INSERT OR IGNORE INTO completions VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR IGNORE INTO completions (id, config, output_ids, finish_reason, finish_detail, "
+                "prompt_tokens, completion_tokens, cached_tokens, engine, latency_s, created_at, checksum, "
+                "logprob_stats) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (c.id, config, blob, c.finish_reason, orjson.dumps(c.finish_detail).decode(),
                  c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.engine, c.latency_s,
-                 time.time(), _checksum(c.id, blob, c.finish_reason)),
+                 time.time(), _checksum(c.id, blob, c.finish_reason),
+                 orjson.dumps(c.logprob_stats).decode() if c.logprob_stats is not None else None),
             )
             self.db.execute("DELETE FROM failures WHERE id=?", (c.id,))
 
@@ -169,14 +183,16 @@ class Checkpoint:
     def _completions(self, config: str) -> Iterator[Completion]:
         cur = self.db.execute(
             "SELECT id, output_ids, finish_reason, finish_detail, prompt_tokens, completion_tokens, "
-            "cached_tokens, engine, latency_s, checksum FROM completions WHERE config=? ORDER BY id", (config,))
-        for (id_, blob, fr, fd, pt, ct, cached, engine, lat, checksum) in cur:
+            "cached_tokens, engine, latency_s, checksum, logprob_stats FROM completions WHERE config=? ORDER BY id",
+            (config,))
+        for (id_, blob, fr, fd, pt, ct, cached, engine, lat, checksum, lps) in cur:
             if not isinstance(blob, bytes) or _checksum(id_, blob, fr) != checksum or len(blob) % 4:
                 raise self._corrupt_record(id_)
             yield Completion(   # output_ids: a read-only int32 view of the stored bytes (no Python ints)
                 id=id_, output_ids=np.frombuffer(blob, dtype="<i4"), finish_reason=fr,
                 finish_detail=orjson.loads(fd), prompt_tokens=pt, completion_tokens=ct,
-                cached_tokens=cached, engine=engine or "", latency_s=lat)
+                cached_tokens=cached, engine=engine or "", latency_s=lat,
+                logprob_stats=orjson.loads(lps) if lps else None)
 
     def batches(self, config: str, rows: int = 1024) -> Iterator[CompletionBatch]:
         """A config's completions by id in batches of `rows`: one query, fetched a batch at a time into one

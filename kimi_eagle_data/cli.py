@@ -447,6 +447,10 @@ from .cli_check import check, render  # noqa: E402
 main.add_command(render)
 main.add_command(check)
 
+from .cli_score import score  # noqa: E402
+
+main.add_command(score)
+
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -51,7 +51,8 @@ PLAN_JSON_HELP = """\b
 P = count (prompts to generate), and for each of tokens, prompt_tokens,
     completion_tokens, valid_rate, train_rows, train_tokens, disk_bytes,
     wall_hours, gpu_hours: {estimate, low, high};
-    naive {tokens, ratio_to_measured[, prompt_tokens, completion_tokens]}"""
+    naive {tokens, ratio_to_measured[, prompt_tokens, completion_tokens]}
+score: WORKDIR/score.json as `kimi-data score --json` prints it, or null"""
 
 INSPECT_JSON_HELP = """\b
 --json prints one object: id, config, split, picked (how it was chosen),
@@ -289,6 +290,14 @@ def _print_plan(r: dict[str, Any]) -> None:
               "content.", highlight=False, soft_wrap=True)
     if r["skipped"]:
         out.print("skipped: " + "; ".join(f"{k}: {v}" for k, v in r["skipped"].items()), highlight=False)
+    if r.get("score"):
+        from .score_report import rich_table, threshold_note
+
+        out.print(rich_table(r["score"], title="where regeneration pays (kimi-data score)"))
+        out.print(threshold_note(r["score"]), highlight=False, soft_wrap=True)
+    else:
+        out.print("where regeneration pays: run `kimi-data score` on this workdir to compare the upstream answers "
+                  "with the target's own completions", highlight=False, soft_wrap=True)
 
 
 def _hw(c: dict[str, Any]) -> str:

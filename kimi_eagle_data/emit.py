@@ -146,8 +146,10 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
         raise NothingToEmit(f"nothing to emit from {workdir.root}: no config has a generated sample yet; "
                             "run generate (with --retry-failed if samples failed)")
 
+    from .score_report import load_report
+
     card = render_card(summary, version=version, provenance=provenance, plots=plots(list(summary)),
-                       repo_id=repo_id)
+                       repo_id=repo_id, score=load_report(workdir))
     with atomic_path(out / "README.md") as tmp:
         tmp.write_text(card, encoding="utf-8")
 

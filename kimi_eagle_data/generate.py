@@ -3,6 +3,10 @@
 Work already in the checkpoint is skipped, so a rerun (or a restart after a crash) continues
 where the last one stopped. A completion the engine could not produce (`abort`, exhausted
 retries) is recorded as a failure with its reason; `retry_failed` tries those again.
+
+Requests ask for the log-prob of every sampled token (`return_logprob`); the checkpoint keeps their
+sums per sample (`logprob_stats`), so `kimi-data score` compares the upstream answers with the target's
+own completions without scoring those again.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .checkpoint import Checkpoint
 from .engines.base import Engine, GenerationRequest, SamplingParams
-from .records import PromptRecord
+from .records import Completion, PromptRecord
 
 FAILED_FINISH = ("abort", "error")
 
@@ -41,9 +45,27 @@ def request_seed(id_: str) -> int:
     return int(id_.rsplit("-", 1)[-1][:8], 16) if "-" in id_ else 0
 
 
+def logprob_stats(c: Completion, think_close: int | None) -> dict | None:
+    """Per-sample sums of the log-probs the engine reported for `c.output_ids` (None without them):
+    n, sum, top1 (tokens that were the target's top-1) over the completion, and the same over the
+    reasoning, the tokens before the first `think_close` (the rest, think_close included, is the answer)."""
+    lps = c.output_logprobs
+    if lps is None or len(lps) != len(c.output_ids) or not len(lps):
+        return None
+    ids = [int(t) for t in c.output_ids]
+    top = c.output_top1_ids if c.output_top1_ids is not None and len(c.output_top1_ids) == len(ids) else None
+    # The prompt ends with think_open: everything up to think_close is reasoning (all of a truncated one).
+    k = 0 if think_close is None else ids.index(think_close) if think_close in ids else len(ids)
+    hits = [int(t == a) for t, a in zip(ids, top)] if top is not None else None
+    return {"n": len(ids), "sum": float(sum(lps)), "top1": sum(hits) if hits is not None else None,
+            "reasoning_n": k, "reasoning_sum": float(sum(lps[:k])),
+            "reasoning_top1": sum(hits[:k]) if hits is not None else None}
+
+
 def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Checkpoint, sampling: SamplingParams,
                      *, done: set[str] | None = None, failed: dict | None = None, retry_failed: bool = False,
-                     console: Console | None = None, show_progress: bool = True) -> GenerateReport:
+                     console: Console | None = None, show_progress: bool = True,
+                     think_close: int | None = None) -> GenerateReport:
     """Generate every record not in `done` (nor in `failed`, unless `retry_failed`); commit each result."""
     report = GenerateReport()
     done = checkpoint.done_ids() if done is None else done
@@ -56,7 +78,7 @@ def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Ch
         elif r.id in failed and not retry_failed:
             report.skipped_failed += 1
         else:
-            todo.append(GenerationRequest(r.id, r.prompt_ids, sampling, seed=request_seed(r.id)))
+            todo.append(GenerationRequest(r.id, r.prompt_ids, sampling, seed=request_seed(r.id), return_logprob=True))
     report.requested = len(todo)
     if not todo:
         return report
@@ -81,6 +103,7 @@ def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Ch
                 checkpoint.record_failure(config, c.id, reason, message, attempts)
                 report.failed += 1
             else:
+                c.logprob_stats = logprob_stats(c, think_close)
                 checkpoint.commit(config, c)
                 report.completed += 1
                 report.output_tokens += len(c.output_ids)

@@ -219,7 +219,7 @@ class Pipeline:
             ckpt.set_meta("engine", asdict(engine.info()))
             return generate_records(records, engine, ckpt, self.sampling, done=done, failed=failed,
                                     retry_failed=self.s.retry_failed, console=self.console,
-                                    show_progress=self.s.progress)
+                                    show_progress=self.s.progress, think_close=self.tokens.think_close)
         finally:
             if own and engine is not None:
                 engine.close()

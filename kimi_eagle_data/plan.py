@@ -325,6 +325,9 @@ def collect_plan(workdir: str | Path, counts: dict[str, int] | None = None, *, g
         "wall_hours": hours(comp_all, 1),
         "gpu_hours": hours(comp_all, gpus),
     }
+    from .score_report import load_report
+
+    result["score"] = load_report(wd)   # where regeneration pays (`kimi-data score`), when it has run
     return result
 
 

@@ -20,6 +20,9 @@ Per config, in this order (each rejection is kept with its reason, never silent)
     near_dedup  near_duplicate                                        (dedup.py, opt-in)
     prepared
 
+Each prepared prompt keeps the source's own answer beside it when the source has one (`answer`, for
+`kimi-data score`); prompts without one are counted (`without_answer`), never dropped.
+
 Counts land in `prepared/<CFG>.json` (`selected`, `prepared`, `rejected` by reason,
 `rejected_total`, the `funnel`, scan statistics); rejected rows in `prepared/<CFG>.rejects.jsonl`.
 Accounting: selected = prepared + rejected_total.
@@ -81,6 +84,7 @@ class PrepareReport:
     scan_errors: Counter = field(default_factory=Counter)   # row-level failures among all scanned rows
     exhausted: bool = False                # fewer than n prepared: the candidates ran out
     passed: Counter = field(default_factory=Counter)        # prompts past each stage
+    without_answer: int = 0                # prepared prompts whose source has no answer to score (`score`)
     contaminated_by: Counter = field(default_factory=Counter)
     partition: dict = field(default_factory=dict)
 
@@ -249,8 +253,9 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
         state.exact.add(cfg, key, id_)
     if near_on:
         state.near().add(cfg, sig, id_)
-    records.append(PromptRecord(id_, cfg, partition.upstream, sid, sp.messages, sp.tools, prompt_ids))
+    records.append(PromptRecord(id_, cfg, partition.upstream, sid, sp.messages, sp.tools, prompt_ids, sp.answer))
     report.prepared += 1
+    report.without_answer += sp.answer is None
 
 
 # -- several configs ----------------------------------------------------------------------------------
@@ -307,6 +312,7 @@ def write_prepared(workdir: Workdir, config: str, records: list[PromptRecord], r
         "messages": [orjson.dumps(r.messages).decode() for r in records],
         "tools": [orjson.dumps(r.tools).decode() if r.tools else "" for r in records],
         "prompt_ids": [r.prompt_ids for r in records],
+        "answer": [orjson.dumps(r.answer).decode() if r.answer else "" for r in records],
     }, schema=PROMPT_SCHEMA)
     with atomic_path(workdir.prepared(config)) as tmp:
         pq.write_table(table, tmp, compression="zstd")
@@ -322,10 +328,12 @@ def read_prepared(workdir: Workdir, config: str) -> list[PromptRecord]:
     if not path.exists():
         raise MissingInputError(f"{path} is missing; run `kimi-data prepare {config} --workdir {workdir.root}` first")
     t = pq.read_table(path).to_pydict()
+    answers = t.get("answer") or [""] * len(t["id"])    # prepared before answers were kept: none
     return [
-        PromptRecord(id_, cfg, src, sid, orjson.loads(msgs), orjson.loads(tools) if tools else None, ids)
-        for id_, cfg, src, sid, msgs, tools, ids in zip(
-            t["id"], t["config"], t["source"], t["source_id"], t["messages"], t["tools"], t["prompt_ids"])
+        PromptRecord(id_, cfg, src, sid, orjson.loads(msgs), orjson.loads(tools) if tools else None, ids,
+                     orjson.loads(ans) if ans else None)
+        for id_, cfg, src, sid, msgs, tools, ids, ans in zip(
+            t["id"], t["config"], t["source"], t["source_id"], t["messages"], t["tools"], t["prompt_ids"], answers)
     ]
 
 

@@ -30,6 +30,9 @@ class SourcePrompt:
     source_id: str                         # upstream row key (stable across runs)
     messages: list[dict[str, Any]]         # the prompt turns, ending with the turn to answer
     tools: list[dict[str, Any]] | None = None
+    # The upstream answer that followed the prompt, when the source has one (`kimi-data score`):
+    # {"reasoning": str | None, "content": str[, "tool_calls": [...]]}. Never part of the prompt or its id.
+    answer: dict[str, Any] | None = None
 
 
 @dataclass
@@ -43,6 +46,7 @@ class PromptRecord:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] | None
     prompt_ids: list[int]
+    answer: dict[str, Any] | None = None   # the upstream answer (SourcePrompt.answer), for `kimi-data score`
 
     @property
     def prompt_len(self) -> int:
@@ -74,3 +78,13 @@ class Completion:
     cached_tokens: int | None = None
     engine: str = ""
     latency_s: float | None = None
+    # The target's log-probability of each generated token (natural log) and its top-1 token id at that
+    # position, when the engine reports them. Transient: the checkpoint keeps only their sums
+    # (`logprob_stats`), never per-token lists.
+    output_logprobs: Sequence[float] | None = None
+    output_top1_ids: Sequence[int] | None = None
+    output_top1_logprobs: Sequence[float] | None = None   # the top-1 token's log-prob (protocol server)
+    # Their per-sample sums (generate.logprob_stats), what the checkpoint stores: {"n", "sum", "top1"} over
+    # the whole completion, and "reasoning_n", "reasoning_sum", "reasoning_top1" over the tokens before the
+    # profile's think_close. None when the engine reported no log-probs (or an older checkpoint).
+    logprob_stats: dict[str, Any] | None = None

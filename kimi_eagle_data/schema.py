@@ -64,6 +64,9 @@ PROMPT_SCHEMA = pa.schema([
     ("messages", pa.string()),       # JSON: the prompt turns as given to the chat template
     ("tools", pa.string()),          # JSON, "" when none
     ("prompt_ids", pa.list_(pa.int32())),
+    # JSON of the upstream answer that followed the prompt ({"reasoning", "content"[, "tool_calls"]}),
+    # "" when the source has none; read by `kimi-data score`. Older prepared files lack the column.
+    ("answer", pa.string()),
 ])
 
 SPLITS = ("train", "rejected")

@@ -18,6 +18,12 @@ It asserts, with one PASS/FAIL line each (exit 1 on any failure):
  5. input_ids + max_new_tokens beyond the context length is refused with HTTP 400 and
     {"error": {"message": ...}}.
  6. /tokenize (>= 0.5.5) returns {"tokens", "count"}.
+ 7. log-probs (`kimi-data score`, generate's recorded sums): a generation request with return_logprob
+    and top_logprobs_num 1 has meta_info.output_token_logprobs = [[logprob, id, text], ...] naming
+    output_ids; a prefill-only request (max_new_tokens 0) of prompt + the greedy output with
+    logprob_start_len = len(prompt) - 1 has input_token_logprobs for those positions, null log-prob at
+    the first, the output ids after it, and input_top_logprobs whose top-1 ids are the greedy output
+    (so the positions line up), with log-probs equal to the generation's (within 0.05).
 The same script runs in the CPU test suite against `kimi-data serve --engine local`, which mirrors
 this contract, so the script itself is tested.
 """
@@ -132,6 +138,28 @@ def main() -> int:
     check("batch input_ids answer a list, one dict per prompt, in order",
           status == 200 and isinstance(rb, list) and len(rb) == 2 and rb[0].get("output_ids") == out
           and rb[1]["meta_info"]["prompt_tokens"] == len(prompt) - 1, f"status {status}, body {str(rb)[:300]}")
+
+    status, rg = call(url, "/generate", {"input_ids": prompt, "sampling_params": base, "return_logprob": True,
+                                         "top_logprobs_num": 1})
+    olp = (rg or {}).get("meta_info", {}).get("output_token_logprobs") if isinstance(rg, dict) else None
+    check("return_logprob: output_token_logprobs are [logprob, id, text] naming output_ids",
+          isinstance(olp, list) and [e[1] for e in olp] == out and all(isinstance(e[0], float) for e in olp),
+          f"status {status}, got {str(olp)[:300]}")
+    status, rs = call(url, "/generate", {"input_ids": prompt + out, "sampling_params": {"max_new_tokens": 0},
+                                         "return_logprob": True, "logprob_start_len": len(prompt) - 1,
+                                         "top_logprobs_num": 1})
+    meta_s = rs.get("meta_info", {}) if isinstance(rs, dict) else {}
+    ilp, itop = meta_s.get("input_token_logprobs"), meta_s.get("input_top_logprobs")
+    shape_ok = (isinstance(ilp, list) and len(ilp) == n + 1 and ilp[0][0] is None and ilp[0][1] == prompt[-1]
+                and [e[1] for e in ilp[1:]] == out)
+    check("prefill-only: input_token_logprobs from logprob_start_len, null first, then the scored ids",
+          shape_ok, f"status {status}, got {str(ilp)[:300]}")
+    check("prefill-only: input_top_logprobs top-1 ids are the greedy output (positions line up)",
+          isinstance(itop, list) and len(itop) == n + 1 and itop[0] is None
+          and [pos[0][1] for pos in itop[1:]] == out, f"got {str(itop)[:300]}")
+    if shape_ok and isinstance(olp, list) and len(olp) == n:
+        worst = max(abs(a[0] - b[0]) for a, b in zip(olp, ilp[1:]))
+        check("prefill log-probs equal the generation's (within 0.05)", worst < 0.05, f"max difference {worst:.4f}")
 
     ctx = info.get("context_length") or info.get("max_req_input_len") or 1 << 20
     status, r3 = call(url, "/generate", {"input_ids": prompt, "sampling_params": {**base, "max_new_tokens": int(ctx)}})

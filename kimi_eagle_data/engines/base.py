@@ -38,6 +38,30 @@ class GenerationRequest:
     sampling: SamplingParams
     # Engines that can seed per request (the local one) derive their randomness from it.
     seed: int = 0
+    # Also report the target's log-prob and top-1 id of every sampled token (Completion.output_logprobs,
+    # .output_top1_ids); SGLang: `return_logprob` + `top_logprobs_num` 1 on the request.
+    return_logprob: bool = False
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """Prefill only: the target's log-prob of `input_ids[start:]`, each token given all before it."""
+
+    id: str
+    input_ids: list[int]
+    start: int                       # first scored position (>= 1): the prompt's length
+
+
+@dataclass
+class ScoreResult:
+    """One answer to a ScoreRequest: per scored token (positions start..end-1) its log-prob (natural log)
+    and the id the target ranks first there; or, on failure, `error` = {reason, message, attempts}."""
+
+    id: str
+    logprobs: list[float] = field(default_factory=list)
+    top1_ids: list[int] = field(default_factory=list)
+    top1_logprobs: list[float] = field(default_factory=list)   # the top-1 token's log-prob (when known)
+    error: dict[str, Any] | None = None
 
 
 @dataclass
@@ -64,6 +88,11 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion]:
         """Yield one Completion per request as each finishes (any order)."""
+
+    def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoreResult]:
+        """Prefill-only scoring: yield one ScoreResult per request as each finishes (any order).
+        A request that keeps failing comes back with `error` set, not as an exception."""
+        raise EngineError(f"the {self.name} engine cannot score token log-probs; use --engine local or sglang")
 
     def in_flight(self) -> int | None:
         """Requests currently being served (for the progress bar); None when not meaningful."""

@@ -7,6 +7,10 @@ It mirrors SGLang's observable behaviour where the data contract depends on it:
   - input_len - 1` with `max_req_len = context_len - 1`), and a `length` finish reports that value.
 Requests are grouped by sampling parameters, sorted by length to limit padding, and decoded in
 batches; each batch is seeded from its request ids so a rerun reproduces it.
+
+Log-probs, when asked (`return_logprob`, and `score`), are log_softmax of the raw logits in float32:
+what SGLang reports for prefill tokens, and for sampled tokens at temperature 1 (it scales by the
+temperature before the softmax and ignores top-p there).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from itertools import groupby
 from typing import Iterable, Iterator
 
 from ..records import Completion
-from .base import Engine, EngineError, EngineInfo, GenerationRequest
+from .base import Engine, EngineError, EngineInfo, GenerationRequest, ScoreRequest, ScoreResult
 
 
 class LocalEngine(Engine):
@@ -68,8 +72,8 @@ class LocalEngine(Engine):
         return max(0, min(max_new_tokens, self.context_length - prompt_len - 2))
 
     def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion]:
-        reqs = sorted(requests, key=lambda r: (repr(r.sampling), len(r.input_ids), r.id))
-        for _, group in groupby(reqs, key=lambda r: r.sampling):
+        reqs = sorted(requests, key=lambda r: (repr(r.sampling), r.return_logprob, len(r.input_ids), r.id))
+        for _, group in groupby(reqs, key=lambda r: (r.sampling, r.return_logprob)):
             group = list(group)
             for start in range(0, len(group), self.batch_size):
                 yield from self._generate_batch(group[start:start + self.batch_size])
@@ -88,6 +92,7 @@ class LocalEngine(Engine):
         seed = int.from_bytes(hashlib.sha256("|".join(r.id + str(r.seed) for r in batch).encode()).digest()[:8], "little")
         torch.manual_seed(seed % (2**63))
         do_sample = sp.temperature > 0
+        want_lp = batch[0].return_logprob
         try:
             with torch.no_grad():
                 out = self.model.generate(
@@ -96,14 +101,24 @@ class LocalEngine(Engine):
                     temperature=sp.temperature if do_sample else None,
                     top_p=sp.top_p if do_sample else None, top_k=0 if do_sample else None,
                     eos_token_id=list(sp.stop_token_ids), pad_token_id=self.pad_id,
+                    return_dict_in_generate=True, output_logits=want_lp,
                 )
         except RuntimeError as e:
             raise EngineError(f"local generation failed: {e}") from e
-        new = out[:, width:].tolist()
+        seqs = out.sequences
+        new = seqs[:, width:].tolist()
+        lp_rows = top_rows = top_lp_rows = None
+        if want_lp:   # the raw logits of each step (not the temperature/top-p warped scores)
+            logits = torch.stack(out.logits, dim=1).float()              # [batch, steps, vocab]
+            logp = torch.log_softmax(logits, dim=-1)
+            chosen = seqs[:, width:width + logits.shape[1]].to(logp.device)
+            lp_rows = logp.gather(-1, chosen.unsqueeze(-1)).squeeze(-1).tolist()
+            top_rows = logits.argmax(dim=-1).tolist()
+            top_lp_rows = logp.max(dim=-1).values.tolist()
         elapsed = time.perf_counter() - t0
         stops = set(sp.stop_token_ids)
         results = []
-        for r, limit, row in zip(batch, limits, new):
+        for b, (r, limit, row) in enumerate(zip(batch, limits, new)):
             output: list[int] = []
             finish = {"type": "length", "length": limit}
             for tok in row[:limit]:
@@ -115,5 +130,48 @@ class LocalEngine(Engine):
                 id=r.id, output_ids=output, finish_reason=finish["type"], finish_detail=finish,
                 prompt_tokens=len(r.input_ids), completion_tokens=len(output), cached_tokens=0,
                 engine=self.name, latency_s=elapsed,
+                output_logprobs=lp_rows[b][:len(output)] if lp_rows is not None else None,
+                output_top1_ids=top_rows[b][:len(output)] if top_rows is not None else None,
+                output_top1_logprobs=top_lp_rows[b][:len(output)] if top_lp_rows is not None else None,
             ))
+        return results
+
+    # -- prefill-only scoring -------------------------------------------------------------------
+    def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoreResult]:
+        """log_softmax of the logits at positions start-1 .. end-2, gathered at the next token: the
+        log-prob of each of input_ids[start:] given everything before it. Batched, right-padded (a causal
+        model's positions before the padding do not see it), sorted by length."""
+        reqs = sorted(requests, key=lambda r: (len(r.input_ids), r.id))
+        for i in range(0, len(reqs), self.batch_size):
+            yield from self._score_batch(reqs[i:i + self.batch_size])
+
+    def _score_batch(self, batch: list[ScoreRequest]) -> list[ScoreResult]:
+        torch = self._torch
+        bad = [r for r in batch if not 1 <= r.start <= len(r.input_ids)
+               or (self.context_length and len(r.input_ids) > self.context_length)]
+        results = [ScoreResult(r.id, error={"reason": "bad_request", "attempts": 1, "message":
+                   f"cannot score {len(r.input_ids)} ids from position {r.start} (context {self.context_length})"})
+                   for r in bad]
+        batch = [r for r in batch if r not in bad]
+        if not batch:
+            return results
+        width = max(len(r.input_ids) for r in batch)
+        ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for i, r in enumerate(batch):
+            ids[i, :len(r.input_ids)] = torch.tensor(r.input_ids, dtype=torch.long)
+            mask[i, :len(r.input_ids)] = 1
+        try:
+            with torch.no_grad():
+                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+        except RuntimeError as e:
+            raise EngineError(f"local scoring failed: {e}") from e
+        for i, r in enumerate(batch):
+            n = len(r.input_ids)
+            rows = logits[i, r.start - 1:n - 1].float()                    # predicts positions start..n-1
+            logp = torch.log_softmax(rows, dim=-1)
+            target = ids[i, r.start:n].to(logp.device)
+            top_lp, top_id = logp.max(dim=-1)
+            results.append(ScoreResult(r.id, logprobs=logp.gather(-1, target.unsqueeze(-1)).squeeze(-1).tolist(),
+                                       top1_ids=top_id.tolist(), top1_logprobs=top_lp.tolist()))
         return results

@@ -7,6 +7,12 @@ It speaks the subset of SGLang's native API this project uses, with SGLang's fie
 (+ `/get_server_info`), `/tokenize`, `/flush_cache`. Concurrent requests are gathered into batches
 for the engine. Fault injection (error rate, delay, dropped connections, malformed answers)
 exercises the client's retries and response checks in tests.
+
+Log-probs as SGLang gives them (engines/sglang_logprobs.py cites the source): `return_logprob` adds
+`meta_info.output_token_logprobs` ([logprob, token_id, null] per sampled token) and, with
+`top_logprobs_num` >= 1, `output_top_logprobs` (top-1 only here); a prefill-only request
+(`max_new_tokens` 0) with `logprob_start_len` L adds `input_token_logprobs` for positions L.. with a null
+log-prob at L, and `input_top_logprobs` (null at L), computed by the engine's `score`.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from .base import Engine, GenerationRequest, SamplingParams
+from .base import Engine, GenerationRequest, SamplingParams, ScoreRequest
 
 # What this stand-in reports as its SGLang version: the behaviour it mirrors is 0.5.5+.
 PROTOCOL_VERSION = "0.5.23"
@@ -127,8 +133,16 @@ class ProtocolServer:
             while len(batch) < self.max_batch and not self.queue.empty():
                 batch.append(self.queue.get_nowait())
             reqs = [req for req, _ in batch]
+
+            def run(reqs=reqs):   # generation and prefill-only scoring share the queue and the model
+                gen = [r for r in reqs if isinstance(r, GenerationRequest)]
+                score = [r for r in reqs if isinstance(r, ScoreRequest)]
+                found = {c.id: c for c in self.engine.generate(gen)} if gen else {}
+                found.update({x.id: x for x in self.engine.score(score)} if score else {})
+                return found
+
             try:
-                done = await loop.run_in_executor(None, lambda: {c.id: c for c in self.engine.generate(reqs)})
+                done = await loop.run_in_executor(None, run)
             except Exception as e:  # the engine failed: every waiting request gets the error
                 for _, fut in batch:
                     if not fut.done():
@@ -181,11 +195,19 @@ class ProtocolServer:
                                                    f"{len(ids) + sampling.max_new_tokens} tokens: {len(ids)} tokens "
                                                    f"from the input messages and {sampling.max_new_tokens} tokens "
                                                    "for the completion."}}, status=400)
+        try:
+            want_lp = bool(body.get("return_logprob", False))
+            start = int(body.get("logprob_start_len", -1) if body.get("logprob_start_len") is not None else -1)
+            top_n = int(body.get("top_logprobs_num") or 0)
+        except (TypeError, ValueError) as e:
+            return _json({"error": {"message": f"bad logprob fields: {e}"}}, status=400)
+        if want_lp and sampling.max_new_tokens == 0 and start >= 0:
+            return await self._prefill_only(prompts, rids, start, top_n, batch, t0)
         loop = asyncio.get_running_loop()
         futures = []
         for ids, rid in zip(prompts, rids):
             req = GenerationRequest(id=rid or uuid.uuid4().hex, input_ids=list(ids), sampling=sampling,
-                                    seed=int(sp.get("sampling_seed", 0)))
+                                    seed=int(sp.get("sampling_seed", 0)), return_logprob=want_lp)
             fut = loop.create_future()
             await self.queue.put((req, fut))
             futures.append((req, fut))
@@ -210,10 +232,46 @@ class ProtocolServer:
                     "e2e_latency": time.perf_counter() - t0,
                 },
             }
+            if want_lp:
+                _add_output_logprobs(answer["meta_info"], c, top_n)
             if f.bad_output:
                 vocab = len(self.tokenizer) if self.tokenizer is not None else 1 << 31
                 corrupt(answer, f.bad_output, max_new_tokens=sampling.max_new_tokens, vocab_size=vocab)
             out.append(answer)
+        self.requests_served += len(out)
+        return _json(out if batch else out[0])
+
+    async def _prefill_only(self, prompts, rids, start: int, top_n: int, batch: bool, t0: float) -> web.Response:
+        """max_new_tokens 0 + return_logprob: the engine's `score` from position start+1 (SGLang reports a
+        null log-prob at logprob_start_len itself)."""
+        loop = asyncio.get_running_loop()
+        futures = []
+        for ids, rid in zip(prompts, rids):
+            s = min(start, len(ids) - 1)     # SGLang clamps a start past the prompt to its last position
+            req = ScoreRequest(id=rid or uuid.uuid4().hex, input_ids=list(ids), start=s + 1)
+            fut = loop.create_future()
+            await self.queue.put((req, fut))
+            futures.append((req, s, fut))
+        out = []
+        for req, s, fut in futures:
+            try:
+                r = await fut
+            except Exception as e:
+                return _json({"error": {"message": f"scoring failed: {e}"}}, status=500)
+            if r.error:
+                return _json({"error": {"message": r.error.get("message", "scoring failed")}}, status=400)
+            ids = req.input_ids
+            meta = {
+                "id": req.id, "finish_reason": {"type": "length", "length": 0},
+                "prompt_tokens": len(ids), "completion_tokens": 0, "cached_tokens": 0,
+                "input_token_logprobs": [[None, ids[s], None]] + [[lp, t, None] for lp, t in zip(r.logprobs, ids[s + 1:])],
+                "output_token_logprobs": [],
+                "e2e_latency": time.perf_counter() - t0,
+            }
+            if top_n > 0:
+                meta["input_top_logprobs"] = [None] + [[[lp, t, None]] for lp, t in zip(r.top1_logprobs, r.top1_ids)]
+                meta["output_top_logprobs"] = []
+            out.append({"text": "", "output_ids": [], "meta_info": meta})
         self.requests_served += len(out)
         return _json(out if batch else out[0])
 
@@ -258,6 +316,16 @@ class ProtocolServer:
 
     async def flush_cache(self, request: web.Request) -> web.Response:
         return web.Response(text="Cache flushed.\n")
+
+
+def _add_output_logprobs(meta: dict[str, Any], c, top_n: int) -> None:
+    lps = c.output_logprobs if c.output_logprobs is not None else []
+    meta["input_token_logprobs"] = []
+    meta["output_token_logprobs"] = [[lp, int(t), None] for lp, t in zip(lps, c.output_ids)]
+    if top_n > 0:
+        meta["input_top_logprobs"] = []
+        meta["output_top_logprobs"] = [[[lp, int(t), None]] for lp, t in
+                                       zip(c.output_top1_logprobs or [], c.output_top1_ids or [])]
 
 
 def run_server(server: ProtocolServer, host: str, port: int, *, print_url=print) -> None:

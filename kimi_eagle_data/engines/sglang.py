@@ -32,7 +32,8 @@ from typing import Any, Iterable, Iterator
 import orjson
 
 from ..records import Completion
-from .base import Engine, EngineError, EngineInfo, GenerationRequest
+from .base import Engine, EngineError, EngineInfo, GenerationRequest, ScoreRequest, ScoreResult
+from .sglang_logprobs import LOGPROB_FIELDS, with_output_logprobs
 
 MIN_SGLANG = (0, 5, 5)
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
@@ -251,6 +252,12 @@ class SGLangEngine(Engine):
     def stop(self) -> None:
         self._stop.set()
 
+    def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoreResult]:
+        """Prefill-only scoring (sglang_logprobs.py) over the same servers, concurrency and retries."""
+        from .sglang_logprobs import score_stream
+
+        return score_stream(self, requests)
+
     def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion]:
         self.start()
         out: queue.Queue = queue.Queue(maxsize=4 * self.concurrency)
@@ -315,8 +322,10 @@ class SGLangEngine(Engine):
         return min(self.urls, key=lambda u: (self.in_flight_by_url[u], self.sent[u]))
 
     async def _request_with_retries(self, session, req: GenerationRequest) -> Completion:
-        payload = orjson.dumps({"input_ids": req.input_ids, "sampling_params": req.sampling.to_sglang(),
-                                "rid": req.id})
+        body = {"input_ids": req.input_ids, "sampling_params": req.sampling.to_sglang(), "rid": req.id}
+        if req.return_logprob:
+            body.update(LOGPROB_FIELDS)
+        payload = orjson.dumps(body)
         attempt = 0
         while True:
             attempt += 1
@@ -326,7 +335,7 @@ class SGLangEngine(Engine):
             t0 = time.perf_counter()
             try:
                 body = await self._post(session, url, payload)
-                return self._completion(req, body, time.perf_counter() - t0)
+                return with_output_logprobs(self._completion(req, body, time.perf_counter() - t0), body)
             except _Failure as f:
                 if not f.retriable or attempt >= self.retry.max_attempts or self._stop.is_set():
                     return Completion(id=req.id, output_ids=[], finish_reason="error", engine=self.name,

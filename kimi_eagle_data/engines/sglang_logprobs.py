@@ -1,0 +1,187 @@
+"""Log-probs from SGLang's native `/generate`: on generation requests (what `generate` records) and
+prefill-only scoring (`kimi-data score`).
+
+Checked against SGLang's source (sgl-project/sglang, commit 001067fffe33427bee0ed2f007fb7551a1d76b44:
+python/sglang/srt/managers/io_struct.py `GenerateReqInput`, tokenizer_manager.py
+`add_logprob_to_meta_info` / `detokenize_logprob_tokens`; commit 004ec010d0292427acff6a0003fd5fd4c91fb356:
+scheduler_output_processor_mixin.py `_process_input_token_logprobs` / `_process_input_top_logprobs`):
+
+- request fields (top level, beside `input_ids`): `return_logprob` (bool), `logprob_start_len` (int: the
+  first prompt position reported; default -1 = output tokens only), `top_logprobs_num` (int). There is
+  no `return_input_logprob` field: input log-probs come back whenever logprob_start_len < len(input_ids).
+  `sampling_params.max_new_tokens` 0 makes the request prefill-only (`Req.is_prefill_only`).
+- response: `meta_info.input_token_logprobs` = [[logprob, token_id, text|None], ...] for positions
+  logprob_start_len .. len-1, built as `[None] + logprobs[:-1]`: the entry at logprob_start_len itself
+  has logprob None (the model's output at position p predicts p+1). To score tokens from position
+  `start` on, we therefore ask from `start - 1` and drop that first entry.
+  `meta_info.input_top_logprobs` = per position None or [[logprob, token_id, text|None]] * top_logprobs_num
+  (None at the same first position). `output_token_logprobs` / `output_top_logprobs`: the same per
+  sampled token (log_softmax of logits / temperature, before top-p: at temperature 1 the raw log-probs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+import orjson
+
+from ..records import Completion
+from .base import EngineError, ScoreRequest, ScoreResult
+
+if TYPE_CHECKING:
+    from .sglang import SGLangEngine
+
+# Log-probs on generation requests: each sampled token's, and the top-1 token at its position.
+LOGPROB_FIELDS = {"return_logprob": True, "top_logprobs_num": 1}
+
+
+class BadLogprobs(ValueError):
+    """The server's log-probs do not answer the request (not retried: the request would get the same)."""
+
+
+def _logprob_entry(e) -> tuple[float, int]:
+    if not isinstance(e, (list, tuple)) or len(e) < 2 or not isinstance(e[1], int) or \
+            not isinstance(e[0], (int, float)):
+        raise ValueError(f"not a [logprob, token_id, text] triple: {str(e)[:80]}")
+    return float(e[0]), e[1]
+
+
+def _top1_ids(tops) -> list[int]:
+    out = []
+    for pos in tops:
+        if not pos:
+            raise ValueError("a position without top log-probs")
+        out.append(_logprob_entry(pos[0])[1])
+    return out
+
+
+def with_output_logprobs(c: Completion, body: dict[str, Any]) -> Completion:
+    """Attach `meta_info.output_token_logprobs` (+ the top-1 ids) to a generated completion. When the
+    server sent none, or they do not line up with `output_ids`, the completion stands without them."""
+    meta = body.get("meta_info") if isinstance(body, dict) else None
+    if not isinstance(meta, dict) or not isinstance(meta.get("output_token_logprobs"), list) or not c.output_ids:
+        return c
+    try:
+        pairs = [_logprob_entry(e) for e in meta["output_token_logprobs"]]
+        tops = meta.get("output_top_logprobs")
+        top1 = _top1_ids(tops) if isinstance(tops, list) and len(tops) == len(pairs) else None
+    except ValueError:
+        return c
+    if [t for _, t in pairs] != [int(t) for t in c.output_ids]:
+        return c
+    c.output_logprobs = [lp for lp, _ in pairs]
+    c.output_top1_ids = top1
+    return c
+
+
+def parse_score(req: ScoreRequest, body: dict[str, Any]) -> ScoreResult:
+    """A prefill-only answer (see the module doc) -> the log-prob and top-1 id of each of input_ids[start:].
+    Raises BadLogprobs when the answer does not cover exactly those tokens."""
+    meta = body.get("meta_info") or {}
+    entries, tops = meta.get("input_token_logprobs"), meta.get("input_top_logprobs")
+    want = len(req.input_ids) - (req.start - 1)
+    if not isinstance(entries, list) or len(entries) != want or not isinstance(tops, list) or len(tops) != want:
+        raise BadLogprobs(f"expected {want} input_token_logprobs and input_top_logprobs, got "
+                          f"{len(entries) if isinstance(entries, list) else 'none'}; does the server honour "
+                          "logprob_start_len (SGLang >= 0.5.5)?")
+    try:
+        pairs = [_logprob_entry(e) for e in entries[1:]]
+        top1 = _top1_ids(tops[1:])
+    except ValueError as e:
+        raise BadLogprobs(f"input log-probs: {e}") from None
+    if [t for _, t in pairs] != list(req.input_ids[req.start:]):
+        raise BadLogprobs("input_token_logprobs name other token ids than the request's")
+    return ScoreResult(req.id, logprobs=[lp for lp, _ in pairs], top1_ids=top1)
+
+
+def score_payload(req: ScoreRequest) -> bytes:
+    return orjson.dumps({
+        "input_ids": req.input_ids, "rid": req.id,
+        "sampling_params": {"max_new_tokens": 0, "temperature": 1.0},
+        "return_logprob": True, "logprob_start_len": req.start - 1, "top_logprobs_num": 1,
+    })
+
+
+def score_stream(self: SGLangEngine, requests: Iterable[ScoreRequest]) -> Iterator[ScoreResult]:
+    """Prefill-only scoring over the engine's servers, concurrency and retries (SGLangEngine.score); the
+    asyncio loop runs in a worker thread like generation's, results come back through a queue."""
+    self.start()
+    out: queue.Queue = queue.Queue(maxsize=4 * self.concurrency)
+    done = object()
+    error: list[BaseException] = []
+
+    async def run():
+        import aiohttp
+
+        connector = aiohttp.TCPConnector(limit=self.concurrency + 8, limit_per_host=self.concurrency + 8)
+        timeout = aiohttp.ClientTimeout(total=self.retry.request_timeout_s, sock_connect=30)
+        loop = asyncio.get_running_loop()
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+            slots = asyncio.Semaphore(self.concurrency)
+            tasks: set[asyncio.Task] = set()
+
+            async def one(req: ScoreRequest):
+                try:
+                    await loop.run_in_executor(None, out.put, await _score_with_retries(self, session, req))
+                finally:
+                    slots.release()
+
+            for req in requests:
+                await slots.acquire()
+                if self._stop.is_set():
+                    slots.release()
+                    break
+                t = asyncio.create_task(one(req))
+                tasks.add(t)
+                t.add_done_callback(tasks.discard)
+            if tasks:
+                await asyncio.gather(*tasks)
+
+    def worker():
+        try:
+            asyncio.run(run())
+        except BaseException as e:  # surfaced in the caller's thread
+            error.append(e)
+        finally:
+            out.put(done)
+
+    thread = threading.Thread(target=worker, name="sglang-score", daemon=True)
+    thread.start()
+    try:
+        while (item := out.get()) is not done:
+            yield item
+    finally:
+        self._stop.set()
+        thread.join(timeout=5)
+        self._stop.clear()
+    if error:
+        raise EngineError(f"sglang client failed: {error[0]}") from error[0]
+
+
+async def _score_with_retries(self: SGLangEngine, session, req: ScoreRequest) -> ScoreResult:
+    from .sglang import _Failure
+
+    payload = score_payload(req)
+    attempt = 0
+    while True:
+        attempt += 1
+        url = self._pick_server()
+        self.in_flight_by_url[url] += 1
+        self.sent[url] += 1
+        try:
+            body = await self._post(session, url, payload)
+            try:
+                return parse_score(req, body)
+            except BadLogprobs as e:
+                raise _Failure("bad_response", f"{url}: {e}", False) from None
+        except _Failure as f:
+            if not f.retriable or attempt >= self.retry.max_attempts or self._stop.is_set():
+                return ScoreResult(req.id, error={"reason": f.reason, "message": f.message, "attempts": attempt,
+                                                  "server": url})
+        finally:
+            self.in_flight_by_url[url] -= 1
+        await asyncio.sleep(self.retry.wait(attempt))
+
