@@ -281,6 +281,16 @@ class CheckpointSet:
         if pending:
             yield CompletionBatch.from_rows(pending)
 
+    def completions(self, config: str) -> Iterator[Completion]:
+        """Whole completions of one config (score reads their log-prob sums); an id completed in several
+        files counts once (the first)."""
+        seen: set[str] = set()
+        for p in self.parts:
+            for c in p.completions(config):
+                if c.id not in seen:
+                    seen.add(c.id)
+                    yield c
+
     def request_stats(self) -> list[tuple]:
         """As Checkpoint.request_stats over every file; a sample in two files counts once (the first)."""
         rows: dict[str, tuple] = {}
