@@ -19,8 +19,10 @@ def encode_dataset(tok, convs, log=print):
     sb, se = v["<|tool_calls_section_begin|>"], v["<|tool_calls_section_end|>"]
     prompts = [tok.apply_chat_template(c["messages"], tools=c["tools"], add_generation_prompt=True, tokenize=False)
                for c in convs]
-    p_ids = tok(prompts, add_special_tokens=False)["input_ids"]
-    c_ids = tok([completion_text(c) for c in convs], add_special_tokens=False)["input_ids"]
+    # The tiktoken core (`tok.model`, as in K2.5's class) encodes special-token strings as their ids, like the
+    # class's own encode; it is much faster than transformers' generic path over 20k conversations.
+    p_ids = tok.model.encode_batch(prompts, allowed_special="all")
+    c_ids = tok.model.encode_batch([completion_text(c) for c in convs], allowed_special="all")
     rows, skipped = [], 0
     for conv, p, c in zip(convs, p_ids, c_ids):
         if len(p) > MAX_PROMPT:
