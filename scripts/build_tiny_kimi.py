@@ -30,7 +30,7 @@ README = """\
 # tiny-kimi: an embedded tiny Kimi-K2.5-format tokenizer and causal LM
 
 **Its text is meaningless.** This is a ~1.3M-parameter `LlamaForCausalLM` (hidden 128, 4 layers, 4 heads,
-FFN 512, context 512, tied embeddings, bf16 safetensors) trained for a few minutes on CPU on *synthetic*
+FFN 512, context 512, tied embeddings, bf16 safetensors) trained for half an hour on one CPU core on *synthetic*
 conversations made of random words. It exists so that the whole `kimi-eagle-data` pipeline (prepare, generate,
 validate, build, push) can run on a CPU machine with no network: it speaks Kimi-K2.5's *token format* and nothing else.
 
@@ -62,7 +62,8 @@ validate, build, push) can run on a CPU machine with no network: it speaks Kimi-
 
 Last build: {summary}
 
-Rebuild (about 15 minutes on 2 CPU cores, fixed seeds, byte-identical output):
+Rebuild (fixed seeds, one thread, fp32 so that it is fast without native CPU bf16; about 40 minutes on a shared
+2-core machine; the tokenizer and the weights come out byte-identical):
 
     python scripts/build_tiny_kimi.py --out kimi_eagle_data/assets/tiny-kimi
 """
@@ -103,7 +104,10 @@ def main(argv=None) -> int:
     ap.add_argument("--tokens-per-batch", type=int, default=3800)
     ap.add_argument("--n-eval", type=int, default=200)
     ap.add_argument("--eval-batch-size", type=int, default=16)
-    ap.add_argument("--threads", type=int, default=2)
+    # One thread: on a shared machine two OpenMP threads spin-wait for each other and run slower than one; the
+    # thread count also fixes the float reduction order, so a rebuild with the defaults is byte-identical.
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--bf16", action="store_true", help="train under bf16 autocast (fast only with native CPU bf16)")
     ap.add_argument("--tokenizer-only", action="store_true", help="build and save only the tokenizer")
     ap.add_argument("--eval-only", action="store_true", help="evaluate the model already in --out")
     args = ap.parse_args(argv)
@@ -138,7 +142,7 @@ def main(argv=None) -> int:
         n_params = sum(p.numel() for p in model.parameters())
         log(f"model: {n_params / 1e6:.2f}M parameters; training {args.steps} steps x ~{args.tokens_per_batch} tokens")
         train_s = train(model, tok, rows, steps=args.steps, tokens_per_batch=args.tokens_per_batch, seed=args.seed,
-                        log=log)
+                        log=log, bf16=args.bf16)
         log(f"training took {train_s:.0f}s")
         from transformers import GenerationConfig
         model.generation_config = GenerationConfig(
