@@ -31,7 +31,6 @@ def load_tokenizer(path: str, revision: str | None = None):
     """The model directory's own tokenizer (`trust_remote_code`: K2.5 and the tiny model ship a tokenizer class).
     Any failure, and a tokenizer whose special-token ids do not round-trip, is one TokenizerLoadError line."""
     from transformers import AutoTokenizer
-
     from transformers.utils import logging as hf_logging
 
     verbosity = hf_logging.get_verbosity()
