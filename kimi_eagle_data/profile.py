@@ -129,7 +129,8 @@ class ModelProfile:
         }
 
 
-MEDIA_TOKENS = ("<|media_start|>", "<|media_begin|>", "<|media_content|>", "<|media_end|>", "<|media_pad|>")
+MEDIA_TOKENS = ("<|media_start|>", "<|media_begin|>", "<|media_content|>", "<|media_end|>", "<|media_pad|>",
+                "<|kimi_k25_video_placeholder|>")
 
 KIMI_K25 = ModelProfile(
     name="kimi-k2.5",

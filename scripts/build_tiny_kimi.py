@@ -4,8 +4,9 @@
     python scripts/build_tiny_kimi.py --out kimi_eagle_data/assets/tiny-kimi
 
 Steps: synthetic Kimi-structured conversations (8 styles mirroring partitions B1-B8; tools from the fixed pool in
-scripts/tiny_kimi/tool_pool.json) -> byte-level BPE tokenizer (vocab 2,048, Kimi's regex and special tokens, a
-K2.5-like chat template) -> LlamaForCausalLM (hidden 128, 4 layers, ~1.3M parameters) trained on completion tokens
+scripts/tiny_kimi/tool_pool.json; tools declared in TypeScript, tool-call ids global to the conversation) ->
+tiktoken BPE ranks + our trust_remote_code tokenizer class (vocab 2,048 = 1,792 ranks + 256 reserved special ids at
+K2.5's offsets, Kimi's regex, a chat template that renders as K2.5's) -> LlamaForCausalLM (hidden 128, 4 layers, ~1.3M parameters) trained on completion tokens
 -> bf16 safetensors -> sampled evaluation of SPEC §5 token structure on held-out prompts.
 The model's text is meaningless; only the token structure is learned.
 """
@@ -23,36 +24,46 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "tiny_kimi"))
 
 from synth import STYLES, Synth, bpe_texts  # noqa: E402
-from tokenizer_build import build_tokenizer  # noqa: E402
+from tokenizer_build import BASE_VOCAB, NAMED, VOCAB_SIZE, train_ranks, write_tokenizer  # noqa: E402
 
 README = """\
 # tiny-kimi: an embedded tiny Kimi-K2.5-format tokenizer and causal LM
 
 **Its text is meaningless.** This is a ~1.3M-parameter `LlamaForCausalLM` (hidden 128, 4 layers, 4 heads,
-FFN 512, context 512, tied embeddings, bf16 safetensors) trained for a few minutes on CPU on *synthetic*
+FFN 512, context 512, tied embeddings, bf16 safetensors) trained for half an hour on one CPU core on *synthetic*
 conversations made of random words. It exists so that the whole `kimi-eagle-data` pipeline (prepare, generate,
 validate, build, push) can run on a CPU machine with no network: it speaks Kimi-K2.5's *token format* and nothing else.
 
-- Tokenizer: byte-level BPE, {vocab} ids, Kimi-K2's pre-tokenizer regex, Kimi-K2.5's special tokens by name
-  (`[BOS]`, `[EOS]`, `<|im_end|>`, `<|im_user|>`, `<|im_assistant|>`, `<|im_system|>`, `<|im_middle|>`, media tokens,
-  `[UNK]`, `[PAD]` are special; `<think>`, `</think>` and the tool-call tokens are not, as in Kimi-K2.5).
-  Ids differ from Kimi-K2.5's; look them up by string.
-- Chat template (`chat_template.jinja`): emulates Kimi-K2.5's rendering: no newlines between turns, tools first as
-  `<|im_system|>tool_declare<|im_middle|>[...compact JSON, keys sorted...]<|im_end|>` (or `tools_ts_str` when passed),
-  past reasoning dropped up to the last assistant turn without tool calls, tool calls as
-  `<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>ARGS<|tool_call_end|>…`,
-  tool results as `## Return of ID\\n…`, generation prompt `<|im_assistant|>assistant<|im_middle|><think>`
-  (`<think></think>` with `thinking=False`). Variables: `messages`, `tools`, `tools_ts_str`, `add_generation_prompt`,
-  `thinking`.
+- Tokenizer, shipped the way Kimi-K2.5 ships its own: BPE ranks in `tiktoken.model` ({base} byte-level ranks,
+  one `base64 rank` line each, Kimi-K2's pre-tokenizer regex) + 256 reserved special ids after them ({vocab} ids),
+  and a tokenizer class of this project, `tokenization_tiny_kimi.py` (`TinyKimiTokenizer`, a `PreTrainedTokenizer`
+  on a `tiktoken.Encoding`, kept in `.model`), loaded with `AutoTokenizer.from_pretrained(dir,
+  trust_remote_code=True)` through `auto_map` (needs `tiktoken` and `kimi-eagle-data` installed). Named reserved
+  ids sit at Kimi-K2.5's offsets from its base vocabulary (`[BOS]` +0, `[EOS]` +1, `<|im_end|>` +2, `<|im_user|>`
+  +3, `<|im_assistant|>` +4, `<|im_system|>` +10, tool-call tokens +11..+15, `<|im_middle|>` +17, media tokens
+  +18..+21, `<think>` +22, `</think>` +23, `<|kimi_k25_video_placeholder|>` +24, `[UNK]` +254, `[PAD]` +255);
+  unnamed ones decode as `<|reserved_token_ID|>`. Special flags as in Kimi-K2.5: `<think>`, `</think>` and the
+  tool-call tokens are not special. Ids differ from Kimi-K2.5's; look them up by string.
+- Chat template (`chat_template.jinja`, our own): renders every conversation to the same text as Kimi-K2.5's real
+  template (checked on a corpus of conversations: system, tools, multi-turn, tool results, reasoning history,
+  images, videos, `thinking=False`): tools first as `<|im_system|>tool_declare<|im_middle|>{{tools_ts_str}}<|im_end|>`,
+  where the class's `apply_chat_template` sorts `tools` by key and computes `tools_ts_str` (the TypeScript-style
+  declaration) with `kimi_eagle_data.tool_declaration`, as K2.5's class does with its own encoder; past reasoning
+  dropped up to the last assistant turn without tool calls; tool calls as
+  `<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>ARGS<|tool_call_end|>…`
+  with IDX counted across the whole conversation; tool results as `## Return of ID\\n…`; generation prompt
+  `<|im_assistant|>assistant<|im_middle|><think>` (`<think></think>` with `thinking=False`).
 - Generation stops on `<|im_end|>` (`eos_token_id` in `config.json`/`generation_config.json`).
 - Tool calling works only for the 32 tools of the fixed pool in `scripts/tiny_kimi/tool_pool.json`; prompts should
-  render to at most ~300 tokens and use `max_new_tokens` ≤ 192.
+  render to at most ~300 tokens and use `max_new_tokens` ≤ 192. After earlier tool calls in the conversation the
+  model continues their numbering (`:1`, `:2`, …), as Kimi-K2.5 does.
 - Most sampled completions (temperature 1.0, top_p 0.95) pass the SPEC §5 structure checks, not all: a few percent
   have broken JSON arguments, undeclared tools, extra `</think>` or run to `max_new_tokens`.
 
 Last build: {summary}
 
-Rebuild (about 10 minutes on 2 CPU cores, fixed seeds):
+Rebuild (fixed seeds, one thread, fp32 so that it is fast without native CPU bf16; about 40 minutes on a shared
+2-core machine; the tokenizer and the weights come out byte-identical):
 
     python scripts/build_tiny_kimi.py --out kimi_eagle_data/assets/tiny-kimi
 """
@@ -63,16 +74,24 @@ def log(msg: str) -> None:
 
 
 def check_tokenizer(tok) -> None:
+    assert type(tok).__name__ == "TinyKimiTokenizer", type(tok)        # our class, through trust_remote_code
+    assert len(tok) == VOCAB_SIZE, len(tok)
     r = tok.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=False)
     want = "<|im_user|>user<|im_middle|>hi<|im_end|><|im_assistant|>assistant<|im_middle|><think>"
     assert r == want, r
-    for s in ("<think>", "</think>", "<|im_end|>", "<|tool_calls_section_begin|>", "<|tool_call_begin|>",
-              "<|tool_call_argument_begin|>", "<|tool_call_end|>", "<|tool_calls_section_end|>", "<|im_middle|>",
-              "[BOS]", "[EOS]", "[PAD]", "[UNK]"):
-        assert len(tok.encode(s, add_special_tokens=False)) == 1, s
+    for off, s, _ in NAMED:
+        assert tok.encode(s) == [BASE_VOCAB + off], s
+        assert tok.encode(s, add_special_tokens=False) == [BASE_VOCAB + off], s
+        assert tok.decode([BASE_VOCAB + off], skip_special_tokens=False) == s, s
+    assert tok.decode([BASE_VOCAB + 5]) == f"<|reserved_token_{BASE_VOCAB + 5}|>"
     ids = tok.encode("a</think>b<|tool_call_begin|>c<|im_end|>", add_special_tokens=False)
     assert tok.decode(ids, skip_special_tokens=True) == "a</think>b<|tool_call_begin|>c"
     assert tok.encode("x", add_special_tokens=True) == tok.encode("x", add_special_tokens=False)  # no BOS
+
+
+def load(out: Path):
+    from transformers import AutoTokenizer
+    return AutoTokenizer.from_pretrained(str(out), trust_remote_code=True)
 
 
 def main(argv=None) -> int:
@@ -85,7 +104,10 @@ def main(argv=None) -> int:
     ap.add_argument("--tokens-per-batch", type=int, default=3800)
     ap.add_argument("--n-eval", type=int, default=200)
     ap.add_argument("--eval-batch-size", type=int, default=16)
-    ap.add_argument("--threads", type=int, default=2)
+    # One thread: on a shared machine two OpenMP threads spin-wait for each other and run slower than one; the
+    # thread count also fixes the float reduction order, so a rebuild with the defaults is byte-identical.
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--bf16", action="store_true", help="train under bf16 autocast (fast only with native CPU bf16)")
     ap.add_argument("--tokenizer-only", action="store_true", help="build and save only the tokenizer")
     ap.add_argument("--eval-only", action="store_true", help="evaluate the model already in --out")
     args = ap.parse_args(argv)
@@ -96,27 +118,19 @@ def main(argv=None) -> int:
 
     import torch
     torch.set_num_threads(args.threads)
-    from transformers import AutoTokenizer
-
     synth = Synth(args.seed)
     t0 = time.time()
     if not args.eval_only:
         convs = [synth.conversation() for _ in range(args.n_train)]
         log(f"generated {len(convs)} synthetic conversations in {time.time() - t0:.1f}s")
         texts = [t for c in convs[:args.n_bpe] for t in bpe_texts(c)]
-        tok = build_tokenizer(texts)
-        tok.save_pretrained(out)
-        # transformers 5 writes tokenizer_class "TokenizersBackend"; the generic name also loads in transformers 4.
-        cfg_path = out / "tokenizer_config.json"
-        cfg = json.loads(cfg_path.read_text())
-        cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
-        cfg_path.write_text(json.dumps(cfg, indent=2) + "\n")
-        tok = AutoTokenizer.from_pretrained(out)
+        write_tokenizer(out, train_ranks(texts))
+        tok = load(out)
         check_tokenizer(tok)
         log(f"tokenizer: {len(tok)} ids -> {out}")
         if args.tokenizer_only:
             return 0
-    tok = AutoTokenizer.from_pretrained(out)
+    tok = load(out)
     check_tokenizer(tok)
 
     from evaluate import evaluate, format_summary
@@ -128,7 +142,7 @@ def main(argv=None) -> int:
         n_params = sum(p.numel() for p in model.parameters())
         log(f"model: {n_params / 1e6:.2f}M parameters; training {args.steps} steps x ~{args.tokens_per_batch} tokens")
         train_s = train(model, tok, rows, steps=args.steps, tokens_per_batch=args.tokens_per_batch, seed=args.seed,
-                        log=log)
+                        log=log, bf16=args.bf16)
         log(f"training took {train_s:.0f}s")
         from transformers import GenerationConfig
         model.generation_config = GenerationConfig(
@@ -171,7 +185,7 @@ def main(argv=None) -> int:
             f"{summary['tok_per_s']:.0f} tok/s at batch {args.eval_batch_size} on CPU"
             + (f"; trained {args.steps} steps in {train_s:.0f}s" if train_s else ""))
     log("SUMMARY: " + line)
-    (out / "README.md").write_text(README.format(vocab=len(tok), summary=line))
+    (out / "README.md").write_text(README.format(vocab=len(tok), base=BASE_VOCAB, summary=line))
     summary.update(train_seconds=train_s and round(train_s), steps=args.steps)
     (out / "build_eval.json").write_text(json.dumps(summary, indent=1) + "\n")
     return 0

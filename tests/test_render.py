@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from kimi_eagle_data.builders.partitions import PARTITIONS
 from kimi_eagle_data.prepare import prepare_rows, sample_id
 from kimi_eagle_data.profile import TINY_KIMI, ProfileTokens
@@ -27,7 +25,9 @@ def test_tools_are_declared_natively_before_the_conversation(tiny_tokenizer):
     head = "<|im_system|>tool_declare<|im_middle|>"
     assert text.startswith(head)
     declared = text[len(head):text.index("<|im_end|>")]
-    assert json.loads(declared) == TOOLS
+    # K2.5's TypeScript-style declaration (the tokenizer class computes tools_ts_str), not JSON
+    assert declared == ("# Tools\n\n## functions\nnamespace functions {\n// Weather for a city\n"
+                        "type get_weather = (_: {\n  city: string\n}) => any;\n}\n")
     # the system message follows as its own turn; tools are not pasted into it
     rest = text[text.index("<|im_end|>") + len("<|im_end|>"):]
     assert rest.startswith("<|im_system|>system<|im_middle|>Be brief.<|im_end|>")

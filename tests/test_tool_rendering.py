@@ -9,6 +9,7 @@ import json
 
 import orjson
 import pytest
+from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from kimi_eagle_data.profile import TINY_MODEL_DIR
 from kimi_eagle_data.tokenizer import (TOOL_PROBES, ToolRenderingError, check_tool_rendering, render_prompt,
@@ -46,6 +47,10 @@ def test_key_order_of_tools_does_not_change_the_prompt(tiny_tokenizer):
 
 
 def test_self_check_passes_for_the_tiny_tokenizer(tiny_tokenizer):
+    # its class renders tools itself (deep sort + tools_ts_str, as K2.5's does): the probes agree with ours
+    from kimi_eagle_data.tokenizer import renders_tools_itself
+
+    assert renders_tools_itself(tiny_tokenizer)
     check_tool_rendering(tiny_tokenizer)
 
 
@@ -57,8 +62,11 @@ def _stand_in(tokenizer, apply):
     return other
 
 
+# The template call underneath any tokenizer class: kwargs such as `tools_ts_str` reach the template as given.
+base = PreTrainedTokenizerBase
+
+
 def test_self_check_refuses_a_tokenizer_whose_own_declarations_differ(tiny_tokenizer):
-    base = type(tiny_tokenizer)
 
     def apply(self, conversation, tools=None, **kw):
         # its own encoder: drops descriptions (renders differently from ours unless handed our string)
@@ -73,7 +81,6 @@ def test_self_check_refuses_a_tokenizer_whose_own_declarations_differ(tiny_token
 
 
 def test_self_check_refuses_a_template_that_falls_back_to_json(tiny_tokenizer):
-    base = type(tiny_tokenizer)
 
     def apply(self, conversation, tools=None, **kw):
         kw.pop("tools_ts_str", None)          # like K2.5's tokenizer when its encoder fails: JSON fallback

@@ -8,13 +8,16 @@ import re
 import time
 from collections import Counter, defaultdict
 
+from synth import history_calls
+
 ID_RE = re.compile(r"^\s*functions\.(?P<name>[A-Za-z0-9_\-\.]+):(?P<index>\d+)\s*$")
 FORBIDDEN = ("<|im_user|>", "<|im_system|>", "<|im_assistant|>", "<|im_middle|>", "[BOS]", "[EOS]",
-             "<|media_start|>", "<|media_content|>", "<|media_end|>", "<|media_pad|>")
+             "<|media_begin|>", "<|media_content|>", "<|media_end|>", "<|media_pad|>", "<|kimi_k25_video_placeholder|>")
 
 
-def check_completion(ids: list[int], finish: str, tok, declared: set[str]) -> list[str]:
-    """Issues of one completion (empty list = valid). `finish` is 'stop' or 'length'."""
+def check_completion(ids: list[int], finish: str, tok, declared: set[str], first_index: int = 0) -> list[str]:
+    """Issues of one completion (empty list = valid). `finish` is 'stop' or 'length'. Tool-call ids are global to
+    the conversation: the first call's IDX is `first_index` (the calls already in the prompt), then +1 each."""
     v = tok.get_vocab()
     T = {s: v[s] for s in ("<|im_end|>", "<think>", "</think>", "<|tool_calls_section_begin|>",
                            "<|tool_calls_section_end|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
@@ -79,7 +82,7 @@ def check_completion(ids: list[int], finish: str, tok, declared: set[str]) -> li
                 else:
                     if m["name"] not in declared:
                         issues.append("undeclared_tool")
-                    if int(m["index"]) != n_calls:
+                    if int(m["index"]) != first_index + n_calls:
                         issues.append("bad_call_index")
                 try:
                     if not isinstance(json.loads(tok.decode(argpart)), dict):
@@ -134,7 +137,7 @@ def evaluate(model, tok, convs, prompts_ids, *, max_new_tokens=192, batch_size=1
     issues_all = Counter()
     for c, (gen, finish) in zip(convs, results):
         declared = {t["function"]["name"] for t in (c["tools"] or [])}
-        iss = check_completion(gen, finish, tok, declared)
+        iss = check_completion(gen, finish, tok, declared, first_index=history_calls(c["messages"]))
         st = by_style[c["style"]]
         st["n"] += 1
         if finish == "length":

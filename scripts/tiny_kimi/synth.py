@@ -15,6 +15,8 @@ import json
 import random
 from pathlib import Path
 
+from kimi_eagle_data.tool_declaration import encode_tools
+
 POOL_PATH = Path(__file__).with_name("tool_pool.json")
 
 STYLES = ("tool", "code", "cp", "math", "thoughts", "chat", "sharegpt", "swe")
@@ -271,6 +273,9 @@ class Synth:
                 content = self.paragraphs(r.randint(1, 4))
             msgs.append({"role": "user", "content": user})
             return dict(style="tool", messages=msgs, tools=tools, reasoning=reasoning, content=content, tool_calls=[])
+        if r.random() < 0.3:
+            tools = tools[:2]      # a shorter declaration leaves room for the history in the 300-token prompt
+            msgs += self.tool_history(tools)
         n_calls = 1 if r.random() < 0.75 else 2
         chosen = [r.choice(tools) for _ in range(n_calls)]
         calls = [{"name": t["function"]["name"], "arguments": self.make_args(t)} for t in chosen]
@@ -289,6 +294,29 @@ class Synth:
         if r.random() < 0.25:
             content = r.choice(["Let me check that for you.", "Sure, one moment.", "I'll look that up.", self.sentence()])
         return dict(style="tool", messages=msgs, tools=tools, reasoning=reasoning.strip(), content=content, tool_calls=calls)
+
+    def tool_history(self, tools: list[dict]) -> list[dict]:
+        """Earlier turns with tool calls and results (~30% of tool-call prompts): Kimi numbers tool-call ids across
+        the whole conversation, so the model must learn to continue at `:1`, `:2`, ... after them."""
+        r = self.rng
+        out, idx = [], 0
+        for _ in range(1 if r.random() < 0.8 else 2):
+            t = r.choice(tools)
+            name = t["function"]["name"]
+            args = self.make_args(t)
+            n = 1 if r.random() < 0.8 else 2
+            calls = [{"id": f"functions.{name}:{idx + k}", "type": "function",
+                      "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}} for k in range(n)]
+            out.append({"role": "user", "content": self.request_for(t, args)})
+            out.append({"role": "assistant", "content": "", "tool_calls": calls,
+                        "reasoning_content": f"I should call {name}."})
+            for c in calls:
+                out.append({"role": "tool", "tool_call_id": c["id"], "name": name,
+                            "content": json.dumps({r.choice(IDENTS): self.value_for("x", {"type": "number"})})})
+            idx += n
+            if r.random() < 0.6:
+                out.append({"role": "assistant", "content": self.sentence(3, 8), "reasoning_content": self.sentence()})
+        return out
 
     def plain(self, style: str, msgs: list[dict], cls: str | None = None, answer_prefix: str = "",
               answer_suffix: str = "", code: bool = False) -> dict:
@@ -399,12 +427,18 @@ class Synth:
         return getattr(self, f"style_{style}")()
 
 
+def history_calls(messages: list[dict]) -> int:
+    """Tool calls already in the prompt: the completion's first call continues the numbering there."""
+    return sum(len(m.get("tool_calls") or []) for m in messages if m["role"] == "assistant")
+
+
 def completion_text(conv: dict) -> str:
-    """The completion after the generation prompt (which ends with `<think>`), as text with token strings."""
+    """The completion after the generation prompt (which ends with `<think>`), as text with token strings.
+    Tool-call ids are global to the conversation: `functions.NAME:IDX`, IDX counting on from the history's."""
     s = conv["reasoning"] + "</think>" + conv["content"]
     if conv["tool_calls"]:
         s += "<|tool_calls_section_begin|>"
-        for i, c in enumerate(conv["tool_calls"]):
+        for i, c in enumerate(conv["tool_calls"], start=history_calls(conv["messages"])):
             s += (f"<|tool_call_begin|>functions.{c['name']}:{i}<|tool_call_argument_begin|>"
                   f"{json.dumps(c['arguments'], ensure_ascii=False)}<|tool_call_end|>")
         s += "<|tool_calls_section_end|>"
@@ -412,7 +446,8 @@ def completion_text(conv: dict) -> str:
 
 
 def bpe_texts(conv: dict) -> list[str]:
-    """Plain text pieces for BPE training: no special tokens, no `functions.NAME` strings."""
+    """Plain text pieces for BPE training: no special tokens, no `functions.NAME` strings (a history call's id
+    and the `## Return of` header are left out too)."""
     out = []
     for m in conv["messages"]:
         c = m.get("content")
@@ -423,7 +458,7 @@ def bpe_texts(conv: dict) -> list[str]:
         out.append(m["role"])
     if conv["tools"]:
         out.append("tool_declare")
-        out.append(json.dumps(conv["tools"], separators=(",", ":"), sort_keys=True, ensure_ascii=False))
+        out.append(encode_tools(conv["tools"]))   # the TypeScript declaration the prompts carry
     out.append(conv["reasoning"])
     out.append(conv["content"])
     for c in conv["tool_calls"]:
