@@ -43,7 +43,7 @@ def make_workdir(root: Path, million_tokens: float, seed: int = 0) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from kimi_eagle_data.checkpoint import Checkpoint
+    from kimi_eagle_data.engines.checkpoint import Checkpoint
     from kimi_eagle_data.pipeline import Pipeline, RunSettings
     from kimi_eagle_data.profile import TINY_MODEL_DIR
     from kimi_eagle_data.records import Completion
@@ -85,7 +85,7 @@ def make_workdir(root: Path, million_tokens: float, seed: int = 0) -> int:
     ckpt = Checkpoint(root / "generations.sqlite")
     ckpt.db.execute("BEGIN")
     for i, out in zip(ids, outputs):   # one transaction here: building the fixture is not what is measured
-        from kimi_eagle_data.checkpoint import _checksum, ids_to_blob
+        from kimi_eagle_data.engines.checkpoint import _checksum, ids_to_blob
 
         blob = ids_to_blob(out)
         ckpt.db.execute("INSERT INTO completions VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -118,7 +118,7 @@ def worker_baseline(root: Path, workers: int | None) -> dict:
     import numpy as np
     import pyarrow.parquet as pq
 
-    from kimi_eagle_data.checkpoint import Checkpoint
+    from kimi_eagle_data.engines.checkpoint import Checkpoint
 
     datasets.disable_progress_bars()
     t0 = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Validator throughput: the numpy validator (`kimi_eagle_data.validate.Validator`) against a naive per-token
+"""Validator throughput: the numpy validator (`kimi_eagle_data.validate.rules.Validator`) against a naive per-token
 Python loop implementing the same checks, on a synthetic corpus built from the embedded tiny Kimi-format
 tokenizer's ids (mostly valid samples of 100–2,000 completion tokens; plain answers, tool calls, ~10% broken).
 
@@ -23,7 +23,7 @@ from transformers import AutoTokenizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kimi_eagle_data.profile import TINY_KIMI, TINY_MODEL_DIR, ProfileTokens  # noqa: E402
-from kimi_eagle_data.validate import REASONS, Validator, Verdict  # noqa: E402
+from kimi_eagle_data.validate.rules import REASONS, Validator, Verdict  # noqa: E402
 
 # --------------------------------------------------------------------------------------------
 # The baseline: one Python loop over every token, a state machine, the same rules.

@@ -26,7 +26,7 @@ except ImportError:  # datasets < 4.1 used plain keys
     def Key(shard, i):  # noqa: N802
         return i
 
-from ..schema import ROW_SCHEMA, SPLITS, features
+from kimi_eagle_data.schema import ROW_SCHEMA, SPLITS, features
 
 BATCH_ROWS = 1024
 

@@ -1,10 +1,10 @@
 """The built-in partitions (dataset configs) B1-B8 of SPEC §2, as plain data.
 
 Each partition names its upstream Hub dataset, the adapter that turns an upstream row into a
-prompt (`kimi_eagle_data.adapters.ADAPTERS`), the default prompt count, and the bundled sample
+prompt (`kimi_eagle_data.sources.adapters.ADAPTERS`), the default prompt count, and the bundled sample
 file (rows written by this project in the upstream's exact schema, used by the demo and tests).
 
-A config file (`kimi_eagle_data.partition_config`) overrides any field of a built-in partition
+A config file (`kimi_eagle_data.sources.config`) overrides any field of a built-in partition
 (`dataclasses.replace`) and adds user-defined ones (adapter `chat`, a local file in `source`).
 """
 
@@ -39,7 +39,7 @@ class Partition:
     upstream: str          # Hub id of the source dataset (a user-defined partition: a label)
     upstream_config: str | None
     upstream_split: str
-    adapter: str           # key into kimi_eagle_data.adapters.ADAPTERS
+    adapter: str           # key into kimi_eagle_data.sources.adapters.ADAPTERS
     default_n: int | None  # prompts to prepare (None: every selected row)
     license: str
     prompt_rule: str       # one line for the dataset card

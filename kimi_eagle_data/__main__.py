@@ -1,5 +1,5 @@
 """`python -m kimi_eagle_data` runs the `kimi-data` CLI."""
 
-from .cli import main
+from kimi_eagle_data.cli.main import main
 
 main()

@@ -10,19 +10,19 @@ from typing import Any
 import orjson
 from rich.console import Console
 
-from . import __version__
-from .errors import MissingInputError
-from .assemble import ValidateReport, validate_config
-from .checkpoint import Checkpoint, CheckpointSet, in_shard, shard_checkpoint_name
-from .engines.base import Engine, EngineError, SamplingParams
-from .generate import GenerateReport, generate_records
-from .prepare import PrepareReport, read_prepared
-from .profile import ModelProfile, ProfileTokens, get_profile
-from .settings import BOUND, INHERITED, dataclass_fields
-from .tokenizer import load_tokenizer, tokenizer_fingerprint
-from .tool_declaration import ENCODER_VERSION as TOOL_ENCODER_VERSION
-from .validate import Validator
-from .workdir import Workdir, dataset_config_dir
+from kimi_eagle_data import __version__
+from kimi_eagle_data.errors import MissingInputError
+from kimi_eagle_data.validate.assemble import ValidateReport, validate_config
+from kimi_eagle_data.engines.checkpoint import Checkpoint, CheckpointSet, in_shard, shard_checkpoint_name
+from kimi_eagle_data.engines.base import Engine, EngineError, SamplingParams
+from kimi_eagle_data.engines.generate import GenerateReport, generate_records
+from kimi_eagle_data.prompts.prepare import PrepareReport, read_prepared
+from kimi_eagle_data.profile import ModelProfile, ProfileTokens, get_profile
+from kimi_eagle_data.settings import BOUND, INHERITED, dataclass_fields
+from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
+from kimi_eagle_data.prompts.tool_declaration import ENCODER_VERSION as TOOL_ENCODER_VERSION
+from kimi_eagle_data.validate.rules import Validator
+from kimi_eagle_data.workdir import Workdir, dataset_config_dir
 
 # What the run is bound to: a workdir started with one value refuses another (settings.py marks the
 # bound settings; sampling is bound as the request it makes, the tokenizer by its fingerprints).
@@ -39,7 +39,7 @@ class _RunSettings:
         return {k: getattr(self, k) for k in INHERITED}
 
     def __post_init__(self):
-        from .partition_config import load_config
+        from kimi_eagle_data.sources.config import load_config
 
         # The partition registry: B1-B8, overridden and extended by the config file.
         self.prepare_config = load_config(self.config_file)
@@ -50,7 +50,7 @@ class _RunSettings:
         for key, value in self.prepare_config.sampling.items():   # [sampling] in the file; options win
             if getattr(self, key) is None:
                 setattr(self, key, value)
-        from .run_checks import SETTING_RULES, check_settings
+        from kimi_eagle_data.run_checks import SETTING_RULES, check_settings
 
         # Callers other than the CLI (which checked each option already) get the same one-line errors.
         check_settings({k: getattr(self, k) for k in SETTING_RULES}, "")
@@ -111,14 +111,14 @@ class Pipeline:
     # -- stages -------------------------------------------------------------------------------
     def prepare(self, reuse: bool = False) -> dict[str, PrepareReport]:
         """Selection, adapters, filters, decontamination, rendering and dedup for every config
-        (prepare.py). A config whose source cannot be read at all is skipped while the others are
+        (prompts/prepare.py). A config whose source cannot be read at all is skipped while the others are
         prepared, then reported as one error line (SourceFileError).
 
         With `reuse` (build, demo), prepared prompts made with the same inputs and settings are kept:
         resuming a run must not re-stream its upstream datasets, nor re-select its prompts."""
-        from .prepare import prepare_configs, source_error_line
-        from .sources import SourceFileError
-        from .workdir import read_json, write_json
+        from kimi_eagle_data.prompts.prepare import prepare_configs, source_error_line
+        from kimi_eagle_data.sources.readers import SourceFileError
+        from kimi_eagle_data.workdir import read_json, write_json
 
         fingerprint = self.prepare_fingerprint()
         reports = {c: self.workdir.prepare_report(c) for c in self.s.configs}
@@ -141,7 +141,7 @@ class Pipeline:
         import hashlib
         import os
 
-        from .prepare import partition_info
+        from kimi_eagle_data.prompts.prepare import partition_info
 
         def source_stamp(config: str):
             path = self.s.sources.get(config) or self.s.prepare_config.partition(config).source
@@ -165,11 +165,11 @@ class Pipeline:
 
     def make_engine(self) -> Engine:
         if self.s.engine == "local":
-            from .engines.local import LocalEngine
+            from kimi_eagle_data.engines.local import LocalEngine
 
             return LocalEngine(self.s.model_path, batch_size=self.s.batch_size)
         if self.s.engine == "sglang":
-            from .engines.sglang import RetryPolicy, SGLangEngine
+            from kimi_eagle_data.engines.sglang import RetryPolicy, SGLangEngine
 
             engine = SGLangEngine(
                 self.s.servers, concurrency=self.s.concurrency, health_timeout_s=self.s.health_timeout,
@@ -227,7 +227,7 @@ class Pipeline:
 
     def accounting(self) -> dict[str, dict[str, int]]:
         """SPEC §8 before validation: selected = rejected at prepare + generated + failed + pending."""
-        from .workdir import read_json
+        from kimi_eagle_data.workdir import read_json
 
         ckpt = CheckpointSet(self.checkpoint_paths())
         try:
@@ -245,8 +245,8 @@ class Pipeline:
         return table
 
     def verdict_pool(self):
-        """The Validator of this run in --workers processes (verdicts.py)."""
-        from .verdicts import VerdictPool
+        """The Validator of this run in --workers processes (validate/verdicts.py)."""
+        from kimi_eagle_data.validate.verdicts import VerdictPool
 
         validator = Validator(self.tokens, self.tokenizer, self.max_seq_len, keep_truncated=self.s.keep_truncated)
         return VerdictPool(validator, self.s.workers)
@@ -302,9 +302,9 @@ class Pipeline:
         """Validate every completion again, streaming its row into dataset/data (each token written once),
         then plots, card and manifest. `self.reports` holds the validation counts, also when there is nothing
         to emit (NothingToEmit). A config's plot is drawn by a worker while the next config is validated."""
-        from .emit import ConfigShards, check_version, clear_data, finish_dataset
-        from .plots import plot_length_histograms, plot_lengths
-        from .workdir import read_json
+        from kimi_eagle_data.emit.writer import ConfigShards, check_version, clear_data, finish_dataset
+        from kimi_eagle_data.emit.plots import plot_length_histograms, plot_lengths
+        from kimi_eagle_data.workdir import read_json
 
         check_version(self.s.version)
         clear_data(self.workdir)

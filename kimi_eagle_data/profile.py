@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
-from .errors import KimiDataError
+from kimi_eagle_data.errors import KimiDataError
 
 
 @dataclass(frozen=True)

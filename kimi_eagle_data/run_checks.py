@@ -16,7 +16,7 @@ import math
 import re
 from typing import Any, Callable
 
-from .errors import KimiDataError
+from kimi_eagle_data.errors import KimiDataError
 
 CONFIG_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 CONFIG_NAME_RULE = "a config name is a letter then letters, digits, _ or - (at most 64)"
@@ -110,3 +110,17 @@ def click_config_names(ctx, param, value):
             if name.strip() and config_name_problem(name.strip()):
                 raise click.BadParameter(config_name_problem(name.strip()))
     return value
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot be a server URL (None when it can): http or https, with a host."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port   # noqa: B018 - raises ValueError on a non-numeric or out-of-range port
+    except ValueError as e:
+        return f"not a URL ({e}); expected e.g. http://127.0.0.1:30000"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "expected an http:// or https:// URL with a host, e.g. http://127.0.0.1:30000"
+    return None

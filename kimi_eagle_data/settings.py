@@ -12,13 +12,11 @@ from typing import Any
 
 import click
 
-from .run_checks import SETTING_RULES, click_config_names, click_setting
+from kimi_eagle_data.run_checks import SETTING_RULES, click_config_names, click_setting, url_problem
 
 
 def check_servers(ctx, param, values):
     """--server values are http(s) URLs with a host: a typo fails now, not after --health-timeout."""
-    from .engines.sglang import url_problem
-
     for v in values or ():
         problem = url_problem(v)
         if problem:

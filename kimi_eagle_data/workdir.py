@@ -22,8 +22,8 @@ from typing import Any
 
 import orjson
 
-from .errors import KimiDataError, MissingInputError
-from .run_checks import check_config_name
+from kimi_eagle_data.errors import KimiDataError, MissingInputError
+from kimi_eagle_data.run_checks import check_config_name
 
 
 _UMASK = os.umask(0)
@@ -74,13 +74,6 @@ class Workdir:
     def checkpoint_paths(self) -> list[Path]:
         """Every checkpoint file of the workdir: the main one and one per shard (`--shard i/N`)."""
         return sorted(self.root.glob("generations*.sqlite"))
-
-    def open_checkpoints(self, readonly: bool = True):
-        """The workdir's checkpoint files read as one (None when generate never ran here)."""
-        from .checkpoint import CheckpointSet
-
-        paths = self.checkpoint_paths()
-        return CheckpointSet(paths, readonly=readonly) if paths else None
 
     def validated_configs(self) -> list[str]:
         d = self.root / "validated"

@@ -34,6 +34,6 @@ def demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
 @pytest.fixture(scope="session")
 def tiny_tokenizer():
     from kimi_eagle_data.profile import TINY_MODEL_DIR
-    from kimi_eagle_data.tokenizer import load_tokenizer
+    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 
     return load_tokenizer(str(TINY_MODEL_DIR))

@@ -11,8 +11,8 @@ import abc
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Iterator
 
-from ..errors import KimiDataError
-from ..records import Completion
+from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.records import Completion
 
 
 @dataclass(frozen=True)

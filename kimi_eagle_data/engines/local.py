@@ -20,8 +20,8 @@ import time
 from itertools import groupby
 from typing import Iterable, Iterator
 
-from ..records import Completion
-from .base import Engine, EngineError, EngineInfo, GenerationRequest, ScoreRequest, ScoreResult
+from kimi_eagle_data.records import Completion
+from kimi_eagle_data.engines.base import Engine, EngineError, EngineInfo, GenerationRequest, ScoreRequest, ScoreResult
 
 
 class LocalEngine(Engine):

@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from .base import Engine, GenerationRequest, SamplingParams, ScoreRequest
+from kimi_eagle_data.engines.base import Engine, GenerationRequest, SamplingParams, ScoreRequest
 
 # What this stand-in reports as its SGLang version: the behaviour it mirrors is 0.5.5+.
 PROTOCOL_VERSION = "0.5.23"

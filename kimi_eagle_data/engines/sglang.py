@@ -31,9 +31,10 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
-from ..records import Completion
-from .base import Engine, EngineError, EngineInfo, GenerationRequest, ScoreRequest, ScoreResult
-from .sglang_logprobs import LOGPROB_FIELDS, with_output_logprobs
+from kimi_eagle_data.run_checks import url_problem
+from kimi_eagle_data.records import Completion
+from kimi_eagle_data.engines.base import Engine, EngineError, EngineInfo, GenerationRequest, ScoreRequest, ScoreResult
+from kimi_eagle_data.engines.sglang_logprobs import LOGPROB_FIELDS, with_output_logprobs
 
 MIN_SGLANG = (0, 5, 5)
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
@@ -60,20 +61,6 @@ def _same_model(a: str, b: str) -> bool:
 def parse_version(v: str) -> tuple[int, ...] | None:
     m = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", v or "")
     return tuple(int(x) for x in m.groups()) if m else None
-
-
-def url_problem(url: str) -> str | None:
-    """Why `url` cannot be a server URL (None when it can): http or https, with a host."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url)
-        parts.port   # noqa: B018 - raises ValueError on a non-numeric or out-of-range port
-    except ValueError as e:
-        return f"not a URL ({e}); expected e.g. http://127.0.0.1:30000"
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "expected an http:// or https:// URL with a host, e.g. http://127.0.0.1:30000"
-    return None
 
 
 def check_output_ids(output_ids: Any, *, max_new_tokens: int, vocab_size: int | None,
@@ -254,7 +241,7 @@ class SGLangEngine(Engine):
 
     def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoreResult]:
         """Prefill-only scoring (sglang_logprobs.py) over the same servers, concurrency and retries."""
-        from .sglang_logprobs import score_stream
+        from kimi_eagle_data.engines.sglang_logprobs import score_stream
 
         return score_stream(self, requests)
 

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import orjson
 
-from ..records import Completion
-from .base import EngineError, ScoreRequest, ScoreResult
+from kimi_eagle_data.records import Completion
+from kimi_eagle_data.engines.base import EngineError, ScoreRequest, ScoreResult
 
 if TYPE_CHECKING:
-    from .sglang import SGLangEngine
+    from kimi_eagle_data.engines.sglang import SGLangEngine
 
 # Log-probs on generation requests: each sampled token's, and the top-1 token at its position.
 LOGPROB_FIELDS = {"return_logprob": True, "top_logprobs_num": 1}
@@ -162,7 +162,7 @@ def score_stream(self: SGLangEngine, requests: Iterable[ScoreRequest]) -> Iterat
 
 
 async def _score_with_retries(self: SGLangEngine, session, req: ScoreRequest) -> ScoreResult:
-    from .sglang import _Failure
+    from kimi_eagle_data.engines.sglang import _Failure
 
     payload = score_payload(req)
     attempt = 0

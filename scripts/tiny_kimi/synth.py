@@ -15,7 +15,7 @@ import json
 import random
 from pathlib import Path
 
-from kimi_eagle_data.tool_declaration import encode_tools
+from kimi_eagle_data.prompts.tool_declaration import encode_tools
 
 POOL_PATH = Path(__file__).with_name("tool_pool.json")
 

@@ -27,7 +27,7 @@ import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 from transformers import PreTrainedTokenizer
 
-from kimi_eagle_data.tool_declaration import ToolSchemaUnsupported, deep_sort, encode_tools
+from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported, deep_sort, encode_tools
 
 logger = logging.getLogger(__name__)
 

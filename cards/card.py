@@ -1,0 +1,81 @@
+"""The dataset card: huggingface_hub's card classes for the YAML, a Jinja template for the body."""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+from kimi_eagle_data.builders.partitions import PARTITIONS
+from kimi_eagle_data.profile import get_profile
+from kimi_eagle_data.schema import features
+
+COUNT_KEYS = ("selected", "rejected_at_prepare", "generated", "failed", "pending", "valid", "rejected",
+              "train_tokens")
+
+
+def _size_category(n: int) -> str:
+    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+        if n < limit:
+            return name
+    return "1M<n<10M"
+
+
+def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, Any], plots: dict[str, str],
+                repo_id: str | None = None, score: dict[str, Any] | None = None) -> str:
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    profile = get_profile(provenance["profile"])
+    feats = features()._to_yaml_list()
+    configs_yaml, infos_yaml, rows = [], [], []
+    for config, s in summary.items():
+        configs_yaml.append({
+            "config_name": config,
+            "data_files": [{"split": split, "path": f"data/{config}/{split}-*.parquet"} for split in s["splits"]],
+        })
+        infos_yaml.append({
+            "config_name": config,
+            "features": feats,
+            "splits": [{"name": split, "num_bytes": i.num_bytes, "num_examples": i.rows}
+                       for split, i in s["splits"].items()],
+        })
+        # What prepare recorded of the partition (config-file and user-defined ones included).
+        p = s.get("partition") or {}
+        builtin = PARTITIONS.get(config)
+        rows.append({"config": config,
+                     "upstream": p.get("upstream") or (builtin.upstream if builtin else "user-defined"),
+                     "license": p.get("license") or (builtin.license if builtin else "see source"),
+                     "prompt_rule": p.get("prompt_rule") or (builtin.prompt_rule if builtin else ""),
+                     "r": s["report"]})
+    licenses = sorted({r["license"] for r in rows})
+    total_rows = sum(r["r"]["valid"] + r["r"]["rejected"] for r in rows)
+    card_data = DatasetCardData(
+        license=licenses[0] if len(licenses) == 1 else "other",
+        pretty_name=f"{profile.display_name} EAGLE-3 drafter data v{version}",
+        task_categories=["text-generation"],
+        tags=["eagle3", "speculative-decoding", *profile.card_tags, "kimi-eagle-data"],
+        size_categories=[_size_category(total_rows)],
+        configs=configs_yaml,
+        dataset_info=infos_yaml,
+    )
+    totals = {k: sum(r["r"][k] for r in rows) for k in COUNT_KEYS}
+    rules = profile.rules_paragraph()
+    template = resources.files("kimi_eagle_data.cards") / "dataset_card.md.jinja"
+    card = DatasetCard.from_template(
+        card_data, template_str=template.read_text(encoding="utf-8"),
+        pretty_name=card_data.pretty_name, version=version, provenance=provenance, plots=plots, rules=rules,
+        model_name=profile.display_name, think_close=profile.think_close,
+        configs=rows, totals=totals, repo_id=repo_id, load_path=repo_id or "path/to/dataset",
+        first_config="B4" if "B4" in summary else next(iter(summary)),
+        score=_score_section(score),
+    )
+    return str(card)
+
+
+def _score_section(score: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`kimi-data score`'s table for the card (None: the section is left out)."""
+    if not score or not score.get("configs"):
+        return None
+    from kimi_eagle_data.score.report import markdown_table, threshold_note
+
+    return {"table": markdown_table(score), "note": threshold_note(score), "limit": score["limit"],
+            "engine": score.get("engine") or {}}

@@ -1,0 +1,187 @@
+"""`kimi-data check` and `kimi-data render` (registered at the end of cli/main.py; the work is in validate/check.py).
+
+`.cli` is imported inside the commands, as in cli/quality.py: cli/main.py imports this module at its end.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import click
+import orjson
+
+_SHOWN_ROWS = 20     # invalid / unreadable rows listed one per line before the summary
+
+
+def _cli():
+    from kimi_eagle_data import cli
+
+    return cli
+
+
+def _load(profile: str, model: str | None, tokenizer: str | None):
+    """The profile and its tokenizer, chosen as `build` chooses them: --tokenizer, else --model, else the
+    profile's model (Kimi-K2.5 for the default profile; `--profile tiny-kimi` for the embedded model)."""
+    from kimi_eagle_data.profile import get_profile
+    from kimi_eagle_data.prompts.tokenizer import TokenizerLoadError, load_tokenizer
+
+    try:
+        prof = get_profile(profile)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--profile") from None
+    try:
+        return prof, load_tokenizer(tokenizer or model or prof.model_path)
+    except TokenizerLoadError as e:
+        if tokenizer or model:
+            raise
+        raise TokenizerLoadError(f"{e} (the {prof.name} profile's tokenizer; --profile tiny-kimi uses the "
+                                 "embedded test model)") from None
+
+
+def check_errors(fn):
+    """The CLI's one-line errors, CheckInputError included."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from kimi_eagle_data.validate.check import CheckInputError
+
+        try:
+            return _cli().friendly_errors(fn)(*args, **kwargs)
+        except CheckInputError as e:
+            raise _cli().UserError(str(e)) from None
+
+    return wrapper
+
+
+def tokenizer_options(fn):
+    for opt in reversed([
+        click.option("--profile", default="kimi-k2.5", show_default=True,
+                     help="Model profile (token names, generation prompt, max_seq_len); "
+                          "tiny-kimi: the embedded model."),
+        click.option("--model", help="Model path or Hub id (default: the profile's model)."),
+        click.option("--tokenizer", help="Tokenizer path (default: --model)."),
+    ]):
+        fn = opt(fn)
+    return fn
+
+
+@click.command()
+@click.argument("source", metavar="ROW.json")
+@click.option("--row", type=click.IntRange(min=0),
+              help="ROW.json is JSONL: render its line N (0-based, blank lines skipped).")
+@click.option("--ids", "as_ids", is_flag=True, help="Print the token ids (a JSON list) instead of the text.")
+@tokenizer_options
+@check_errors
+def render(source: str, row: int | None, as_ids: bool, profile: str, model: str | None, tokenizer: str | None):
+    """Print the exact prompt the model sees for {"messages": [...], "tools": [...]} (`-`: stdin).
+
+    The prompt is rendered by the code `prepare` uses (the model's chat template, tools declared
+    TypeScript-style, generation prompt appended); the text is those ids decoded with special tokens
+    written out.
+    """
+    from kimi_eagle_data.validate.check import read_render_row
+    from kimi_eagle_data.prompts.tokenizer import render_prompt
+
+    messages, tools = read_render_row(source, row)
+    _prof, tok = _load(profile, model, tokenizer)
+    where = "stdin" if source == "-" else source
+    try:
+        ids = render_prompt(tok, messages, tools)
+    except Exception as e:  # jinja and the tool encoder raise many types; the message is what matters
+        raise _cli().UserError(f"{where}: cannot render the prompt: {' '.join(str(e).split())[:300]}") from None
+    click.echo(orjson.dumps(ids).decode() if as_ids else tok.decode(ids, skip_special_tokens=False))
+    _cli().console.print(f"{len(ids):,} prompt tokens ({getattr(tok, 'name_or_path', '?')})", highlight=False,
+                         soft_wrap=True)
+
+
+@click.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@tokenizer_options
+@click.option("--max-seq-len", type=click.IntRange(min=1), help="Default: the profile's (16384 for Kimi-K2.5).")
+@click.option("--keep-truncated", is_flag=True, help="`length` rows without an end of turn are not `truncated`.")
+@click.option("--json", "as_json", is_flag=True,
+              help='One line per row on stdout: {"row", "valid", "issues", "details"[, "id"]}; summary on stderr.')
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@check_errors
+def check(file: Path, profile: str, model: str | None, tokenizer: str | None, max_seq_len: int | None,
+          keep_truncated: bool, as_json: bool, no_progress: bool):
+    """Audit EAGLE-3 data (JSONL or Parquet; ours or another pipeline's) with the SPEC §5 validator.
+
+    \b
+    Rows: input_ids + loss_mask (prompt = tokens before the first 1) or input_ids + prompt_len,
+          optional tools (JSON string or list; without it, the tools the prompt declares)
+          and finish_reason (without it: stop when the completion ends with
+          the end-of-turn token, else length);
+      or  messages + completion (text, special tokens written out) + optional tools.
+    Rows are numbered from 0. Exit 0 when every row is valid, 1 otherwise, 2 on usage errors.
+    """
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.table import Table
+    from rich.text import Text
+
+    from kimi_eagle_data.validate.check import Checker, check_file, describe, open_rows
+
+    cli = _cli()
+    prof, tok = _load(profile, model, tokenizer)
+    checker = Checker(prof, tok, max_seq_len=max_seq_len, keep_truncated=keep_truncated)
+    rows, total = open_rows(file)
+    report = cli.console if as_json else cli.out
+    reasons: Counter[str] = Counter()
+    n = valid = tokens = shown = 0
+    progress = Progress(TextColumn("[bold]check"), BarColumn(), TextColumn("{task.fields[rows]:>9,} rows"),
+                        TextColumn("{task.fields[tps]:>9,.0f} tok/s"), TextColumn("{task.fields[bad]}"),
+                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                        console=cli.console, disable=no_progress, transient=False)
+    t0 = time.perf_counter()
+    with progress:
+        task = progress.add_task("check", total=total, rows=0, tps=0.0, bad="")
+        for k, (v, advance) in enumerate(check_file(checker, rows)):
+            if v is not None:
+                n += 1
+                tokens += v.tokens
+                valid += v.valid
+                reasons.update(v.issues)
+                if as_json:
+                    sys.stdout.write(orjson.dumps(v.to_json()).decode() + "\n")
+                if not v.valid and shown < _SHOWN_ROWS and (not as_json or "unreadable_row" in v.issues):
+                    shown += 1
+                    _print_row(cli, report, file, v)
+            if k % 256 == 0:
+                elapsed = time.perf_counter() - t0
+                progress.update(task, advance=advance, rows=n, tps=tokens / elapsed if elapsed else 0.0,
+                                bad=f"invalid {n - valid}" if n > valid else "")
+            else:
+                progress.advance(task, advance)
+        progress.update(task, rows=n, bad=f"invalid {n - valid}" if n > valid else "")
+    seconds = time.perf_counter() - t0
+    if shown < n - valid and not as_json:
+        report.print(f"… {n - valid - shown} more invalid rows (--json lists every row)", highlight=False)
+    if reasons:
+        t = Table(title=f"check: {file}")
+        for col in ("reason", "rows", "meaning"):
+            t.add_column(col, justify="right" if col == "rows" else "left", overflow="fold")
+        for code, count in reasons.most_common():
+            t.add_row(code, f"{count:,}", Text(describe(code)))
+        report.print(t)
+    rate = f"{n / seconds:,.0f} rows/s, {tokens / seconds:,.0f} tokens/s" if seconds > 0 else ""
+    report.print(f"{n:,} rows checked ({tokens:,} tokens in {seconds:.2f}s, {rate}): {valid:,} valid, "
+                 f"{n - valid:,} invalid  " + ("[green]✓[/]" if valid == n else "[red]✗[/]"), highlight=False,
+                 soft_wrap=True)
+    if valid != n:
+        sys.exit(1)
+
+
+def _print_row(cli, report, file: Path, v) -> None:
+    """One invalid row on one line; an unreadable row is an error line on stderr (the run continues)."""
+    from rich.text import Text
+
+    line = f"{file} row {v.row}{f' ({v.id})' if v.id else ''}: " + "; ".join(
+        f"{code}: {detail}" for code, detail in zip(v.issues, v.details))
+    if "unreadable_row" in v.issues:
+        cli.console.print(Text.assemble(("error: ", "bold red"), line), soft_wrap=True)
+    else:
+        report.print(Text(line), soft_wrap=True)

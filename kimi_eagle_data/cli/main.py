@@ -1,0 +1,456 @@
+"""`kimi-data`: the command line. Thin: options -> RunSettings -> Pipeline.
+
+Errors the user can fix print one line (what, where, what to do) and exit 1; usage errors exit 2;
+`generate`/`build`/`demo` exit 3 when samples failed in this run (after all retries; the rest is kept).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from kimi_eagle_data.builders.partitions import PARTITIONS
+from kimi_eagle_data.settings import BY_NAME, INHERITED, check_servers, option_for, run_options
+
+console = Console(stderr=True)
+# Tables stay readable when stdout is a pipe or a log file (rich would assume 80 columns).
+out = Console(width=None if sys.stdout.isatty() else 160)
+
+# Exit status of generate/build/demo when samples failed in this run (everything else was kept).
+EXIT_FAILED = 3
+
+CONFIG_HELP = f"Dataset configs to process (default: all of {', '.join(PARTITIONS)})."
+
+
+class UserError(click.ClickException):
+    """Printed as one line `error: …`, exit 1."""
+
+    def show(self, file=None):
+        console.print(f"[bold red]error:[/] {self.message}", highlight=False, soft_wrap=True)
+
+
+def friendly_errors(fn):
+    """Turn the project's expected failures into one clear line instead of a traceback."""
+    from kimi_eagle_data.errors import KimiDataError
+
+    # FileNotFoundError: a path the user gave that the OS could not open (ours raise MissingInputError).
+    expected = (KimiDataError, FileNotFoundError)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except expected as e:
+            raise UserError(str(e)) from None   # `from None`: no chained message can carry a token
+        except KeyboardInterrupt:
+            console.print("[yellow]interrupted[/]: completed samples are in the checkpoint; rerun the same "
+                          "command to resume", soft_wrap=True)
+            sys.exit(130)
+
+    return wrapper
+
+
+def parse_sources(values: tuple[str, ...], known=PARTITIONS) -> dict[str, str]:
+    sources = {}
+    for v in values:
+        config, sep, path = v.partition("=")
+        if not sep or config not in known:
+            raise click.BadParameter(f"{v!r}: expected CONFIG=PATH with CONFIG one of {', '.join(known)}",
+                                     param_hint="--source")
+        sources[config] = path
+    return sources
+
+
+def settings_from(kw: dict):
+    from kimi_eagle_data.workdir import Workdir, read_json
+
+    run_json = Workdir(Path(kw["workdir"]).resolve()).settings_path
+    saved = read_json(run_json).get("options", {}) if run_json.exists() else {}
+    ctx = click.get_current_context()
+    # A new --config brings its own default configs: do not inherit the old run's list then.
+    new_config = kw.get("config_file") and kw["config_file"] != saved.get("config_file")
+    inherited = {}
+    for key in INHERITED:
+        if key == "model_label":        # not an option: follows --model below
+            continue
+        if key == "configs" and new_config:
+            continue
+        if key in saved and ctx.get_parameter_source(key) in (None, click.core.ParameterSource.DEFAULT):
+            value = saved[key]
+            inherited[key] = value
+            if key == "sources":
+                value = tuple(f"{k}={v}" for k, v in value.items())
+            kw[key] = tuple(value) if isinstance(value, list) else value
+    from kimi_eagle_data.run_checks import SettingError, check_config_name, check_settings
+
+    try:   # run.json is a file a user can edit: its values pass the same checks as the options
+        check_settings(inherited, f"{run_json}: options.")
+        for c in inherited.get("configs") or ():
+            check_config_name(c)
+    except SettingError as e:
+        raise UserError(str(e) if str(e).startswith(str(run_json)) else f"{run_json}: options.configs: {e}") from None
+    check_servers(None, None, kw["servers"])   # inherited URLs get the option's check too
+    model_label = saved.get("model_label") if kw["model"] == saved.get("model") else None
+    from kimi_eagle_data.sources.config import ConfigError, load_config
+
+    try:
+        known = load_config(kw["config_file"]).partitions
+    except ConfigError as e:
+        raise UserError(str(e)) from e
+    for c in kw["configs"]:
+        if c not in known:
+            raise click.BadParameter(f"{c!r} is not a config; known: {', '.join(known)}"
+                                     + ("" if kw["config_file"] else " (add more with --config FILE)"),
+                                     param_hint="CONFIG")
+
+    try:
+        return make_settings(kw, known, model_label)
+    except SettingError as e:   # values together out of range (max_new_tokens >= max_seq_len)
+        raise UserError(str(e)) from None
+
+
+def make_settings(kw: dict, known, model_label):
+    from kimi_eagle_data.pipeline import RunSettings
+
+    # Options whose command-line form differs from the setting's value.
+    given = {k: v for k, v in kw.items() if k in BY_NAME}
+    given.update(workdir=str(kw["workdir"]), configs=list(kw["configs"]), sources=parse_sources(kw["sources"], known),
+                 servers=list(kw["servers"]), merge=list(kw["merge"]), shard=parse_shard(kw["shard"]),
+                 progress=not kw["no_progress"], model_label=model_label)
+    return RunSettings(**given)
+
+
+def parse_shard(value: str | None) -> tuple[int, int] | None:
+    if not value:
+        return None
+    try:
+        i, n = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected i/N, e.g. 0/4", param_hint="--shard") from None
+    if not (n >= 1 and 0 <= i < n):
+        raise click.BadParameter(f"{value!r}: need 0 <= i < N", param_hint="--shard")
+    return i, n
+
+
+def pipeline_for(settings):
+    from kimi_eagle_data.pipeline import Pipeline
+
+    return Pipeline(settings, console=console)
+
+
+# -- output ---------------------------------------------------------------------------------------
+def print_prepare(reports) -> None:
+    t = Table(title="prepare")
+    for col in ("config", "source", "selected", "prompts", "rejected", "reasons"):
+        t.add_column(col, justify="right" if col in ("selected", "prompts", "rejected") else "left")
+    for cfg, r in reports.items():
+        t.add_row(cfg, r.source, str(r.selected), str(r.prepared), str(sum(r.rejected.values())),
+                  ", ".join(f"{k} {v}" for k, v in r.rejected.most_common(3)))
+    out.print(t)
+
+
+def print_generate(rep) -> None:
+    out.print(f"generate: {rep.completed} completed, {rep.failed} failed, {rep.skipped_done} already done"
+              + (f", {rep.skipped_failed} failed earlier (rerun with --retry-failed)" if rep.skipped_failed else "")
+              + (f"; {rep.output_tokens:,} tokens in {rep.seconds:.1f}s ({rep.tokens_per_s:,.0f} tok/s)"
+                 if rep.completed else ""))
+
+
+def print_accounting(table: dict[str, dict[str, int]]) -> None:
+    t = Table(title="accounting (selected = rejected at prepare + generated + failed + pending)")
+    keys = ("selected", "rejected_at_prepare", "generated", "failed", "pending")
+    t.add_column("config")
+    for k in keys:
+        t.add_column(k.replace("_", " "), justify="right")
+    for cfg, row in table.items():
+        t.add_row(cfg, *(str(row[k]) for k in keys))
+    out.print(t)
+    bad = [c for c, r in table.items() if r["selected"] != sum(r[k] for k in keys[1:])]
+    if bad:
+        raise UserError(f"accounting does not balance for {', '.join(bad)}; this is a bug, please report it")
+
+
+def print_summary(reports) -> None:
+    keys = ("selected", "rejected_at_prepare", "generated", "failed", "pending", "valid", "rejected", "train_tokens")
+    t = Table(title="dataset summary")
+    for col in ("config", "selected", "prep-rej", "generated", "failed", "pending", "train", "rejected",
+                "train tokens", "top reasons"):
+        t.add_column(col, justify="left" if col in ("config", "top reasons") else "right",
+                     overflow="fold", no_wrap=col != "top reasons")
+    tot = dict.fromkeys(keys, 0)
+    for cfg, r in reports.items():
+        for k in keys:
+            tot[k] += getattr(r, k)
+        reasons = r.reasons + r.failure_reasons + Counter(r.prepare_reasons)
+        t.add_row(cfg, *(f"{getattr(r, k):,}" for k in keys), ", ".join(f"{k} {v}" for k, v in reasons.most_common(3)))
+    t.add_row("all", *(f"{tot[k]:,}" for k in keys), "", style="bold")
+    out.print(t)
+    unbalanced = [c for c, r in reports.items() if not r.balanced]
+    if unbalanced:
+        raise UserError(f"accounting does not balance for {', '.join(unbalanced)}; this is a bug, please report it")
+    out.print("accounting: selected = rejected at prepare + train + rejected + failed + pending  [green]✓[/]")
+
+
+def emit_or_warn(p) -> bool:
+    """Emit after a build; a build whose every sample failed reports that instead of failing."""
+    from kimi_eagle_data.emit.writer import NothingToEmit
+
+    try:
+        p.emit()
+        return True
+    except NothingToEmit as e:
+        console.print(f"[yellow]warning:[/] {e}", highlight=False)
+        return False
+
+
+def exit_if_failed(rep) -> None:
+    """Samples that failed in this run: say how to retry them and exit EXIT_FAILED (the rest is kept)."""
+    if rep.failed:
+        console.print(f"[bold red]error:[/] {rep.failed} of {rep.requested} samples failed in this run (reasons in "
+                      "the table); rerun with --retry-failed once the server is healthy", highlight=False,
+                      soft_wrap=True)
+        sys.exit(EXIT_FAILED)
+
+
+def run_all_stages(p) -> None:
+    """prepare -> generate -> validate -> emit, printing each stage's summary (build and demo)."""
+    print_prepare(p.prepare(reuse=True))
+    gen = p.generate()
+    print_generate(gen)
+    emitted = emit_or_warn(p)   # emit validates every completion while it writes the rows
+    print_summary(p.reports)
+    if emitted:
+        print_load_hint(p.workdir.dataset, p.s.configs)
+    exit_if_failed(gen)
+
+
+def print_load_hint(dataset_dir: Path, configs) -> None:
+    config = "B4" if "B4" in configs else next(iter(configs))
+    out.print("\nLoad it with:")
+    out.print(f'  python -c \'from datasets import load_dataset; print(load_dataset("{dataset_dir}", "{config}"))\'',
+              highlight=False, soft_wrap=True)
+
+
+# -- commands -------------------------------------------------------------------------------------
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(package_name="kimi-eagle-data")
+def main():
+    """Build EAGLE-3 drafter training data for Kimi-K2.5.
+
+    Pipeline: prepare (render prompts with the model's chat template) -> generate (the model's own
+    completions, token ids in and out) -> validate (token structure) -> emit (Hub-layout dataset with
+    card). `build` runs all four and resumes where it stopped; `demo` runs them on CPU with the embedded
+    tiny model.
+    """
+
+
+@main.command()
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Where to put the run (dataset in WORKDIR/dataset).")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many sample rows per config.")
+@click.option("--no-progress", is_flag=True, help="No progress bars.")
+@option_for("workers")
+@friendly_errors
+def demo(workdir: Path, limit: int | None, no_progress: bool, workers: int | None):
+    """The whole pipeline on the bundled sample prompts with the embedded tiny model (CPU, no network).
+
+    The tiny model speaks Kimi-K2.5's token format but its text is meaningless: the demo shows the
+    pipeline, not data to train on.
+    """
+    from kimi_eagle_data.pipeline import Pipeline, RunSettings
+    from kimi_eagle_data.profile import TINY_MODEL_DIR
+
+    settings = RunSettings(workdir=str(workdir), profile="tiny-kimi", model=str(TINY_MODEL_DIR),
+                           model_label="tiny-kimi (embedded test model)", samples=True, limit=limit,
+                           progress=not no_progress, workers=workers)
+    p = Pipeline(settings, console=console)
+    run_all_stages(p)
+
+
+@main.command()
+@run_options
+@option_for("workers")
+@friendly_errors
+def build(**kw):
+    """prepare -> generate -> validate -> emit, resumable and idempotent.
+
+    Rerunning the same command skips finished work: completed samples come from the checkpoint and
+    the emitted dataset is byte-identical when nothing changed.
+
+    Exit status: 0 when every sample completed; 3 when samples failed in this run (the dataset of
+    the others is still emitted; rerun with --retry-failed); 1 on an error; 2 on a usage error.
+    """
+    run_all_stages(pipeline_for(settings_from(kw)))
+
+
+@main.command()
+@run_options
+@click.option("--dry-run", is_flag=True,
+              help="Print per-config counts after each stage (selected, adapted, filters, dedup, prepared); "
+                   "write nothing.")
+@friendly_errors
+def prepare(dry_run: bool, **kw):
+    """Select source rows, adapt, filter, decontaminate, dedup and render prompts with the chat template
+    (prepared/<CONFIG>.parquet; rejected rows with reasons in prepared/<CONFIG>.rejects.jsonl)."""
+    settings = settings_from(kw)
+    if dry_run:
+        from kimi_eagle_data.prompts.prepare import dry_run as prepare_dry_run, funnel_table, source_error_line
+        from kimi_eagle_data.sources.readers import SourceFileError
+
+        run = prepare_dry_run(settings)
+        out.print(funnel_table(run))
+        if run.errors:
+            raise SourceFileError(source_error_line(run.errors))
+        return
+    print_prepare(pipeline_for(settings).prepare())
+
+
+@main.command()
+@run_options
+@friendly_errors
+def generate(**kw):
+    """Generate completions for prepared prompts into the checkpoint (resumable).
+
+    Safe to stop at any moment (Ctrl-C, kill -9): every finished sample is committed on its own;
+    rerun the same command to continue. Samples that failed after all retries are skipped on
+    reruns until --retry-failed.
+
+    Exit status: 0 when every sample completed; 3 when samples failed in this run; 1 on an error;
+    2 on a usage error.
+    """
+    p = pipeline_for(settings_from(kw))
+    rep = p.generate()
+    print_generate(rep)
+    print_accounting(p.accounting())
+    exit_if_failed(rep)
+
+
+@main.command()
+@run_options
+@option_for("workers")
+@friendly_errors
+def validate(**kw):
+    """Check every completion's token structure (SPEC §5): verdicts, lengths, finish reasons and reasons per
+    sample in validated/<CONFIG>.parquet (light columns, what stats, plan and inspect read), counts in
+    validated/<CONFIG>.json. Writes no token rows: `emit` runs the same validation while it streams the rows
+    into the dataset, so each token is written once."""
+    print_summary(pipeline_for(settings_from(kw)).validate())
+
+
+@main.command()
+@run_options
+@option_for("repo")
+@option_for("workers")
+@friendly_errors
+def emit(**kw):
+    """Validate every completion and stream its row straight into WORKDIR/dataset (Parquet per config and
+    split), then card, plots and manifest. Runs `validate`'s pass itself (and rewrites validated/), so it
+    needs no `validate` first; `build` runs it once.
+
+    The workdir remembers --repo: a later `build` re-emits the card naming the same repo."""
+    from kimi_eagle_data.hub.publish import REPO_ID
+
+    if kw["repo"] and not REPO_ID.match(kw["repo"]):
+        raise click.BadParameter(f"{kw['repo']!r}: expected ORG/NAME", param_hint="--repo")
+    p = pipeline_for(settings_from(kw))
+    repo = p.s.repo
+    manifest = p.emit()
+    out.print(f"emitted {len(manifest['files'])} files to {p.workdir.dataset} (version {manifest['version']})")
+    print_load_hint(p.workdir.dataset, p.s.configs)
+    if repo:
+        out.print(f"Publish it with:\n  kimi-data push {p.workdir.root} --repo {repo}", highlight=False, soft_wrap=True)
+
+
+@main.command()
+@click.option("--engine", type=click.Choice(["sglang", "local"]), default="sglang", show_default=True,
+              help="sglang: launch SGLang (GPU). local: serve any HF model over SGLang's /generate protocol on CPU.")
+@click.option("--profile", default="kimi-k2.5", show_default=True, help="Model profile (launch flags, tokens).")
+@click.option("--model", help="Model path or Hub id (default: the profile's model).")
+@click.option("--tokenizer", help="Tokenizer for /tokenize and `text` (local engine; default: --model).")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=30000, show_default=True, type=int)
+@click.option("--tp", default=8, show_default=True, type=click.IntRange(min=1), help="Tensor parallel GPUs (sglang).")
+@click.option("--context-length", type=click.IntRange(min=1), help="SGLang --context-length.")
+@click.option("--mem-fraction-static", type=click.FloatRange(0, 1), default=0.85, show_default=True,
+              help="SGLang --mem-fraction-static.")
+@click.option("--no-metrics", is_flag=True, help="Do not pass --enable-metrics.")
+@click.option("--extra", "extra", multiple=True, metavar="ARG", help="Extra argument passed to SGLang (repeatable).")
+@click.option("--health-timeout", default=1800.0, show_default=True, help="Seconds to wait for SGLang to load.")
+@click.option("--dry-run", is_flag=True, help="Print the SGLang launch command and exit.")
+@click.option("--max-batch", default=16, show_default=True, help="local: requests decoded together.")
+@click.option("--error-rate", default=0.0, type=click.FloatRange(0, 1), help="local: share of /generate answered 500.")
+@click.option("--drop-rate", default=0.0, type=click.FloatRange(0, 1),
+              help="local: share of /generate whose connection is dropped.")
+@click.option("--delay", default=0.0, type=click.FloatRange(min=0), help="local: seconds added to each /generate.")
+@click.option("--fault-seed", default=0, type=int, help="local: seed of the fault injection.")
+@click.option("--bad-output", type=click.Choice(["non_int", "bool", "out_of_vocab", "huge_int", "too_long",
+                                                 "meta_mismatch"]),
+              help="local: answer every /generate malformed this way (tests the client's response checks).")
+@friendly_errors
+def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem_fraction_static, no_metrics, extra,
+          health_timeout, dry_run, max_batch, error_rate, drop_rate, delay, fault_seed, bad_output):
+    """Launch SGLang for Kimi-K2.5 (or serve a local model over the same protocol).
+
+    \b
+    Production, one 8-GPU node:
+      kimi-data serve --tp 8 --context-length 32768
+      kimi-data build --engine sglang --server http://127.0.0.1:30000 --workdir run1
+    CPU stand-in (tests, demos): kimi-data serve --engine local --model DIR --port 30001
+    """
+    import shlex
+
+    from kimi_eagle_data.profile import get_profile
+    from kimi_eagle_data.engines.serve import SGLangLaunch, run_sglang
+
+    prof = get_profile(profile)
+    model = model or prof.model_path
+    if engine == "sglang" or dry_run:
+        launch = SGLangLaunch(model=model, tp=tp, host=host, port=port, context_length=context_length,
+                              mem_fraction_static=mem_fraction_static, metrics=not no_metrics, extra=list(extra))
+        if dry_run:
+            out.print(shlex.join(launch.command(prof, python="python")), highlight=False, soft_wrap=True)
+            return
+        try:
+            sys.exit(run_sglang(launch, prof, health_timeout_s=health_timeout, echo=out.print))
+        except (RuntimeError, TimeoutError) as e:
+            raise UserError(f"SGLang did not start: {e}") from e
+    from kimi_eagle_data.engines.local import LocalEngine
+    from kimi_eagle_data.engines.protocol_server import Faults, ProtocolServer, run_server
+    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(tokenizer or model)
+    server = ProtocolServer(LocalEngine(model, batch_size=max_batch), tokenizer=tok, max_batch=max_batch,
+                            faults=Faults(error_rate=error_rate, drop_rate=drop_rate, delay_s=delay, seed=fault_seed,
+                                          bad_output=bad_output))
+    run_server(server, host, port, print_url=lambda m: out.print(m, highlight=False))
+
+
+from kimi_eagle_data.cli.quality import inspect_cmd, plan, stats  # noqa: E402
+
+main.add_command(stats)
+main.add_command(plan)
+main.add_command(inspect_cmd, name="inspect")
+
+from kimi_eagle_data.cli.publish import export, push  # noqa: E402
+
+main.add_command(push)
+main.add_command(export)
+
+from kimi_eagle_data.cli.check import check, render  # noqa: E402
+
+main.add_command(render)
+main.add_command(check)
+
+from kimi_eagle_data.cli.score import score  # noqa: E402
+
+main.add_command(score)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

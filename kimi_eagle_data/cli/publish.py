@@ -1,0 +1,141 @@
+"""`kimi-data push` and `kimi-data export` (registered at the end of cli/main.py).
+
+`.cli` is imported inside the commands, not at module level: `python -m kimi_eagle_data.cli.main` runs cli/main.py as
+`__main__`, whose last lines import this module, and a module-level `from kimi_eagle_data.cli.main import …` here would import
+cli/main.py a second time in the middle of that.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import click
+
+from kimi_eagle_data.run_checks import click_config_names
+
+
+def _cli():
+    from kimi_eagle_data import cli
+
+    return cli
+
+
+def publish_errors(fn):
+    """The CLI's one-line errors (PublishError included there)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return _cli().friendly_errors(fn)(*args, **kwargs)
+
+    return wrapper
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1024 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _repo_id(ctx, param, value: str) -> str:
+    from kimi_eagle_data.hub.publish import REPO_ID
+
+    if value is not None and not REPO_ID.match(value):
+        raise click.BadParameter(f"{value!r}: expected ORG/NAME, e.g. my-org/kimi-k2.5-eagle3-data")
+    return value
+
+
+@click.command()
+@click.argument("path", metavar="DIR", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--repo", "repo_id", required=True, metavar="ORG/NAME", callback=_repo_id,
+              help="Hub dataset repo (created if missing).")
+@click.option("--private", is_flag=True, help="Create the repo private (an existing repo keeps its visibility).")
+@click.option("--token-env", default="HF_TOKEN", show_default=True, metavar="VAR",
+              help="Environment variable holding the Hub token (else huggingface_hub's stored login). "
+                   "The token is never printed, logged or written to a file.")
+@click.option("--dry-run", is_flag=True, help="Check the tree against its manifest and show what would be pushed; "
+                                              "no network.")
+@publish_errors
+def push(path: Path, repo_id: str, private: bool, token_env: str, dry_run: bool):
+    """Publish DIR (a workdir or its dataset/) to the Hub as version tag v<version>.
+
+    \b
+    The tree must match its manifest.json (sha256 of every file). Then:
+      - tag v<version> absent: upload the tree in one commit (remote files the
+        tree no longer has are deleted in it) and tag that commit;
+      - tag present with the same manifest: "already published", exit 0;
+      - tag present with other content: refused (published versions are
+        immutable): bump --version and re-emit.
+    The card is part of the hashed content and is pushed as emitted: run
+    `kimi-data emit --workdir DIR --repo ORG/NAME` first so its load line names the repo.
+    """
+    import sys
+
+    from kimi_eagle_data.hub.publish import load_local, push_dataset
+
+    if not sys.stderr.isatty():   # per-file upload bars are noise in logs
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    out = _cli().out
+    result = push_dataset(path, repo_id, private=private, token_env=token_env, dry_run=dry_run)
+    ds = load_local(path, verify=False)
+    if result.status != "already published":
+        for note in result.notes:
+            _cli().console.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
+    if result.status == "dry run":
+        out.print(f"dry run: {result.files} files ({_human(result.bytes)}) of {ds.root} match manifest.json; "
+                  f"would push version {ds.version} to {repo_id} as tag {result.tag}"
+                  + (" (private)" if private else "") + "; nothing sent", highlight=False, soft_wrap=True)
+        return
+    if result.status == "already published":
+        out.print(f"already published: {repo_id} {result.tag} has the same content"
+                  + (f" (commit {result.commit_oid[:12]})" if result.commit_oid else ""), highlight=False,
+                  soft_wrap=True)
+    else:
+        out.print(f"pushed {result.files} files ({_human(result.bytes)}) to {repo_id} as {result.tag}",
+                  highlight=False, soft_wrap=True)
+        out.print(f"commit: {result.commit_url}", highlight=False, soft_wrap=True)
+    out.print("\nLoad it with:")
+    out.print(f"  from datasets import load_dataset; ds = {result.load_line(ds.first_config)}",
+              highlight=False, soft_wrap=True)
+
+
+@click.command()
+@click.argument("path", metavar="DIR", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["specforge", "speculators"]), default="specforge",
+              show_default=True,
+              help="specforge: JSONL {id, input_ids, loss_mask} for SpecForge's data.prompts_path; "
+                   "speculators: what speculators' prepare_data writes: an Arrow dataset (save_to_disk, torch "
+                   "format) with input_ids, loss_mask (int64 lists) and seq_len (int64).")
+@click.option("--split", type=click.Choice(["train", "rejected"]), default="train", show_default=True)
+@click.option("--configs", "configs", multiple=True, metavar="CFG[,CFG…]", callback=click_config_names,
+              help="Configs to export (repeatable or comma-separated; default: all).")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=True, path_type=Path),
+              help="Output file (specforge: .jsonl) or directory (speculators); replaced atomically.")
+@publish_errors
+def export(path: Path, fmt: str, split: str, configs: tuple[str, ...], out_path: Path):
+    """Export DIR's token rows (a workdir or its dataset/) for an EAGLE-3 trainer.
+
+    \b
+    Rows are streamed from the Parquet shards (flat memory) in config order;
+    input_ids and loss_mask are copied exactly (loss_mask: 0 prompt, 1 completion).
+    SpecForge:   data.prompts_path: FILE.jsonl   (pre-tokenized rows)
+    speculators: datasets.load_from_disk(DIR)
+    """
+    from kimi_eagle_data.hub.publish import export_dataset
+
+    chosen = [c.strip() for v in configs for c in v.split(",") if c.strip()] or None
+    if fmt == "speculators" and out_path.exists() and not out_path.is_dir():
+        raise click.BadParameter(f"{out_path} is a file; speculators writes a directory", param_hint="--out")
+    if fmt == "specforge" and out_path.is_dir():
+        raise click.BadParameter(f"{out_path} is a directory; specforge writes a .jsonl file", param_hint="--out")
+    rep = export_dataset(path, out_path, fmt=fmt, split=split, configs=chosen)
+    out = _cli().out
+    per = ", ".join(f"{c} {n:,}" for c, n in rep.configs.items())
+    out.print(f"exported {rep.rows:,} {split} rows ({rep.tokens:,} tokens, {rep.loss_tokens:,} with loss) to "
+              f"{rep.out} ({fmt}): {per}", highlight=False, soft_wrap=True)
+    if rep.skipped:
+        out.print(f"no {split} rows in {', '.join(rep.skipped)}", highlight=False)

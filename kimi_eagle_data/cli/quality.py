@@ -1,0 +1,420 @@
+"""`kimi-data stats`, `plan` and `inspect`: the data-quality workbench (registered at the end of cli/main.py).
+
+`.cli` is imported inside the commands, not at module level: `python -m kimi_eagle_data.cli.main` runs cli/main.py as
+`__main__`, whose last lines import this module, and a module-level `from kimi_eagle_data.cli.main import …` here would import
+cli/main.py a second time in the middle of that.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from kimi_eagle_data.run_checks import click_config_names
+
+STATS_JSON_HELP = """\b
+--json prints one object (stable keys):
+  workdir, split, short_threshold (300),
+  configs: {CONFIG: S}, overall: S, plots: {CONFIG: png path}
+S = counts {selected, rejected_at_prepare, prepared, generated, failed,
+      pending, valid, rejected} (from validated/<CONFIG>.json),
+    rows (samples the numbers below cover),
+    lengths {prompt|completion|reasoning: {min, p10, median, mean,
+      p90, p99, max}} (numpy linear percentiles; null when no rows),
+    short_share (completion < 300 tokens), truncated_share
+      (finish_reason length), finish_reasons {reason: n},
+    tool_calls {rows (with >= 1 call), rate, calls, args_valid_rows,
+      args_valid_rate (rows with calls not rejected for
+      args_not_json_object)},
+    cache {requests, requests_with_hit, prompt_tokens, cached_tokens,
+      hit_share} or null when the engine reported no cached_tokens,
+    tokens {prompt, completion, total, train},
+    rejection_reasons {code: n}
+Shares are fractions in [0, 1] (null when there are no rows)."""
+
+PLAN_JSON_HELP = """\b
+--json prints one object (stable keys):
+  workdir, confidence, gpus, interval (the method, in words),
+  naive_chars_per_token (3.5), skipped {CONFIG: why},
+  throughput {tokens_per_s, source (given|measured|unknown),
+    measured {tokens_per_s, output_tokens, span_s, requests,
+      per_request_tokens_per_s_median, engine, engine_version} | null,
+    note},
+  configs: {CONFIG: P + pilot {selected, generated, valid, failed,
+    mean_tokens, sd_tokens, mean_prompt_tokens, mean_completion_tokens,
+    naive_mean_tokens, bytes_per_token, bytes_per_token_from}},
+  overall: P
+P = count (prompts to generate), and for each of tokens, prompt_tokens,
+    completion_tokens, valid_rate, train_rows, train_tokens, disk_bytes,
+    wall_hours, gpu_hours: {estimate, low, high};
+    naive {tokens, ratio_to_measured[, prompt_tokens, completion_tokens]}
+score: WORKDIR/score.json as `kimi-data score --json` prints it, or null"""
+
+INSPECT_JSON_HELP = """\b
+--json prints one object: id, config, split, picked (how it was chosen),
+  source, source_id, finish_reason, length, prompt_len, completion_len,
+  reasoning_len, num_tool_calls, loss_boundary (first loss-mask 1),
+  tokenizer, profile, where, warnings [str],
+  issues [{code, description, detail}],
+  segments [{index, kind, label, start, end (exclusive), loss (0|1),
+    ids, text, n_tokens}]
+kind: prefix, system, tools, user, assistant, tool_result,
+  generation_prompt, reasoning, answer, tool_section, tool_call, text
+  (stray text in/after the tool-call section), end.
+The segments' ids concatenated are the row's input_ids."""
+
+
+def _cli():
+    # Imported late: cli/main.py registers these commands at its end.
+    from kimi_eagle_data import cli
+
+    return cli
+
+
+def quality_errors(fn):
+    """The CLI's one-line errors (QualityError included there)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return _cli().friendly_errors(fn)(*args, **kwargs)
+
+    return wrapper
+
+
+def _print_json(obj: Any) -> None:
+    click.echo(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode())
+
+
+# -- formatting ---------------------------------------------------------------------------------
+
+def _n(x: float | int | None, digits: int = 1) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, float) and not x.is_integer():
+        return f"{x:,.{digits}f}"
+    return f"{int(x):,}"
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def _si(x: float | None, unit: str = "") -> str:
+    if x is None:
+        return "–"
+    for limit, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= limit:
+            return f"{x / limit:.2f}{suffix}{unit}"
+    return f"{x:.0f}{unit}" if abs(x) >= 10 or x == 0 else f"{x:.2f}{unit}"
+
+
+def _range(iv: dict[str, float | None], fmt=_si, sep: str = "\n") -> str:
+    if iv["low"] is None or iv["high"] is None:
+        return f"{fmt(iv['estimate'])}"
+    return f"{fmt(iv['estimate'])}{sep}[{fmt(iv['low'])}–{fmt(iv['high'])}]"
+
+
+# -- stats --------------------------------------------------------------------------------------
+
+@click.command(epilog=STATS_JSON_HELP)
+@click.argument("configs", nargs=-1, metavar="[CONFIG]...", callback=click_config_names)
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="A workdir after validate (build, demo).")
+@click.option("--split", type=click.Choice(["all", "train", "rejected"]), default="all", show_default=True,
+              help="Rows the distributions cover (counts per stage always come from the reports).")
+@click.option("--plots", "plots_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where to write lengths_<CONFIG>.png (default: WORKDIR/stats).")
+@click.option("--no-plots", is_flag=True, help="Do not write the histograms.")
+@click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON (keys below) instead of tables.")
+@quality_errors
+def stats(configs, workdir: Path, split: str, plots_dir: Path | None, no_plots: bool, as_json: bool):
+    """Length distributions, finish reasons, tool calls, cache hits and token totals per config.
+
+    Lengths are reported, never judged: a 92-token answer asking for a missing URL is a valid sample.
+    Reads only the light columns of WORKDIR/validated/<CONFIG>.parquet (never input_ids), the
+    validate reports and the checkpoint's engine figures.
+
+    \b
+    Example:
+      kimi-data stats --workdir demo-work
+      kimi-data stats B1 B4 --workdir run1 --json | jq '.overall.lengths.completion'
+    """
+    from kimi_eagle_data.emit.plots import plot_length_histograms
+    from kimi_eagle_data.reports.stats import collect_stats, open_workdir, validated_configs
+
+    result = collect_stats(workdir, configs, split=split)
+    plots: dict[str, str] = {}
+    if not no_plots:
+        wd = open_workdir(workdir)
+        target = (plots_dir or wd.root / "stats").resolve()
+        names = validated_configs(wd, configs)
+        written = plot_length_histograms(wd, names, target, prefix=str(target))
+        plots = {c: p for c, p in zip(names, written.values())}
+    result["plots"] = plots
+    if as_json:
+        _print_json(result)
+        return
+    _print_stats(result)
+
+
+def _print_stats(r: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    out = _cli().out
+    rows = list(r["configs"].items()) + [("all", r["overall"])]
+    t = Table(title=f"stats: {r['workdir']}" + (f" ({r['split']} rows)" if r["split"] != "all" else ""))
+    for col in ("config", "selected", "prep-rej", "generated", "failed", "pending", "train", "rejected",
+                "tokens", "train tokens", "cache hit"):
+        t.add_column(col, justify="left" if col == "config" else "right")
+    for name, s in rows:
+        c = s["counts"]
+        t.add_row(name, *(_n(c[k]) for k in ("selected", "rejected_at_prepare", "generated", "failed", "pending",
+                                             "valid", "rejected")),
+                  _n(s["tokens"]["total"]), _n(s["tokens"]["train"]),
+                  _pct(s["cache"]["hit_share"]) if s["cache"] else "–", style="bold" if name == "all" else None)
+    out.print(t)
+
+    q = Table(title="completions" + (f" ({r['split']} rows)" if r["split"] != "all" else ""))
+    for col in ("config", "rows", f"short <{r['short_threshold']}", "truncated", "tool-call rate", "args valid",
+                "finish reasons", "rejection reasons"):
+        q.add_column(col, justify="left" if col in ("config", "finish reasons", "rejection reasons") else "right",
+                     overflow="fold")
+    for name, s in rows:
+        tc = s["tool_calls"]
+        reasons = sorted(s["rejection_reasons"].items(), key=lambda kv: (-kv[1], kv[0]))
+        q.add_row(name, _n(s["rows"]), _pct(s["short_share"]), _pct(s["truncated_share"]),
+                  f"{_pct(tc['rate'])} ({tc['rows']})", _pct(tc["args_valid_rate"]),
+                  ", ".join(f"{k} {v}" for k, v in s["finish_reasons"].items()) or "–",
+                  ", ".join(f"{k} {v}" for k, v in reasons) or "–", style="bold" if name == "all" else None)
+    out.print(q)
+
+    d = Table(title="length distributions (tokens)")
+    for col in ("config", "length", "rows", "min", "p10", "median", "mean", "p90", "p99", "max"):
+        d.add_column(col, justify="left" if col in ("config", "length") else "right")
+    for name, s in rows:
+        for kind in ("prompt", "completion", "reasoning"):
+            dist = s["lengths"][kind]
+            d.add_row(name if kind == "prompt" else "", kind, _n(s["rows"]) if kind == "prompt" else "",
+                      *(_n(dist[k]) for k in ("min", "p10", "median", "mean", "p90", "p99", "max")),
+                      style="bold" if name == "all" else None, end_section=kind == "reasoning")
+    out.print(d)
+    if r["overall"]["cache"] is None:
+        out.print("cache hit: – (the engine reported no cached_tokens)", highlight=False)
+    if r.get("plots"):
+        first = next(iter(r["plots"].values()))
+        out.print(f"histograms: {len(r['plots'])} PNG(s) in {Path(first).parent}", highlight=False, soft_wrap=True)
+
+
+# -- plan ---------------------------------------------------------------------------------------
+
+@click.command(epilog=PLAN_JSON_HELP)
+@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The pilot workdir, e.g. made by `kimi-data build --limit 200 --workdir pilot`.")
+@click.option("--counts", "counts", multiple=True, metavar="CONFIG=N",
+              help="Prompts to generate for a config (repeatable; default: the partition's default n, "
+                   "88,000 in all; N=0 leaves a config out).")
+@click.option("--gpus", default=8, show_default=True, type=click.IntRange(min=1),
+              help="GPUs that deliver the throughput together (one 8-GPU SGLang server: 8).")
+@click.option("--throughput", type=click.FloatRange(min=0, min_open=True), metavar="TOK_PER_S",
+              help="Aggregate output tokens/s of those GPUs (default: measured in the pilot, which is "
+                   "meaningless for production when the pilot ran elsewhere, e.g. on CPU).")
+@click.option("--confidence", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True,
+              max_open=True), help="Confidence level of the intervals.")
+@click.option("--json", "as_json", is_flag=True, help="Print the projection as JSON (keys below).")
+@quality_errors
+def plan(workdir: Path, counts, gpus: int, throughput: float | None, confidence: float, as_json: bool):
+    """Project tokens, disk, train rows and GPU-hours of the full run from a pilot, with intervals.
+
+    Tokens are the pilot's measured mean per sample times the count, with a t-interval; the naive
+    characters/3.5 estimate is shown beside them. GPU-hours = completion tokens / throughput x GPUs.
+
+    \b
+    Example:
+      kimi-data build --limit 200 --engine sglang --server http://node1:30000 --workdir pilot
+      kimi-data plan --workdir pilot
+      kimi-data plan --workdir pilot --counts B4=20000 --counts B8=0 --throughput 25000 --gpus 8
+    """
+    from kimi_eagle_data.reports.plan import collect_plan, parse_counts
+    from kimi_eagle_data.reports.stats import QualityError
+
+    try:
+        parsed = parse_counts(counts)
+    except QualityError as e:
+        raise click.BadParameter(str(e).removeprefix("--counts "), param_hint="--counts") from None
+    result = collect_plan(workdir, parsed, gpus=gpus, throughput=throughput, confidence=confidence)
+    if as_json:
+        _print_json(result)
+        return
+    _print_plan(result)
+
+
+def _print_plan(r: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    out = _cli().out
+    level = f"{100 * r['confidence']:g}%"
+    t = Table(title=f"plan from pilot {r['workdir']}  ({level} intervals)")
+    for col in ("config", "prompts", "pilot n", "tokens/sample", "tokens", "naive chars/3.5", "valid rate",
+                "train rows", "disk", "GPU-hours"):
+        t.add_column(col, justify="left" if col == "config" else "right", overflow="fold")
+    rows = list(r["configs"].items()) + [("all", r["overall"])]
+    for i, (name, c) in enumerate(rows):
+        p = c.get("pilot")
+        ratio = c["naive"]["ratio_to_measured"]
+        t.add_row(
+            name, _n(c["count"]), _n(p["generated"]) if p else "",
+            f"{p['mean_tokens']:,.0f} ±{_hw(c)}" if p else "",
+            _range(c["tokens"]), f"{_si(c['naive']['tokens'])}\n({ratio:.2f}× measured)" if ratio else "–",
+            _range(c["valid_rate"], _pct), _range(c["train_rows"], lambda x: _n(None if x is None else round(x))),
+            _range(c["disk_bytes"], lambda x: _si(x, "B")), _range(c["gpu_hours"], _hours),
+            style="bold" if name == "all" else None, end_section=i >= len(rows) - 2)
+    out.print(t)
+    tp = r["throughput"]
+    if tp["tokens_per_s"]:
+        src = "given (--throughput)" if tp["source"] == "given" else "measured in the pilot"
+        m = tp["measured"]
+        extra = (f"; pilot: {m['output_tokens']:,} output tokens in {m['span_s']:,.1f} s on the {m['engine']} "
+                 f"engine ({m['engine_version']})") if m else ""
+        out.print(f"throughput: {tp['tokens_per_s']:,.1f} output tokens/s {src} for {r['gpus']} GPU(s){extra}; "
+                  f"wall-clock {_range(r['overall']['wall_hours'], _hours, ' ')} h", highlight=False, soft_wrap=True)
+    out.print(f"[yellow]note:[/] {tp['note']}", highlight=False, soft_wrap=True)
+    out.print(f"intervals: {level}, {r['interval']}; they cover the pilot's sampling error only.",
+              highlight=False, soft_wrap=True)
+    out.print(f"naive: (characters of the prompt messages + the decoded completion) / "
+              f"{r['naive_chars_per_token']}, the estimate the replaced pipeline used; it misses the chat template's "
+              "tokens and the tool declarations, and a tokenizer's characters per token differ by language and "
+              "content.", highlight=False, soft_wrap=True)
+    if r["skipped"]:
+        out.print("skipped: " + "; ".join(f"{k}: {v}" for k, v in r["skipped"].items()), highlight=False)
+    if r.get("score"):
+        from kimi_eagle_data.score.report import rich_table, threshold_note
+
+        out.print(rich_table(r["score"], title="where regeneration pays (kimi-data score)"))
+        out.print(threshold_note(r["score"]), highlight=False, soft_wrap=True)
+    else:
+        out.print("where regeneration pays: run `kimi-data score` on this workdir to compare the upstream answers "
+                  "with the target's own completions", highlight=False, soft_wrap=True)
+
+
+def _hw(c: dict[str, Any]) -> str:
+    iv = c["tokens"]
+    if iv["high"] is None:
+        return "?"
+    return f"{(iv['high'] - iv['estimate']) / c['count']:,.0f}"
+
+
+def _hours(x: float | None) -> str:
+    if x is None:
+        return "–"
+    return f"{x:,.0f}" if x >= 100 else f"{x:,.1f}" if x >= 1 else f"{x:.3g}"
+
+
+# -- inspect ------------------------------------------------------------------------------------
+
+@click.command(epilog=INSPECT_JSON_HELP)
+@click.argument("directory", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("config", callback=click_config_names)
+@click.argument("sample_id", metavar="[ID]", required=False)
+@click.option("--random", "random_", is_flag=True, help="Pick a random sample (see --seed).")
+@click.option("--seed", type=int, help="Seed of --random (printed when not given, to see the same pick again).")
+@click.option("--shortest", is_flag=True, help="Pick the sample with the shortest completion.")
+@click.option("--longest", is_flag=True, help="Pick the sample with the longest completion.")
+@click.option("--rejected", metavar="REASON", help="Only samples rejected for this reason code (e.g. truncated); "
+              "combine with --random/--shortest/--longest, else the first by id.")
+@click.option("--raw", is_flag=True, help="Also print the token ids of every segment.")
+@click.option("--max-chars", type=click.IntRange(min=1), help="Cut each segment's text to this many characters.")
+@click.option("--tokenizer", help="Tokenizer to decode with (default: the run's, from run.json).")
+@click.option("--json", "as_json", is_flag=True, help="Print the segments as JSON (keys below).")
+@quality_errors
+def inspect_cmd(directory: Path, config: str, sample_id: str | None, random_: bool, seed: int | None,
+                shortest: bool, longest: bool, rejected: str | None, raw: bool, max_chars: int | None,
+                tokenizer: str | None, as_json: bool):
+    """One sample decoded and split into segments: system, tool declarations, user, reasoning, answer,
+    each tool call, end; with token counts, the loss-mask boundary, finish reason and validation issues.
+
+    DIR is a workdir or its dataset/ directory; ID may be a unique prefix of the id. Segments are cut
+    at the profile's special tokens (token ids), so they concatenate to the row's input_ids exactly.
+
+    \b
+    Example:
+      kimi-data inspect demo-work B1 B1-1b8761b663bb7436
+      kimi-data inspect demo-work/dataset B4 --shortest
+      kimi-data inspect demo-work B2 --rejected truncated --random --seed 3 --raw
+    """
+    pickers = sum(bool(x) for x in (sample_id, random_, shortest, longest))
+    if pickers > 1:
+        raise click.UsageError("give one of ID, --random, --shortest, --longest")
+    if sample_id and rejected:
+        raise click.UsageError("--rejected browses; give it without an ID")
+    if not pickers and not rejected:
+        raise click.UsageError("give an ID, or browse with --random, --shortest, --longest or --rejected REASON")
+    from kimi_eagle_data.reports.inspect import inspect_sample
+
+    result = inspect_sample(directory, config, sample_id, tokenizer=tokenizer, random=random_, seed=seed,
+                            shortest=shortest, longest=longest, rejected=rejected)
+    if as_json:
+        _print_json(result)
+        return
+    _print_inspect(result, raw=raw, max_chars=max_chars)
+
+
+def _print_inspect(r: dict[str, Any], *, raw: bool, max_chars: int | None) -> None:
+    from rich.rule import Rule
+    from rich.table import Table
+    from rich.text import Text
+
+    from kimi_eagle_data.reports.inspect import STYLES
+
+    out = _cli().out
+    split_style = "green" if r["split"] == "train" else "red"
+    head = Text.assemble((r["id"], "bold"), f"  config {r['config']} · split ", (str(r["split"]), split_style),
+                         f" · finish {r['finish_reason']} · {r['source']} row {r['source_id']}")
+    out.print(head)
+    if r["picked"]:
+        out.print(f"picked: {r['picked']}", style="dim", highlight=False)
+    out.print(f"{r['length']:,} tokens = prompt {r['prompt_len']:,} (loss 0) + completion {r['completion_len']:,} "
+              f"(loss 1; reasoning {r['reasoning_len']:,}, tool calls {r['num_tool_calls']})", highlight=False)
+    for w in r["warnings"]:
+        out.print(f"[yellow]warning:[/] {w}", highlight=False)
+    if r["issues"]:
+        out.print("[red]validation issues:[/]")
+        for i in r["issues"]:
+            line = Text.assemble("  ", (i["code"], "bold red"), f": {i['description']}")
+            if i["detail"]:
+                line.append(f" — {i['detail']}", style="dim")
+            out.print(line)
+    else:
+        out.print("validation issues: none", style="green")
+
+    t = Table(title="segments", title_justify="left")
+    for col in ("#", "segment", "tokens", "positions", "loss"):
+        t.add_column(col, justify="right" if col in ("#", "tokens", "loss") else "left")
+    for s in r["segments"]:
+        t.add_row(str(s["index"]), Text(s["label"], style=STYLES.get(s["kind"], "")), f"{s['n_tokens']:,}",
+                  f"{s['start']}–{s['end'] - 1}", str(s["loss"]),
+                  end_section=s["end"] == r["loss_boundary"])
+    out.print(t)
+
+    boundary_shown = False
+    for s in r["segments"]:
+        if s["start"] >= r["loss_boundary"] and not boundary_shown:
+            out.print(Rule(f"loss-mask boundary at position {r['loss_boundary']}: prompt above (loss 0), "
+                           f"completion below (loss 1)", style="bold red"))
+            boundary_shown = True
+        style = STYLES.get(s["kind"], "")
+        out.print(Rule(f"{s['label']} · {s['n_tokens']:,} tokens · {s['start']}–{s['end'] - 1}", style=style,
+                       align="left"))
+        text = s["text"]
+        if max_chars and len(text) > max_chars:
+            text = text[:max_chars] + f"… ({len(s['text']) - max_chars:,} more characters)"
+        out.print(Text(text, style=style), soft_wrap=True)
+        if raw:
+            out.print(Text(" ".join(map(str, s["ids"])), style="dim"), soft_wrap=True)
+    if not boundary_shown:
+        out.print(Rule(f"loss-mask boundary at position {r['loss_boundary']}: no completion tokens",
+                       style="bold red"))
+

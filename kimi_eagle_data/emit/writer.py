@@ -1,0 +1,172 @@
+"""Stage 4, emit: every completion validated again and its row streamed straight into the Hub-layout tree
+(SPEC §6), so each token is written once:
+
+    dataset/README.md                               card: YAML (configs, dataset_info, license) + body
+    dataset/data/<CFG>/<split>-0000i-of-0000N.parquet
+    dataset/assets/*.png                            plots referenced by the card (from validated/'s light columns)
+    dataset/manifest.json                           version, content hashes, provenance, counts
+
+The rows come from validate's pass (validate/assemble.py) with `ConfigShards` as its sink. Everything written is a
+function of the workdir's contents only (dates come from the checkpoint, not the clock; rows in id order,
+row groups and shard boundaries fixed by row and token counts), so emitting twice, or with any number of
+workers, gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data import __version__
+from kimi_eagle_data.schema import ROW_SCHEMA, SPLITS
+from kimi_eagle_data.workdir import Workdir, atomic_path, dataset_data_dir, file_sha256, move_into_place, write_json
+
+SEMVER = re.compile(r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$")
+SHARD_TARGET_BYTES = 512 << 20     # token bytes (4 id + 1 mask) after which a new shard starts (~150-250 MB)
+
+
+class EmitError(KimiDataError, RuntimeError):
+    pass
+
+
+class NothingToEmit(EmitError):
+    """No config has a generated sample yet (e.g. every request failed)."""
+
+
+@dataclass
+class SplitInfo:
+    rows: int
+    tokens: int
+    files: list[str] = field(default_factory=list)
+    num_bytes: int = 0
+
+
+class SplitShards:
+    """One config's split streamed into Parquet shards: a shard closes once it holds SHARD_TARGET_BYTES of
+    tokens; file names get their `-of-N` when the split is done (hidden temp names until then)."""
+
+    def __init__(self, out_dir: Path, split: str):
+        self.out_dir, self.split = out_dir, split
+        self.info = SplitInfo(rows=0, tokens=0)
+        self._done: list[Path] = []
+        self._writer: pq.ParquetWriter | None = None
+        self._path: Path | None = None
+        self._bytes = 0
+
+    def write(self, table: pa.Table) -> None:
+        if self._writer is None:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            self._path = self.out_dir / f".{self.split}-{len(self._done):05d}.parquet.tmp"
+            self._writer = pq.ParquetWriter(self._path, ROW_SCHEMA, compression="zstd",
+                                            use_dictionary=["source", "finish_reason"], write_page_index=False)
+            self._bytes = 0
+        self._writer.write_table(table)
+        tokens = sum(int(c.offsets[-1].as_py() - c.offsets[0].as_py()) for c in table["input_ids"].chunks)
+        self.info.rows += table.num_rows
+        self.info.tokens += tokens
+        self._bytes += tokens * 5
+        if self._bytes >= SHARD_TARGET_BYTES:
+            self._close_shard()
+
+    def _close_shard(self) -> None:
+        self._writer.close()
+        self._writer = None
+        self._done.append(self._path)
+
+    def finish(self) -> SplitInfo:
+        if self._writer is not None:
+            self._close_shard()
+        n = len(self._done)
+        for i, tmp in enumerate(self._done):
+            name = f"{self.split}-{i:05d}-of-{n:05d}.parquet"
+            move_into_place(tmp, self.out_dir / name)
+            self.info.files.append(name)
+            self.info.num_bytes += (self.out_dir / name).stat().st_size
+        return self.info
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._done.append(self._path)
+        for tmp in self._done:
+            tmp.unlink(missing_ok=True)
+
+
+class ConfigShards:
+    """The sink validate streams one config's rows into: a split exists only where it has rows
+    (`datasets` cannot load an empty split)."""
+
+    def __init__(self, out_dir: Path):
+        self.out_dir = out_dir
+        self.splits: dict[str, SplitShards] = {}
+
+    def write(self, split: str, table: pa.Table) -> None:
+        if split not in self.splits:
+            self.splits[split] = SplitShards(self.out_dir, split)
+        self.splits[split].write(table)
+
+    def finish(self) -> dict[str, SplitInfo]:
+        return {s: self.splits[s].finish() for s in SPLITS if s in self.splits}
+
+    def abort(self) -> None:
+        for s in self.splits.values():
+            s.abort()
+
+
+def check_version(version: str) -> None:
+    if not SEMVER.match(version):
+        raise EmitError(f"version {version!r} is not semver (MAJOR.MINOR.PATCH); pass e.g. --version 1.0.0")
+
+
+def clear_data(workdir: Workdir) -> Path:
+    """Configs may have shrunk or been re-sharded since the last emit: the data tree is rebuilt whole."""
+    data_dir = dataset_data_dir(workdir.dataset)
+    if data_dir.exists():
+        shutil.rmtree(data_dir)
+    return data_dir
+
+
+def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, provenance: dict[str, Any],
+                   plots: Callable[[list[str]], dict[str, str]], repo_id: str | None = None) -> dict[str, Any]:
+    """Plots, card and manifest over the shards validate wrote. `summary`: config -> {"report": validate's
+    counts, "splits": {split: SplitInfo}, "partition": what prepare recorded}; configs without rows are left
+    out. `plots(configs)` draws the card's plots into dataset/assets and returns {title: relative path}."""
+    from kimi_eagle_data.cards.card import render_card
+
+    out = workdir.dataset
+    summary = {c: s for c, s in summary.items() if s["splits"]}
+    if not summary:
+        raise NothingToEmit(f"nothing to emit from {workdir.root}: no config has a generated sample yet; "
+                            "run generate (with --retry-failed if samples failed)")
+
+    from kimi_eagle_data.score.report import load_report
+
+    card = render_card(summary, version=version, provenance=provenance, plots=plots(list(summary)),
+                       repo_id=repo_id, score=load_report(workdir))
+    with atomic_path(out / "README.md") as tmp:
+        tmp.write_text(card, encoding="utf-8")
+
+    files = sorted(p for p in out.rglob("*") if p.is_file() and p.name != "manifest.json"
+                   and not p.name.startswith("."))
+    manifest = {
+        "version": version,
+        "project": {"name": "kimi-eagle-data", "version": __version__},
+        "provenance": provenance,
+        "configs": {
+            cfg: {"counts": {k: v for k, v in s["report"].items() if isinstance(v, int)},
+                  "splits": {sp: {"rows": i.rows, "tokens": i.tokens, "files": i.files} for sp, i in s["splits"].items()}}
+            for cfg, s in summary.items()
+        },
+        "files": {str(p.relative_to(out)): file_sha256(p) for p in files},
+    }
+    if repo_id:   # the Hub repo the card's load line names (`emit --repo`); `push` notes a mismatch
+        manifest["repo_id"] = repo_id
+    write_json(out / "manifest.json", manifest)
+    return manifest

@@ -1,0 +1,320 @@
+"""The generation checkpoint: completed samples committed atomically, keyed by id.
+
+SQLite in WAL mode: each completion is one transaction, so a `kill -9` at any moment leaves
+every committed sample intact and no torn record; the primary key makes a duplicate impossible.
+Every row carries a checksum of its token bytes, verified on read, so a corrupt checkpoint is
+reported instead of being loaded silently.
+
+`logprob_stats` (JSON, nullable) holds the per-sample sums of the target's log-probs of what it sampled
+(`Completion.logprob_stats`), for `kimi-data score`. Checkpoints written before it existed get the column
+on open (NULL: no log-probs recorded); the checksum covers only the token bytes, so they stay valid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import numpy as np
+import orjson
+
+from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.records import Completion
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS completions (
+    id TEXT PRIMARY KEY,
+    config TEXT NOT NULL,
+    output_ids BLOB NOT NULL,
+    finish_reason TEXT NOT NULL,
+    finish_detail TEXT NOT NULL,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    cached_tokens INTEGER,
+    engine TEXT,
+    latency_s REAL,
+    created_at REAL NOT NULL,
+    checksum TEXT NOT NULL,
+    logprob_stats TEXT
+);
+CREATE TABLE IF NOT EXISTS failures (
+    id TEXT PRIMARY KEY,
+    config TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    message TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class CorruptCheckpointError(KimiDataError, RuntimeError):
+    pass
+
+
+def _checksum(id_: str, blob: bytes, finish_reason: str) -> str:
+    return hashlib.blake2b(id_.encode() + b"\0" + blob + b"\0" + finish_reason.encode(), digest_size=16).hexdigest()
+
+
+def ids_to_blob(ids: Iterable[int]) -> bytes:
+    return np.asarray(ids, dtype="<i4").tobytes()
+
+
+@dataclass
+class CompletionBatch:
+    """Consecutive completions (by id) in columns: the output ids of all of them in one contiguous int32
+    buffer, row i at values[offsets[i]:offsets[i + 1]]. What validate reads; no per-row objects."""
+
+    ids: list[str]
+    finish_reason: list[str]
+    finish_detail: list[str]          # JSON text, as stored
+    offsets: np.ndarray               # int64, len(ids) + 1
+    values: np.ndarray                # int32
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def from_rows(cls, rows: list[tuple[str, bytes, str, str]]) -> "CompletionBatch":
+        lengths = np.fromiter((len(r[1]) >> 2 for r in rows), dtype=np.int64, count=len(rows))
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        values = np.frombuffer(b"".join(r[1] for r in rows), dtype="<i4")
+        return cls([r[0] for r in rows], [r[2] for r in rows], [r[3] for r in rows], offsets, values)
+
+    def take(self, rows: list[int]) -> "CompletionBatch":
+        return CompletionBatch.from_rows([(self.ids[i], self.values[self.offsets[i]:self.offsets[i + 1]].tobytes(),
+                                           self.finish_reason[i], self.finish_detail[i]) for i in rows])
+
+
+class Checkpoint:
+    def __init__(self, path: str | Path, readonly: bool = False):
+        """`readonly`: for reports (stats, inspect), which must never create or alter a checkpoint."""
+        self.path = Path(path)
+        try:
+            if readonly:
+                self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=60)
+                self.db.execute("SELECT 1 FROM completions LIMIT 1")   # a non-checkpoint fails here, not later
+                return
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(SCHEMA)
+            self._migrate()
+        except sqlite3.DatabaseError as e:
+            raise CorruptCheckpointError(
+                f"checkpoint {self.path} is not a readable SQLite database ({e}); move it aside and rerun "
+                "generate, or restore it from a backup") from e
+
+    def request_stats(self) -> list[tuple]:
+        """(id, config, prompt_tokens, completion_tokens, cached_tokens, latency_s, created_at) per completion,
+        by id: what stats and plan read (no token ids)."""
+        try:
+            return self.db.execute("SELECT id, config, prompt_tokens, completion_tokens, cached_tokens, latency_s, "
+                                   "created_at FROM completions ORDER BY id").fetchall()
+        except sqlite3.DatabaseError as e:
+            raise self._unreadable(e) from e
+
+    def finish_detail(self, id_: str) -> dict | None:
+        r = self.db.execute("SELECT finish_detail FROM completions WHERE id=?", (id_,)).fetchone()
+        return orjson.loads(r[0]) if r else None
+
+    def _migrate(self) -> None:
+        cols = {r[1] for r in self.db.execute("PRAGMA table_info(completions)")}
+        if "logprob_stats" not in cols:   # a checkpoint from before log-probs were recorded
+            self.db.execute("ALTER TABLE completions ADD COLUMN logprob_stats TEXT")
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- metadata -----------------------------------------------------------------------------
+    def get_meta(self, key: str):
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return orjson.loads(row[0]) if row else None
+
+    def set_meta(self, key: str, value) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, orjson.dumps(value).decode()))
+
+    # -- writes -------------------------------------------------------------------------------
+    def commit(self, config: str, c: Completion) -> None:
+        blob = ids_to_blob(c.output_ids)
+        with self.db:  # one transaction: the completion lands and its failure record goes, or neither
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute(
+                "INSERT OR IGNORE INTO completions (id, config, output_ids, finish_reason, finish_detail, "
+                "prompt_tokens, completion_tokens, cached_tokens, engine, latency_s, created_at, checksum, "
+                "logprob_stats) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (c.id, config, blob, c.finish_reason, orjson.dumps(c.finish_detail).decode(),
+                 c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.engine, c.latency_s,
+                 time.time(), _checksum(c.id, blob, c.finish_reason),
+                 orjson.dumps(c.logprob_stats).decode() if c.logprob_stats is not None else None),
+            )
+            self.db.execute("DELETE FROM failures WHERE id=?", (c.id,))
+
+    def record_failure(self, config: str, id_: str, reason: str, message: str, attempts: int) -> None:
+        self.db.execute("INSERT OR REPLACE INTO failures VALUES (?,?,?,?,?,?)",
+                        (id_, config, reason, message, attempts, time.time()))
+
+    def clear_failures(self, config: str | None = None) -> int:
+        q = "DELETE FROM failures" + (" WHERE config=?" if config else "")
+        return self.db.execute(q, (config,) if config else ()).rowcount
+
+    # -- reads --------------------------------------------------------------------------------
+    def done_ids(self, config: str | None = None) -> set[str]:
+        q = "SELECT id FROM completions" + (" WHERE config=?" if config else "")
+        return {r[0] for r in self.db.execute(q, (config,) if config else ())}
+
+    def failures(self, config: str | None = None) -> dict[str, tuple[str, str, int]]:
+        q = "SELECT id, reason, message, attempts FROM failures" + (" WHERE config=?" if config else "")
+        return {r[0]: (r[1], r[2], r[3]) for r in self.db.execute(q, (config,) if config else ())}
+
+    def completions(self, config: str) -> Iterator[Completion]:
+        try:
+            yield from self._completions(config)
+        except sqlite3.Error as e:   # e.g. a value that is no longer a blob, a damaged page
+            raise self._unreadable(e) from e
+
+    def _completions(self, config: str) -> Iterator[Completion]:
+        cur = self.db.execute(
+            "SELECT id, output_ids, finish_reason, finish_detail, prompt_tokens, completion_tokens, "
+            "cached_tokens, engine, latency_s, checksum, logprob_stats FROM completions WHERE config=? ORDER BY id",
+            (config,))
+        for (id_, blob, fr, fd, pt, ct, cached, engine, lat, checksum, lps) in cur:
+            if not isinstance(blob, bytes) or _checksum(id_, blob, fr) != checksum or len(blob) % 4:
+                raise self._corrupt_record(id_)
+            yield Completion(   # output_ids: a read-only int32 view of the stored bytes (no Python ints)
+                id=id_, output_ids=np.frombuffer(blob, dtype="<i4"), finish_reason=fr,
+                finish_detail=orjson.loads(fd), prompt_tokens=pt, completion_tokens=ct,
+                cached_tokens=cached, engine=engine or "", latency_s=lat,
+                logprob_stats=orjson.loads(lps) if lps else None)
+
+    def batches(self, config: str, rows: int = 1024) -> Iterator[CompletionBatch]:
+        """A config's completions by id in batches of `rows`: one query, fetched a batch at a time into one
+        contiguous buffer; every record's checksum is verified before its batch is handed out."""
+        try:
+            cur = self.db.execute("SELECT id, output_ids, finish_reason, finish_detail, checksum FROM completions "
+                                  "WHERE config=? ORDER BY id", (config,))
+            while chunk := cur.fetchmany(rows):
+                for id_, blob, fr, _fd, checksum in chunk:
+                    if not isinstance(blob, bytes) or len(blob) % 4 or _checksum(id_, blob, fr) != checksum:
+                        raise self._corrupt_record(id_)
+                yield CompletionBatch.from_rows([(r[0], r[1], r[2], r[3]) for r in chunk])
+        except sqlite3.Error as e:
+            raise self._unreadable(e) from e
+
+    def _corrupt_record(self, id_: str) -> CorruptCheckpointError:
+        return CorruptCheckpointError(
+            f"checkpoint {self.path}: record {id_} fails its checksum; the file is corrupt. "
+            "Delete that record (or the file) and rerun generate to regenerate it")
+
+    def _unreadable(self, e: Exception) -> CorruptCheckpointError:
+        return CorruptCheckpointError(
+            f"checkpoint {self.path} cannot be read ({e}); the file is corrupt. Move it aside and rerun "
+            "generate, or restore it from a backup")
+
+    def time_range(self) -> tuple[float, float] | None:
+        row = self.db.execute("SELECT MIN(created_at), MAX(created_at) FROM completions").fetchone()
+        return None if row[0] is None else (row[0], row[1])
+
+
+def shard_checkpoint_name(shard: tuple[int, int] | None) -> str:
+    """One checkpoint file per shard, so nodes sharing one workdir never write the same SQLite file."""
+    return "generations.sqlite" if shard is None else f"generations.shard-{shard[0]}-of-{shard[1]}.sqlite"
+
+
+def in_shard(id_: str, shard: tuple[int, int] | None) -> bool:
+    """Deterministic split of sample ids into N disjoint shards (same answer on every machine)."""
+    if shard is None:
+        return True
+    i, n = shard
+    return int(hashlib.sha256(id_.encode()).hexdigest()[:12], 16) % n == i
+
+
+class CheckpointSet:
+    """Several checkpoint files (shards, merged workdirs) read as one."""
+
+    def __init__(self, paths: Iterable[Path], readonly: bool = False):
+        self.parts = [Checkpoint(p, readonly=readonly) for p in paths]
+        self.duplicates = 0   # ids completed in more than one file (overlapping shards); the first wins
+
+    def close(self) -> None:
+        for p in self.parts:
+            p.close()
+
+    def done_ids(self) -> set[str]:
+        return set().union(*(p.done_ids() for p in self.parts)) if self.parts else set()
+
+    def failures(self, config: str | None = None) -> dict[str, tuple[str, str, int]]:
+        merged: dict[str, tuple[str, str, int]] = {}
+        for p in self.parts:
+            merged.update(p.failures(config))
+        return merged
+
+    def batches(self, config: str, rows: int = 1024) -> Iterator[CompletionBatch]:
+        """As Checkpoint.batches over every file; an id completed in several files counts once (the first)."""
+        if len(self.parts) == 1:
+            yield from self.parts[0].batches(config, rows)
+            return
+        import heapq
+
+        def records(part):
+            for b in part.batches(config, rows):
+                for i, id_ in enumerate(b.ids):
+                    yield id_, b.values[b.offsets[i]:b.offsets[i + 1]].tobytes(), b.finish_reason[i], b.finish_detail[i]
+
+        last, pending = None, []
+        for r in heapq.merge(*(records(p) for p in self.parts), key=lambda r: r[0]):
+            if r[0] == last:
+                self.duplicates += 1
+                continue
+            last = r[0]
+            pending.append(r)
+            if len(pending) == rows:
+                yield CompletionBatch.from_rows(pending)
+                pending = []
+        if pending:
+            yield CompletionBatch.from_rows(pending)
+
+    def completions(self, config: str) -> Iterator[Completion]:
+        """Whole completions of one config (score reads their log-prob sums); an id completed in several
+        files counts once (the first)."""
+        seen: set[str] = set()
+        for p in self.parts:
+            for c in p.completions(config):
+                if c.id not in seen:
+                    seen.add(c.id)
+                    yield c
+
+    def request_stats(self) -> list[tuple]:
+        """As Checkpoint.request_stats over every file; a sample in two files counts once (the first)."""
+        rows: dict[str, tuple] = {}
+        for p in self.parts:
+            for r in p.request_stats():
+                rows.setdefault(r[0], r)
+        return [rows[k] for k in sorted(rows)]
+
+    def finish_detail(self, id_: str) -> dict | None:
+        return next((d for d in (p.finish_detail(id_) for p in self.parts) if d is not None), None)
+
+    def get_meta(self, key: str):
+        for p in self.parts:
+            v = p.get_meta(key)
+            if v is not None:
+                return v
+        return None
+
+    def time_range(self) -> tuple[float, float] | None:
+        spans = [s for s in (p.time_range() for p in self.parts) if s]
+        return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
+
+
+def open_workdir_checkpoints(workdir, readonly: bool = True) -> CheckpointSet | None:
+    """A workdir's checkpoint files (main and shards) read as one; None when generate never ran there."""
+    paths = workdir.checkpoint_paths()
+    return CheckpointSet(paths, readonly=readonly) if paths else None

@@ -1,0 +1,1 @@
+"""The dataset -> the Hub: push with version tags, exports for SpecForge and speculators."""

@@ -1,0 +1,430 @@
+"""Publish and export an emitted dataset: `kimi-data push` (SPEC §7, §8) and `kimi-data export`.
+
+push
+    The tree is checked against its `manifest.json` (every file's sha256, no file the manifest does not
+    list), the repo is created when missing, and then:
+      * tag `v<version>` exists on the Hub: its `manifest.json` is compared with the local one. The same
+        content -> "already published" (exit 0); other content -> refused: a published version is
+        immutable, bump `--version` and re-emit;
+      * otherwise the tree is uploaded in one commit (`HfApi.upload_folder`; remote files the tree no
+        longer has are deleted in the same commit, so an old shard cannot leak into the new version's
+        `data/<CFG>/train-*.parquet` glob) and tag `v<version>` is created on that commit.
+    The card is part of the hashed content, so push never rewrites it: `kimi-data emit --repo ORG/NAME`
+    renders the card's load line with the repo id (and records it in the manifest); push only notes when
+    the card names another repo or none.
+
+    The token comes from the environment (`--token-env`, `HF_TOKEN` by default) or huggingface_hub's
+    stored login, is handed to `HfApi` only, and is scrubbed from every message we print: no token in
+    output, logs, files or exceptions.
+
+export
+    `--format specforge`: JSONL rows `{"id", "input_ids", "loss_mask"}` (SpecForge's pre-tokenized
+    `data.prompts_path` format); `--format speculators`: a torch-format Arrow dataset (`save_to_disk`) with
+    `input_ids`, `loss_mask`, `seq_len`. Both stream record batches from the Parquet shards (flat memory)
+    and appear atomically (temp + rename).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.workdir import atomic_path, dataset_config_dir, dataset_configs, dataset_shards, file_sha256
+
+REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+MANIFEST = "manifest.json"
+
+
+class PublishError(KimiDataError, RuntimeError):
+    """A failure the user can fix; printed as one line."""
+
+
+# -- the local tree -------------------------------------------------------------------------------
+@dataclass
+class LocalDataset:
+    root: Path
+    manifest: dict[str, Any]
+    files: dict[str, str]          # path in repo -> sha256 (manifest.json excluded)
+
+    @property
+    def version(self) -> str:
+        return self.manifest["version"]
+
+    @property
+    def tag(self) -> str:
+        return f"v{self.version}"
+
+    @property
+    def workdir_hint(self) -> str:
+        """The workdir to name in hints (WORKDIR when the tree does not sit in one)."""
+        parent = self.root.parent
+        return str(parent) if self.root.name == "dataset" and (parent / "run.json").is_file() else "WORKDIR"
+
+    @property
+    def configs(self) -> list[str]:
+        return list(self.manifest.get("configs", {}))
+
+    @property
+    def first_config(self) -> str:
+        return "B4" if "B4" in self.configs else (self.configs[0] if self.configs else "default")
+
+    def total_bytes(self) -> int:
+        return sum((self.root / p).stat().st_size for p in [*self.files, MANIFEST])
+
+
+def dataset_dir(path: str | os.PathLike) -> Path:
+    """DIR may be a workdir or its `dataset/` tree."""
+    p = Path(path)
+    for cand in (p, p / "dataset"):
+        if (cand / MANIFEST).is_file():
+            return cand
+    raise PublishError(f"{p} has no {MANIFEST} (nor {p / 'dataset' / MANIFEST}); "
+                       f"run `kimi-data emit --workdir WORKDIR` first and pass the workdir or its dataset/")
+
+
+def _is_hidden(rel: Path) -> bool:
+    return any(part.startswith(".") for part in rel.parts)
+
+
+def load_local(path: str | os.PathLike, *, verify: bool = True) -> LocalDataset:
+    """Read the manifest and (by default) check the tree against it: same files, same sha256."""
+    root = dataset_dir(path)
+    try:
+        manifest = orjson.loads((root / MANIFEST).read_bytes())
+    except orjson.JSONDecodeError as e:
+        raise PublishError(f"{root / MANIFEST} is not valid JSON ({e}); re-run `kimi-data emit`") from None
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict) or not isinstance(manifest.get("version"), str):
+        raise PublishError(f"{root / MANIFEST} is not a kimi-data manifest (no version/files); re-run `kimi-data emit`")
+    ds = LocalDataset(root=root, manifest=manifest, files=dict(files))
+    if verify:
+        problems: list[str] = []
+        for rel, sha in sorted(files.items()):
+            f = root / rel
+            if not f.is_file():
+                problems.append(f"{f} is missing")
+            elif file_sha256(f) != sha:
+                problems.append(f"{f} does not match its sha256 in {MANIFEST}")
+        listed = set(files) | {MANIFEST}
+        for f in sorted(root.rglob("*")):
+            rel = f.relative_to(root)
+            if f.is_file() and not _is_hidden(rel) and rel.as_posix() not in listed:
+                problems.append(f"{f} is not listed in {MANIFEST}")
+        if problems:
+            extra = len(problems) - 1
+            more = f" (and {extra} more problem{'s' if extra > 1 else ''})" if extra else ""
+            raise PublishError(f"{problems[0]}{more}: the tree changed after emit; re-run `kimi-data emit` "
+                               "(or restore the files) before pushing")
+    return ds
+
+
+# -- push -----------------------------------------------------------------------------------------
+@dataclass
+class PushResult:
+    repo_id: str
+    tag: str
+    status: str                    # "pushed" | "already published" | "dry run"
+    commit_oid: str | None = None
+    commit_url: str | None = None
+    files: int = 0
+    bytes: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def load_line(self, config: str) -> str:
+        return f'load_dataset("{self.repo_id}", "{config}", revision="{self.tag}")'
+
+
+def next_patch(version: str) -> str:
+    """0.1.0 -> 0.1.1 (a pre-release 0.2.0-rc1 -> 0.2.0), for the hint after a refused push."""
+    m = re.match(r"^(\d+)\.(\d+)\.(\d+)(-.+)?$", version)
+    if not m:
+        return "X.Y.Z"
+    major, minor, patch, pre = m.groups()
+    return f"{major}.{minor}.{patch}" if pre else f"{major}.{minor}.{int(patch) + 1}"
+
+
+def resolve_token(token_env: str) -> str | None:
+    """The token from `$token_env`, else huggingface_hub's (HF_TOKEN, stored login). Never printed."""
+    token = os.environ.get(token_env) or None
+    if token is None:
+        from huggingface_hub import get_token
+
+        token = get_token()
+    return token
+
+
+def _scrub(text: str, token: str | None) -> str:
+    if token:
+        text = text.replace(token, "***")
+    return " ".join(line.strip() for line in str(text).splitlines() if line.strip())
+
+
+def hub_error_line(e: BaseException, token: str | None, endpoint: str, what: str) -> str:
+    """One clean line for a failed Hub call (token scrubbed, never a traceback)."""
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+    if isinstance(e, OfflineModeIsEnabled):
+        return f"{what}: HF_HUB_OFFLINE is set; unset it (and HF_DATASETS_OFFLINE) to push"
+    if isinstance(e, HfHubHTTPError):
+        status = e.response.status_code if e.response is not None else "?"
+        msg = e.server_message or str(e).splitlines()[0]
+        hint = ""
+        if status in (401, 403):
+            hint = "; check the token (--token-env, HF_TOKEN or `hf auth login`) has write access to the repo"
+        return _scrub(f"{what}: Hub answered HTTP {status} ({msg}){hint}", token)
+    name = type(e).__name__
+    if isinstance(e, (ConnectionError, OSError)) or "Connect" in name or "Timeout" in name:
+        return _scrub(f"{what}: cannot reach the Hub at {endpoint} ({name}: {e}); check the network or HF_ENDPOINT",
+                      token)
+    return _scrub(f"{what}: {name}: {e}", token)
+
+
+def _allow_patterns(paths: list[str]) -> list[str]:
+    return [glob.escape(p) for p in paths]
+
+
+def _remote_manifest(api, repo_id: str, tag: str) -> dict[str, Any] | None:
+    from huggingface_hub.errors import EntryNotFoundError
+
+    with tempfile.TemporaryDirectory(prefix="kimi-data-push-") as tmp:
+        try:
+            path = api.hf_hub_download(repo_id, MANIFEST, repo_type="dataset", revision=tag, cache_dir=tmp)
+        except EntryNotFoundError:
+            return None
+        try:
+            return json.loads(Path(path).read_bytes())
+        except ValueError:
+            return None
+
+
+def push_dataset(path: str | os.PathLike, repo_id: str, *, private: bool = False, token_env: str = "HF_TOKEN",
+                 dry_run: bool = False, echo: Callable[[str], None] = print) -> PushResult:
+    if not REPO_ID.match(repo_id):
+        raise PublishError(f"--repo {repo_id!r}: expected ORG/NAME, e.g. my-org/kimi-k2.5-eagle3-data")
+    ds = load_local(path)
+    files = sorted(ds.files)
+    result = PushResult(repo_id=repo_id, tag=ds.tag, status="dry run" if dry_run else "pushed",
+                        files=len(files) + 1, bytes=ds.total_bytes())
+    card_repo = ds.manifest.get("repo_id")
+    if card_repo != repo_id:
+        result.notes.append(
+            f"the card's load line names {card_repo or 'no repo (path/to/dataset)'}; to name {repo_id}, re-emit with "
+            f"`kimi-data emit --workdir {ds.workdir_hint} --repo {repo_id}` before pushing")
+    if dry_run:
+        return result
+
+    token = resolve_token(token_env)
+    from huggingface_hub import HfApi, constants
+
+    endpoint = constants.ENDPOINT
+    if token is None:
+        raise PublishError(f"no Hub token: set {token_env} (or pass --token-env VAR) or run `hf auth login`")
+    api = HfApi(endpoint=endpoint, token=token)
+
+    def hub(what: str, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except PublishError:
+            raise
+        except Exception as e:  # noqa: BLE001 - every Hub failure becomes one clean line without the token
+            raise PublishError(hub_error_line(e, token, endpoint, what)) from None
+
+    def same_or_refuse(tag_commit: str | None) -> PushResult:
+        remote = hub(f"reading {MANIFEST} at {ds.tag} of {repo_id}", _remote_manifest, api, repo_id, ds.tag)
+        if remote is None:
+            raise PublishError(f"{repo_id} already has tag {ds.tag} without a {MANIFEST} (not a kimi-data release); "
+                               "published versions are immutable: pick another --version and re-emit")
+        if remote != ds.manifest:
+            raise PublishError(
+                f"{repo_id} already has {ds.tag} with different content; published versions are immutable: bump "
+                f"the version (`kimi-data emit --workdir {ds.workdir_hint} --version {next_patch(ds.version)} --repo "
+                f"{repo_id}`) and push again")
+        result.status = "already published"
+        result.commit_oid = tag_commit
+        if tag_commit:
+            result.commit_url = f"{endpoint}/datasets/{repo_id}/commit/{tag_commit}"
+        return result
+
+    hub(f"creating {repo_id}", api.create_repo, repo_id, repo_type="dataset", private=private, exist_ok=True)
+    refs = hub(f"listing the tags of {repo_id}", api.list_repo_refs, repo_id, repo_type="dataset")
+    tags = {t.name: t.target_commit for t in refs.tags}
+    if ds.tag in tags:
+        return same_or_refuse(tags[ds.tag])
+
+    message = f"kimi-eagle-data dataset v{ds.version}"
+    configs = ", ".join(ds.configs)
+    info = hub(f"uploading {ds.root} to {repo_id}", api.upload_folder, repo_id=repo_id, folder_path=ds.root,
+               repo_type="dataset", commit_message=message,
+               commit_description=f"Configs: {configs}. Files and sha256 in {MANIFEST}.",
+               allow_patterns=_allow_patterns([*files, MANIFEST]), delete_patterns="*")
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
+        api.create_tag(repo_id, tag=ds.tag, revision=info.oid, repo_type="dataset", tag_message=message)
+    except HfHubHTTPError as e:
+        if e.response is not None and e.response.status_code == 409:   # tagged meanwhile by someone else
+            return same_or_refuse(None)
+        raise PublishError(hub_error_line(e, token, endpoint, f"tagging {repo_id} {ds.tag}")) from None
+    except Exception as e:  # noqa: BLE001
+        raise PublishError(hub_error_line(e, token, endpoint, f"tagging {repo_id} {ds.tag}")) from None
+    result.commit_oid = info.oid
+    result.commit_url = info.commit_url
+    return result
+
+
+# -- export ---------------------------------------------------------------------------------------
+EXPORT_FORMATS = ("specforge", "speculators")
+
+
+@dataclass
+class ExportReport:
+    out: Path
+    format: str
+    split: str
+    rows: int = 0
+    tokens: int = 0
+    loss_tokens: int = 0
+    configs: dict[str, int] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+
+
+def _shards(ds: LocalDataset, config: str, split: str) -> list[Path]:
+    info = ds.manifest.get("configs", {}).get(config, {}).get("splits", {}).get(split)
+    if info and info.get("files"):
+        return [dataset_config_dir(ds.root, config) / f for f in info["files"]]
+    return dataset_shards(ds.root, config, split)
+
+
+def _pick_configs(ds: LocalDataset, configs: list[str] | None) -> list[str]:
+    known = ds.configs or dataset_configs(ds.root)
+    if not configs:
+        return known
+    unknown = [c for c in configs if c not in known]
+    if unknown:
+        raise PublishError(f"config {', '.join(unknown)} is not in {ds.root}; it has {', '.join(known)}")
+    return configs
+
+
+def iter_token_batches(paths: list[Path], batch_rows: int = 1024) -> Iterator[tuple[list[str], Any, Any, Any]]:
+    """(ids, offsets, input_ids values, loss_mask values) per record batch: numpy views, flat memory."""
+    for path in paths:
+        pf = pq.ParquetFile(path)
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=["id", "input_ids", "loss_mask"]):
+            ids = batch.column(0).to_pylist()
+            ii, lm = batch.column(1), batch.column(2)
+            lens = pc.list_value_length(ii).to_numpy(zero_copy_only=False)
+            if not (pc.list_value_length(lm).to_numpy(zero_copy_only=False) == lens).all():
+                raise PublishError(f"{path}: a row has len(loss_mask) != len(input_ids); re-run `kimi-data emit`")
+            import numpy as np
+
+            offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+            np.cumsum(lens, out=offsets[1:])
+            yield ids, offsets, ii.flatten().to_numpy(zero_copy_only=False), lm.flatten().to_numpy(zero_copy_only=False)
+
+
+def export_dataset(path: str | os.PathLike, out: str | os.PathLike, *, fmt: str = "specforge", split: str = "train",
+                   configs: list[str] | None = None) -> ExportReport:
+    if fmt not in EXPORT_FORMATS:
+        raise PublishError(f"--format {fmt!r}: expected one of {', '.join(EXPORT_FORMATS)}")
+    ds = load_local(path, verify=False)
+    chosen = _pick_configs(ds, configs)
+    report = ExportReport(out=Path(out), format=fmt, split=split)
+    plan: list[tuple[str, list[Path]]] = []
+    for c in chosen:
+        shards = _shards(ds, c, split)
+        missing = [p for p in shards if not p.is_file()]
+        if missing:
+            raise PublishError(f"{missing[0]} is missing; re-run `kimi-data emit`")
+        if shards:
+            plan.append((c, shards))
+        else:
+            report.skipped.append(c)
+    if not plan:
+        raise PublishError(f"no {split!r} rows in {', '.join(chosen)} of {ds.root}")
+    if fmt == "specforge":
+        _export_specforge(plan, report)
+    else:
+        _export_speculators(plan, report)
+    return report
+
+
+def _export_specforge(plan: list[tuple[str, list[Path]]], report: ExportReport) -> None:
+    opt = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
+    with atomic_path(report.out) as tmp, open(tmp, "wb", buffering=1 << 22) as f:
+        for config, shards in plan:
+            n = 0
+            for ids, offs, values, mask in iter_token_batches(shards):
+                for i, rid in enumerate(ids):
+                    a, b = offs[i], offs[i + 1]
+                    f.write(orjson.dumps({"id": rid, "input_ids": values[a:b], "loss_mask": mask[a:b]}, option=opt))
+                n += len(ids)
+                report.tokens += int(offs[-1])
+                report.loss_tokens += int(mask.sum(dtype="int64"))
+            report.configs[config] = n
+            report.rows += n
+
+
+# What speculators' own prepare_data writes (vllm-project/speculators, checked at commit c05b95b3:
+# src/speculators/data_generation/preprocessing.py `_append_row` + `build_speculator_training_dataset`):
+# input_ids and loss_mask as torch.long tensors (Arrow int64 lists), seq_len a Python int (int64), and
+# `set_format("torch")` before scripts/prepare_data.py's `save_to_disk`. Its trainer (train/data.py,
+# ArrowDataset) compares rows with `torch.equal`, which a list-formatted dataset fails.
+SPECULATORS_SCHEMA = pa.schema([("input_ids", pa.list_(pa.int64())), ("loss_mask", pa.list_(pa.int64())),
+                                ("seq_len", pa.int64())])
+SPECULATORS_CHECKED = "vllm-project/speculators@c05b95b303f7d4f21e8d7624e0ffa1c2d9b4d73b"
+
+
+def _export_speculators(plan: list[tuple[str, list[Path]]], report: ExportReport) -> None:
+    """An Arrow dataset directory (`Dataset.save_to_disk` layout): streamed into one Arrow file with
+    `datasets`' ArrowWriter, then `save_to_disk` from the memory-mapped file into a temp dir renamed into place."""
+    from datasets import Dataset, Features
+    from datasets.arrow_writer import ArrowWriter
+
+    out = report.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        arrow = work / "rows.arrow"
+        with ArrowWriter(features=Features.from_arrow_schema(SPECULATORS_SCHEMA), path=str(arrow)) as writer:
+            for config, shards in plan:
+                n = 0
+                for batch in _speculators_batches(shards):
+                    writer.write_table(batch)
+                    n += batch.num_rows
+                    report.tokens += int(pc.sum(batch.column("seq_len")).as_py() or 0)
+                    report.loss_tokens += int(pc.sum(pc.list_flatten(batch.column("loss_mask"))).as_py() or 0)
+                report.configs[config] = n
+                report.rows += n
+            writer.finalize()
+        staged = work / "dataset"
+        ds = Dataset.from_file(str(arrow))
+        ds.set_format("torch")   # recorded in state.json: load_from_disk yields tensors, as speculators expects
+        ds.save_to_disk(str(staged))
+        old = None
+        if out.exists():
+            old = work / "previous"
+            os.replace(out, old)
+        os.replace(staged, out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _speculators_batches(shards: list[Path]) -> Iterator[pa.Table]:
+    for path in shards:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=1024, columns=["input_ids", "loss_mask"]):
+            seq_len = pc.cast(pc.list_value_length(batch.column(0)), pa.int64())
+            ids, mask = (pc.cast(batch.column(i), pa.list_(pa.int64())) for i in (0, 1))
+            yield pa.Table.from_arrays([ids, mask, seq_len], schema=SPECULATORS_SCHEMA)

@@ -1,0 +1,1 @@
+"""Conversations -> prompt ids: the model's tokenizer and template, tool declarations, prepare."""

@@ -1,0 +1,384 @@
+"""Stage 1, prepare: source rows -> selection -> adapter -> filters -> the model's chat template
+-> dedup -> PromptRecords.
+
+Per config, in this order (each rejection is kept with its reason, never silent):
+
+    scanned     every row read (JSONL line, Parquet row, Hub row); capped by --limit / scan_limit
+    repeats     rows repeating a selected row's key (same source id): counted, not selected
+    selected    the seeded selection, consumed in rank order until `n` prompts are prepared
+                (sources/selection.py); a row gives one prompt, or one per user turn (every_user_prefix)
+    adapted     adapter errors: malformed_json, wrong_type, missing_field, empty_user_turn, …; and
+                too_many_chars for a raw row over `max_row_bytes` (refused while read, never parsed)
+    content     empty_prompt, non_text_content                        (sources/filters.py)
+    tools       invalid_tool_schema
+    language    language                                              (opt-in)
+    chars       too_many_chars     (default max_chars: max_seq_len × 32, sources/filters.py)
+    decontam    contaminated (which eval set, which n-gram)           (sources/decontam.py, opt-in)
+    render      template_error, no_generation_prompt
+    length      prompt_too_long: prompt_len + max_new_tokens > max_seq_len (SPEC §3; never truncated)
+    dedup       duplicate_prompt (naming the kept id), within and across the configs prepared together
+    near_dedup  near_duplicate                                        (sources/dedup.py, opt-in)
+    prepared
+
+Each prepared prompt keeps the source's own answer beside it when the source has one (`answer`, for
+`kimi-data score`); prompts without one are counted (`without_answer`), never dropped.
+
+Counts land in `prepared/<CFG>.json` (`selected`, `prepared`, `rejected` by reason,
+`rejected_total`, the `funnel`, scan statistics); rejected rows in `prepared/<CFG>.rejects.jsonl`.
+Accounting: selected = prepared + rejected_total.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kimi_eagle_data.errors import MissingInputError
+from kimi_eagle_data.builders.partitions import Partition
+from kimi_eagle_data.sources.decontam import DecontamSettings, Decontaminator
+from kimi_eagle_data.sources.dedup import DedupSettings, ExactDedup, MinHashDedup, exact_key
+from kimi_eagle_data.sources.filters import check_chars, check_content, check_language, check_tools, max_row_bytes, user_text
+from kimi_eagle_data.records import PromptRecord, Rejection, SourcePrompt, SourceRowError
+from kimi_eagle_data.schema import PROMPT_SCHEMA
+from kimi_eagle_data.sources.selection import ScanStats, select
+from kimi_eagle_data.sources.readers import SourceFileError, SourceRow, iter_source
+from kimi_eagle_data.prompts.tokenizer import ToolRenderingError, render_prompt
+from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported
+from kimi_eagle_data.workdir import Workdir, atomic_path, write_json
+
+STAGES = ("adapted", "content", "tools", "language", "chars", "decontam", "render", "length", "dedup", "near_dedup")
+REASON_STAGE = {
+    "empty_prompt": "content", "non_text_content": "content", "invalid_tool_schema": "tools",
+    "language": "language", "too_many_chars": "chars", "contaminated": "decontam",
+    "template_error": "render", "no_generation_prompt": "render", "prompt_too_long": "length",
+    "duplicate_prompt": "dedup", "duplicate_source_row": "dedup", "near_duplicate": "near_dedup",
+}
+
+
+def sample_id(config: str, source: str, source_id: str, prompt_rule: str) -> str:
+    """Stable id: same source row + same settings -> same id, on any machine."""
+    key = "\x1f".join((config, source, source_id, prompt_rule))
+    return f"{config}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+
+
+@dataclass
+class PrepareReport:
+    config: str
+    source: str
+    selected: int = 0                      # prompts taken from the selection (= prepared + rejected)
+    prepared: int = 0
+    rejected: Counter = field(default_factory=Counter)
+    n: int | None = None                   # prompts wanted
+    seed: int = 0
+    policy: str = "first_user"
+    scanned: int = 0                       # source rows read
+    rows_selected: int = 0                 # source rows consumed from the selection
+    candidates: int = 0                    # rows the selection held
+    repeated_rows: int = 0                 # rows repeating a selected row's key (not selected themselves)
+    scan_errors: Counter = field(default_factory=Counter)   # row-level failures among all scanned rows
+    exhausted: bool = False                # fewer than n prepared: the candidates ran out
+    passed: Counter = field(default_factory=Counter)        # prompts past each stage
+    without_answer: int = 0                # prepared prompts whose source has no answer to score (`score`)
+    contaminated_by: Counter = field(default_factory=Counter)
+    partition: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "PrepareReport":
+        """The summary fields of a written report (what a reused prepare shows)."""
+        return cls(config=d["config"], source=d["source"], selected=d["selected"], prepared=d["prepared"],
+                   rejected=Counter(d["rejected"]))
+
+    def funnel(self) -> list[tuple[str, int]]:
+        return [("scanned", self.scanned), ("selected", self.selected)] + [(s, self.passed[s]) for s in STAGES]
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        for k in ("rejected", "scan_errors", "contaminated_by"):
+            d[k] = dict(sorted(getattr(self, k).items()))
+        d.pop("passed")
+        d["rejected_total"] = sum(self.rejected.values())
+        d["funnel"] = dict(self.funnel())
+        return d
+
+
+class PrepareState:
+    """What the configs prepared together share: the dedup indexes and the decontaminator."""
+
+    def __init__(self, dedup: DedupSettings | None = None, decontam: DecontamSettings | Decontaminator | None = None):
+        self.dedup = dedup or DedupSettings()
+        self.exact = ExactDedup(self.dedup.across_configs) if self.dedup.exact else None
+        self._near: MinHashDedup | None = None
+        if isinstance(decontam, Decontaminator):
+            self.decontam = decontam
+        else:
+            self.decontam = Decontaminator(decontam) if decontam and decontam.sets else None
+
+    def near(self) -> MinHashDedup:
+        if self._near is None:
+            d = self.dedup
+            self._near = MinHashDedup(d.near_threshold, d.shingle_words, d.num_perm)
+        return self._near
+
+
+def partition_info(p: Partition) -> dict[str, Any]:
+    return {"name": p.name, "upstream": p.upstream, "upstream_config": p.upstream_config, "split": p.upstream_split,
+            "revision": p.revision, "adapter": p.adapter, "policy": p.policy, "license": p.license,
+            "prompt_rule": p.prompt_rule, "n": p.n, "seed": p.seed, "builtin": p.builtin,
+            "filters": asdict(p.filters)}
+
+
+def prepare_rows(partition: Partition, rows: Iterable[SourceRow], tokenizer, *, gen_prompt_ids: list[int],
+                 max_new_tokens: int, max_seq_len: int, source_desc: str, state: PrepareState | None = None,
+                 n: int | None = None, seed: int | None = None
+                 ) -> tuple[list[PromptRecord], list[Rejection], PrepareReport]:
+    """Prepare one config. Raises SourceFileError when the source cannot be read at all."""
+    state = state or PrepareState()
+    cfg = partition.config
+    n = partition.n if n is None else n
+    seed = partition.seed if seed is None else seed
+    report = PrepareReport(cfg, source_desc, n=n, seed=seed, policy=partition.policy,
+                           partition=partition_info(partition))
+    records: list[PromptRecord] = []
+    rejections: list[Rejection] = []
+    seen_ids: set[str] = set()
+    near_on = state.dedup.near if partition.near_dedup is None else partition.near_dedup
+    scan = ScanStats()
+    candidates = select(partition, rows, n=n, seed=seed, stats=scan)
+    report.scanned, report.candidates = scan.scanned, len(candidates)
+    report.scan_errors = scan.errors
+
+    def reject(source_id: str, code: str, message: str, id_: str = "") -> None:
+        report.rejected[code] += 1
+        rejections.append(Rejection(cfg, "prepare", source_id, code, message, id_))
+
+    def full() -> bool:
+        return n is not None and report.prepared >= n
+
+    for cand in candidates:
+        if full():
+            break
+        report.rows_selected += 1
+        report.repeated_rows += cand.repeats
+        where = f"{cfg} row {cand.row_number}"
+        if cand.error is not None:
+            report.selected += 1
+            reject(cand.row_key, cand.error.code, f"{where}: {cand.error.message}")
+            continue
+        for sid, item in cand.items:
+            if full():
+                break
+            report.selected += 1
+            if isinstance(item, SourceRowError):
+                reject(sid, item.code, f"{where}: {item.message}")
+                continue
+            report.passed["adapted"] += 1
+            _prepare_prompt(partition, item, where, tokenizer, gen_prompt_ids, max_new_tokens, max_seq_len, state,
+                            near_on, report, records, seen_ids, reject)
+    # short of n although the source had more rows than the selection held: oversample was too small
+    report.exhausted = (n is not None and report.prepared < n and report.rows_selected == len(candidates)
+                        and scan.scanned - scan.duplicate_row_keys > len(candidates))
+    return records, rejections, report
+
+
+def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenizer, gen_prompt_ids, max_new_tokens,
+                    max_seq_len, state: PrepareState, near_on: bool, report: PrepareReport,
+                    records: list[PromptRecord], seen_ids: set[str], reject) -> None:
+    cfg, sid = partition.config, sp.source_id
+    id_ = sample_id(cfg, partition.upstream, sid, partition.id_rule)
+    checks = (("content", lambda: check_content(sp.messages)),
+              ("tools", lambda: check_tools(sp.tools) if partition.filters.validate_tools else None),
+              ("language", lambda: check_language(sp.messages, partition.filters)),
+              ("chars", lambda: check_chars(sp.messages, sp.tools, partition.filters, max_seq_len)))
+    for stage, check in checks:
+        failure = check()
+        if failure:
+            reject(sid, failure[0], f"{where}: {failure[1]}", id_)
+            return
+        report.passed[stage] += 1
+    if state.decontam is not None:
+        hit = state.decontam.check(sp.messages)
+        if hit:
+            name, row, gram = hit
+            report.contaminated_by[name] += 1
+            reject(sid, "contaminated", f"{where}: shares {len(gram.split())} words with eval set {name} row {row}: "
+                                        f"{gram[:120]!r}", id_)
+            return
+    report.passed["decontam"] += 1
+    try:
+        prompt_ids = render_prompt(tokenizer, sp.messages, sp.tools)
+    except (ToolSchemaUnsupported, ToolRenderingError) as e:
+        # never a JSON-declared prompt in the data: the row is counted out with its reason
+        reject(sid, "tool_schema_unsupported", f"{where}: {e}", id_)
+        return
+    except Exception as e:  # jinja raises many types; the message is what matters
+        reject(sid, "template_error", f"{where}: chat template failed: {' '.join(str(e).split())[:300]}", id_)
+        return
+    if not gen_prompt_ids or prompt_ids[-len(gen_prompt_ids):] != gen_prompt_ids:
+        reject(sid, "no_generation_prompt", f"{where}: rendered prompt does not end with the profile's generation "
+                                            "prompt", id_)
+        return
+    report.passed["render"] += 1
+    if len(prompt_ids) + max_new_tokens > max_seq_len:
+        reject(sid, "prompt_too_long", f"{where}: prompt_len {len(prompt_ids)} + max_new_tokens {max_new_tokens} > "
+                                       f"max_seq_len {max_seq_len}", id_)
+        return
+    report.passed["length"] += 1
+    if id_ in seen_ids:
+        reject(sid, "duplicate_source_row", f"{where}: source id {sid!r} seen before", id_)
+        return
+    key = exact_key(sp.messages, sp.tools) if state.exact is not None else b""
+    if state.exact is not None:
+        kept = state.exact.check(cfg, key)
+        if kept is not None:
+            reject(sid, "duplicate_prompt", f"{where}: same prompt (normalized) as {kept}", id_)
+            return
+    report.passed["dedup"] += 1
+    sig = None
+    if near_on:
+        near = state.near()
+        sig = near.signature(user_text(sp.messages))
+        hit = near.check(cfg, sig, state.dedup.across_configs)
+        if hit:
+            reject(sid, "near_duplicate", f"{where}: near duplicate of {hit[0]} (estimated Jaccard {hit[1]:.2f})", id_)
+            return
+    report.passed["near_dedup"] += 1
+    seen_ids.add(id_)
+    if state.exact is not None:
+        state.exact.add(cfg, key, id_)
+    if near_on:
+        state.near().add(cfg, sig, id_)
+    records.append(PromptRecord(id_, cfg, partition.upstream, sid, sp.messages, sp.tools, prompt_ids, sp.answer))
+    report.prepared += 1
+    report.without_answer += sp.answer is None
+
+
+# -- several configs ----------------------------------------------------------------------------------
+
+@dataclass
+class PrepareRun:
+    reports: dict[str, PrepareReport]
+    errors: dict[str, str]                 # config -> one line: its source could not be read
+    decontam: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+def prepare_configs(settings, tokenizer, *, gen_prompt_ids: list[int], max_new_tokens: int, max_seq_len: int,
+                    workdir: Workdir | None) -> PrepareRun:
+    """Prepare `settings.configs` in order, sharing dedup and decontamination across them.
+
+    `settings` is a RunSettings (duck-typed: configs, prepare_config, sources, samples, revision,
+    limit). With `workdir=None` nothing is written (`prepare --dry-run`). A config whose source
+    cannot be read is recorded in `errors` and skipped; the others go on."""
+    pconf = settings.prepare_config
+    state = PrepareState(pconf.dedup, pconf.decontam)
+    run = PrepareRun({}, {}, state.decontam.summary() if state.decontam else {})
+    for config in settings.configs:
+        part = pconf.partition(config)
+        try:
+            desc, rows = iter_source(part, settings.sources.get(config), samples=settings.samples,
+                                     revision=settings.revision, limit=settings.limit,
+                                     max_row_bytes=max_row_bytes(max_seq_len, part.filters.max_chars))
+            records, rejections, report = prepare_rows(
+                part, rows, tokenizer, gen_prompt_ids=gen_prompt_ids, max_new_tokens=max_new_tokens,
+                max_seq_len=max_seq_len, source_desc=desc, state=state)
+        except SourceFileError as e:
+            run.errors[config] = f"{config}: {e}"
+            continue
+        if pconf.sha256:
+            report.partition["config_file"] = pconf.path
+            report.partition["config_sha256"] = pconf.sha256
+        if workdir is not None:
+            write_prepared(workdir, config, records, rejections, report)
+        run.reports[config] = report
+    return run
+
+
+def source_error_line(errors: dict[str, str]) -> str:
+    return "; ".join(errors.values()) + "; other configs prepared"
+
+
+def write_prepared(workdir: Workdir, config: str, records: list[PromptRecord], rejections: list[Rejection],
+                   report: PrepareReport) -> None:
+    table = pa.Table.from_pydict({
+        "id": [r.id for r in records],
+        "config": [r.config for r in records],
+        "source": [r.source for r in records],
+        "source_id": [r.source_id for r in records],
+        "messages": [orjson.dumps(r.messages).decode() for r in records],
+        "tools": [orjson.dumps(r.tools).decode() if r.tools else "" for r in records],
+        "prompt_ids": [r.prompt_ids for r in records],
+        "answer": [orjson.dumps(r.answer).decode() if r.answer else "" for r in records],
+    }, schema=PROMPT_SCHEMA)
+    with atomic_path(workdir.prepared(config)) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
+    with atomic_path(workdir.prepare_rejects(config)) as tmp:
+        with open(tmp, "wb") as f:
+            for r in rejections:
+                f.write(orjson.dumps(asdict(r)) + b"\n")
+    write_json(workdir.prepare_report(config), report.to_json())
+
+
+def read_prepared(workdir: Workdir, config: str) -> list[PromptRecord]:
+    path = workdir.prepared(config)
+    if not path.exists():
+        raise MissingInputError(f"{path} is missing; run `kimi-data prepare {config} --workdir {workdir.root}` first")
+    t = pq.read_table(path).to_pydict()
+    answers = t.get("answer") or [""] * len(t["id"])    # prepared before answers were kept: none
+    return [
+        PromptRecord(id_, cfg, src, sid, orjson.loads(msgs), orjson.loads(tools) if tools else None, ids,
+                     orjson.loads(ans) if ans else None)
+        for id_, cfg, src, sid, msgs, tools, ids, ans in zip(
+            t["id"], t["config"], t["source"], t["source_id"], t["messages"], t["tools"], t["prompt_ids"], answers)
+    ]
+
+
+# -- dry run --------------------------------------------------------------------------------------------
+
+def dry_run(settings) -> PrepareRun:
+    """Everything prepare does except writing: per-config counts after each stage."""
+    from kimi_eagle_data.profile import get_profile
+    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+
+    profile = get_profile(settings.profile)
+    tokenizer = load_tokenizer(settings.tokenizer_path)
+    gen = tokenizer.encode(profile.generation_prompt, add_special_tokens=False)
+    max_new = settings.max_new_tokens or profile.sampling.max_new_tokens
+    return prepare_configs(settings, tokenizer, gen_prompt_ids=gen, max_new_tokens=max_new,
+                           max_seq_len=settings.resolved_max_seq_len(), workdir=None)
+
+
+def funnel_table(run: PrepareRun, title: str = "prepare --dry-run: prompts left after each stage"):
+    """The per-config funnel as a rich renderable: a table of counts, then every rejection reason."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(title=title)
+    cols = ["config", "scanned", "repeats", "selected", *STAGES[:-1], "prepared", "n"]
+    for c in cols:
+        t.add_column(c.replace("_", "-"), justify="left" if c == "config" else "right", no_wrap=True)
+    lines = []
+    for cfg, r in run.reports.items():
+        funnel = dict(r.funnel())
+        n = "all" if r.n is None else f"{r.n:,}"
+        t.add_row(cfg, f"{r.scanned:,}", f"{r.repeated_rows:,}",
+                  *(f"{funnel[s]:,}" for s in ["selected", *STAGES[:-1]]), f"{r.prepared:,}", n)
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(r.rejected.items(), key=lambda kv: (-kv[1], kv[0])))
+        line = f"{cfg} ({r.source}): " + (f"rejected {reasons}" if reasons else "nothing rejected")
+        if r.scan_errors:
+            line += "; row errors among all scanned rows: " + ", ".join(f"{k} {v}" for k, v in r.scan_errors.items())
+        if r.exhausted:
+            line += f"; only {r.prepared:,} of n={r.n:,}: the selection ran out, raise `oversample`"
+        lines.append(Text(line))
+    for cfg, err in run.errors.items():
+        t.add_row(cfg, *["-"] * (len(cols) - 1))
+        lines.append(Text(f"{cfg}: error: {err}"))
+    for name, st in run.decontam.items():
+        lines.append(Text(f"eval set {name}: {st['texts']:,} texts, {st['ngrams']:,} n-grams"
+                          + (f", {st['ignored_short']} too short to match" if st["ignored_short"] else "")))
+    return Group(t, *lines)

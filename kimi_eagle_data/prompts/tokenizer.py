@@ -1,0 +1,226 @@
+"""Loading the model's own tokenizer and chat template, and fingerprinting both for provenance."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from functools import lru_cache
+
+import orjson
+
+from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.prompts.tool_declaration import deep_sort, encode_tools
+
+
+class TokenizerLoadError(KimiDataError, RuntimeError):
+    pass
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__   # one line, however many the library's message has
+
+
+def _what_to_do(e: BaseException) -> str:
+    if isinstance(e, ImportError):
+        # transformers' check_imports names the packages a trust_remote_code tokenizer needs (K2.5's: tiktoken).
+        missing = getattr(e, "name", None)
+        return (f"install the package{f' {missing!r}' if missing else ''} its code imports (K2.5's and the tiny "
+                "model's need tiktoken, a kimi-eagle-data dependency: pip install 'tiktoken>=0.7'), then rerun")
+    return "pass --tokenizer DIR (a local model directory) or make sure the Hub id is in the local cache"
+
+
+@lru_cache(maxsize=4)
+def load_tokenizer(path: str, revision: str | None = None):
+    """The model directory's own tokenizer (`trust_remote_code`: K2.5 and the tiny model ship a tokenizer class).
+    Any failure, and a tokenizer whose special-token ids do not round-trip, is one TokenizerLoadError line."""
+    from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    # transformers also logs a failed import of a trust_remote_code dependency; our one line says it all.
+    hf_logging.set_verbosity_error()
+    try:
+        tok = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=True)
+    except Exception as e:   # noqa: BLE001 -- OSError, ValueError, ImportError (check_imports), KeyError, ...
+        raise TokenizerLoadError(
+            f"cannot load tokenizer {path!r}: {type(e).__name__}: {_one_line(e)} -- {_what_to_do(e)}") from e
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    # Length limits are ours (max_seq_len, checked at prepare), not the tokenizer's: silence its warning.
+    tok.model_max_length = 1 << 62
+    if not tok.chat_template:
+        raise TokenizerLoadError(f"tokenizer {path!r} has no chat template; the data path renders prompts "
+                                 "only with the model's own template")
+    check_profile_tokens(tok, path)
+    try:
+        check_tool_rendering(tok)
+    except ToolRenderingError as e:
+        raise TokenizerLoadError(f"tokenizer {path!r}: {e}") from None
+    return tok
+
+
+def check_profile_tokens(tok, path: str) -> None:
+    """Every profile token the tokenizer names must decode back to its own string and be that id's added token.
+
+    transformers 5.4.0-5.5.3 loaded `kimi_k25` through a generic fast backend whose special-token ids were wrong
+    (transformers issue 45356): the string looked up one id, and that id decoded as something else. Refuse such
+    a tokenizer here, at load, rather than build data with wrong structure ids."""
+    from kimi_eagle_data.profile import PROFILES
+
+    wanted = sorted({t for p in PROFILES.values()
+                     for t in (*p.structural_tokens().values(), *p.forbidden_in_completion)})
+    vocab = tok.get_vocab()
+    added = {i: getattr(t, "content", str(t)) for i, t in tok.added_tokens_decoder.items()}
+    for s in wanted:
+        if s not in vocab:
+            continue   # a token this tokenizer lacks: ProfileTokens names the required ones
+        i = vocab[s]
+        try:
+            back = tok.decode([i], skip_special_tokens=False)
+        except Exception as e:   # noqa: BLE001
+            back = f"<error {type(e).__name__}>"
+        if back != s or added.get(i) != s:
+            import transformers
+            raise TokenizerLoadError(
+                f"tokenizer {path!r} maps {s!r} to id {i}, which decodes as {back!r} (added token: "
+                f"{added.get(i)!r}) under transformers {transformers.__version__}; install transformers>=5.5.4,<6 "
+                "(kimi-eagle-data's pin) and rerun")
+
+
+class ToolRenderingError(KimiDataError, ValueError):
+    """A prompt whose tools the model's template did not declare in the TypeScript form."""
+
+
+def render_text(tokenizer, messages, tools) -> str:
+    """The prompt text: the model's own template, tools passed natively and declared TypeScript-style.
+
+    Kimi-K2.5's tokenizer code deep-sorts `tools` and computes `tools_ts_str` itself; other tokenizers
+    (the embedded tiny one included) get the same string from our encoder, so every tokenizer renders
+    tools as the real model sees them. A schema the encoder cannot render raises ToolSchemaUnsupported;
+    a template that did not put the TypeScript block in the text (a JSON fallback) raises
+    ToolRenderingError: never a JSON-declared prompt mixed into the data."""
+    kwargs = {}
+    if tools:
+        tools = deep_sort(tools)
+        kwargs["tools_ts_str"] = ts = encode_tools(tools)
+    text = tokenizer.apply_chat_template(messages, tools=tools or None, add_generation_prompt=True,
+                                         tokenize=False, **kwargs)
+    if tools and ts not in text:
+        raise ToolRenderingError("the chat template did not render the TypeScript tool declarations "
+                                 "(the tokenizer's own encoder failed or its template ignores `tools_ts_str`)")
+    return text
+
+
+def render_prompt(tokenizer, messages, tools) -> list[int]:
+    """Prompt ids: `render_text` tokenized the way `apply_chat_template(tokenize=True)` does."""
+    return list(tokenizer(render_text(tokenizer, messages, tools), add_special_tokens=False)["input_ids"])
+
+
+# A fixed probe set for tokenizers that render tool declarations themselves (Kimi-K2.5's own
+# `apply_chat_template`): their rendering must equal ours, byte for byte, before any data is made.
+_PROBE_TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "Current weather for a city.\nUse metric units.",
+        "parameters": {"type": "object", "required": ["city"], "properties": {
+            "city": {"type": "string", "description": "City name"},
+            "days": {"type": "integer", "description": "Forecast days", "default": 1, "minimum": 1},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}}}},
+    {"type": "function", "function": {
+        "name": "search", "description": "Search documents.",
+        "parameters": {"type": "object", "required": ["query"], "$defs": {
+            "Filter": {"type": "object", "properties": {"field": {"type": "string"},
+                                                        "value": {"anyOf": [{"type": "string"},
+                                                                            {"type": "number"}]}}}},
+            "properties": {"query": {"type": "string"},
+                           "filters": {"type": "array", "items": {"$ref": "#/$defs/Filter"}},
+                           "extra": {"type": "object", "additionalProperties": {"type": "boolean"}},
+                           "limit": {"type": ["integer", "null"]}}}}},
+    {"type": "function", "function": {"name": "ping", "parameters": {"type": "object", "properties": {}}}},
+]
+TOOL_PROBES: list[tuple[str, list[dict], list[dict]]] = [
+    ("one user turn, three tools", [{"role": "user", "content": "Weather in Oslo?"}], _PROBE_TOOLS),
+    ("system + user, one tool", [{"role": "system", "content": "Be brief."},
+                                 {"role": "user", "content": "Find the docs."}], _PROBE_TOOLS[1:2]),
+    ("after a tool result", [
+        {"role": "user", "content": "Weather in Oslo?"},
+        {"role": "assistant", "content": "", "reasoning_content": "Call it.", "tool_calls": [
+            {"id": "functions.get_weather:0", "type": "function",
+             "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
+        {"role": "tool", "tool_call_id": "functions.get_weather:0", "name": "get_weather", "content": "4 C"}],
+     _PROBE_TOOLS[:1]),
+]
+
+
+def renders_tools_itself(tokenizer) -> bool:
+    from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+
+    return type(tokenizer).apply_chat_template is not PreTrainedTokenizerBase.apply_chat_template
+
+
+def check_tool_rendering(tokenizer) -> None:
+    """Start-up self-check: every probe renders with the TypeScript block, and a tokenizer that renders
+    tools itself renders each probe exactly as we do. Raises ToolRenderingError naming the first
+    differing probe."""
+    own = renders_tools_itself(tokenizer)
+    for name, messages, tools in TOOL_PROBES:
+        try:
+            ours = render_text(tokenizer, messages, tools)
+        except ToolRenderingError as e:
+            raise ToolRenderingError(f"tool-rendering self-check failed on probe {name!r}: {e}") from None
+        if own:
+            theirs = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True,
+                                                   tokenize=False)
+            if theirs != ours:
+                at = next((i for i, (a, b) in enumerate(zip(theirs, ours)) if a != b), min(len(theirs), len(ours)))
+                raise ToolRenderingError(
+                    f"tool-rendering self-check failed on probe {name!r}: the tokenizer's own "
+                    f"apply_chat_template differs from our TypeScript encoder at character {at} "
+                    f"({theirs[at:at + 40]!r} vs {ours[at:at + 40]!r}); refusing to build data that would not "
+                    "match what the model sees")
+
+
+def tokenizer_code_sha256(tokenizer) -> str:
+    """sha256 over the Python files that come with the tokenizer's directory (its `trust_remote_code` classes),
+    sorted by name: the same vocabulary and template under other tokenizer code can render differently."""
+    h = hashlib.sha256()
+    d = getattr(tokenizer, "name_or_path", "") or ""
+    if os.path.isdir(d):
+        for name in sorted(os.listdir(d)):
+            p = os.path.join(d, name)
+            if name.endswith(".py") and os.path.isfile(p):
+                with open(p, "rb") as f:
+                    data = f.read()
+                h.update(name.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
+    else:
+        # A Hub id: the class file transformers loaded from its module cache.
+        import inspect
+        try:
+            src = inspect.getsourcefile(type(tokenizer))
+        except TypeError:
+            src = None
+        if src and "transformers_modules" in src:
+            with open(src, "rb") as f:
+                h.update(os.path.basename(src).encode() + b"\0" + f.read())
+    return h.hexdigest()
+
+
+def fast_decoder(tokenizer):
+    """The tokenizer's tiktoken core (`.model`, K2.5's TikTokenTokenizer and the tiny tokenizer alike), whose
+    `decode(ids)` equals `tokenizer.decode(ids, skip_special_tokens=False)` and is much faster; None otherwise."""
+    core = getattr(tokenizer, "model", None)
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    return core if isinstance(core, tiktoken.Encoding) else None
+
+
+def tokenizer_fingerprint(tokenizer) -> dict[str, str]:
+    """Hashes of the vocabulary (string -> id, incl. added tokens), of the chat template and of the tokenizer's
+    own Python code files."""
+    vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
+    vocab_hash = hashlib.sha256(orjson.dumps(vocab)).hexdigest()
+    template_hash = hashlib.sha256((tokenizer.chat_template or "").encode()).hexdigest()
+    return {"tokenizer_sha256": vocab_hash, "chat_template_sha256": template_hash,
+            "tokenizer_code_sha256": tokenizer_code_sha256(tokenizer),
+            "vocab_size": str(len(tokenizer))}

@@ -1,0 +1,1 @@
+"""Read a workdir: stats, plan, inspect, score."""

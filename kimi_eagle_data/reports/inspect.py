@@ -1,0 +1,408 @@
+"""`kimi-data inspect`: one sample decoded and split into its segments (SPEC §1 lesson 4).
+
+Segments are found from token ids, never by matching decoded text: turn-opening role tokens split the
+prompt into turns (system, tool declarations, user, past assistant turns, tool results, the generation
+prompt), and the profile's structural tokens split the completion (reasoning up to `</think>`, the answer,
+each tool call `<|tool_call_begin|>…<|tool_call_end|>`, the final `<|im_end|>`). Every token belongs to
+exactly one segment, so the segments concatenated are the row's `input_ids`, and the loss-mask boundary
+(`prompt_len`) always falls between two segments. Only a turn's header name (the one or two tokens between
+its role token and `<|im_middle|>`, e.g. `tool_declare`) is decoded, to tell a system turn from the tool
+declarations or a tool result.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from kimi_eagle_data.engines.checkpoint import CorruptCheckpointError, open_workdir_checkpoints
+from kimi_eagle_data.profile import ModelProfile, ProfileTokens, get_profile
+from kimi_eagle_data.run_checks import config_name_problem
+from kimi_eagle_data.reports.stats import QualityError
+from kimi_eagle_data.validate.rules import REASONS
+from kimi_eagle_data.workdir import Workdir, dataset_configs, dataset_shards
+
+# Turn-opening role tokens and the header terminator come from the profile (`turn_tokens`,
+# `turn_header_end`) by token *string*; their ids are looked up from the tokenizer.
+
+# kind -> rich style
+STYLES = {
+    "prefix": "bright_black", "system": "magenta", "tools": "yellow", "user": "green", "assistant": "cyan",
+    "tool_result": "dark_orange", "generation_prompt": "bright_black", "reasoning": "blue", "answer": "bold white",
+    "tool_section": "bright_black", "tool_call": "bold yellow", "text": "red", "end": "bright_black",
+}
+LIGHT_COLUMNS = ["id", "prompt_len", "completion_len", "issues"]
+
+
+@dataclass
+class Segment:
+    kind: str              # one of STYLES
+    label: str             # human label, e.g. "tool call 0: get_weather"
+    start: int             # position in input_ids (inclusive)
+    end: int               # (exclusive)
+    loss: int              # the loss-mask value of every token in it (0 prompt, 1 completion)
+    ids: list[int] = field(default_factory=list)
+    text: str = ""
+
+    @property
+    def n_tokens(self) -> int:
+        return self.end - self.start
+
+
+# -- segmentation -------------------------------------------------------------------------------------
+
+class Segmenter:
+    """Splits one sequence into segments with one tokenizer + profile (construct once)."""
+
+    def __init__(self, profile: ModelProfile, tokenizer):
+        self.profile = profile
+        self.tokenizer = tokenizer
+        self.tokens = ProfileTokens.from_tokenizer(profile, tokenizer)
+        vocab = tokenizer.get_vocab()
+        turn_tokens, header_end = profile.turn_tokens, profile.turn_header_end
+        missing = [t for t in [*turn_tokens.values(), header_end] if t not in vocab]
+        if missing:
+            raise QualityError(f"tokenizer {getattr(tokenizer, 'name_or_path', '?')!r} lacks the turn tokens "
+                               f"{missing} of profile {profile.name}; pass --tokenizer with the run's tokenizer")
+        self.role_of = {vocab[t]: role for role, t in turn_tokens.items()}
+        self.header_end = vocab[header_end]
+        self.gen_prompt = tokenizer.encode(profile.generation_prompt, add_special_tokens=False)
+        t = self.tokens
+        self.eot, self.think_close = t.end_of_turn, t.think_close
+        self.sec_begin, self.sec_end = t.tool_calls_section_begin, t.tool_calls_section_end
+        self.call_begin, self.call_end = t.tool_call_begin, t.tool_call_end
+        self.arg_begin = t.tool_call_argument_begin
+
+    def decode(self, ids) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False) if len(ids) else ""
+
+    def segment(self, input_ids, prompt_len: int) -> list[Segment]:
+        ids = np.asarray(input_ids, dtype=np.int64)
+        n, p = int(ids.size), int(prompt_len)
+        segs: list[tuple[str, str, int, int]] = []
+        self._prompt(ids, p, segs)
+        self._completion(ids, p, n, segs)
+        out = []
+        for kind, label, lo, hi in segs:
+            if hi > lo:
+                chunk = ids[lo:hi].tolist()
+                out.append(Segment(kind, label, lo, hi, 0 if hi <= p else 1, chunk, self.decode(chunk)))
+        return out
+
+    # the prompt: turns opened by role tokens, then the generation prompt
+    def _prompt(self, ids: np.ndarray, p: int, segs: list) -> None:
+        k = len(self.gen_prompt)
+        gp_start = p - k if p >= k and ids[p - k:p].tolist() == self.gen_prompt else p
+        starts = np.flatnonzero(np.isin(ids[:gp_start], list(self.role_of))).tolist()
+        if not starts or starts[0] > 0:
+            segs.append(("prefix", "before the first turn", 0, starts[0] if starts else gp_start))
+        counters: dict[str, int] = {}
+        for j, lo in enumerate(starts):
+            hi = starts[j + 1] if j + 1 < len(starts) else gp_start
+            kind, name = self._turn_kind(ids, lo, hi)
+            counters[kind] = counters.get(kind, 0) + 1
+            label = {"tools": "tool declarations", "tool_result": f"tool result ({name})",
+                     "assistant": "past assistant turn"}.get(kind, kind if name in ("", kind) else f"{kind} ({name})")
+            segs.append((kind, label, lo, hi))
+        if gp_start < p:
+            segs.append(("generation_prompt", "generation prompt", gp_start, p))
+
+    def _turn_kind(self, ids: np.ndarray, lo: int, hi: int) -> tuple[str, str]:
+        role = self.role_of[int(ids[lo])]
+        ends = np.flatnonzero(ids[lo + 1:hi] == self.header_end)
+        name = self.decode(ids[lo + 1:lo + 1 + int(ends[0])].tolist()).strip() if ends.size else ""
+        if role == "system":
+            if name == "tool_declare":
+                return "tools", name
+            if name and name != "system":
+                return "tool_result", name
+        return role, name
+
+    # the completion: reasoning, answer, tool-call section, end
+    def _completion(self, ids: np.ndarray, p: int, n: int, segs: list) -> None:
+        if n <= p:
+            return
+        body_end = n - 1 if int(ids[n - 1]) == self.eot else n
+        closes = np.flatnonzero(ids[p:body_end] == self.think_close)
+        if not closes.size:
+            label = "reasoning (no </think>: truncated)" if body_end == n else "reasoning (no </think>)"
+            segs.append(("reasoning", label, p, body_end))
+        else:
+            tc = p + int(closes[0])
+            segs.append(("reasoning", "reasoning + </think>", p, tc + 1))
+            self._answer(ids, tc + 1, body_end, segs)
+        if body_end < n:
+            segs.append(("end", "end of turn", body_end, n))
+
+    def _answer(self, ids: np.ndarray, lo: int, hi: int, segs: list) -> None:
+        region = ids[lo:hi]
+        marks = {self.sec_begin, self.sec_end, self.call_begin, self.call_end}
+        events = [(lo + int(i), int(region[i])) for i in np.flatnonzero(np.isin(region, list(marks)))]
+        state = {"section": "before"}     # before / inside / after the tool-call section
+        a, ncalls, j = lo, 0, 0
+
+        def text(upto: int) -> None:
+            if upto > a:
+                kind, label = {"before": ("answer", "answer"),
+                               "inside": ("text", "text inside the tool-call section"),
+                               "after": ("text", "text after the tool-call section")}[state["section"]]
+                segs.append((kind, label, a, upto))
+
+        while j < len(events):
+            pos, tid = events[j]
+            if tid == self.call_begin:
+                text(pos)
+                end = hi
+                k = j + 1
+                while k < len(events) and events[k][1] not in (self.call_end, self.call_begin, self.sec_end):
+                    k += 1
+                if k < len(events) and events[k][1] == self.call_end:
+                    end, j = events[k][0] + 1, k + 1
+                elif k < len(events):
+                    end, j = events[k][0], k          # unclosed call: stops at the next marker
+                else:
+                    j = k
+                segs.append(("tool_call", f"tool call {ncalls}: {self._call_name(ids, pos, end)}", pos, end))
+                ncalls += 1
+                a = end
+                continue
+            if tid in (self.sec_begin, self.sec_end):
+                text(pos)
+                opening = tid == self.sec_begin
+                segs.append(("tool_section", "tool-call section " + ("begin" if opening else "end"), pos, pos + 1))
+                state["section"] = "inside" if opening else "after"
+                a = pos + 1
+            # a stray call_end outside a call stays in the text run
+            j += 1
+        text(hi)
+
+    def _call_name(self, ids: np.ndarray, lo: int, hi: int) -> str:
+        arg = np.flatnonzero(ids[lo + 1:hi] == self.arg_begin)
+        stop = lo + 1 + int(arg[0]) if arg.size else min(hi, lo + 16)
+        m = self.profile.tool_call_id_pattern.match(self.decode(ids[lo + 1:stop].tolist()))
+        return m["name"] if m else "malformed id"
+
+
+# -- finding rows -------------------------------------------------------------------------------------
+
+@dataclass
+class RowSource:
+    """Where one config's rows live: a workdir's light columns (validated/) with its emitted shards for the full
+    rows, or a dataset dir's split files for both."""
+
+    files: list[tuple[Path, str | None]]   # light columns: (file, split; None: the file has a `split` column)
+    workdir: Path | None                   # the run directory (run.json, checkpoint), when known
+    dataset: Path | None
+    where: str
+    row_files: list[tuple[Path, str]]      # the full rows (token ids, messages): the emitted shards
+
+    def light(self) -> pa.Table:
+        tables = []
+        for f, split in self.files:
+            cols = LIGHT_COLUMNS + (["split"] if split is None else [])
+            t = pq.read_table(f, columns=cols)
+            if split is not None:
+                t = t.append_column("split", pa.array([split] * t.num_rows, pa.string()))
+            tables.append(t.select(LIGHT_COLUMNS + ["split"]))
+        return pa.concat_tables(tables) if tables else pa.table({})
+
+    def row(self, id_: str) -> dict[str, Any] | None:
+        if not self.row_files:   # validate writes no token rows: they are in the dataset emit writes
+            raise QualityError(f"{self.where} holds verdicts, not token rows; run `kimi-data emit --workdir "
+                               f"{self.workdir}` to write them, then inspect again")
+        for f, split in self.row_files:
+            t = pq.read_table(f, filters=[("id", "=", id_)])
+            if t.num_rows:
+                row = t.slice(0, 1).to_pylist()[0]
+                row["split"] = split
+                return row
+        return None
+
+
+def _shards(ds: Path, config: str) -> list[tuple[Path, str]]:
+    """A dataset dir's files of one config, with the split their name starts with."""
+    return [(f, f.name.split("-", 1)[0]) for f in dataset_shards(ds, config)]
+
+
+def locate(path: str | Path, config: str) -> RowSource:
+    if config_name_problem(config):   # it becomes part of a path below
+        raise QualityError(f"config {config_name_problem(config)}")
+    d = Path(path).resolve()
+    if not d.is_dir():
+        raise QualityError(f"{path} is not a directory; pass a workdir or its dataset/ directory")
+    validated = Workdir(d).validated(config)
+    if validated.exists():
+        ds = Workdir(d).dataset if Workdir(d).dataset.is_dir() else None
+        return RowSource([(validated, None)], d, ds, f"{path}/validated/{config}.parquet",
+                         _shards(ds, config) if ds else [])
+    for ds in (d, Workdir(d).dataset):
+        files = _shards(ds, config)
+        if files:
+            parent = ds.parent
+            owner = Workdir(parent)
+            workdir = parent if owner.settings_path.exists() and owner.dataset.resolve() == ds else None
+            return RowSource(list(files), workdir, ds, f"{ds}/data/{config}/*.parquet", files)
+    have = sorted(set(Workdir(d).validated_configs()) | {c for root in (d, Workdir(d).dataset)
+                                                         for c in dataset_configs(root)})
+    raise QualityError(f"no rows of config {config!r} in {path} (neither validated/{config}.parquet nor "
+                       f"data/{config}/); configs there: {', '.join(have) or 'none'}")
+
+
+def pick(src: RowSource, config: str, id_: str | None, *, random: bool = False, seed: int | None = None,
+         shortest: bool = False, longest: bool = False, rejected: str | None = None) -> tuple[str, str]:
+    """The id to show and how it was picked (a line for the user)."""
+    t = src.light()
+    if id_ is not None:
+        ids = t["id"].to_pylist() if t.num_rows else []
+        if id_ in ids:
+            return id_, ""
+        starts = [i for i in ids if i.startswith(id_)]
+        if len(starts) == 1:
+            return starts[0], ""
+        if len(starts) > 1:
+            raise QualityError(f"id prefix {id_!r} matches {len(starts)} samples in {src.where} "
+                               f"({', '.join(starts[:3])}, …); give more of the id")
+        raise QualityError(f"no sample with id {id_!r} in {src.where} ({len(ids)} rows); browse with "
+                           f"`kimi-data inspect DIR {config} --random` (or --shortest, --longest, --rejected REASON)")
+    how = []
+    if rejected is not None:
+        issues = t["issues"].combine_chunks()
+        hit = np.zeros(t.num_rows, dtype=bool)
+        flat = pc.list_flatten(issues)
+        if len(flat):
+            hit[pc.list_parent_indices(issues).to_numpy()[
+                pc.equal(flat, rejected).to_numpy(zero_copy_only=False).astype(bool)]] = True
+        if not hit.any():
+            seen = sorted(set(flat.to_pylist())) if len(flat) else []
+            known = "" if rejected in REASONS else f" ({rejected!r} is not a validation reason code)"
+            raise QualityError(f"no {config} sample rejected for {rejected!r} in {src.where}{known}; reasons "
+                               f"present: {', '.join(seen) or 'none'}")
+        t = t.filter(pa.array(hit))
+        how.append(f"rejected for {rejected}")
+    if t.num_rows == 0:
+        raise QualityError(f"{src.where} holds no sample")
+    ids = t["id"].to_pylist()
+    lens = t["completion_len"].to_numpy()
+    if shortest or longest:
+        order = sorted(range(len(ids)), key=lambda i: (int(lens[i]) if shortest else -int(lens[i]), ids[i]))
+        i = order[0]
+        how.append(f"{'shortest' if shortest else 'longest'} completion ({int(lens[i])} tokens) of {len(ids)}")
+    elif random:
+        seed = secrets.randbelow(2 ** 31) if seed is None else seed
+        i = int(np.random.default_rng(seed).integers(len(ids)))
+        how.append(f"random pick of {len(ids)} (--seed {seed} shows it again)")
+    else:
+        i = sorted(range(len(ids)), key=lambda k: ids[k])[0]
+        how.append(f"first by id of {len(ids)}")
+    return ids[i], "; ".join(how)
+
+
+# -- tokenizer and settings ---------------------------------------------------------------------------
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return orjson.loads(path.read_bytes()) if path.exists() else {}
+    except orjson.JSONDecodeError:
+        return {}
+
+
+def resolve_tokenizer(src: RowSource, override: str | None) -> tuple[str, ModelProfile, dict[str, Any]]:
+    """(tokenizer path, profile, run settings). The run's `options.tokenizer` / `options.model`, else the
+    profile's model path (the dataset's manifest names the profile)."""
+    run = _read_json(Workdir(src.workdir).settings_path) if src.workdir else {}
+    manifest = _read_json(src.dataset / "manifest.json") if src.dataset else {}
+    prov = manifest.get("provenance", {})
+    try:
+        profile = get_profile(run.get("profile") or prov.get("profile") or "kimi-k2.5")
+    except ValueError as e:
+        raise QualityError(str(e)) from e
+    opts = run.get("options", {})
+    path = override or opts.get("tokenizer") or opts.get("model") or profile.model_path
+    return path, profile, run
+
+
+def finish_detail(src: RowSource, id_: str) -> dict[str, Any]:
+    if src.workdir is None:
+        return {}
+    try:
+        ckpt = open_workdir_checkpoints(Workdir(src.workdir))
+    except CorruptCheckpointError:
+        return {}   # inspect shows the row; the detail only refines `length` verdicts
+    if ckpt is None:
+        return {}
+    try:
+        return ckpt.finish_detail(id_) or {}
+    finally:
+        ckpt.close()
+
+
+# -- the whole inspection -----------------------------------------------------------------------------
+
+def inspect_sample(path: str | Path, config: str, id_: str | None = None, *, tokenizer: str | None = None,
+                   random: bool = False, seed: int | None = None, shortest: bool = False, longest: bool = False,
+                   rejected: str | None = None) -> dict[str, Any]:
+    """Everything `kimi-data inspect --json` prints (keys documented in cli_quality.INSPECT_JSON_HELP)."""
+    from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
+
+    src = locate(path, config)
+    chosen, how = pick(src, config, id_, random=random, seed=seed, shortest=shortest, longest=longest,
+                       rejected=rejected)
+    row = src.row(chosen)
+    if row is None:     # pragma: no cover - the id came from the same files
+        raise QualityError(f"sample {chosen} vanished from {src.where}")
+    tok_path, profile, run = resolve_tokenizer(src, tokenizer)
+    tok = load_tokenizer(tok_path)
+    warnings = []
+    if run.get("tokenizer_sha256") and tokenizer_fingerprint(tok)["tokenizer_sha256"] != run["tokenizer_sha256"]:
+        warnings.append(f"tokenizer {tok_path} is not the one the run used (vocabulary hash differs); "
+                        "the decoded text may be wrong")
+    seg = Segmenter(profile, tok)
+    ids = row["input_ids"]
+    plen = int(row["prompt_len"])
+    segments = seg.segment(ids, plen)
+    mask = np.asarray(row["loss_mask"], dtype=np.int64)
+    ones = np.flatnonzero(mask == 1)
+    boundary = int(ones[0]) if ones.size else len(mask)
+    if boundary != plen:
+        warnings.append(f"the loss mask starts at position {boundary}, prompt_len is {plen}")
+
+    details = _issue_details(seg, row, run, src, chosen)
+    issues = [{"code": c, "description": REASONS.get(c, "(not a reason code of this validator version)"),
+               "detail": details.get(c)} for c in row["issues"] or []]
+    return {
+        "id": row["id"], "config": config, "split": row.get("split"), "picked": how,
+        "source": row["source"], "source_id": row["source_id"], "finish_reason": row["finish_reason"],
+        "length": len(ids), "prompt_len": plen, "completion_len": int(row["completion_len"]),
+        "reasoning_len": int(row["reasoning_len"]), "num_tool_calls": int(row["num_tool_calls"]),
+        "loss_boundary": boundary, "tokenizer": tok_path, "profile": profile.name, "where": src.where,
+        "issues": issues, "warnings": warnings,
+        "segments": [{"index": i, **{k: v for k, v in asdict(s).items()}, "n_tokens": s.n_tokens}
+                     for i, s in enumerate(segments)],
+    }
+
+
+def _issue_details(seg: Segmenter, row: dict[str, Any], run: dict[str, Any], src: RowSource,
+                   id_: str) -> dict[str, str]:
+    """Re-run the validator on the row for the human line behind each reason code (best effort)."""
+    if not row["issues"]:
+        return {}
+    try:
+        from kimi_eagle_data.validate.rules import Validator
+
+        max_seq_len = int(run.get("max_seq_len") or seg.profile.max_seq_len)
+        v = Validator(seg.tokens, seg.tokenizer, max_seq_len, keep_truncated=bool(run.get("keep_truncated")))
+        plen = int(row["prompt_len"])
+        tools = orjson.loads(row["tools"]) if row["tools"] else None
+        verdict = v.validate(row["input_ids"][:plen], row["input_ids"][plen:], row["finish_reason"],
+                             finish_detail(src, id_), tools)
+        return dict(zip(verdict.issues, verdict.details))
+    except Exception:   # noqa: BLE001 - details are a convenience; the stored codes are authoritative
+        return {}

@@ -1,0 +1,264 @@
+"""`kimi-data stats`: what a run produced, measured (SPEC §1 lessons 2 and 3).
+
+Per config and overall: counts per stage (from the validate reports), prompt / completion / reasoning length
+distributions, the share of short (< 300 tokens) and truncated completions, finish reasons, tool-call rate and
+arguments-valid rate, the engine's prefix-cache hit share, and token totals.
+
+Everything is computed column-wise (pyarrow / numpy) over the light columns of `validated/<CFG>.parquet`;
+`input_ids` and `loss_mask` are never read. Lengths are *reported*, never judged: a short completion is often
+a valid one (SPEC §5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from kimi_eagle_data.builders.partitions import PARTITIONS
+from kimi_eagle_data.engines.checkpoint import CorruptCheckpointError, open_workdir_checkpoints
+from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.workdir import Workdir, read_json
+
+SHORT_COMPLETION = 300          # tokens; "short" is reported, never a reason to reject
+DIST_KEYS = ("min", "p10", "median", "mean", "p90", "p99", "max")
+LENGTH_KINDS = ("prompt", "completion", "reasoning")
+COUNT_KEYS = ("selected", "rejected_at_prepare", "prepared", "generated", "failed", "pending", "valid", "rejected")
+SPLIT_CHOICES = ("all", "train", "rejected")
+# The light columns stats reads (never input_ids / loss_mask).
+STAT_COLUMNS = ["id", "split", "prompt_len", "completion_len", "reasoning_len", "num_tool_calls", "finish_reason",
+                "issues"]
+
+
+class QualityError(KimiDataError, RuntimeError):
+    """A problem the user can fix (missing files, unknown config or id); printed as one line."""
+
+
+# -- reading a workdir ----------------------------------------------------------------------------
+
+def open_workdir(path: str | Path) -> Workdir:
+    root = Path(path).resolve()
+    if not root.is_dir():
+        raise QualityError(f"{path} is not a directory; pass a workdir made by `kimi-data build` or `demo`")
+    wd = Workdir(root)
+    if not wd.has_validated:
+        raise QualityError(f"{root} has no validated/ results; run `kimi-data build --workdir {path}` "
+                           f"(or `validate`) there first")
+    return wd
+
+
+def order_configs(names) -> list[str]:
+    """Built-in partitions in their B1…B8 order, then user-defined ones sorted."""
+    names = set(names)
+    return [c for c in PARTITIONS if c in names] + sorted(names - set(PARTITIONS))
+
+
+def validated_configs(wd: Workdir, wanted: list[str] | tuple[str, ...] = ()) -> list[str]:
+    have = order_configs(wd.validated_configs())
+    if not wanted:
+        if not have:
+            raise QualityError(f"{wd.root}/validated holds no <CONFIG>.parquet; run `kimi-data validate "
+                               f"--workdir {wd.root}` first")
+        return have
+    missing = [c for c in wanted if c not in have]
+    if missing:
+        raise QualityError(f"no validated/{missing[0]}.parquet in {wd.root} (have: {', '.join(have) or 'none'}); "
+                           f"run `kimi-data validate {missing[0]} --workdir {wd.root}`")
+    return list(dict.fromkeys(wanted))
+
+
+def read_columns(path: Path, columns: list[str]) -> pa.Table:
+    try:
+        return pq.read_table(path, columns=columns)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise QualityError(f"cannot read {path}: {e}; rerun `kimi-data validate` to rewrite it") from e
+
+
+def read_report(wd: Workdir, config: str) -> dict[str, Any]:
+    path = wd.validate_report(config)
+    if not path.exists():
+        raise QualityError(f"{path} is missing; rerun `kimi-data validate {config} --workdir {wd.root}`")
+    return read_json(path)
+
+
+@dataclass
+class CheckpointInfo:
+    """The per-completion engine figures of every checkpoint file in a workdir (no token blobs)."""
+
+    ids: list[str]
+    configs: np.ndarray          # object (str)
+    prompt_tokens: np.ndarray    # float, NaN where the engine did not report it
+    completion_tokens: np.ndarray
+    cached_tokens: np.ndarray
+    latency_s: np.ndarray
+    created_at: np.ndarray
+    engine: dict[str, Any]       # the engine info the generate stage recorded (meta "engine")
+
+    def select(self, ids) -> np.ndarray:
+        """Indices of the given ids (those present)."""
+        if not hasattr(self, "_pos"):
+            self._pos = {id_: i for i, id_ in enumerate(self.ids)}
+        pos = self._pos
+        return np.array([pos[i] for i in ids if i in pos], dtype=np.int64)
+
+
+def read_checkpoint_info(wd: Workdir) -> CheckpointInfo | None:
+    try:
+        ckpt = open_workdir_checkpoints(wd)
+    except CorruptCheckpointError as e:
+        raise QualityError(f"{e}; is it a kimi-data checkpoint?") from e
+    if ckpt is None:
+        return None
+    try:
+        recs = ckpt.request_stats()
+        engine = ckpt.get_meta("engine") or {}
+    finally:
+        ckpt.close()
+
+    def col(k: int) -> np.ndarray:
+        return np.array([np.nan if r[k] is None else float(r[k]) for r in recs], dtype=np.float64)
+
+    return CheckpointInfo(ids=[r[0] for r in recs], configs=np.array([r[1] for r in recs], dtype=object),
+                          prompt_tokens=col(2), completion_tokens=col(3), cached_tokens=col(4), latency_s=col(5),
+                          created_at=col(6), engine=engine)
+
+
+# -- numbers --------------------------------------------------------------------------------------
+
+def distribution(values: np.ndarray) -> dict[str, float | int | None]:
+    """min, p10, median, mean, p90, p99, max (numpy's default linear-interpolated percentiles)."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        return dict.fromkeys(DIST_KEYS)
+    p10, med, p90, p99 = np.percentile(v, [10, 50, 90, 99])
+    return {"min": int(v.min()), "p10": _num(p10), "median": _num(med), "mean": round(float(v.mean()), 3),
+            "p90": _num(p90), "p99": _num(p99), "max": int(v.max())}
+
+
+def _num(x: float) -> float | int:
+    x = float(x)
+    return int(x) if x.is_integer() else round(x, 3)
+
+
+def _share(k: int | float, n: int | float) -> float | None:
+    return round(float(k) / float(n), 6) if n else None
+
+
+def _rows_with_issue(issues: pa.ChunkedArray | pa.Array, code: str) -> np.ndarray:
+    """Boolean per row: `code` is among the row's issues (vectorised over the list column)."""
+    arr = issues.combine_chunks() if isinstance(issues, pa.ChunkedArray) else issues
+    hit = np.zeros(len(arr), dtype=bool)
+    flat = pc.list_flatten(arr)
+    if len(flat):
+        parents = pc.list_parent_indices(arr).to_numpy()
+        hit[parents[pc.equal(flat, code).to_numpy(zero_copy_only=False).astype(bool)]] = True
+    return hit
+
+
+@dataclass
+class _Columns:
+    """One config's light columns as numpy arrays, after the split filter."""
+
+    ids: list[str]
+    split: np.ndarray
+    prompt: np.ndarray
+    completion: np.ndarray
+    reasoning: np.ndarray
+    calls: np.ndarray
+    finish: np.ndarray
+    args_bad: np.ndarray
+
+    @classmethod
+    def read(cls, wd: Workdir, config: str, split: str) -> "_Columns":
+        t = read_columns(wd.validated(config), STAT_COLUMNS)
+        if split != "all":
+            t = t.filter(pc.equal(t["split"], split))
+
+        def np_col(name: str) -> np.ndarray:
+            return t[name].to_numpy().astype(np.int64) if t.num_rows else np.zeros(0, dtype=np.int64)
+
+        return cls(
+            ids=t["id"].to_pylist(), split=np.array(t["split"].to_pylist(), dtype=object),
+            prompt=np_col("prompt_len"), completion=np_col("completion_len"), reasoning=np_col("reasoning_len"),
+            calls=np_col("num_tool_calls"), finish=np.array(t["finish_reason"].to_pylist(), dtype=object),
+            args_bad=_rows_with_issue(t["issues"], "args_not_json_object") if t.num_rows else np.zeros(0, bool),
+        )
+
+    @classmethod
+    def concat(cls, parts: list["_Columns"]) -> "_Columns":
+        def cat(name):
+            arrs = [getattr(p, name) for p in parts]
+            return np.concatenate(arrs) if arrs else np.zeros(0)
+        return cls(ids=[i for p in parts for i in p.ids], split=cat("split"), prompt=cat("prompt"),
+                   completion=cat("completion"), reasoning=cat("reasoning"), calls=cat("calls"),
+                   finish=cat("finish"), args_bad=cat("args_bad"))
+
+
+def _summarize(cols: _Columns, counts: dict[str, int], reasons: dict[str, int],
+               ckpt: CheckpointInfo | None) -> dict[str, Any]:
+    n = len(cols.ids)
+    with_calls = cols.calls > 0
+    n_calls = int(with_calls.sum())
+    args_ok = int((with_calls & ~cols.args_bad.astype(bool)).sum())
+    finish: dict[str, int] = {}
+    for f in cols.finish:
+        finish[f] = finish.get(f, 0) + 1
+    train = cols.split == "train"
+    cache = None
+    if ckpt is not None:
+        idx = ckpt.select(cols.ids)
+        cached, prompt = ckpt.cached_tokens[idx], ckpt.prompt_tokens[idx]
+        known = ~np.isnan(cached)
+        if known.any():
+            p_known = np.where(np.isnan(prompt[known]), 0, prompt[known])
+            cache = {"requests": int(known.sum()),
+                     "requests_with_hit": int((cached[known] > 0).sum()),
+                     "prompt_tokens": int(p_known.sum()),
+                     "cached_tokens": int(cached[known].sum()),
+                     "hit_share": _share(cached[known].sum(), p_known.sum())}
+    return {
+        "counts": {k: int(counts.get(k, 0)) for k in COUNT_KEYS},
+        "rows": n,
+        "lengths": {"prompt": distribution(cols.prompt), "completion": distribution(cols.completion),
+                    "reasoning": distribution(cols.reasoning)},
+        "short_share": _share(int((cols.completion < SHORT_COMPLETION).sum()), n),
+        "truncated_share": _share(int((cols.finish == "length").sum()), n),
+        "finish_reasons": dict(sorted(finish.items())),
+        "tool_calls": {"rows": n_calls, "rate": _share(n_calls, n), "calls": int(cols.calls.sum()),
+                       "args_valid_rows": args_ok, "args_valid_rate": _share(args_ok, n_calls)},
+        "cache": cache,
+        "tokens": {"prompt": int(cols.prompt.sum()), "completion": int(cols.completion.sum()),
+                   "total": int(cols.prompt.sum() + cols.completion.sum()),
+                   "train": int(cols.prompt[train].sum() + cols.completion[train].sum())},
+        "rejection_reasons": dict(sorted(reasons.items())),
+    }
+
+
+def collect_stats(workdir: str | Path, configs: list[str] | tuple[str, ...] = (), *,
+                  split: str = "all") -> dict[str, Any]:
+    """The numbers `kimi-data stats --json` prints (keys documented in cli_quality.STATS_JSON_HELP)."""
+    if split not in SPLIT_CHOICES:
+        raise QualityError(f"split {split!r}: use one of {', '.join(SPLIT_CHOICES)}")
+    wd = open_workdir(workdir)
+    names = validated_configs(wd, configs)
+    ckpt = read_checkpoint_info(wd)
+    result: dict[str, Any] = {"workdir": str(wd.root), "split": split, "short_threshold": SHORT_COMPLETION,
+                              "configs": {}}
+    parts, total_counts, total_reasons = [], dict.fromkeys(COUNT_KEYS, 0), {}
+    for config in names:
+        report = read_report(wd, config)
+        cols = _Columns.read(wd, config, split)
+        parts.append(cols)
+        for k in COUNT_KEYS:
+            total_counts[k] += int(report.get(k, 0))
+        for k, v in (report.get("reasons") or {}).items():
+            total_reasons[k] = total_reasons.get(k, 0) + v
+        result["configs"][config] = _summarize(cols, report, report.get("reasons") or {}, ckpt)
+    result["overall"] = _summarize(_Columns.concat(parts), total_counts, total_reasons, ckpt)
+    return result
+

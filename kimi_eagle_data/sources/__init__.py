@@ -1,0 +1,1 @@
+"""Upstream rows -> conversations: readers, adapters, selection, filters, dedup, decontamination, partition config."""

@@ -1,0 +1,325 @@
+"""The partition config file (TOML): counts, seeds, policies, filters, dedup, decontamination,
+run-wide sampling overrides, and user-defined partitions.
+
+    seed = 0                         # selection seed of every partition (default 0)
+    configs = ["B4", "B6", "C1"]     # configs a run processes by default (default: all defined)
+
+    [sampling]                       # run-wide; a CLI option given explicitly wins
+    max_new_tokens = 8192            # also temperature, top_p, max_seq_len
+
+    [filters]                        # defaults for every partition
+    validate_tools = true
+    scripts = ["latin"]              # language filter (see filters.py); [] = off (default)
+    min_script_share = 0.5
+    max_chars = 400000
+
+    [dedup]
+    exact = true                     # normalized exact dedup (default on)
+    across_configs = true
+    near = false                     # MinHash near-duplicates (default off)
+    near_threshold = 0.85
+    shingle_words = 5
+    num_perm = 128
+
+    [decontam]
+    ngram = 13
+    min_words = 8
+    [[decontam.sets]]
+    name = "gsm8k"
+    path = "evals/gsm8k-test.jsonl"  # relative paths are relative to this file
+    fields = ["question"]
+
+    [partitions.B4]                  # override any field of a built-in partition
+    n = 500
+    seed = 7
+    revision = "<commit sha>"
+    policy = "first_user"            # first_user | every_user_prefix | after_tool_result (glaive)
+    source = "mot-math.parquet"      # read a local file in the upstream schema instead of the Hub
+    scan_limit = 200000              # read at most this many rows
+    oversample = 2.0
+    near_dedup = true
+    filters = { scripts = [] }
+
+    [partitions.C1]                  # a user-defined partition: any file with messages/conversations
+    source = "my-chats.jsonl"        # or upstream = "org/name" (+ upstream_config, split) for the Hub
+    n = 1000
+    license = "cc-by-4.0"
+    id_field = "conversation_id"
+
+Unknown keys and wrong types are errors (`ConfigError`, one line naming the file and the key),
+so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.builders.partitions import PARTITIONS, POLICIES, Filters, Partition
+from kimi_eagle_data.sources.decontam import DecontamSettings, EvalSet
+from kimi_eagle_data.sources.dedup import DedupSettings
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+from kimi_eagle_data.run_checks import CONFIG_NAME, CONFIG_NAME_RULE, SAMPLING_KEYS, SETTING_RULES, SettingError, check_settings
+from kimi_eagle_data.run_checks import setting_problem
+
+
+class ConfigError(KimiDataError, ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class PrepareConfig:
+    partitions: dict[str, Partition]
+    configs: tuple[str, ...]
+    dedup: DedupSettings = DedupSettings()
+    decontam: DecontamSettings = DecontamSettings()
+    sampling: dict[str, Any] = field(default_factory=dict)
+    path: str | None = None
+    sha256: str | None = None
+
+    def partition(self, config: str) -> Partition:
+        try:
+            return self.partitions[config]
+        except KeyError:
+            raise ValueError(f"unknown config {config!r}; known: {', '.join(self.partitions)}") from None
+
+
+DEFAULT = PrepareConfig(partitions=dict(PARTITIONS), configs=tuple(PARTITIONS))
+
+
+# -- typed access --------------------------------------------------------------------------------
+
+class _Table:
+    def __init__(self, data: dict, where: str, file: str):
+        self.data, self.where, self.file = data, where, file
+        self.used: set[str] = set()
+
+    def err(self, key: str, msg: str) -> ConfigError:
+        return ConfigError(f"{self.file}: {self.where}{key}: {msg}")
+
+    def get(self, key: str, kind: type | tuple[type, ...], default: Any = None, *, check=None) -> Any:
+        self.used.add(key)
+        if key not in self.data:
+            return default
+        v = self.data[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if float in kinds and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        if not isinstance(v, kinds) or (isinstance(v, bool) and bool not in kinds):
+            names = " or ".join(k.__name__ for k in kinds)
+            raise self.err(key, f"expected {names}, got {type(v).__name__} {v!r}")
+        if check is not None:
+            problem = check(v)
+            if problem:
+                raise self.err(key, problem)
+        return v
+
+    def table(self, key: str) -> "_Table":
+        v = self.get(key, dict, {})
+        return _Table(v, f"{self.where}{key}.", self.file)
+
+    def done(self) -> None:
+        unknown = sorted(set(self.data) - self.used)
+        if unknown:
+            raise self.err(unknown[0], "unknown key" + (f" (also {', '.join(unknown[1:])})" if unknown[1:] else ""))
+
+
+def _positive(v) -> str | None:
+    return None if v >= 1 else "must be at least 1"
+
+
+def _share(v) -> str | None:
+    return None if 0 <= v <= 1 else "must be between 0 and 1"
+
+
+def _filters(t: _Table, base: Filters) -> Filters:
+    from kimi_eagle_data.sources.filters import expand_scripts
+
+    scripts = t.get("scripts", list, None)
+    if scripts is not None:
+        if not all(isinstance(s, str) for s in scripts):
+            raise t.err("scripts", "expected a list of script names")
+        try:
+            expand_scripts(scripts)
+        except ValueError as e:
+            raise t.err("scripts", str(e)) from None
+    f = Filters(
+        validate_tools=t.get("validate_tools", bool, base.validate_tools),
+        scripts=tuple(scripts) if scripts is not None else base.scripts,
+        min_script_share=t.get("min_script_share", float, base.min_script_share, check=_share),
+        max_chars=t.get("max_chars", int, base.max_chars, check=_positive),
+    )
+    t.done()
+    return f
+
+
+def _path(base_dir: Path, value: str) -> str:
+    p = Path(value).expanduser()
+    return str(p if p.is_absolute() else (base_dir / p).resolve())
+
+
+PARTITION_KEYS = ("name", "upstream", "upstream_config", "split", "adapter", "n", "license", "prompt_rule",
+                  "policy", "revision", "source", "seed", "scan_limit", "oversample", "filters", "id_field",
+                  "near_dedup")
+
+
+def _partition(config: str, t: _Table, base: Partition | None, *, seed: int, filters: Filters,
+               base_dir: Path) -> Partition:
+    from kimi_eagle_data.sources.adapters import ADAPTERS
+
+    user = base is None
+    if t.data.get("sampling") is not None:
+        raise t.err("sampling", "per-partition sampling is not supported: generation uses one sampling for the "
+                                "whole run; set [sampling] at the top level")
+    n_raw = t.get("n", (int, str))
+    if isinstance(n_raw, str) and n_raw != "all":
+        raise t.err("n", "expected a count or \"all\"")
+    if isinstance(n_raw, int) and n_raw < 1:
+        raise t.err("n", "must be at least 1 (or \"all\")")
+    adapter = t.get("adapter", str, "chat" if user else base.adapter)
+    if adapter not in ADAPTERS or adapter == "glaive_after_tool_result":
+        raise t.err("adapter", f"unknown adapter {adapter!r}; known: "
+                               + ", ".join(a for a in ADAPTERS if a != "glaive_after_tool_result"))
+    policy = t.get("policy", str, "first_user" if user else base.policy)
+    if policy not in POLICIES:
+        raise t.err("policy", f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+    if policy == "after_tool_result" and adapter != "glaive":
+        raise t.err("policy", "after_tool_result applies to the glaive adapter only")
+    source = t.get("source", str)
+    upstream = t.get("upstream", str)
+    if user and source is None and upstream is None:
+        raise t.err("source", f"user-defined partition {config} needs `source` (a local JSONL/Parquet file) or "
+                              "`upstream` (a Hub dataset id)")
+    sub = t.table("filters")
+    kw: dict[str, Any] = dict(
+        policy=policy, adapter=adapter,
+        revision=t.get("revision", str, None if user else base.revision),
+        source=_path(base_dir, source) if source else (None if user else base.source),
+        seed=t.get("seed", int, seed),
+        scan_limit=t.get("scan_limit", int, None if user else base.scan_limit, check=_positive),
+        oversample=t.get("oversample", float, 2.0 if user else base.oversample,
+                         check=lambda v: None if v >= 1 else "must be at least 1"),
+        filters=_filters(sub, filters),
+        id_field=t.get("id_field", str, None if user else base.id_field),
+        near_dedup=t.get("near_dedup", bool, None if user else base.near_dedup),
+        upstream_config=t.get("upstream_config", str, None if user else base.upstream_config),
+        upstream_split=t.get("split", str, "train" if user else base.upstream_split),
+        license=t.get("license", str, "other" if user else base.license),
+        name=t.get("name", str, config.lower() if user else base.name),
+    )
+    if "n" in t.data:
+        kw["default_n"] = None if n_raw == "all" else n_raw
+    rule = t.get("prompt_rule", str)
+    t.done()
+    if user:
+        label = upstream or Path(source).name
+        default_rule = {"first_user": "first user turn", "every_user_prefix": "every user-turn prefix",
+                        "after_tool_result": "up to the first tool result"}[policy]
+        return Partition(config, kw.pop("name"), label, kw.pop("upstream_config"), kw.pop("upstream_split"),
+                         kw.pop("adapter"), kw.pop("default_n", None), kw.pop("license"), rule or default_rule,
+                         builtin=False, **kw)
+    if upstream is not None:
+        kw["upstream"] = upstream
+    if rule is not None:
+        kw["prompt_rule"] = rule
+    return dataclasses.replace(base, **kw)
+
+
+def load_config(path: str | Path | None) -> PrepareConfig:
+    """The built-in defaults (path None) or the defaults overridden by a TOML file."""
+    if path is None:
+        return DEFAULT
+    path = Path(path).expanduser().resolve()
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read the config file ({e.strerror or e})") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{path}: not valid TOML ({e})") from None
+    file, base_dir = str(path), path.parent
+    top = _Table(data, "", file)
+    seed = top.get("seed", int, 0)
+    sampling_t = top.table("sampling")
+    sampling = {}
+    for key in SAMPLING_KEYS:   # ranges: run_checks, the same rules as the CLI options
+        v = sampling_t.get(key, SETTING_RULES[key][0], check=lambda v, key=key: setting_problem(key, v))
+        if v is not None:
+            sampling[key] = v
+    sampling_t.done()
+    try:
+        check_settings(sampling, f"{file}: sampling.")
+    except SettingError as e:
+        raise ConfigError(str(e)) from None
+    filters = _filters(top.table("filters"), Filters())
+
+    dt = top.table("dedup")
+    d = DedupSettings()
+    dedup = DedupSettings(
+        exact=dt.get("exact", bool, d.exact), across_configs=dt.get("across_configs", bool, d.across_configs),
+        near=dt.get("near", bool, d.near),
+        near_threshold=dt.get("near_threshold", float, d.near_threshold,
+                              check=lambda v: None if 0 < v <= 1 else "must be in (0, 1]"),
+        shingle_words=dt.get("shingle_words", int, d.shingle_words, check=_positive),
+        num_perm=dt.get("num_perm", int, d.num_perm, check=lambda v: None if 8 <= v <= 1024 else "must be 8..1024"),
+    )
+    dt.done()
+
+    ct = top.table("decontam")
+    sets = []
+    names: set[str] = set()
+    for i, s in enumerate(ct.get("sets", list, [])):
+        if not isinstance(s, dict):
+            raise ct.err(f"sets[{i}]", "expected a table with name, path, fields")
+        st = _Table(s, f"decontam.sets[{i}].", file)
+        name = st.get("name", str)
+        p = st.get("path", str)
+        if not name or not p:
+            raise st.err("name" if not name else "path", "is required")
+        if name in names:
+            raise st.err("name", f"eval set {name!r} is listed twice")
+        names.add(name)
+        fields = st.get("fields", list, None)
+        single = st.get("field", str, None)
+        if fields is not None and not all(isinstance(f, str) for f in fields):
+            raise st.err("fields", "expected a list of column names")
+        st.done()
+        sets.append(EvalSet(name, _path(base_dir, p), tuple(fields or ([single] if single else []))))
+    decontam = DecontamSettings(sets=tuple(sets), ngram=ct.get("ngram", int, 13, check=_positive),
+                                min_words=ct.get("min_words", int, 8, check=_positive))
+    ct.done()
+
+    parts = dict(PARTITIONS)
+    pt = top.table("partitions")
+    for config in list(pt.data):
+        if not CONFIG_NAME.match(config):
+            raise pt.err(config, CONFIG_NAME_RULE)
+        body = pt.get(config, dict)
+        parts[config] = _partition(config, _Table(body, f"partitions.{config}.", file), PARTITIONS.get(config),
+                                   seed=seed, filters=filters, base_dir=base_dir)
+    pt.done()
+    # seed and filters at the top level apply to the built-ins not mentioned too
+    for config, p in parts.items():
+        if config not in pt.data:
+            parts[config] = dataclasses.replace(p, seed=seed, filters=filters)
+
+    configs = top.get("configs", list, None)
+    if configs is None:
+        configs = list(parts)
+    for c in configs:
+        if c not in parts:
+            raise top.err("configs", f"{c!r} is not a built-in or [partitions.{c}] config")
+    top.done()
+    return PrepareConfig(partitions=parts, configs=tuple(configs), dedup=dedup, decontam=decontam,
+                         sampling=sampling, path=file, sha256=hashlib.sha256(raw).hexdigest())

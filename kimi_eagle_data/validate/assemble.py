@@ -1,0 +1,225 @@
+"""Stage 3, validate: join prompts with their completions, judge each with the Validator (in worker processes,
+verdicts.py), and write one light row per sample (LIGHT_SCHEMA: id, split, lengths, finish reason, issues)
+to `validated/<CFG>.parquet`. With a sink (`emit`), the same pass streams each full row (SPEC §6 schema)
+into the dataset's shards: token ids are written once, there.
+
+Rows go out in id order (the checkpoint's), in blocks of BLOCK_ROWS: each block's train rows are one row
+group of the train shard, its rejected rows one of the rejected shard. Chunk and block boundaries depend on
+row counts only, never on the number of workers.
+
+Accounting per config (SPEC §8): selected = rejected_at_prepare + valid + rejected + failed + pending.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kimi_eagle_data.errors import MissingInputError
+from kimi_eagle_data.engines.checkpoint import CheckpointSet, CompletionBatch
+from kimi_eagle_data.schema import LIGHT_SCHEMA, ROW_SCHEMA
+from kimi_eagle_data.validate.verdicts import Chunk, Judged, VerdictPool
+from kimi_eagle_data.workdir import Workdir, atomic_path, read_json, write_json
+
+CHUNK_ROWS = 256     # samples per worker task
+BLOCK_ROWS = 2048    # samples per row group (train and rejected rows of one block are written together)
+
+
+@dataclass
+class ValidateReport:
+    config: str
+    selected: int = 0
+    rejected_at_prepare: int = 0
+    prepared: int = 0
+    generated: int = 0
+    failed: int = 0
+    pending: int = 0
+    valid: int = 0
+    rejected: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    train_tokens: int = 0
+    reasons: Counter = field(default_factory=Counter)
+    prepare_reasons: dict = field(default_factory=dict)
+    failure_reasons: Counter = field(default_factory=Counter)
+    finish: Counter = field(default_factory=Counter)
+
+    @property
+    def balanced(self) -> bool:
+        return self.selected == self.rejected_at_prepare + self.valid + self.rejected + self.failed + self.pending
+
+    def to_json(self) -> dict[str, Any]:
+        d = {k: (dict(sorted(v.items())) if isinstance(v, (Counter, dict)) else v) for k, v in self.__dict__.items()}
+        d["balanced"] = self.balanced
+        return d
+
+
+class RowSink(Protocol):
+    """Where full rows go (emit.ConfigShards): one table per split per block."""
+
+    def write(self, split: str, table: pa.Table) -> None: ...
+
+
+class _PreparedPrompts:
+    """A config's prepared prompts as Arrow columns; prompt ids as one numpy buffer, never Python lists."""
+
+    def __init__(self, path):
+        self.table = pq.read_table(path, columns=["id", "source", "source_id", "messages", "tools", "prompt_ids"]
+                                   ).combine_chunks()
+        self.index = {id_: i for i, id_ in enumerate(self.table.column("id").to_pylist())}
+        ids = self.table.column("prompt_ids").chunk(0) if self.table.num_rows else pa.array([], pa.list_(pa.int32()))
+        self.offsets = ids.offsets.to_numpy()
+        self.values = ids.values.to_numpy()
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def prompts(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The prompt ids of `rows`, concatenated: (offsets, values)."""
+        starts, ends = self.offsets[rows], self.offsets[rows + 1]
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(ends - starts, out=offsets[1:])
+        values = np.concatenate([self.values[a:b] for a, b in zip(starts, ends)]) if len(rows) else \
+            np.zeros(0, np.int32)
+        return offsets, values.astype(np.int32, copy=False)
+
+    def column(self, name: str, rows: np.ndarray) -> pa.Array:
+        return self.table.column(name).chunk(0).take(pa.array(rows)) if len(self) else pa.array([], pa.string())
+
+
+@dataclass
+class _Context:
+    """What the main process keeps of a chunk while a worker judges it."""
+
+    ids: list[str]
+    rows: np.ndarray               # indices into the prepared prompts
+    prompt_offsets: np.ndarray
+    prompt_values: np.ndarray
+    output_offsets: np.ndarray
+    output_values: np.ndarray
+
+
+def _chunks(batches: Iterator[CompletionBatch], prompts: _PreparedPrompts, done: set[str]
+            ) -> Iterator[tuple[_Context, Chunk]]:
+    for b in batches:
+        keep = [i for i, id_ in enumerate(b.ids) if id_ in prompts.index]
+        if len(keep) < len(b):   # completions of prompts no longer prepared (prepare re-run with fewer rows)
+            b = b.take(keep)
+        if not len(b):
+            continue
+        done.update(b.ids)
+        rows = np.fromiter((prompts.index[i] for i in b.ids), dtype=np.int64, count=len(b))
+        p_off, p_val = prompts.prompts(rows)
+        ctx = _Context(b.ids, rows, p_off, p_val, b.offsets, b.values)
+        yield ctx, Chunk(p_off, p_val, b.offsets, b.values, b.finish_reason, b.finish_detail,
+                         prompts.column("messages", rows).to_pylist(), prompts.column("tools", rows).to_pylist())
+
+
+def _token_columns(ctx: _Context) -> tuple[pa.Array, pa.Array, np.ndarray, np.ndarray]:
+    """input_ids (prompt then completion) and loss_mask (0 prompt, 1 completion), built from the two buffers."""
+    plen = np.diff(ctx.prompt_offsets)
+    clen = np.diff(ctx.output_offsets)
+    offsets = (ctx.prompt_offsets + ctx.output_offsets).astype(np.int32)
+    row_start = offsets[:-1].astype(np.int64)
+    total = int(offsets[-1])
+    ids = np.empty(total, dtype=np.int32)
+    mask = np.ones(total, dtype=np.int8)
+    if plen.sum():
+        at = np.repeat(row_start - ctx.prompt_offsets[:-1], plen) + np.arange(int(plen.sum()))
+        ids[at] = ctx.prompt_values
+        mask[at] = 0
+    if clen.sum():
+        at = np.repeat(row_start + plen - ctx.output_offsets[:-1], clen) + np.arange(int(clen.sum()))
+        ids[at] = ctx.output_values
+    off = pa.array(offsets)
+    return pa.ListArray.from_arrays(off, pa.array(ids)), pa.ListArray.from_arrays(off, pa.array(mask)), plen, clen
+
+
+class _Blocks:
+    """Full rows collected into blocks of BLOCK_ROWS; each block goes to the sink as one table per split."""
+
+    def __init__(self, sink: RowSink):
+        self.sink = sink
+        self.parts: list[tuple[pa.Table, np.ndarray]] = []
+        self.rows = 0
+
+    def add(self, table: pa.Table, train: np.ndarray) -> None:
+        while table.num_rows:
+            take = min(BLOCK_ROWS - self.rows, table.num_rows)
+            self.parts.append((table.slice(0, take), train[:take]))
+            self.rows += take
+            table, train = table.slice(take), train[take:]
+            if self.rows == BLOCK_ROWS:
+                self.flush()
+
+    def flush(self) -> None:
+        if not self.parts:
+            return
+        block = pa.concat_tables([t for t, _ in self.parts])
+        train = np.concatenate([m for _, m in self.parts])
+        for split, mask in (("train", train), ("rejected", ~train)):
+            if mask.any():
+                # One contiguous chunk per row group: the Parquet pages do not depend on how rows were chunked.
+                self.sink.write(split, block.filter(pa.array(mask)).combine_chunks())
+        self.parts, self.rows = [], 0
+
+
+def validate_config(workdir: Workdir, config: str, checkpoint: CheckpointSet, pool: VerdictPool,
+                    sink: RowSink | None = None) -> ValidateReport:
+    path = workdir.prepared(config)
+    if not path.exists():
+        raise MissingInputError(f"{path} is missing; run `kimi-data prepare {config} --workdir {workdir.root}` first")
+    prompts = _PreparedPrompts(path)
+    prep = read_json(workdir.prepare_report(config))
+    rep = ValidateReport(config, selected=prep["selected"], rejected_at_prepare=prep["rejected_total"],
+                         prepared=len(prompts), prepare_reasons=prep["rejected"])
+    done: set[str] = set()
+    blocks = _Blocks(sink) if sink is not None else None
+    with atomic_path(workdir.validated(config)) as tmp, \
+            pq.ParquetWriter(tmp, LIGHT_SCHEMA, compression="zstd") as light:
+        for ctx, j in pool.map(_chunks(checkpoint.batches(config, CHUNK_ROWS), prompts, done)):
+            light.write_table(_account(rep, ctx, j, prompts, blocks))
+        if blocks is not None:
+            blocks.flush()
+    for id_, (reason, _message, _attempts) in checkpoint.failures(config).items():
+        if id_ in prompts.index and id_ not in done:
+            rep.failed += 1
+            rep.failure_reasons[reason] += 1
+    rep.pending = rep.prepared - rep.generated - rep.failed
+    write_json(workdir.validate_report(config), rep.to_json())
+    return rep
+
+
+def _account(rep: ValidateReport, ctx: _Context, j: Judged, prompts: _PreparedPrompts,
+             blocks: _Blocks | None) -> pa.Table:
+    """Count a judged chunk, hand its full rows to the blocks, and return its light rows."""
+    input_ids, loss_mask, plen, clen = _token_columns(ctx)
+    n, n_valid = len(ctx.ids), int(j.valid.sum())
+    rep.generated += n
+    rep.valid += n_valid
+    rep.rejected += n - n_valid
+    rep.finish.update(j.finish_reason)
+    for issues in j.issues:
+        rep.reasons.update(issues)
+    rep.prompt_tokens += int(plen.sum())
+    rep.completion_tokens += int(clen.sum())
+    rep.train_tokens += int((plen + clen)[j.valid].sum())
+    cols = {
+        "id": pa.array(ctx.ids, pa.string()),
+        "source": prompts.column("source", ctx.rows), "source_id": prompts.column("source_id", ctx.rows),
+        "split": pa.array(np.where(j.valid, "train", "rejected").tolist(), pa.string()),
+        "prompt_len": pa.array(plen.astype(np.int32)), "completion_len": pa.array(clen.astype(np.int32)),
+        "reasoning_len": pa.array(j.reasoning_len), "num_tool_calls": pa.array(j.num_tool_calls),
+        "finish_reason": pa.array(j.finish_reason, pa.string()), "issues": pa.array(j.issues, pa.list_(pa.string())),
+        "prompt_chars": pa.array(j.prompt_chars), "completion_chars": pa.array(j.completion_chars),
+        "input_ids": input_ids, "loss_mask": loss_mask, "messages": j.messages,
+        "tools": prompts.column("tools", ctx.rows),
+    }
+    if blocks is not None:
+        blocks.add(pa.Table.from_arrays([cols[k] for k in ROW_SCHEMA.names], schema=ROW_SCHEMA), j.valid)
+    return pa.Table.from_arrays([cols[k] for k in LIGHT_SCHEMA.names], schema=LIGHT_SCHEMA)

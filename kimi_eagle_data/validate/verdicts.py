@@ -1,0 +1,148 @@
+"""Validation in parallel: chunks of consecutive samples judged by the Validator in worker processes.
+
+The main process reads the checkpoint and the prepared prompts into contiguous buffers, cuts them into
+chunks and writes the results; workers run what costs per token: the Validator (whose `_decode` is the one
+decode, through the tokenizer's fastest correct path) and the `messages` column built from its verdict.
+Results come back in submission order, so what is written never depends on the number of workers.
+
+Workers are forked: they inherit the loaded tokenizer and Validator (no re-import of transformers, no
+tokenizer reload). Where fork is unavailable, validation runs in the calling process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator
+
+import numpy as np
+import orjson
+import pyarrow as pa
+
+from kimi_eagle_data.schema import ROW_SCHEMA, message_chars, normalize_message
+from kimi_eagle_data.validate.rules import Validator
+
+MESSAGES_TYPE = ROW_SCHEMA.field("messages").type
+
+
+@dataclass
+class Chunk:
+    """Samples to judge: prompt and completion ids as (offsets, values) buffers, the rest as JSON text."""
+
+    prompt_offsets: np.ndarray     # int64, n + 1
+    prompt_values: np.ndarray      # int32
+    output_offsets: np.ndarray
+    output_values: np.ndarray
+    finish_reason: list[str]
+    finish_detail: list[str]       # JSON
+    messages: list[str]            # JSON: the prompt turns
+    tools: list[str]               # JSON, "" when none
+
+
+@dataclass
+class Judged:
+    """A chunk's verdicts and everything of its rows that is not a token id."""
+
+    valid: np.ndarray              # bool
+    reasoning_len: np.ndarray      # int32
+    num_tool_calls: np.ndarray     # int32
+    finish_reason: list[str]       # as reported (a `length` that ends with end-of-turn is `stop`)
+    issues: list[list[str]]
+    messages: pa.Array             # list<MESSAGE>: the prompt turns + the generated turn decoded from ids
+    prompt_chars: np.ndarray       # int64
+    completion_chars: np.ndarray
+
+
+def judge(validator: Validator, chunk: Chunk) -> Judged:
+    n = len(chunk.finish_reason)
+    valid = np.zeros(n, dtype=bool)
+    reasoning = np.zeros(n, dtype=np.int32)
+    calls = np.zeros(n, dtype=np.int32)
+    finish, issues, messages = [], [], []
+    po, pv, oo, ov = chunk.prompt_offsets, chunk.prompt_values, chunk.output_offsets, chunk.output_values
+    for i in range(n):
+        tools = orjson.loads(chunk.tools[i]) if chunk.tools[i] else None
+        v = validator.validate(pv[po[i]:po[i + 1]], ov[oo[i]:oo[i + 1]], chunk.finish_reason[i],
+                               orjson.loads(chunk.finish_detail[i]), tools)
+        valid[i], reasoning[i], calls[i] = v.valid, v.reasoning_len, v.num_tool_calls
+        finish.append(v.finish_reason)
+        issues.append(list(v.issues))
+        messages.append([normalize_message(m) for m in orjson.loads(chunk.messages[i])]
+                        + [normalize_message(v.assistant)])
+    arr = pa.array(messages, type=MESSAGES_TYPE)
+    p_chars, c_chars = message_chars(arr)
+    return Judged(valid, reasoning, calls, finish, issues, arr, p_chars.astype(np.int64), c_chars.astype(np.int64))
+
+
+_WORKER_VALIDATOR: Validator | None = None
+
+
+def _init_worker(validator: Validator) -> None:
+    global _WORKER_VALIDATOR
+    _WORKER_VALIDATOR = validator
+
+
+def _judge_in_worker(chunk: Chunk) -> Judged:
+    return judge(_WORKER_VALIDATOR, chunk)
+
+
+def default_workers() -> int:
+    """The machine's cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:   # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class VerdictPool:
+    """Judges chunks with `workers` processes (1: in this process), results in submission order."""
+
+    def __init__(self, validator: Validator, workers: int | None = None):
+        self.validator = validator
+        self.workers = default_workers() if workers is None else max(1, int(workers))
+        self._executor: ProcessPoolExecutor | None = None
+        if self.workers > 1 and "fork" in mp.get_all_start_methods():
+            # The tokenizers library warns (and turns its own threads off) in a forked child; we decode
+            # one segment at a time, so say so up front and keep the output clean.
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            self._executor = ProcessPoolExecutor(self.workers, mp_context=mp.get_context("fork"),
+                                                 initializer=_init_worker, initargs=(validator,))
+
+    def map(self, items: Iterable[tuple[Any, Chunk]]) -> Iterator[tuple[Any, Judged]]:
+        """(context, chunk) -> (context, judged), in order; the context stays in this process."""
+        if self._executor is None:
+            for ctx, c in items:
+                yield ctx, judge(self.validator, c)
+            return
+        ahead = 2 * self.workers          # chunks in flight: every worker busy, memory bounded
+        pending: deque[tuple[Any, Future]] = deque()
+        for ctx, c in items:
+            pending.append((ctx, self._executor.submit(_judge_in_worker, c)))
+            if len(pending) >= ahead:
+                ctx0, fut = pending.popleft()
+                yield ctx0, fut.result()
+        while pending:
+            ctx0, fut = pending.popleft()
+            yield ctx0, fut.result()
+
+    def submit(self, fn: Callable[..., Any], *args) -> Future:
+        """Any other picklable work (the card's plots) on the same processes; in this process without a pool."""
+        if self._executor is not None:
+            return self._executor.submit(fn, *args)
+        done: Future = Future()
+        done.set_result(fn(*args))
+        return done
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+
+    def __enter__(self) -> "VerdictPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

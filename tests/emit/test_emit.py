@@ -1,0 +1,107 @@
+"""Emit writes each token once: validate streams rows straight into the shards, the output does not depend on
+--workers, validated/ holds only light columns, shards roll over by size, and the `datasets` builder reads the
+same rows as `load_dataset`."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kimi_eagle_data.builders.partitions import PARTITIONS
+from kimi_eagle_data.schema import LIGHT_SCHEMA, ROW_SCHEMA
+from kimi_eagle_data.workdir import file_sha256
+
+from tests.conftest import run_cli
+
+
+def tree_hashes(root):
+    return {str(p.relative_to(root)): file_sha256(p) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def copy_run(src, dst):
+    """A workdir with the demo's prompts and completions, nothing validated or emitted."""
+    dst.mkdir()
+    for name in ("prepared", "generations.sqlite", "run.json"):
+        (shutil.copytree if (src / name).is_dir() else shutil.copy2)(src / name, dst / name)
+    return dst
+
+
+def test_emit_is_byte_identical_across_workers(demo_run, tmp_path):
+    workdir, _ = demo_run
+    outputs = {}
+    for workers in (1, 2):
+        w = copy_run(workdir, tmp_path / f"w{workers}")
+        run_cli("emit", "--workdir", str(w), "--workers", str(workers))
+        outputs[workers] = (tree_hashes(w / "dataset"), tree_hashes(w / "validated"))
+    assert outputs[1] == outputs[2]
+    # ... and equal to what the demo (default workers, validate + emit inside build) wrote
+    assert outputs[1] == (tree_hashes(workdir / "dataset"), tree_hashes(workdir / "validated"))
+
+
+def test_validate_writes_light_columns_only(demo_run, tmp_path):
+    workdir, _ = demo_run
+    for config in PARTITIONS:
+        assert pq.read_schema(workdir / "validated" / f"{config}.parquet").remove_metadata() == LIGHT_SCHEMA
+    w = copy_run(workdir, tmp_path / "v")
+    run_cli("validate", "B4", "--workdir", str(w), "--workers", "2")
+    assert not (w / "dataset").exists()        # no token rows anywhere: emit writes them, once
+    assert (w / "validated" / "B4.parquet").read_bytes() == (workdir / "validated" / "B4.parquet").read_bytes()
+    proc = run_cli("inspect", str(w), "B4", "--shortest", check=False)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 1 and len(lines) == 1 and "kimi-data emit" in lines[0], proc.stderr
+
+
+def test_shards_roll_over_by_token_bytes(tmp_path, monkeypatch):
+    from kimi_eagle_data import emit
+
+    monkeypatch.setattr(emit, "SHARD_TARGET_BYTES", 5 * 100)    # 100 tokens per shard
+    rows = [{"id": f"r{i}", "input_ids": list(range(40)), "loss_mask": [0] * 10 + [1] * 30} for i in range(7)]
+    table = pa.Table.from_pylist([{k: r.get(k) for k in ROW_SCHEMA.names} for r in rows], schema=ROW_SCHEMA)
+    shards = emit.ConfigShards(tmp_path / "B9")
+    for i in range(0, 7, 2):                     # blocks of 2 rows: a shard closes after 3 blocks (120 tokens)
+        shards.write("train", table.slice(i, 2))
+    info = shards.finish()
+    assert list(info) == ["train"]
+    assert info["train"].files == ["train-00000-of-00002.parquet", "train-00001-of-00002.parquet"]
+    assert info["train"].rows == 7 and info["train"].tokens == 280
+    back = pa.concat_tables([pq.read_table(tmp_path / "B9" / f) for f in info["train"].files])
+    assert back.column("id").to_pylist() == [r["id"] for r in rows]
+    assert sorted(p.name for p in (tmp_path / "B9").iterdir()) == info["train"].files   # no temp file left
+
+
+def test_checkpoint_batches_match_row_reads(demo_run):
+    from kimi_eagle_data.engines.checkpoint import Checkpoint
+
+    workdir, _ = demo_run
+    ckpt = Checkpoint(workdir / "generations.sqlite")
+    try:
+        one = list(ckpt.completions("B1"))
+        batches = list(ckpt.batches("B1", rows=7))
+    finally:
+        ckpt.close()
+    assert [len(b) for b in batches[:-1]] == [7] * (len(batches) - 1)
+    ids = [i for b in batches for i in b.ids]
+    assert ids == [c.id for c in one]
+    flat = [b.values[b.offsets[i]:b.offsets[i + 1]] for b in batches for i in range(len(b))]
+    assert all(np.array_equal(a, c.output_ids) for a, c in zip(flat, one))
+
+
+def test_builder_reads_the_same_rows_as_load_dataset(demo_run, tmp_path):
+    import datasets
+
+    from kimi_eagle_data.builders.kimi_eagle import KimiEagleData
+
+    workdir, _ = demo_run
+    ds_dir = str(workdir / "dataset")
+    for config in PARTITIONS:
+        expected = datasets.load_dataset(ds_dir, config, cache_dir=str(tmp_path / "hf"))
+        b = KimiEagleData(config_name=config, dataset=str(workdir), cache_dir=str(tmp_path / "builder"))
+        b.download_and_prepare()
+        got = b.as_dataset()
+        assert sorted(got) == sorted(expected), config        # only splits with rows (B4 has no rejected)
+        for split in expected:
+            assert got[split].features == expected[split].features
+            assert got[split].to_list() == expected[split].to_list(), (config, split)

@@ -1,0 +1,206 @@
+"""End to end: `kimi-data demo` on CPU, the emitted dataset read back by `datasets` in a fresh process,
+idempotent reruns, resume, and the one-line errors."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import orjson
+import pyarrow.parquet as pq
+
+from kimi_eagle_data.builders.partitions import PARTITIONS
+from kimi_eagle_data.workdir import file_sha256
+
+from tests.conftest import run_cli
+
+
+def tree_hashes(root):
+    return {str(p.relative_to(root)): file_sha256(p) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_demo_dataset_loads_in_a_fresh_process(demo_run):
+    workdir, _ = demo_run
+    script = textwrap.dedent(f"""
+        import json
+        from datasets import load_dataset, get_dataset_config_names
+        path = {str(workdir / "dataset")!r}
+        names = get_dataset_config_names(path)
+        ds = load_dataset(path, "B4")
+        train = ds["train"]
+        rows = [dict(r) for r in train]
+        print(json.dumps({{"names": names, "splits": list(ds), "columns": train.column_names,
+                          "features": {{k: str(v) for k, v in train.features.items()}}, "rows": rows}}))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["names"] == sorted(PARTITIONS)
+    assert got["columns"] == ["id", "source", "source_id", "input_ids", "loss_mask", "prompt_len",
+                              "completion_len", "reasoning_len", "num_tool_calls", "finish_reason", "messages",
+                              "tools", "issues"]
+    assert "int32" in got["features"]["input_ids"] and "int8" in got["features"]["loss_mask"]
+    from transformers import AutoTokenizer
+
+    from kimi_eagle_data.profile import TINY_MODEL_DIR
+
+    tok = AutoTokenizer.from_pretrained(TINY_MODEL_DIR)
+    think, im_end = tok.convert_tokens_to_ids("<think>"), tok.convert_tokens_to_ids("<|im_end|>")
+    assert got["rows"], "B4 has no train rows"
+    for row in got["rows"]:
+        n = row["prompt_len"]
+        assert len(row["input_ids"]) == len(row["loss_mask"]) == n + row["completion_len"]
+        assert row["loss_mask"][:n] == [0] * n and row["loss_mask"][n:] == [1] * row["completion_len"]
+        assert row["input_ids"][n - 1] == think
+        assert row["input_ids"][-1] == im_end and row["finish_reason"] == "stop"
+        assert row["issues"] == []
+        assert row["messages"][-1]["role"] == "assistant"
+
+
+def test_every_config_has_valid_samples_and_b1_has_tool_calls(demo_run):
+    workdir, proc = demo_run
+    for config in PARTITIONS:
+        files = sorted((workdir / "dataset" / "data" / config).glob("train-*.parquet"))
+        assert files, f"{config} has no train shard"
+        t = pq.read_table(files[0])
+        assert t.num_rows > 0, f"{config} has no valid sample"
+    b1 = pq.read_table(next((workdir / "dataset" / "data" / "B1").glob("train-*.parquet"))).to_pylist()
+    with_calls = [r for r in b1 if r["num_tool_calls"] > 0]
+    assert with_calls, "no B1 sample has a tool call"
+    for r in with_calls:
+        calls = r["messages"][-1]["tool_calls"]
+        assert len(calls) == r["num_tool_calls"]
+        declared = {t["function"]["name"] for t in json.loads(r["tools"])}
+        for i, call in enumerate(calls):
+            assert call["function"]["name"] in declared
+            assert call["id"] == f"functions.{call['function']['name']}:{i}"
+            assert isinstance(json.loads(call["function"]["arguments"]), dict)
+
+
+def test_rejected_rows_carry_reasons_and_accounting_balances(demo_run):
+    workdir, proc = demo_run
+    rejected_files = list((workdir / "dataset" / "data").glob("*/rejected-*.parquet"))
+    total_rejected = 0
+    for config in PARTITIONS:
+        rep = orjson.loads((workdir / "validated" / f"{config}.json").read_bytes())
+        assert rep["balanced"], rep
+        assert rep["selected"] == (rep["rejected_at_prepare"] + rep["valid"] + rep["rejected"] + rep["failed"]
+                                   + rep["pending"])
+        total_rejected += rep["rejected"]
+    assert len(rejected_files) == sum(1 for c in PARTITIONS if orjson.loads(
+        (workdir / "validated" / f"{c}.json").read_bytes())["rejected"])
+    for f in rejected_files:
+        for row in pq.read_table(f).to_pylist():
+            assert row["issues"], f"rejected row {row['id']} has no reason"
+    # Prepare-time rejections are kept with a reason too (the bundled B8 has an over-long prompt).
+    b8 = [orjson.loads(line) for line in (workdir / "prepared" / "B8.rejects.jsonl").read_bytes().splitlines()]
+    assert any(r["reason"] == "prompt_too_long" for r in b8)
+    assert "accounting" in proc.stdout and "load_dataset" in proc.stdout
+
+
+def test_card_and_manifest(demo_run):
+    workdir, _ = demo_run
+    ds = workdir / "dataset"
+    from huggingface_hub import DatasetCard
+
+    card = DatasetCard.load(ds / "README.md")
+    names = [c["config_name"] for c in card.data.configs]
+    assert names == list(PARTITIONS)
+    assert "meaningless" in card.text  # the demo card says what the tiny model is
+    assert (ds / "assets" / "completion_lengths.png").stat().st_size > 1000
+    manifest = orjson.loads((ds / "manifest.json").read_bytes())
+    assert manifest["version"] == "0.1.0"
+    for rel, sha in manifest["files"].items():
+        assert file_sha256(ds / rel) == sha, rel
+    assert manifest["provenance"]["chat_template_sha256"]
+
+
+def test_rerun_does_no_work_and_is_byte_identical(demo_run):
+    workdir, _ = demo_run
+    before = tree_hashes(workdir / "dataset")
+    prepared_mtime = (workdir / "prepared" / "B4.parquet").stat().st_mtime_ns
+    ckpt_rows = sqlite3.connect(workdir / "generations.sqlite").execute("SELECT COUNT(*) FROM completions").fetchone()
+    proc = run_cli("demo", "--workdir", str(workdir), "--no-progress")
+    assert "generate: 0 completed" in proc.stdout
+    assert tree_hashes(workdir / "dataset") == before
+    # prepare was reused, not redone: a resumed run never re-reads (re-streams) its sources
+    assert (workdir / "prepared" / "B4.parquet").stat().st_mtime_ns == prepared_mtime
+    again = sqlite3.connect(workdir / "generations.sqlite").execute("SELECT COUNT(*) FROM completions").fetchone()
+    assert again == ckpt_rows
+
+
+def test_build_resumes_from_checkpoint(tmp_path):
+    from kimi_eagle_data.profile import TINY_MODEL_DIR
+
+    common = ["B4", "--workdir", str(tmp_path / "w"), "--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR),
+              "--samples", "--no-progress"]
+    first = run_cli("build", *common, "--limit", "3")
+    assert "generate: 3 completed" in first.stdout
+    second = run_cli("build", *common, "--limit", "6")
+    assert "generate: 3 completed, 0 failed, 3 already done" in second.stdout
+    ids = [r[0] for r in sqlite3.connect(tmp_path / "w" / "generations.sqlite").execute("SELECT id FROM completions")]
+    assert len(ids) == len(set(ids)) == 6
+    # A later stage command inherits the workdir's settings.
+    third = run_cli("validate", "--workdir", str(tmp_path / "w"))
+    assert "B4" in third.stdout and "✓" in third.stdout
+
+
+def test_changed_settings_are_refused_with_one_line(tmp_path):
+    from kimi_eagle_data.profile import TINY_MODEL_DIR
+
+    common = ["B6", "--workdir", str(tmp_path / "w"), "--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR),
+              "--samples", "--no-progress", "--limit", "2"]
+    run_cli("prepare", *common)
+    proc = run_cli("prepare", *common, "--temperature", "0.5", check=False)
+    assert proc.returncode == 1
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and "temperature" in lines[0], proc.stderr
+
+
+def test_corrupt_checkpoint_is_reported(tmp_path):
+    from kimi_eagle_data.profile import TINY_MODEL_DIR
+
+    w = tmp_path / "w"
+    common = ["B6", "--workdir", str(w), "--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR), "--samples",
+              "--no-progress", "--limit", "2"]
+    run_cli("build", *common)
+    db = sqlite3.connect(w / "generations.sqlite")
+    db.execute("UPDATE completions SET output_ids = CAST(output_ids || x'01000000' AS BLOB) WHERE rowid = 1")
+    db.commit()
+    db.close()
+    proc = run_cli("validate", "--workdir", str(w), check=False)
+    assert proc.returncode == 1
+    assert "checksum" in proc.stderr and "corrupt" in proc.stderr
+
+
+def test_usage_errors_exit_2(tmp_path):
+    proc = run_cli("build", "B9", "--workdir", str(tmp_path), check=False)
+    assert proc.returncode == 2
+    proc = run_cli("build", "--workdir", str(tmp_path), "--source", "nonsense", check=False)
+    assert proc.returncode == 2
+
+
+def test_emit_refuses_non_semver(tmp_path):
+    from kimi_eagle_data.profile import TINY_MODEL_DIR
+
+    common = ["B6", "--workdir", str(tmp_path / "w"), "--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR),
+              "--samples", "--no-progress", "--limit", "1"]
+    run_cli("build", *common)
+    for bad_version in ("1", "v1.0.0", "1.0"):
+        proc = run_cli("emit", "--workdir", str(tmp_path / "w"), "--version", bad_version, check=False)
+        assert proc.returncode == 1 and "semver" in proc.stderr
+
+
+def test_emit_repo_is_remembered_by_later_builds(tmp_path):
+    from kimi_eagle_data.profile import TINY_MODEL_DIR
+
+    w = tmp_path / "w"
+    run_cli("build", "B6", "--workdir", str(w), "--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR),
+            "--samples", "--no-progress", "--limit", "1")
+    assert "my-org/kimi-eagle" not in (w / "dataset" / "README.md").read_text()
+    run_cli("emit", "--workdir", str(w), "--repo", "my-org/kimi-eagle")
+    run_cli("build", "--workdir", str(w), "--no-progress")
+    card = (w / "dataset" / "README.md").read_text()
+    assert 'load_dataset("my-org/kimi-eagle", "B6", revision="v0.1.0")' in card

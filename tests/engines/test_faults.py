@@ -1,0 +1,261 @@
+"""Bad inputs and broken servers, each answered without a traceback: malformed /generate answers,
+out-of-range settings (CLI, TOML, run.json), a 50 MB source row, a bad --server, a run whose
+samples all failed, config names with path pieces."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+
+import orjson
+import pytest
+
+from kimi_eagle_data.engines.protocol_server import BAD_OUTPUT_MODES
+from kimi_eagle_data.engines.sglang import check_output_ids
+from kimi_eagle_data.run_checks import url_problem
+
+from tests.conftest import run_cli
+from tests.engines.test_sglang_engine import CONFIGS, Server, completions, free_port, prepared_count, sglang_args
+
+
+def error_lines(proc) -> list[str]:
+    return [line for line in proc.stderr.splitlines() if line.startswith("error")]
+
+
+# -- the response check, unit by unit ----------------------------------------------------------------
+
+@pytest.mark.parametrize("ids, meta, why", [
+    (["x"], None, "is str"),
+    ([True], None, "is bool"),
+    ([1.0], None, "is float"),
+    ([2 ** 70], None, "outside the vocabulary"),
+    ([100], None, "outside the vocabulary"),
+    ([-1], None, "outside the vocabulary"),
+    ([1] * 9, None, "9 output ids for max_new_tokens 8"),
+    ([1, 2], 3, "completion_tokens 3 but 2"),
+    ("12", None, "expected a list"),
+])
+def test_check_output_ids_refuses(ids, meta, why):
+    problem = check_output_ids(ids, max_new_tokens=8, vocab_size=100, completion_tokens=meta)
+    assert problem and why in problem
+
+
+def test_check_output_ids_accepts_a_good_answer():
+    assert check_output_ids([0, 99, 5], max_new_tokens=3, vocab_size=100, completion_tokens=3) is None
+    assert check_output_ids([], max_new_tokens=3, vocab_size=100, completion_tokens=None) is None
+
+
+# -- malformed answers from a real server ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    """One prepared workdir (sglang engine, tiny model) the per-mode tests copy."""
+    w = tmp_path_factory.mktemp("faults") / "w"
+    run_cli("prepare", *sglang_args(w, "http://127.0.0.1:9"))
+    return w
+
+
+@pytest.fixture(scope="module")
+def healthy():
+    s = Server().start()
+    yield s
+    s.kill()
+
+
+@pytest.mark.parametrize("mode", sorted(BAD_OUTPUT_MODES))
+def test_bad_answers_are_failures_then_retried(mode, prepared, healthy, tmp_path):
+    w = tmp_path / "w"
+    shutil.copytree(prepared, w)
+    n = prepared_count(w)
+    bad = Server("--bad-output", mode).start()
+    try:
+        proc = run_cli("generate", "--workdir", str(w), "--server", bad.url, "--max-attempts", "2",
+                       "--retry-backoff", "0.01", "--no-progress", check=False)
+    finally:
+        bad.kill()
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert f"0 completed, {n} failed" in proc.stdout and "accounting" in proc.stdout
+    assert "--retry-failed" in proc.stderr and len(error_lines(proc)) == 1
+    assert completions(w) == []                                       # nothing malformed was stored
+    import sqlite3
+
+    reasons = {r[0] for r in sqlite3.connect(w / "generations.sqlite").execute("SELECT reason FROM failures")}
+    assert reasons == {"bad_response"}
+    again = run_cli("generate", "--workdir", str(w), "--server", healthy.url, "--retry-failed")
+    assert f"generate: {n} completed, 0 failed" in again.stdout
+    assert len(set(completions(w))) == n
+
+
+def test_all_failed_build_exits_3_and_says_how_to_retry(tmp_path):
+    w = tmp_path / "w"
+    broken = Server("--error-rate", "1.0").start()
+    try:
+        proc = run_cli("build", *sglang_args(w, broken.url, extra=("--max-attempts", "1")), check=False)
+    finally:
+        broken.kill()
+    n = prepared_count(w)
+    assert proc.returncode == 3, proc.stderr
+    assert f"0 completed, {n} failed" in proc.stdout and "dataset summary" in proc.stdout
+    assert "rerun with --retry-failed" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# -- settings: one check, wherever they come from ----------------------------------------------------
+
+BAD_SETTINGS = [("temperature", "-1", "must be >= 0"), ("top_p", "7", "must be in (0, 1]"),
+                ("top_p", "0", "must be in (0, 1]"), ("max_new_tokens", "-3", "must be at least 1")]
+
+
+@pytest.mark.parametrize("key, value, why", BAD_SETTINGS)
+def test_bad_sampling_in_the_cli_is_a_usage_error(key, value, why, tmp_path):
+    proc = run_cli("prepare", "B6", "--workdir", str(tmp_path / "w"), f"--{key.replace('_', '-')}", value,
+                   check=False)
+    assert proc.returncode == 2 and why in proc.stderr
+
+
+@pytest.mark.parametrize("key, value, why", BAD_SETTINGS)
+def test_bad_sampling_in_the_toml_is_one_line(key, value, why, tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f"[sampling]\n{key} = {value}\n")
+    proc = run_cli("prepare", "B6", "--workdir", str(tmp_path / "w"), "--config", str(cfg), check=False)
+    assert proc.returncode == 1 and len(error_lines(proc)) == 1, proc.stderr
+    assert f"sampling.{key}: {why}" in proc.stderr and not (tmp_path / "w" / "run.json").exists()
+
+
+def test_bad_sampling_in_run_json_is_one_line(prepared, tmp_path):
+    w = tmp_path / "w"
+    shutil.copytree(prepared, w)
+    run = json.loads((w / "run.json").read_text())
+    run["options"]["top_p"] = 7
+    (w / "run.json").write_text(json.dumps(run))
+    proc = run_cli("generate", "--workdir", str(w), check=False)
+    assert proc.returncode == 1 and len(error_lines(proc)) == 1, proc.stderr
+    assert "run.json: options.top_p: must be in (0, 1], got 7.0" in proc.stderr
+
+
+def test_run_settings_outside_the_cli_get_the_same_check(tmp_path):
+    from kimi_eagle_data.pipeline import RunSettings
+    from kimi_eagle_data.run_checks import SettingError
+
+    with pytest.raises(SettingError, match=r"temperature: must be >= 0, got -1.0"):
+        RunSettings(workdir=str(tmp_path), temperature=-1.0)
+
+
+# -- a 50 MB source row --------------------------------------------------------------------------------
+
+HUGE_ROW_SCRIPT = textwrap.dedent("""
+    import resource, sys, time, orjson
+    from kimi_eagle_data.builders.partitions import PARTITIONS
+    from kimi_eagle_data.sources.filters import max_row_bytes
+    from kimi_eagle_data.prompts.prepare import prepare_rows
+    from kimi_eagle_data.profile import TINY_MODEL_DIR, get_profile
+    from kimi_eagle_data.sources.readers import iter_source
+    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(str(TINY_MODEL_DIR))
+    gen = tok.encode(get_profile("tiny-kimi").generation_prompt, add_special_tokens=False)
+    part = PARTITIONS["B6"]
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    desc, rows = iter_source(part, sys.argv[1], max_row_bytes=max_row_bytes(16384))
+    rows = list(rows)                      # the huge row is refused here, while read
+    read_s = time.perf_counter() - t0
+    records, rejections, report = prepare_rows(part, rows, tok, gen_prompt_ids=gen, max_new_tokens=64,
+                                               max_seq_len=16384, source_desc=desc)
+    seconds = time.perf_counter() - t0
+    grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024
+    print(orjson.dumps({"read_s": read_s, "seconds": seconds, "grew": grew, "prepared": report.prepared,
+                        "rejected": dict(report.rejected), "messages": [r.message for r in rejections]}).decode())
+""")
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_a_50_mb_row_is_rejected_fast_with_flat_memory(fmt, tmp_path):
+    size = 50_000_000
+    ok = {"prompt": "hi", "prompt_id": "ok", "messages": [{"role": "user", "content": "What is 2 + 2?"}]}
+    huge = {"prompt": "x", "prompt_id": "huge", "messages": [{"role": "user", "content": "a" * size}]}
+    path = tmp_path / f"rows.{fmt}"
+    if fmt == "jsonl":
+        path.write_bytes(orjson.dumps(ok) + b"\n" + orjson.dumps(huge) + b"\n")
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist([ok, huge]), path)
+    del huge
+    proc = subprocess.run([sys.executable, "-c", HUGE_ROW_SCRIPT, str(path)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert r["prepared"] == 1 and r["rejected"] == {"too_many_chars": 1}, r
+    assert "not parsed" in r["messages"][0]
+    assert r["read_s"] < 5, r                                   # was 6 minutes (parsed and rendered)
+    assert r["seconds"] < 30, r                                 # with rendering the small row, on a busy CPU
+    # Parquet holds the batch in Arrow (one copy of the row); JSONL never holds it. Either way far
+    # below the row × 10 (and 12.5 GB) of parsing and rendering it.
+    assert r["grew"] < (2 * size if fmt == "parquet" else size // 2), r
+    print(f"{fmt}: rejected in {r['read_s']:.3f} s (prepare {r['seconds']:.2f} s), peak RSS grew "
+          f"{r['grew'] / 1e6:.1f} MB")
+
+
+def test_default_max_chars_rejects_before_rendering(tiny_tokenizer):
+    from kimi_eagle_data.builders.partitions import PARTITIONS
+    from kimi_eagle_data.sources.filters import default_max_chars
+    from kimi_eagle_data.prompts.prepare import prepare_rows
+
+    rows = [(1, {"prompt": "x", "prompt_id": "p", "messages": [{"role": "user", "content": "b" * 20_000}]})]
+    _, rejections, _ = prepare_rows(PARTITIONS["B6"], rows, tiny_tokenizer, gen_prompt_ids=[1], max_new_tokens=64,
+                                    max_seq_len=510, source_desc="t")
+    assert [r.reason for r in rejections] == ["too_many_chars"] and default_max_chars(510) < 20_000
+    assert "default: max_seq_len × 32" in rejections[0].message
+
+
+# -- --server -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("url", ["notaurl", "ftp://host:1", "http://", "http://host:notaport", "127.0.0.1:30000"])
+def test_a_server_that_is_not_a_url_is_a_usage_error_at_once(url, tmp_path):
+    t0 = time.monotonic()
+    proc = run_cli("generate", "B6", "--workdir", str(tmp_path / "w"), "--engine", "sglang", "--server", url,
+                   check=False)
+    assert proc.returncode == 2 and "--server" in proc.stderr and "http" in proc.stderr, proc.stderr
+    assert time.monotonic() - t0 < 60 and url_problem(url)
+
+
+def test_connection_refused_still_waits_for_health(prepared, tmp_path):
+    w = tmp_path / "w"
+    shutil.copytree(prepared, w)
+    url = f"http://127.0.0.1:{free_port()}"
+    t0 = time.monotonic()
+    proc = run_cli("generate", "--workdir", str(w), "--server", url, "--health-timeout", "3", check=False)
+    assert proc.returncode == 1 and "not healthy after 3s" in proc.stderr, proc.stderr
+    assert time.monotonic() - t0 >= 3
+
+
+# -- config names ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ("inspect", "{w}", "../../x", "B6-0000"),
+    ("stats", "../x", "--workdir", "{w}"),
+    ("export", "{w}", "--configs", "B6,../x", "--out", "{w}/out.jsonl"),
+    ("plan", "--workdir", "{w}", "--counts", "../x=3"),
+    ("prepare", "../x", "--workdir", "{w}"),
+])
+def test_config_names_with_path_pieces_are_usage_errors(args, prepared):
+    proc = run_cli(*(a.format(w=prepared) for a in args), check=False)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "config name" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_workdir_paths_refuse_a_bad_config_name(tmp_path):
+    from kimi_eagle_data.run_checks import SettingError
+    from kimi_eagle_data.workdir import Workdir
+
+    wd = Workdir.at(tmp_path)
+    assert wd.prepared("B4") == tmp_path.resolve() / "prepared" / "B4.parquet"
+    for bad in ("../x", "a/b", "", ".hidden"):
+        with pytest.raises(SettingError):
+            wd.prepared(bad)

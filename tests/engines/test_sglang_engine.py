@@ -1,0 +1,345 @@
+"""The SGLang engine against real SGLang-protocol servers over loopback (`kimi-data serve --engine local`),
+and against the real `sglang-router` in front of two of them."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from kimi_eagle_data.profile import TINY_MODEL_DIR
+
+from tests.conftest import run_cli
+
+TINY = str(TINY_MODEL_DIR)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get_json(url: str):
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return json.loads(r.read())
+
+
+class Server:
+    """A `kimi-data serve --engine local` subprocess."""
+
+    def __init__(self, *args: str, port: int | None = None):
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.args = args
+        self.proc = None
+
+    def start(self) -> "Server":
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kimi_eagle_data", "serve", "--engine", "local", "--model", TINY,
+             "--port", str(self.port), *self.args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(self.url + "/health", timeout=1)
+                return self
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"server on {self.port} did not start")
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def served(self) -> int:
+        return get_json(self.url + "/server_info")["requests_served"]
+
+
+def wait_for(condition, timeout_s: float, what: str, proc=None) -> None:
+    """Poll `condition` until it holds; fail after `timeout_s`, or at once when `proc` exited first."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if condition():
+                return
+        except OSError:   # a server not answering yet
+            pass
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"{what}: the process exited ({proc.returncode}) first")
+        time.sleep(0.1)
+    raise AssertionError(f"{what} after {timeout_s:.0f}s")
+
+
+@pytest.fixture
+def server():
+    s = Server().start()
+    yield s
+    s.kill()
+
+
+# Protocol tests need many requests, not long ones: one config, short completions.
+CONFIGS = ("B6",)
+
+
+def sglang_args(workdir, *urls, extra=()):
+    return [*CONFIGS, "--workdir", str(workdir), "--profile", "tiny-kimi", "--model", TINY, "--samples",
+            "--engine", "sglang", *(a for u in urls for a in ("--server", u)), "--retry-backoff", "0.05",
+            "--max-new-tokens", "64", "--no-progress", *extra]
+
+
+def completions(workdir) -> list[str]:
+    ids = []
+    for f in sorted(workdir.glob("generations*.sqlite")):
+        try:
+            ids += [r[0] for r in sqlite3.connect(f).execute("SELECT id FROM completions")]
+        except sqlite3.OperationalError:   # a file created this instant, schema not written yet
+            pass
+    return ids
+
+
+def prepared_count(workdir) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.read_metadata(workdir / "prepared" / f"{c}.parquet").num_rows for c in CONFIGS)
+
+
+def report(workdir, config):
+    return json.loads((workdir / "validated" / f"{config}.json").read_text())
+
+
+def test_greedy_tokens_equal_the_in_process_engine(server, tiny_tokenizer):
+    from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams
+    from kimi_eagle_data.engines.local import LocalEngine
+    from kimi_eagle_data.engines.sglang import SGLangEngine
+    from kimi_eagle_data.prompts.tokenizer import render_prompt
+
+    stop = tiny_tokenizer.convert_tokens_to_ids("<|im_end|>")
+    sp = SamplingParams(max_new_tokens=64, temperature=0.0, top_p=1.0, stop_token_ids=(stop,))
+    prompts = ["What is the capital of France?", "Write a haiku about rain.", "Sum 2 and 3."]
+    reqs = [GenerationRequest(f"r{i}", render_prompt(tiny_tokenizer, [{"role": "user", "content": p}], None), sp)
+            for i, p in enumerate(prompts)]
+    local = {c.id: c for c in LocalEngine(TINY, batch_size=1).generate(reqs)}
+    remote = {c.id: c for c in SGLangEngine([server.url], concurrency=1).generate(reqs)}
+    for r in reqs:
+        assert remote[r.id].output_ids == local[r.id].output_ids
+        assert remote[r.id].finish_detail == local[r.id].finish_detail
+        assert remote[r.id].prompt_tokens == len(r.input_ids)
+
+
+def test_generate_against_server_then_validate(server, tmp_path):
+    w = tmp_path / "w"
+    proc = run_cli("build", *sglang_args(w, server.url))
+    n = prepared_count(w)
+    assert f"generate: {n} completed" in proc.stdout
+    assert sorted(completions(w)) == sorted(set(completions(w))) and len(completions(w)) == n
+    assert report(w, "B6")["valid"] > 0
+    manifest = json.loads((w / "dataset" / "manifest.json").read_text())
+    assert manifest["provenance"]["engine"] == "sglang"
+    assert manifest["provenance"]["engine_version"] == "0.5.23"
+
+
+def test_injected_faults_are_retried_and_accounted(tmp_path):
+    flaky = Server("--error-rate", "0.3", "--drop-rate", "0.1", "--fault-seed", "7").start()
+    try:
+        w = tmp_path / "w"
+        run_cli("build", *sglang_args(w, flaky.url, extra=("--max-attempts", "12")))
+        n = prepared_count(w)
+        assert len(set(completions(w))) == n
+        for c in CONFIGS:
+            assert report(w, c)["balanced"] and report(w, c)["failed"] == 0
+    finally:
+        flaky.kill()
+
+
+def test_exhausted_retries_are_recorded_as_failed_then_retried(tmp_path):
+    broken = Server("--error-rate", "1.0").start()
+    w = tmp_path / "w"
+    try:
+        proc = run_cli("build", *sglang_args(w, broken.url, extra=("--max-attempts", "2")), check=False)
+        assert proc.returncode == 3, proc.stderr        # samples failed in this run
+        n = prepared_count(w)
+        assert f"0 completed, {n} failed" in proc.stdout
+        reps = [report(w, c) for c in CONFIGS]
+        assert sum(r["failed"] for r in reps) == n and all(r["balanced"] for r in reps)
+        assert all(set(r["failure_reasons"]) == {"http_500"} for r in reps)
+        again = run_cli("generate", "--workdir", str(w), "--server", broken.url)   # none failed in *this* run: 0
+        assert f"{n} failed earlier (rerun with --retry-failed)" in again.stdout
+    finally:
+        broken.kill()
+    healthy = Server().start()
+    try:
+        proc = run_cli("build", "--workdir", str(w), "--server", healthy.url, "--retry-failed")
+        assert f"generate: {n} completed, 0 failed" in proc.stdout
+        assert sum(report(w, c)["failed"] for c in CONFIGS) == 0
+    finally:
+        healthy.kill()
+
+
+def test_kill_9_at_random_moments_loses_nothing_and_duplicates_nothing(tmp_path):
+    # Slow enough (1.5 s a request, 2 at a time) that four kills land mid-run on a fast machine too.
+    slow = Server("--delay", "1.5", "--max-batch", "2").start()
+    w = tmp_path / "w"
+    rng = random.Random(1234)
+    try:
+        run_cli("prepare", *sglang_args(w, slow.url))
+        n = prepared_count(w)
+        cmd = [sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w), "--concurrency", "2",
+               "--no-progress"]
+        for trial in range(4):
+            before = len(completions(w))
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            # mid-run: after this process has committed something, at a random point of the next request
+            wait_for(lambda: len(completions(w)) > before, 300, "no completion committed", proc=proc)
+            time.sleep(rng.uniform(0.0, 1.5))   # a random moment, not a wait: the condition above is the wait
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            ids = completions(w)
+            assert len(ids) == len(set(ids)), f"duplicate after kill {trial}"
+        done_before = len(completions(w))
+        assert done_before < n, "the run finished before any kill; slow the server down"
+        final = run_cli("generate", "--workdir", str(w))
+        assert f"{n - done_before} completed, 0 failed, {done_before} already done" in final.stdout
+        ids = completions(w)
+        assert len(ids) == len(set(ids)) == n
+        run_cli("validate", "--workdir", str(w))
+        assert all(report(w, c)["balanced"] and report(w, c)["pending"] == 0 for c in CONFIGS)
+    finally:
+        slow.kill()
+
+
+def test_server_killed_and_restarted_mid_run(tmp_path):
+    port = free_port()
+    first = Server("--delay", "0.5", "--max-batch", "2", port=port).start()
+    w = tmp_path / "w"
+    run_cli("prepare", *sglang_args(w, first.url))
+    n = prepared_count(w)
+    gen = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
+                            "--concurrency", "2", "--max-attempts", "30", "--retry-backoff", "0.2", "--no-progress"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: first.served() >= 1, 300, "the first server served nothing", proc=gen)
+    first.kill()   # the client now sees connection refused until the second server is up (seconds)
+    second = Server(port=port).start()
+    try:
+        out, err = gen.communicate(timeout=300)
+        assert gen.returncode == 0, err
+        assert len(set(completions(w))) == n
+        assert second.served() > 0, "the run finished before the server was killed"
+    finally:
+        second.kill()
+
+
+def test_real_sglang_router_in_front_of_two_servers(tmp_path):
+    a, b = Server("--delay", "0.02").start(), Server("--delay", "0.02").start()
+    port = free_port()
+    router = subprocess.Popen([sys.executable, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port",
+                               str(port), "--worker-urls", a.url, b.url, "--policy", "round_robin",
+                               # its metrics exporter binds 29000 by default: a second router would die
+                               "--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port())],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the router's /health answers before workers register
+            try:
+                workers = get_json(url + "/workers")
+                if len(workers.get("workers", [])) == 2:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.3)
+        else:
+            raise AssertionError("router did not register both workers")
+        w = tmp_path / "w"
+        gen = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "build",
+                                *sglang_args(w, url, extra=("--concurrency", "4", "--max-attempts", "20"))],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Kill b once it has served something (the build is past start-up), not after a fixed time.
+        wait_for(lambda: b.served() >= 1, 300, "worker b served nothing", proc=gen)
+        served_b = b.served()
+        b.kill()   # one worker dies mid-run: the router and our retries carry on with the other
+        out, err = gen.communicate(timeout=600)
+        assert gen.returncode == 0, err
+        assert a.served() > 0 and served_b > 0
+        assert len(set(completions(w))) == prepared_count(w)
+    finally:
+        router.kill()
+        a.kill()
+        b.kill()
+
+
+def test_contract_check_script_passes_against_the_protocol_server(server):
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "sglang_contract_check.py"
+    proc = subprocess.run([sys.executable, str(script), "--url", server.url], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout
+    assert "0 failed" in proc.stdout and "FAIL" not in proc.stdout
+
+
+def test_serve_dry_run_prints_the_kimi_launch_command():
+    proc = run_cli("serve", "--dry-run", "--context-length", "32768", "--port", "30123")
+    cmd = proc.stdout.split()
+    assert cmd[:3] == ["python", "-m", "sglang.launch_server"]
+    flags = dict(zip(cmd[3::1], cmd[4::1]))
+    assert flags["--model-path"] == "moonshotai/Kimi-K2.5" and flags["--tp"] == "8"
+    assert flags["--tool-call-parser"] == "kimi_k2" and flags["--reasoning-parser"] == "kimi_k2"
+    assert flags["--context-length"] == "32768" and flags["--port"] == "30123"
+    assert "--trust-remote-code" in cmd and "--enable-metrics" in cmd
+
+
+def test_shards_generate_disjoint_sets_that_build_merges(server, tmp_path):
+    w = tmp_path / "w"
+    run_cli("prepare", *sglang_args(w, server.url))
+    n = prepared_count(w)
+    run_cli("generate", "--workdir", str(w), "--shard", "0/2")
+    run_cli("generate", "--workdir", str(w), "--shard", "1/2")
+    a = {r[0] for r in sqlite3.connect(w / "generations.shard-0-of-2.sqlite").execute("SELECT id FROM completions")}
+    b = {r[0] for r in sqlite3.connect(w / "generations.shard-1-of-2.sqlite").execute("SELECT id FROM completions")}
+    assert a and b and not (a & b) and len(a | b) == n
+    proc = run_cli("build", "--workdir", str(w))
+    assert f"generate: 0 completed, 0 failed, {n} already done" in proc.stdout
+    assert sum(report(w, c)["generated"] for c in CONFIGS) == n
+    # A second workdir (another node without a shared filesystem) merged into a third.
+    other = tmp_path / "other"
+    shutil.copytree(w, other)
+    (w / "generations.shard-1-of-2.sqlite").unlink()
+    proc = run_cli("validate", "--workdir", str(w), "--merge", str(other))
+    assert sum(report(w, c)["generated"] for c in CONFIGS) == n
+
+
+def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path):
+    slow = Server("--delay", "1.0", "--max-batch", "2").start()
+    w = tmp_path / "w"
+    try:
+        run_cli("prepare", *sglang_args(w, slow.url))
+        n = prepared_count(w)
+        proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
+                                 "--concurrency", "2", "--no-progress"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not completions(w) and time.monotonic() < deadline:   # interrupt mid-run, after some work
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert "interrupted" in err and "rerun the same command to resume" in err
+        assert "Traceback" not in err
+        done = len(completions(w))
+        assert 0 < done < n
+        final = run_cli("generate", "--workdir", str(w))
+        assert f"{n - done} completed, 0 failed, {done} already done" in final.stdout
+        assert len(set(completions(w))) == len(completions(w)) == n
+    finally:
+        slow.kill()

@@ -1,0 +1,374 @@
+"""`kimi-data push` against a local Hub-protocol server, and `kimi-data export` (SPEC §7, §8, §9).
+
+Every push goes through the real CLI in a subprocess whose environment points huggingface_hub at the
+local server (HF_ENDPOINT, HF_TOKEN, HF_HUB_DISABLE_XET=1 set before anything is imported), and every
+load is `datasets.load_dataset` in a fresh process. The last test checks where the token travelled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import run_cli
+from tests.hub.hub_server import HubServer
+
+TOKEN = "hf_kimiTESTtoken_7c1e9a3f5b2d4e6f8a0b"
+WRONG_TOKEN = "hf_wrongTOKEN_0000111122223333"
+REPO = "kimi-org/eagle3-demo"
+
+OUTPUTS: list[str] = []          # everything the CLI printed, for the token check
+SCAN_DIRS: list[Path] = []       # every directory a pushing process could have written to
+
+
+@pytest.fixture(scope="module")
+def hub():
+    with HubServer(token=TOKEN) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def hf_home(tmp_path_factory) -> Path:
+    home = tmp_path_factory.mktemp("hf-home")
+    SCAN_DIRS.append(home)
+    return home
+
+
+def hub_env(hub: HubServer, hf_home: Path, token: str | None = TOKEN) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(hub.client_env(token), HF_HOME=str(hf_home), COLUMNS="200")
+    return env
+
+
+def kd(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    proc = run_cli(*args, check=False, timeout=600, env=env)
+    OUTPUTS.extend([proc.stdout, proc.stderr])
+    return proc
+
+
+def copy_workdir(demo_run, tmp_path_factory, name: str) -> Path:
+    """A private copy of the session's demo workdir (tests here modify trees; the demo stays untouched)."""
+    src, _ = demo_run
+    dst = tmp_path_factory.mktemp(name) / "work"
+    shutil.copytree(src, dst)
+    SCAN_DIRS.append(dst)
+    return dst
+
+
+def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+
+
+def local_rows(dataset: Path, config: str, split: str = "train") -> list[dict]:
+    rows = []
+    for f in sorted((dataset / "data" / config).glob(f"{split}-*.parquet")):
+        rows += pq.read_table(f, columns=["id", "input_ids", "loss_mask"]).to_pylist()
+    return rows
+
+
+LOAD_SCRIPT = """
+import json, sys
+from datasets import load_dataset
+repo, config, revision = sys.argv[1], sys.argv[2], sys.argv[3] or None
+ds = load_dataset(repo, config, revision=revision)
+print(json.dumps({split: [{"id": r["id"], "input_ids": r["input_ids"], "loss_mask": r["loss_mask"]} for r in d]
+                  for split, d in ds.items()}))
+"""
+
+
+def hub_load(env: dict[str, str], repo: str, config: str, revision: str | None) -> dict[str, list[dict]]:
+    proc = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, repo, config, revision or ""], capture_output=True,
+                          text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def published(demo_run, tmp_path_factory, hub, hf_home):
+    """The demo dataset pushed once, as `kimi-data emit --repo` + `kimi-data push` would do it."""
+    work = copy_workdir(demo_run, tmp_path_factory, "pub")
+    env = hub_env(hub, hf_home)
+    emitted = kd(env, "emit", "--workdir", str(work), "--repo", REPO, "--no-progress")
+    assert emitted.returncode == 0, emitted.stderr
+    proc = kd(env, "push", str(work), "--repo", REPO)
+    return work, proc
+
+
+def test_push_creates_tagged_commit_that_load_dataset_reads(published, hub, hf_home):
+    work, proc = published
+    assert proc.returncode == 0, proc.stderr
+    repo = hub.repos[("dataset", REPO)]
+    tag_commit = repo.tags["v0.1.0"]
+    assert repo.branches["main"] == tag_commit
+    assert f"/datasets/{REPO}/commit/{tag_commit}" in proc.stdout
+    assert f'load_dataset("{REPO}", "B4", revision="v0.1.0")' in proc.stdout
+    assert "note:" not in proc.stderr                       # the card already names the repo
+
+    # One commit on top of the repo's initial one, with the version in its message; bytes equal the local tree.
+    commit = repo.commits[tag_commit]
+    assert "0.1.0" in commit.title and repo.commits[commit.parent].parent is None
+    dataset = work / "dataset"
+    local = {p.relative_to(dataset).as_posix(): p.read_bytes() for p in dataset.rglob("*") if p.is_file()}
+    remote = hub.files_at(REPO, "v0.1.0")
+    assert remote.pop(".gitattributes")
+    assert remote == local
+    card = local["README.md"].decode()
+    assert f'load_dataset("{REPO}", "B4", revision="v0.1.0")' in card
+    # Parquet and PNG went through the git-LFS batch endpoint with PUT uploads.
+    assert any(r.method == "POST" and r.target.endswith(".git/info/lfs/objects/batch") for r in hub.requests)
+    assert any(r.method == "PUT" and r.target.startswith("/lfs/objects/") for r in hub.requests)
+
+    env = hub_env(hub, hf_home)
+    want = local_rows(dataset, "B4")
+    assert want
+    for revision in ("v0.1.0", None):
+        got = hub_load(env, REPO, "B4", revision)
+        assert got["train"] == want
+    got = hub_load(env, REPO, "B1", "v0.1.0")
+    assert got["train"] == local_rows(dataset, "B1") and got["rejected"] == local_rows(dataset, "B1", "rejected")
+
+
+def test_pushing_the_same_version_again_is_a_no_op(published, hub, hf_home):
+    work, _ = published
+    repo = hub.repos[("dataset", REPO)]
+    commits, n_requests = len(repo.commits), len(hub.requests)
+    proc = kd(hub_env(hub, hf_home), "push", str(work / "dataset"), "--repo", REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert "already published" in proc.stdout
+    assert len(repo.commits) == commits
+    assert not any("/commit/" in r.target or "lfs" in r.target for r in hub.requests[n_requests:])
+
+
+def test_other_content_under_a_published_version_is_refused(published, demo_run, tmp_path_factory, hub, hf_home):
+    env = hub_env(hub, hf_home)
+    repo = hub.repos[("dataset", REPO)]
+    before = (dict(repo.tags), dict(repo.branches), len(repo.commits))
+    # The same data emitted with another card (no --repo) is other content under the same version.
+    other = copy_workdir(demo_run, tmp_path_factory, "other")
+    proc = kd(env, "push", str(other), "--repo", REPO)
+    assert proc.returncode == 1
+    lines = error_lines(proc)
+    assert len(lines) == 1 and "v0.1.0" in lines[0] and "immutable" in lines[0] and "--version" in lines[0]
+    assert "Traceback" not in proc.stderr
+    assert (dict(repo.tags), dict(repo.branches), len(repo.commits)) == before
+
+    # A new version is the way: emit 0.1.1 for the repo and push it; v0.1.0 keeps pointing at its commit.
+    assert kd(env, "emit", "--workdir", str(other), "--version", "0.1.1", "--repo", REPO,
+              "--no-progress").returncode == 0
+    proc = kd(env, "push", str(other), "--repo", REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert repo.tags["v0.1.0"] == before[0]["v0.1.0"]
+    assert repo.tags["v0.1.1"] == repo.branches["main"] != repo.tags["v0.1.0"]
+    assert json.loads(hub.files_at(REPO, "v0.1.1")["manifest.json"])["version"] == "0.1.1"
+    assert json.loads(hub.files_at(REPO, "v0.1.0")["manifest.json"])["version"] == "0.1.0"
+
+
+def test_files_gone_from_the_tree_are_deleted_on_the_hub(published, demo_run, tmp_path_factory, hub, hf_home):
+    """A shard the new version no longer has must not survive on main (it would match the split's glob)."""
+    work = copy_workdir(demo_run, tmp_path_factory, "shrunk")
+    dataset = work / "dataset"
+    shutil.rmtree(dataset / "data" / "B8")
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    manifest["version"] = "0.2.0"
+    manifest["files"] = {p: h for p, h in manifest["files"].items() if not p.startswith("data/B8/")}
+    manifest["configs"].pop("B8")
+    (dataset / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    proc = kd(hub_env(hub, hf_home), "push", str(work), "--repo", REPO)
+    assert proc.returncode == 0, proc.stderr
+    files = hub.files_at(REPO, "v0.2.0")
+    assert not any(p.startswith("data/B8/") for p in files) and "data/B4/train-00000-of-00001.parquet" in files
+    assert any(p.startswith("data/B8/") for p in hub.files_at(REPO, "v0.1.0"))
+
+
+def test_a_tampered_tree_is_refused_before_anything_is_sent(demo_run, tmp_path_factory, hub, hf_home):
+    env = hub_env(hub, hf_home)
+    work = copy_workdir(demo_run, tmp_path_factory, "tampered")
+    shard = work / "dataset" / "data" / "B4" / "train-00000-of-00001.parquet"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    n_requests = len(hub.requests)
+    proc = kd(env, "push", str(work), "--repo", "kimi-org/tampered")
+    assert proc.returncode == 1
+    lines = error_lines(proc)
+    assert len(lines) == 1 and "train-00000-of-00001.parquet" in lines[0] and "manifest.json" in lines[0]
+    assert len(hub.requests) == n_requests
+
+    shutil.copyfile(demo_run[0] / "dataset" / "data" / "B4" / "train-00000-of-00001.parquet", shard)
+    (work / "dataset" / "data" / "B4" / "train-extra.parquet").write_bytes(b"PAR1")
+    proc = kd(env, "push", str(work), "--repo", "kimi-org/tampered", "--dry-run")
+    assert proc.returncode == 1 and "train-extra.parquet is not listed in manifest.json" in proc.stderr
+    assert len(hub.requests) == n_requests
+
+
+def test_dry_run_sends_nothing_and_private_creates_a_private_repo(demo_run, hub, hf_home):
+    env = hub_env(hub, hf_home)
+    n_requests = len(hub.requests)
+    proc = kd(env, "push", str(demo_run[0]), "--repo", "kimi-org/private-demo", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert "dry run" in proc.stdout and "v0.1.0" in proc.stdout
+    assert "note:" in proc.stderr and "--repo kimi-org/private-demo" in proc.stderr   # the card names no repo
+    assert len(hub.requests) == n_requests
+
+    proc = kd(env, "push", str(demo_run[0]), "--repo", "kimi-org/private-demo", "--private")
+    assert proc.returncode == 0, proc.stderr
+    repo = hub.repos[("dataset", "kimi-org/private-demo")]
+    assert repo.private and "v0.1.0" in repo.tags
+
+
+def test_bad_or_missing_token_is_one_clean_line(demo_run, hub, hf_home, tmp_path):
+    env = hub_env(hub, hf_home, token=WRONG_TOKEN)
+    proc = kd(env, "push", str(demo_run[0]), "--repo", "kimi-org/denied")
+    assert proc.returncode == 1
+    lines = error_lines(proc)
+    assert len(lines) == 1 and "401" in lines[0] and "token" in lines[0]
+    assert WRONG_TOKEN not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+    assert ("dataset", "kimi-org/denied") not in hub.repos
+
+    env = hub_env(hub, tmp_path / "empty-hf-home", token=None)
+    proc = kd(env, "push", str(demo_run[0]), "--repo", "kimi-org/denied", "--token-env", "KIMI_HUB_TOKEN")
+    assert proc.returncode == 1 and "no Hub token" in proc.stderr and "KIMI_HUB_TOKEN" in proc.stderr
+
+    proc = kd({**env, "KIMI_HUB_TOKEN": TOKEN}, "push", str(demo_run[0]), "--repo", "not-a-repo-id")
+    assert proc.returncode == 2 and "ORG/NAME" in proc.stderr          # a usage error
+
+
+def test_export_specforge_rows_equal_the_parquet(demo_run, tmp_path):
+    work, _ = demo_run
+    dataset = work / "dataset"
+    out = tmp_path / "sf" / "train.jsonl"
+    proc = kd(dict(os.environ), "export", str(work), "--format", "specforge", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    configs = list(manifest["configs"])
+    want = [r for c in configs for r in local_rows(dataset, c)]
+    assert len(rows) == sum(c["splits"]["train"]["rows"] for c in manifest["configs"].values()) == len(want)
+    assert rows == want                                      # same order, ids, tokens and masks
+    assert all(set(r) == {"id", "input_ids", "loss_mask"} for r in rows)
+    assert not list(out.parent.glob(".*"))                   # no temp file left behind
+
+    proc = kd(dict(os.environ), "export", str(dataset), "--configs", "B4,B1", "--split", "rejected",
+              "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    assert rows == local_rows(dataset, "B4", "rejected") + local_rows(dataset, "B1", "rejected")
+
+    proc = kd(dict(os.environ), "export", str(dataset), "--configs", "B9", "--out", str(out))
+    assert proc.returncode == 1 and len(error_lines(proc)) == 1 and "B9" in proc.stderr
+
+
+def test_export_speculators_matches_speculators_prepare_data(demo_run, tmp_path):
+    """The saved dataset against speculators' loader contract (speculators itself cannot be installed
+    here: it pulls CUDA torch and pins datasets<=5.0.1). Checked against vllm-project/speculators at
+    commit c05b95b303f7d4f21e8d7624e0ffa1c2d9b4d73b:
+      - src/speculators/data_generation/preprocessing.py `_append_row`: input_ids and loss_mask are
+        `torch.tensor(..., dtype=torch.long)`, seq_len a Python int; `build_speculator_training_dataset`
+        ends with `dataset.set_format(type="torch")`; scripts/prepare_data.py then `save_to_disk`.
+      - src/speculators/train/data.py `ArrowDataset`: `load_from_disk(datapath)`, rows indexed as
+        tensors (`.shape[0]`, `.tolist()`, `torch.equal(..., self.data[index]["input_ids"])`), and
+        `self.data.with_format(None)["seq_len"]` for lengths.
+    """
+    import torch
+    from datasets import Sequence, Value, load_from_disk
+
+    work, _ = demo_run
+    out = tmp_path / "spec"
+    proc = kd(dict(os.environ), "export", str(work), "--format", "speculators", "--configs", "B1",
+              "--configs", "B4", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    ds = load_from_disk(str(out))
+    want = local_rows(work / "dataset", "B1") + local_rows(work / "dataset", "B4")
+    assert ds.column_names == ["input_ids", "loss_mask", "seq_len"] and len(ds) == len(want)
+    assert ds.format["type"] == "torch"
+    assert ds.features["input_ids"] == Sequence(Value("int64")) or ds.features["input_ids"].feature == Value("int64")
+    assert ds.features["loss_mask"].feature == Value("int64") and ds.features["seq_len"] == Value("int64")
+    for i, row in enumerate(ds):      # iterating yields tensors, as the trainer's __getitem__ needs
+        assert isinstance(row["input_ids"], torch.Tensor) and row["input_ids"].dtype == torch.long
+        assert isinstance(row["loss_mask"], torch.Tensor) and row["loss_mask"].dtype == torch.long
+        assert row["input_ids"].shape[0] == int(row["seq_len"]) == len(want[i]["input_ids"])
+        assert torch.equal(torch.tensor(want[i]["input_ids"], dtype=torch.long), ds[i]["input_ids"])
+        assert row["loss_mask"].tolist() == want[i]["loss_mask"]
+    assert list(ds.with_format(None)["seq_len"]) == [len(r["input_ids"]) for r in want]
+
+
+HUB_API_SCRIPT = """
+import io, sys
+from huggingface_hub import HfApi
+from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
+api = HfApi()
+repo = "kimi-org/api-check"
+api.create_repo(repo, repo_type="dataset")
+api.create_repo(repo, repo_type="dataset", exist_ok=True)
+c1 = api.upload_file(path_or_fileobj=b"hello", path_in_repo="a/b.txt", repo_id=repo, repo_type="dataset",
+                     commit_message="one")
+c2 = api.upload_file(path_or_fileobj=io.BytesIO(b"PAR1" + bytes(range(256))), path_in_repo="a/c.parquet",
+                     repo_id=repo, repo_type="dataset", commit_message="two")
+api.create_tag(repo, tag="v1", revision=c1.oid, repo_type="dataset")
+refs = api.list_repo_refs(repo, repo_type="dataset")
+assert [t.name for t in refs.tags] == ["v1"] and refs.branches[0].target_commit == c2.oid
+assert sorted(api.list_repo_files(repo, repo_type="dataset")) == [".gitattributes", "a/b.txt", "a/c.parquet"]
+assert sorted(api.list_repo_files(repo, repo_type="dataset", revision="v1")) == [".gitattributes", "a/b.txt"]
+top = {e.path: type(e).__name__ for e in api.list_repo_tree(repo, repo_type="dataset")}
+assert top == {".gitattributes": "RepoFile", "a": "RepoFolder"}, top
+try:
+    list(api.list_repo_tree(repo, "missing", repo_type="dataset"))
+    raise SystemExit("no 404 for a missing folder")
+except EntryNotFoundError:
+    pass
+info = {e.path: e for e in api.get_paths_info(repo, ["a/c.parquet", "a", "nope"], repo_type="dataset")}
+assert set(info) == {"a/c.parquet", "a"} and info["a/c.parquet"].lfs.size == 260
+assert api.dataset_info(repo, revision="v1").sha == c1.oid
+assert api.file_exists(repo, "a/b.txt", repo_type="dataset", revision="v1")
+assert not api.file_exists(repo, "a/c.parquet", repo_type="dataset", revision="v1")
+assert [c.title for c in api.list_repo_commits(repo, repo_type="dataset")][:2] == ["two", "one"]
+path = api.hf_hub_download(repo, "a/c.parquet", repo_type="dataset", revision=c2.oid)
+assert open(path, "rb").read()[:4] == b"PAR1"
+for call in (lambda: api.dataset_info(repo, revision="v9"), lambda: api.dataset_info("kimi-org/nothing")):
+    try:
+        call()
+        raise SystemExit("no 404")
+    except (RevisionNotFoundError, RepositoryNotFoundError):
+        pass
+api.delete_tag(repo, tag="v1", repo_type="dataset")
+assert not api.list_repo_refs(repo, repo_type="dataset").tags
+print("ok")
+"""
+
+
+def test_hub_server_speaks_the_hub_api(hub, hf_home):
+    proc = subprocess.run([sys.executable, "-c", HUB_API_SCRIPT], capture_output=True, text=True,
+                          env=hub_env(hub, hf_home), timeout=300)
+    OUTPUTS.extend([proc.stdout, proc.stderr])
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
+
+
+def test_the_token_never_leaves_the_authorization_header(published, hub):
+    """Runs last: every CLI output, every file a pushing process could write, every request the Hub saw."""
+    assert OUTPUTS and SCAN_DIRS
+    for text in OUTPUTS:
+        assert TOKEN not in text and WRONG_TOKEN not in text
+    secrets = (TOKEN.encode(), WRONG_TOKEN.encode())
+    for root in [*SCAN_DIRS, hub.root]:
+        for f in Path(root).rglob("*"):
+            if f.is_file() and not f.is_symlink():
+                data = f.read_bytes()
+                assert not any(s in data for s in secrets), f
+    carried = 0
+    for r in hub.requests:
+        assert not any(s in r.body for s in secrets), r.target
+        assert TOKEN not in r.target and WRONG_TOKEN not in r.target
+        for name, value in r.headers:
+            if TOKEN in value or WRONG_TOKEN in value:
+                assert name.lower() == "authorization", name
+                carried += 1
+            assert TOKEN not in name
+    assert carried > 10

@@ -1,0 +1,293 @@
+"""`kimi-data stats`, `plan` and `inspect` on the shared demo workdir, through the real CLI: the numbers they
+print are checked against values recomputed here, independently, from the Parquet files and reports."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import orjson
+import pyarrow.parquet as pq
+import pytest
+
+from kimi_eagle_data.builders.partitions import PARTITIONS
+from kimi_eagle_data.validate.rules import REASONS
+
+from tests.conftest import run_cli
+
+# Student-t 0.975 quantiles (printed tables), to check the plan's 95% intervals without its own code.
+T975 = {14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074,
+        23: 2.069, 24: 2.064, 25: 2.060, 26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042, 35: 2.030,
+        40: 2.021}
+
+
+def rows(workdir, config, columns=None):
+    """A config's rows in id order: the light columns from validated/, everything else (token ids, messages,
+    tools) from the emitted shards, the only place validate + emit write them."""
+    light = pq.read_table(workdir / "validated" / f"{config}.parquet").to_pylist()
+    if columns is not None and set(columns) <= set(light[0] if light else columns):
+        return [{k: r[k] for k in columns} for r in light]
+    full = {}
+    for f in sorted((workdir / "dataset" / "data" / config).glob("*.parquet")):
+        for r in pq.read_table(f).to_pylist():
+            full[r["id"]] = r
+    assert sorted(full) == [r["id"] for r in light]
+    merged = [{**r, **full[r["id"]]} for r in light]
+    return merged if columns is None else [{k: r[k] for k in columns} for r in merged]
+
+
+def report(workdir, config):
+    return orjson.loads((workdir / "validated" / f"{config}.json").read_bytes())
+
+
+def close(a, b, tol=1e-3):
+    return a is not None and abs(a - b) <= tol * max(1.0, abs(b))
+
+
+LIGHT = ["id", "split", "prompt_len", "completion_len", "reasoning_len", "num_tool_calls", "finish_reason", "issues"]
+
+
+# -- stats ------------------------------------------------------------------------------------------
+
+def test_stats_json_matches_the_parquet(demo_run, tmp_path):
+    workdir, _ = demo_run
+    proc = run_cli("stats", "--workdir", str(workdir), "--json", "--plots", str(tmp_path / "plots"))
+    got = json.loads(proc.stdout)
+    assert list(got["configs"]) == list(PARTITIONS)
+    every = []
+    for config in PARTITIONS:
+        rs = rows(workdir, config, LIGHT)
+        every += rs
+        s = got["configs"][config]
+        rep = report(workdir, config)
+        assert s["counts"] == {k: rep[k] for k in s["counts"]}
+        assert s["rows"] == len(rs) == rep["generated"]
+        comp = np.array([r["completion_len"] for r in rs])
+        prompt = np.array([r["prompt_len"] for r in rs])
+        assert close(s["lengths"]["completion"]["median"], float(np.median(comp)))
+        assert close(s["lengths"]["completion"]["mean"], float(comp.mean()))
+        assert s["lengths"]["prompt"]["min"] == prompt.min() and s["lengths"]["prompt"]["max"] == prompt.max()
+        assert close(s["lengths"]["prompt"]["p90"], float(np.percentile(prompt, 90)))
+        assert close(s["lengths"]["reasoning"]["median"], float(np.median([r["reasoning_len"] for r in rs])))
+        assert close(s["truncated_share"], sum(r["finish_reason"] == "length" for r in rs) / len(rs))
+        assert close(s["short_share"], float((comp < 300).mean()))
+        with_calls = [r for r in rs if r["num_tool_calls"] > 0]
+        assert s["tool_calls"]["rows"] == len(with_calls)
+        assert close(s["tool_calls"]["rate"], len(with_calls) / len(rs))
+        ok = [r for r in with_calls if "args_not_json_object" not in r["issues"]]
+        if with_calls:
+            assert close(s["tool_calls"]["args_valid_rate"], len(ok) / len(with_calls))
+        assert s["finish_reasons"] == {f: sum(r["finish_reason"] == f for r in rs)
+                                       for f in sorted({r["finish_reason"] for r in rs})}
+        assert s["tokens"]["total"] == int(prompt.sum() + comp.sum()) == rep["prompt_tokens"] + rep["completion_tokens"]
+        assert s["tokens"]["train"] == rep["train_tokens"]
+        assert s["rejection_reasons"] == rep["reasons"]
+        assert (tmp_path / "plots" / f"lengths_{config}.png").stat().st_size > 1000
+    o = got["overall"]
+    assert o["rows"] == len(every)
+    assert close(o["lengths"]["completion"]["median"], float(np.median([r["completion_len"] for r in every])))
+    assert o["counts"]["generated"] == sum(report(workdir, c)["generated"] for c in PARTITIONS)
+    assert close(o["tool_calls"]["rate"], sum(r["num_tool_calls"] > 0 for r in every) / len(every))
+    # The local engine reports cached_tokens (0: no prefix cache), so the share is there.
+    assert o["cache"] is not None and 0 <= o["cache"]["hit_share"] <= 1
+
+
+def test_stats_table_prints_the_same_numbers(demo_run):
+    workdir, _ = demo_run
+    proc = run_cli("stats", "--workdir", str(workdir), "--no-plots")
+    lines = proc.stdout.splitlines()
+    got = json.loads(run_cli("stats", "--workdir", str(workdir), "--json", "--no-plots").stdout)
+
+    def cells(line):
+        return [c.strip() for c in line.strip().strip("│").split("│")]
+
+    # counts table: the "all" row
+    all_row = next(cells(ln) for ln in lines if cells(ln)[0] == "all")
+    total = sum(report(workdir, c)["generated"] for c in PARTITIONS)
+    assert all_row[3] == f"{total:,}"
+    # distribution table: each config's completion median, as printed
+    current = None
+    seen = 0
+    for ln in lines:
+        c = cells(ln)
+        if len(c) == 10 and c[1] in ("prompt", "completion", "reasoning"):
+            current = c[0] or current
+            if c[1] == "completion" and current in PARTITIONS:
+                med = float(np.median([r["completion_len"] for r in rows(workdir, current, ["completion_len"])]))
+                assert c[5] == (f"{int(med):,}" if med.is_integer() else f"{med:,.1f}"), (current, c)
+                seen += 1
+    assert seen == len(PARTITIONS)
+    assert f"{100 * got['overall']['truncated_share']:.1f}%" in proc.stdout
+
+
+def test_length_histograms_are_deterministic(demo_run, tmp_path):
+    from kimi_eagle_data.emit.plots import plot_length_histograms
+    from kimi_eagle_data.workdir import Workdir
+
+    workdir, _ = demo_run
+    a = plot_length_histograms(Workdir(workdir), ["B1"], tmp_path / "a")
+    b = plot_length_histograms(Workdir(workdir), ["B1"], tmp_path / "b")
+    assert a == b == {"B1 token lengths": "assets/lengths_B1.png"}
+    assert (tmp_path / "a" / "lengths_B1.png").read_bytes() == (tmp_path / "b" / "lengths_B1.png").read_bytes()
+    # emit puts them in the card
+    card = (workdir / "dataset" / "README.md").read_text()
+    assert "assets/lengths_B4.png" in card and (workdir / "dataset" / "assets" / "lengths_B4.png").exists()
+
+
+# -- plan -------------------------------------------------------------------------------------------
+
+def naive_tokens(r) -> float:
+    *prompt, gen = r["messages"]
+    chars = sum(len(m["content"] or "") + len(m["reasoning_content"] or "") for m in prompt)
+    chars += len(gen["content"] or "") + len(gen["reasoning_content"] or "")
+    chars += sum(len(c["function"]["name"] or "") + len(c["function"]["arguments"] or "")
+                 for c in gen["tool_calls"] or [])
+    return chars / 3.5
+
+
+def test_plan_projects_from_the_pilot(demo_run):
+    workdir, _ = demo_run
+    proc = run_cli("plan", "--workdir", str(workdir), "--json", "--counts", "B4=1000", "--counts", "B8=0",
+                   "--throughput", "500", "--gpus", "8")
+    got = json.loads(proc.stdout)
+    assert "B8" not in got["configs"] and got["configs"]["B4"]["count"] == 1000
+    assert got["configs"]["B1"]["count"] == PARTITIONS["B1"].default_n
+    assert got["throughput"]["source"] == "given" and got["throughput"]["tokens_per_s"] == 500
+    assert got["confidence"] == 0.95
+
+    rs = rows(workdir, "B4")
+    tokens = np.array([r["prompt_len"] + r["completion_len"] for r in rs], dtype=float)
+    comp = np.array([r["completion_len"] for r in rs], dtype=float)
+    b4 = got["configs"]["B4"]
+    assert close(b4["tokens"]["estimate"], 1000 * tokens.mean())
+    hw = (b4["tokens"]["high"] - b4["tokens"]["low"]) / 2
+    t = T975[len(rs) - 1]
+    assert close(hw, 1000 * t * tokens.std(ddof=1) / math.sqrt(len(rs)), tol=2e-3)
+    assert close(b4["train_rows"]["estimate"], 1000 * sum(r["split"] == "train" for r in rs) / len(rs))
+    assert close(b4["gpu_hours"]["estimate"], 1000 * comp.mean() / 500 / 3600 * 8)
+    assert close(b4["naive"]["tokens"], 1000 * np.mean([naive_tokens(r) for r in rs]), tol=1e-2)
+
+    # overall = the sum of the configs
+    cfgs = got["configs"].values()
+    o = got["overall"]
+    assert o["count"] == sum(c["count"] for c in cfgs)
+    assert close(o["tokens"]["estimate"], sum(c["tokens"]["estimate"] for c in cfgs))
+    assert o["tokens"]["low"] < o["tokens"]["estimate"] < o["tokens"]["high"]
+    assert close(o["gpu_hours"]["estimate"], o["completion_tokens"]["estimate"] / 500 / 3600 * 8)
+    assert close(o["disk_bytes"]["estimate"], sum(c["disk_bytes"]["estimate"] for c in cfgs))
+    assert 1 < b4["pilot"]["bytes_per_token"] < 100
+
+
+def test_plan_table_defaults_and_throughput_warning(demo_run):
+    workdir, _ = demo_run
+    got = json.loads(run_cli("plan", "--workdir", str(workdir), "--json").stdout)
+    assert got["overall"]["count"] == sum(p.default_n for p in PARTITIONS.values()) == 88_000
+    assert got["throughput"]["source"] == "measured" and got["throughput"]["measured"]["engine"] == "local"
+    proc = run_cli("plan", "--workdir", str(workdir))
+    out = " ".join(proc.stdout.split())
+    assert "95% intervals" in out and "88,000" in out
+    assert "says nothing about production speed" in out and "--throughput" in out
+    assert "chars/3.5" in out
+    bad = run_cli("plan", "--workdir", str(workdir), "--counts", "B4", check=False)
+    assert bad.returncode == 2
+
+
+# -- inspect ----------------------------------------------------------------------------------------
+
+def test_segments_rebuild_every_row(demo_run):
+    """In-process over every demo row: the segments concatenate to input_ids and the boundary is prompt_len."""
+    from kimi_eagle_data.reports.inspect import Segmenter
+    from kimi_eagle_data.profile import TINY_KIMI, TINY_MODEL_DIR
+    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+
+    workdir, _ = demo_run
+    seg = Segmenter(TINY_KIMI, load_tokenizer(str(TINY_MODEL_DIR)))
+    for config in PARTITIONS:
+        for r in rows(workdir, config):
+            ss = seg.segment(r["input_ids"], r["prompt_len"])
+            assert sum((s.ids for s in ss), []) == r["input_ids"]
+            assert [s.start for s in ss[1:]] == [s.end for s in ss[:-1]]
+            assert r["prompt_len"] in {s.start for s in ss} | {len(r["input_ids"])}
+            assert [t for s in ss for t in [s.loss] * s.n_tokens] == r["loss_mask"]
+            kinds = [s.kind for s in ss]
+            assert kinds.count("tool_call") == r["num_tool_calls"]
+            if r["split"] == "train":
+                assert kinds[-1] == "end" and "user" in kinds and "generation_prompt" in kinds
+                assert (r["tools"] != "") == ("tools" in kinds)
+
+
+def test_inspect_json_tool_call_sample(demo_run):
+    workdir, _ = demo_run
+    r = next(r for r in rows(workdir, "B1") if r["num_tool_calls"] > 0 and r["split"] == "train")
+    got = json.loads(run_cli("inspect", str(workdir), "B1", r["id"], "--json").stdout)
+    assert got["id"] == r["id"] and got["split"] == "train" and got["issues"] == []
+    assert sum((s["ids"] for s in got["segments"]), []) == r["input_ids"]
+    assert got["loss_boundary"] == r["prompt_len"] == got["prompt_len"]
+    assert next(s["start"] for s in got["segments"] if s["loss"] == 1) == r["prompt_len"]
+    kinds = [s["kind"] for s in got["segments"]]
+    assert kinds[:1] == ["tools"] and "user" in kinds and kinds[-1] == "end"
+    # tools are declared as the real model sees them: TypeScript, one `type NAME = …` per declared tool
+    from kimi_eagle_data.prompts.tool_declaration import encode_tools
+    declared = got["segments"][0]["text"]
+    assert encode_tools(json.loads(r["tools"])) in declared and "namespace functions {" in declared
+    assert '"parameters"' not in declared
+    calls = [s for s in got["segments"] if s["kind"] == "tool_call"]
+    assert len(calls) == r["num_tool_calls"]
+    names = [c["function"]["name"] for c in r["messages"][-1]["tool_calls"]]
+    assert [c["label"] for c in calls] == [f"tool call {i}: {n}" for i, n in enumerate(names)]
+    reasoning = next(s for s in got["segments"] if s["kind"] == "reasoning")
+    assert reasoning["n_tokens"] == r["reasoning_len"] + 1       # + </think>
+
+
+def test_inspect_text_and_dataset_dir(demo_run):
+    workdir, _ = demo_run
+    rs = rows(workdir, "B4", ["id", "completion_len", "prompt_len"])
+    shortest = min(rs, key=lambda r: (r["completion_len"], r["id"]))
+    proc = run_cli("inspect", str(workdir / "dataset"), "B4", "--shortest", "--raw")
+    out = " ".join(proc.stdout.split())
+    assert shortest["id"] in out
+    assert f"loss-mask boundary at position {shortest['prompt_len']}" in out
+    for label in ("user", "generation prompt", "reasoning + </think>", "answer", "end of turn"):
+        assert label in out
+    longest = max(rs, key=lambda r: r["completion_len"])
+    got = json.loads(run_cli("inspect", str(workdir), "B4", "--longest", "--json").stdout)
+    assert got["completion_len"] == longest["completion_len"]
+
+
+def test_inspect_browse_rejected_and_random(demo_run):
+    workdir, _ = demo_run
+    rejected = [(c, r) for c in PARTITIONS for r in rows(workdir, c, LIGHT) if r["split"] == "rejected"]
+    if not rejected:
+        pytest.skip("the demo rejected nothing")
+    config, row = rejected[0]
+    reason = row["issues"][0]
+    with_reason = {r["id"] for c, r in rejected if c == config and reason in r["issues"]}
+    args = ("inspect", str(workdir), config, "--rejected", reason, "--random", "--seed", "3", "--json")
+    a, b = (json.loads(run_cli(*args).stdout) for _ in range(2))
+    assert a["id"] == b["id"] and a["id"] in with_reason
+    assert reason in [i["code"] for i in a["issues"]] and a["split"] == "rejected"
+    for i in a["issues"]:
+        assert i["description"] == REASONS[i["code"]]
+    assert a["picked"].startswith(f"rejected for {reason}; random pick of {len(with_reason)}")
+
+
+def test_inspect_unknown_id_is_one_line(demo_run):
+    workdir, _ = demo_run
+    proc = run_cli("inspect", str(workdir), "B4", "B4-0000000000000000", check=False)
+    assert proc.returncode == 1
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and "B4-0000000000000000" in lines[0], proc.stderr
+    proc = run_cli("inspect", str(workdir), "B4", "--rejected", "no_such_reason", check=False)
+    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_plan_throughput_counts_busy_time_not_idle_gaps_between_sessions():
+    import numpy as np
+
+    from kimi_eagle_data.reports.plan import busy_seconds
+
+    # two overlapping requests, then a resumed session an hour later
+    starts, ends = np.array([0.0, 5.0, 3600.0]), np.array([10.0, 12.0, 3610.0])
+    assert busy_seconds(starts, ends) == 22.0
+    assert busy_seconds(np.array([1.0]), np.array([1.0])) == 0.0

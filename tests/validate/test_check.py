@@ -1,0 +1,176 @@
+"""`kimi-data check`: the validator as a tool for any EAGLE-3 data, through the real CLI.
+
+The verdicts are compared with the demo dataset's own columns (its `issues`), never with hard-coded
+token ids or tool-declaration text: the tiny tokenizer and the validator's rules may change, the
+agreement between `check` and `validate` must not.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.prompts.tokenizer import render_prompt
+
+from tests.conftest import run_cli
+
+P = TINY_KIMI
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Weather for a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+
+
+def _split_table(dataset: Path, split: str) -> pa.Table:
+    """Every config's `split` rows, in config order (one file: one CLI start instead of one per shard)."""
+    files = sorted(dataset.glob(f"data/*/{split}-*.parquet"))
+    assert files, f"the demo dataset has no {split} shards"
+    return pa.concat_tables(pq.read_table(f) for f in files)
+
+
+def _check_json(path: Path, *extra: str) -> tuple[int, list[dict]]:
+    proc = run_cli("check", str(path), "--profile", "tiny-kimi", "--json", "--no-progress", *extra, check=False)
+    assert proc.returncode in (0, 1), proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [v["row"] for v in lines] == list(range(len(lines)))
+    for v in lines:
+        assert v["valid"] == (not v["issues"])
+    return proc.returncode, lines
+
+
+@pytest.fixture(scope="module")
+def demo_splits(demo_run, tmp_path_factory):
+    workdir, _ = demo_run
+    out = tmp_path_factory.mktemp("check")
+    tables = {}
+    for split in ("train", "rejected"):
+        tables[split] = _split_table(workdir / "dataset", split)
+        pq.write_table(tables[split], out / f"{split}.parquet")
+    return workdir, out, tables
+
+
+def test_check_agrees_with_the_demo_dataset_row_by_row(demo_splits):
+    _, out, tables = demo_splits
+    rc, verdicts = _check_json(out / "train.parquet")
+    assert rc == 0 and len(verdicts) == tables["train"].num_rows
+    assert all(v["valid"] for v in verdicts)
+    assert [v["id"] for v in verdicts] == tables["train"].column("id").to_pylist()
+
+    rejected = tables["rejected"]
+    assert rejected.num_rows, "the demo dataset has no rejected row to compare"
+    rc, verdicts = _check_json(out / "rejected.parquet")
+    assert rc == 1
+    assert [v["issues"] for v in verdicts] == rejected.column("issues").to_pylist()
+
+
+def test_a_specforge_export_gets_the_same_verdicts(demo_splits):
+    """No tools and no finish_reason columns: the tools come from the prompt's declaration turn, the
+    finish reason from the completion's last token; the verdicts stay the dataset's."""
+    workdir, out, tables = demo_splits
+    with_tools = sum(1 for t, n in zip(tables["train"].column("tools").to_pylist(),
+                                       tables["train"].column("num_tool_calls").to_pylist()) if t and n)
+    assert with_tools, "no train row calls a tool: the recovery of declared tools would go untested"
+    for split in ("train", "rejected"):
+        path = out / f"{split}.specforge.jsonl"
+        run_cli("export", str(workdir / "dataset"), "--format", "specforge", "--split", split, "--out", str(path))
+        assert set(json.loads(path.open().readline())) == {"id", "input_ids", "loss_mask"}
+        rc, verdicts = _check_json(path)
+        expected = dict(zip(tables[split].column("id").to_pylist(), tables[split].column("issues").to_pylist()))
+        assert {v["id"]: v["issues"] for v in verdicts} == expected
+        assert rc == (0 if split == "train" else 1)
+
+
+def test_summary_table_counts_reasons(demo_splits):
+    _, out, tables = demo_splits
+    proc = run_cli("check", str(out / "rejected.parquet"), "--profile", "tiny-kimi", "--no-progress", check=False)
+    assert proc.returncode == 1
+    n = tables["rejected"].num_rows
+    assert f"{n} rows checked" in proc.stdout and f"0 valid, {n} invalid" in proc.stdout
+    counts: dict[str, int] = {}
+    for issues in tables["rejected"].column("issues").to_pylist():
+        for code in issues:
+            counts[code] = counts.get(code, 0) + 1
+    table_rows = {line.split("│")[1].strip(): line.split("│")[2].strip()
+                  for line in proc.stdout.splitlines() if line.startswith("│") and line.split("│")[1].strip()}
+    assert {k: int(v) for k, v in table_rows.items() if k in counts} == counts
+
+
+def _completion(name: str, index: int, args: str = '{"city": "Oslo"}', answer: str = "") -> str:
+    call = f"{P.tool_call_begin}{P.tool_call_id(name, index)}{P.tool_call_argument_begin}{args}{P.tool_call_end}"
+    return (f"Let me look.{P.think_close}{answer}{P.tool_calls_section_begin}{call}{P.tool_calls_section_end}"
+            f"{P.end_of_turn}")
+
+
+def test_messages_and_completion_text_rows_and_malformed_rows(tmp_path, demo_splits):
+    user = [{"role": "user", "content": "Weather in Oslo?"}]
+    history = user + [
+        {"role": "assistant", "content": "", "reasoning_content": "Call it.", "tool_calls": [
+            {"id": P.tool_call_id("get_weather", 0), "type": "function",
+             "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}]},
+        {"role": "tool", "tool_call_id": P.tool_call_id("get_weather", 0), "content": "4 C"},
+        {"role": "user", "content": "And in Bergen?"}]
+    train = demo_splits[2]["train"].slice(0, 1).to_pylist()[0]
+    rows = [
+        {"messages": user, "completion": f"Easy.{P.think_close}It is cold.{P.end_of_turn}"},          # 0 valid
+        {"messages": user, "tools": TOOLS, "completion": _completion("get_weather", 0)},              # 1 valid
+        {"messages": history, "tools": json.dumps(TOOLS), "completion": _completion("get_weather", 1)},  # 2 valid
+        {"messages": history, "tools": TOOLS, "completion": _completion("get_weather", 0)},           # 3 restarts
+        {"messages": user, "tools": TOOLS, "completion": _completion("nope", 0)},                     # 4 undeclared
+        {"messages": user, "completion": _completion("get_weather", 0)},                              # 5 no tools
+        {"messages": user, "completion": f"Easy.{P.think_close}It is"},                                # 6 cut short
+        {"id": "r7", "input_ids": train["input_ids"], "prompt_len": train["prompt_len"],
+         "finish_reason": "stop"},                                                                     # 7 valid
+        {"id": "r8", "text": "no known form"},                                                         # 8
+        {"input_ids": "not ids", "loss_mask": [0]},                                                    # 9
+        {"input_ids": train["input_ids"], "loss_mask": train["loss_mask"][:-1]},                       # 10
+    ]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows[:9]) + "\n{not json\n\n"
+                    + "\n".join(json.dumps(r) for r in rows[9:]) + "\n")
+    proc = run_cli("check", str(path), "--profile", "tiny-kimi", "--json", "--no-progress", check=False)
+    assert proc.returncode == 1
+    verdicts = [json.loads(line) for line in proc.stdout.splitlines()]
+    issues = [v["issues"] for v in verdicts]
+    assert len(issues) == 12              # the blank line is not a row; the broken JSON line is
+    assert issues[0] == issues[1] == issues[2] == issues[7] == []
+    assert issues[3] == ["tool_call_index_out_of_order"]
+    assert issues[4] == ["undeclared_tool"]
+    assert issues[5] == ["tool_call_without_tools"]
+    assert issues[6] == ["truncated"]                       # no finish_reason, no end of turn
+    assert verdicts[7]["id"] == "r7" and verdicts[8]["id"] == "r8"
+    assert issues[8] == issues[9] == issues[10] == ["unreadable_row"]
+    assert issues[11][0] == "loss_mask_length_mismatch"
+    # one error line per unreadable row on stderr, the run continues
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert [e.split(" row ")[1].split(":")[0].split(" ")[0] for e in errors] == ["8", "9", "10"]
+    assert all("mixed.jsonl" in e for e in errors)
+
+
+def test_exit_codes_and_usage(tmp_path):
+    proc = run_cli("check", str(tmp_path / "missing.parquet"), "--profile", "tiny-kimi", check=False)
+    assert proc.returncode == 2
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"PAR1 not really")
+    proc = run_cli("check", str(bad), "--profile", "tiny-kimi", check=False)
+    assert proc.returncode == 1
+    assert [line for line in proc.stderr.splitlines() if line.strip()] == [proc.stderr.strip()]   # one line
+    assert proc.stderr.startswith("error:") and "bad.parquet" in proc.stderr
+
+
+def test_declared_tool_names_reads_back_what_render_prompt_declares(tiny_tokenizer):
+    tools = TOOLS + [{"type": "function", "function": {"name": "ping", "parameters": {"type": "object",
+                                                                                      "properties": {}}}}]
+    text = tiny_tokenizer.decode(render_prompt(tiny_tokenizer, [{"role": "user", "content": "hi"}], tools),
+                                 skip_special_tokens=False)
+    turns = [t + P.end_of_turn for t in text.split(P.end_of_turn) if t.startswith(P.turn_tokens["system"])]
+    names = [P.declared_tool_names(t) for t in turns]
+    assert frozenset({"get_weather", "ping"}) in names
+    user_turn = text[text.index(P.turn_tokens["user"]):]
+    assert P.declared_tool_names(user_turn) is None
+    # the template's fallback without `tools_ts_str`: the tools as compact JSON
+    head = P.turn_tokens["system"] + P.tool_declare_role + P.turn_header_end
+    assert P.declared_tool_names(head + json.dumps(tools) + P.end_of_turn) == {"get_weather", "ping"}
