@@ -23,7 +23,8 @@ from transformers import AutoTokenizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kimi_eagle_data.profile import TINY_KIMI, TINY_MODEL_DIR, ProfileTokens  # noqa: E402
-from kimi_eagle_data.validate.rules import REASONS, Validator, Verdict  # noqa: E402
+from kimi_eagle_data.validate.rules import REASONS, Verdict  # noqa: E402
+from kimi_eagle_data.validate.validator import Validator  # noqa: E402
 
 # --------------------------------------------------------------------------------------------
 # The baseline: one Python loop over every token, a state machine, the same rules.

@@ -21,7 +21,7 @@ from kimi_eagle_data.profile import ModelProfile, ProfileTokens, get_profile
 from kimi_eagle_data.settings import BOUND, INHERITED, dataclass_fields
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
 from kimi_eagle_data.prompts.tool_declaration import ENCODER_VERSION as TOOL_ENCODER_VERSION
-from kimi_eagle_data.validate.rules import Validator
+from kimi_eagle_data.validate.validator import Validator
 from kimi_eagle_data.workdir import Workdir, dataset_config_dir
 
 # What the run is bound to: a workdir started with one value refuses another (settings.py marks the

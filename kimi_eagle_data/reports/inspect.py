@@ -395,7 +395,7 @@ def _issue_details(seg: Segmenter, row: dict[str, Any], run: dict[str, Any], src
     if not row["issues"]:
         return {}
     try:
-        from kimi_eagle_data.validate.rules import Validator
+        from kimi_eagle_data.validate.validator import Validator
 
         max_seq_len = int(run.get("max_seq_len") or seg.profile.max_seq_len)
         v = Validator(seg.tokens, seg.tokenizer, max_seq_len, keep_truncated=bool(run.get("keep_truncated")))

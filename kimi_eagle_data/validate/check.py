@@ -30,7 +30,8 @@ import orjson
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.profile import ModelProfile, ProfileTokens
 from kimi_eagle_data.prompts.tokenizer import render_prompt
-from kimi_eagle_data.validate.rules import REASONS, Validator
+from kimi_eagle_data.validate.rules import REASONS
+from kimi_eagle_data.validate.validator import Validator
 
 # Reasons `check` adds to the validator's (SPEC §5) codes: what only a foreign file can get wrong.
 CHECK_REASONS = {

@@ -23,7 +23,7 @@ import orjson
 import pyarrow as pa
 
 from kimi_eagle_data.schema import ROW_SCHEMA, message_chars, normalize_message
-from kimi_eagle_data.validate.rules import Validator
+from kimi_eagle_data.validate.validator import Validator
 
 MESSAGES_TYPE = ROW_SCHEMA.field("messages").type
 

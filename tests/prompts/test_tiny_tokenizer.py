@@ -18,7 +18,7 @@ import pytest
 
 from kimi_eagle_data.profile import TINY_KIMI, TINY_MODEL_DIR, ProfileTokens
 from kimi_eagle_data.prompts.tokenizer import TokenizerLoadError, fast_decoder, load_tokenizer, tokenizer_fingerprint
-from kimi_eagle_data.validate.rules import Validator
+from kimi_eagle_data.validate.validator import Validator
 
 BASE = 1792   # BPE ranks in tiktoken.model; 256 reserved special ids follow
 

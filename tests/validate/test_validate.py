@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from kimi_eagle_data.profile import TINY_KIMI, ProfileTokens
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer
-from kimi_eagle_data.validate.rules import REASONS, Validator, Verdict
+from kimi_eagle_data.validate.rules import REASONS, Verdict
+from kimi_eagle_data.validate.validator import Validator
 
 TINY_DIR = Path(__file__).resolve().parents[2] / "kimi_eagle_data" / "assets" / "tiny-kimi"
 
