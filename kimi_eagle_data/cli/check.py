@@ -18,7 +18,7 @@ _SHOWN_ROWS = 20     # invalid / unreadable rows listed one per line before the 
 
 
 def _cli():
-    from kimi_eagle_data import cli
+    from kimi_eagle_data.cli import main as cli
 
     return cli
 

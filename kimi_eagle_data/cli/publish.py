@@ -16,7 +16,7 @@ from kimi_eagle_data.run_checks import click_config_names
 
 
 def _cli():
-    from kimi_eagle_data import cli
+    from kimi_eagle_data.cli import main as cli
 
     return cli
 

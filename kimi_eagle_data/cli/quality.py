@@ -70,7 +70,7 @@ The segments' ids concatenated are the row's input_ids."""
 
 def _cli():
     # Imported late: cli/main.py registers these commands at its end.
-    from kimi_eagle_data import cli
+    from kimi_eagle_data.cli import main as cli
 
     return cli
 

@@ -72,7 +72,7 @@ def score(configs, workdir: Path, limit: int, seed: int, threshold: float, engin
       kimi-data score --workdir demo-work
       kimi-data score B1 B5 --workdir pilot --engine sglang --server http://node1:30000 --json
     """
-    from kimi_eagle_data import cli
+    from kimi_eagle_data.cli import main as cli
 
     cli.friendly_errors(_score)(configs, workdir, limit, seed, threshold, engine, servers, concurrency, max_attempts,
                                 retry_backoff, request_timeout, health_timeout, allow_old_server, batch_size,
@@ -81,7 +81,7 @@ def score(configs, workdir: Path, limit: int, seed: int, threshold: float, engin
 
 def _score(configs, workdir: Path, limit, seed, threshold, engine, servers, concurrency, max_attempts, retry_backoff,
            request_timeout, health_timeout, allow_old_server, batch_size, retry_failed, as_json, no_progress):
-    from kimi_eagle_data import cli
+    from kimi_eagle_data.cli import main as cli
     from kimi_eagle_data.pipeline import Pipeline, RunSettings
     from kimi_eagle_data.score.report import rich_table, score_workdir, threshold_note
     from kimi_eagle_data.workdir import Workdir, read_json
