@@ -9,7 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kimi_eagle_data.sources.adapters import ADAPTERS, adapt_row, split_reasoning
+from kimi_eagle_data.sources.adapters import ADAPTERS
+from kimi_eagle_data.sources.policies import adapt_row, first_user
+from kimi_eagle_data.sources.rows import split_reasoning
 from kimi_eagle_data.builders.partitions import PARTITIONS, Filters, Partition
 from kimi_eagle_data.sources.decontam import DecontamError, DecontamSettings, Decontaminator, EvalSet
 from kimi_eagle_data.sources.dedup import DedupSettings, MinHashDedup, exact_key, normalize
@@ -91,7 +93,7 @@ def test_every_user_prefix_starts_with_the_first_user_prompt(config):
     multi = 0
     for row in (json.loads(line) for line in part.sample_file.read_text().splitlines()):
         try:
-            first = ADAPTERS[part.adapter](row)
+            first = first_user(ADAPTERS[part.adapter](row))
         except SourceRowError as e:
             with pytest.raises(SourceRowError) as info:
                 adapt_row(part.adapter, row, "every_user_prefix")
