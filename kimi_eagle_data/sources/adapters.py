@@ -223,7 +223,7 @@ CHAT_ID_FIELDS = ("id", "prompt_id", "conversation_id", "uuid")
 _CHAT = TurnRules(CHAT_ROLES, strict=False)
 
 
-def normalize_tool(obj: Any, i: int) -> Any:
+def normalize_tool(obj: Any) -> Any:
     """A tool as `{"type": "function", "function": {...}}`: a flat `{name, description,
     parameters}` is wrapped and empty/missing `parameters` filled (as for glaive). Anything else
     is passed through unchanged, for the `invalid_tool_schema` filter to judge."""
@@ -248,7 +248,7 @@ def _chat_tools(row: dict) -> list | None:
             raise SourceRowError("bad_tool_json", f"`tools` is not valid JSON: {e.msg}") from None
     if not isinstance(raw, list):
         raise SourceRowError("bad_tool_json", f"`tools` is {type(raw).__name__}, expected a list of tools")
-    return [normalize_tool(t, i) for i, t in enumerate(raw)] or None
+    return [normalize_tool(t) for t in raw] or None
 
 
 def chat(row: dict, id_field: str | None = None) -> Conversation:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kimi_eagle_data.builders.partitions import POLICIES
 from kimi_eagle_data.records import SourcePrompt, SourceRowError
 from kimi_eagle_data.sources.adapters import ADAPTERS
 from kimi_eagle_data.sources.rows import Conversation
@@ -91,7 +92,7 @@ def adapt_row(adapter: str, row: Any, policy: str = "first_user", *, id_field: s
     """One source row -> (row key, [(source id, prompt or per-prompt error)]) under a policy.
 
     Raises `SourceRowError` when the row as a whole cannot be read."""
-    if policy not in ("first_user", "every_user_prefix", "after_tool_result"):
+    if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}")
     if policy == "after_tool_result" and adapter != "glaive":
         raise ValueError(f"policy after_tool_result needs the glaive adapter, not {adapter!r}")

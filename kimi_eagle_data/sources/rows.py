@@ -204,6 +204,8 @@ def read_turns(turns: list, col: str, role_key: str, text_key: str, rules: TurnR
 
 def _read_later_turns(msgs: list[dict[str, Any]], turns: list, start: int, col: str, role_key: str,
                       text_key: str, rules: TurnRules) -> None:
+    """The turns after the first user turn, appended to `msgs` (those before a turn that cannot be read stay).
+    A system turn there is kept, where it stands, only when the conversation has none yet."""
     for i in range(start, len(turns)):
         turn = turns[i]
         if role_key not in turn:
