@@ -187,9 +187,8 @@ def _partition(config: str, t: _Table, base: Partition | None, *, seed: int, fil
     if isinstance(n_raw, int) and n_raw < 1:
         raise t.err("n", "must be at least 1 (or \"all\")")
     adapter = t.get("adapter", str, "chat" if user else base.adapter)
-    if adapter not in ADAPTERS or adapter == "glaive_after_tool_result":
-        raise t.err("adapter", f"unknown adapter {adapter!r}; known: "
-                               + ", ".join(a for a in ADAPTERS if a != "glaive_after_tool_result"))
+    if adapter not in ADAPTERS:
+        raise t.err("adapter", f"unknown adapter {adapter!r}; known: {', '.join(ADAPTERS)}")
     policy = t.get("policy", str, "first_user" if user else base.policy)
     if policy not in POLICIES:
         raise t.err("policy", f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")

@@ -26,7 +26,7 @@ TINY = str(TINY_MODEL_DIR)
 # -- adapters ---------------------------------------------------------------------------------------
 
 def sample_items():
-    from kimi_eagle_data.sources.adapters import adapt_row
+    from kimi_eagle_data.sources.policies import adapt_row
     from kimi_eagle_data.sources.config import load_config
     from kimi_eagle_data.sources.readers import iter_source
 

@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from kimi_eagle_data.sources.adapters import ADAPTERS, content_text, glaive, parse_glaive_call, parse_glaive_system
+from kimi_eagle_data.sources.adapters import ADAPTERS
+from kimi_eagle_data.sources.glaive import glaive, parse_glaive_call, parse_glaive_system
+from kimi_eagle_data.sources.policies import adapt_row, after_tool_result, first_user
+from kimi_eagle_data.sources.rows import content_text
 from kimi_eagle_data.builders.partitions import PARTITIONS
 from kimi_eagle_data.records import SourcePrompt, SourceRowError
 
@@ -27,8 +30,13 @@ def load(config: str) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+def first(adapter: str):
+    """The adapter under the default policy: row -> its first-user prompt."""
+    return lambda row: first_user(ADAPTERS[adapter](row))
+
+
 def outcomes(config: str) -> tuple[list[SourcePrompt], collections.Counter]:
-    adapter = ADAPTERS[PARTITIONS[config].adapter]
+    adapter = first(PARTITIONS[config].adapter)
     ok, errors = [], collections.Counter()
     for row in load(config):
         try:
@@ -74,7 +82,7 @@ def test_registry_covers_every_partition_adapter():
     used = {p.adapter for p in PARTITIONS.values()}
     assert used == {"glaive", "input_field", "messages", "openthoughts", "sharegpt", "sweagent"}
     assert used <= set(ADAPTERS)
-    assert set(ADAPTERS) - used == {"glaive_after_tool_result", "chat"}   # chat: user-defined partitions
+    assert set(ADAPTERS) - used == {"chat"}   # chat: user-defined partitions
     for p in PARTITIONS.values():
         assert p.sample_file.name == f"{p.config}-{p.name}.jsonl"
         assert p.sample_file.is_file(), p.sample_file
@@ -133,7 +141,7 @@ def test_bundled_rows_have_the_upstream_columns(config):
 def test_bundled_prompts_are_short_except_the_deliberate_long_ones():
     long_rows = []
     for config, p in PARTITIONS.items():
-        adapter = ADAPTERS[p.adapter]
+        adapter = first(p.adapter)
         for row in load(config):
             try:
                 sp = adapter(row)
@@ -161,7 +169,7 @@ def test_b1_tools_come_from_the_pool_and_requests_name_them():
     with_tools = example = no_access = 0
     for row in rows:
         try:
-            sp = glaive(row)
+            sp = first("glaive")(row)
         except SourceRowError:
             continue
         if sp.tools is None:
@@ -194,7 +202,7 @@ def test_glaive_concatenated_tools_become_native_tools():
     row = glaive_row([WEATHER, JOKE, MUSIC], "USER: What's the weather in Paris right now?\n\n\n"
                      "ASSISTANT: <functioncall> {\"name\": \"get_weather\", \"arguments\": '{\"city\": \"Paris\"}'} "
                      "<|endoftext|>\n\n\n")
-    sp = glaive(row)
+    sp = first("glaive")(row)
     assert [t["function"]["name"] for t in sp.tools] == ["get_weather", "get_random_joke", "play_music"]
     assert all(t["type"] == "function" for t in sp.tools)
     assert sp.tools[0]["function"]["parameters"] == WEATHER["parameters"]
@@ -205,7 +213,7 @@ def test_glaive_concatenated_tools_become_native_tools():
     for sep in ("\n", " ", ""):
         compact = {"system": GLAIVE_TOOLS_PREAMBLE + sep.join(json.dumps(t) for t in [WEATHER, JOKE, MUSIC]),
                    "chat": row["chat"]}
-        assert glaive(compact).tools == sp.tools
+        assert first("glaive")(compact).tools == sp.tools
 
 
 def test_glaive_empty_parameters_are_filled():
@@ -213,21 +221,21 @@ def test_glaive_empty_parameters_are_filled():
         tool = {"name": "get_random_joke", "description": "Get a random joke"}
         if params is not None:
             tool["parameters"] = params
-        sp = glaive(glaive_row([tool, WEATHER], "USER: Tell me a random joke.\n\n\n"))
+        sp = first("glaive")(glaive_row([tool, WEATHER], "USER: Tell me a random joke.\n\n\n"))
         assert sp.tools[0]["function"]["parameters"] == {"type": "object", "properties": {}}
     tool = {"name": "x", "description": "d", "parameters": {"type": "object"}}
-    assert glaive(glaive_row([tool], "USER: hi\n")).tools[0]["function"]["parameters"] == {
+    assert first("glaive")(glaive_row([tool], "USER: hi\n")).tools[0]["function"]["parameters"] == {
         "type": "object", "properties": {}}
 
 
 def test_glaive_no_access_rows_have_no_tools_and_no_system():
-    sp = glaive(glaive_row(None, "USER: Suggest three names for a pet turtle.\n\n\nASSISTANT: Shelly. <|endoftext|>\n"))
+    sp = first("glaive")(glaive_row(None, "USER: Suggest three names for a pet turtle.\n\n\nASSISTANT: Shelly. <|endoftext|>\n"))
     assert sp.tools is None
     assert sp.messages == [{"role": "user", "content": "Suggest three names for a pet turtle."}]
 
 
 def test_glaive_meaningful_leftover_system_text_is_kept():
-    sp = glaive({"system": "SYSTEM: You are a pirate. Answer like one.\n", "chat": "USER: hi\n"})
+    sp = first("glaive")({"system": "SYSTEM: You are a pirate. Answer like one.\n", "chat": "USER: hi\n"})
     assert sp.messages[0] == {"role": "system", "content": "You are a pirate. Answer like one."}
     assert sp.tools is None
 
@@ -249,8 +257,8 @@ def test_glaive_after_tool_result_prefix():
             "FUNCTION RESPONSE: {\"status\": \"playing\"}\n\n\n"
             "ASSISTANT: Now playing Rock 'n' roll. <|endoftext|>\n\n\n")
     row = glaive_row([WEATHER, MUSIC], chat)
-    sp = glaive(row, policy="after_tool_result")
-    assert ADAPTERS["glaive_after_tool_result"](row) == sp
+    sp = after_tool_result(glaive(row))
+    assert adapt_row("glaive", row, "after_tool_result") == (sp.source_id, [(sp.source_id, sp)])
     assert [m["role"] for m in sp.messages] == ["user", "assistant", "tool"]
     call = sp.messages[1]["tool_calls"][0]
     assert call["id"] == "functions.play_music:0"
@@ -262,7 +270,7 @@ def test_glaive_after_tool_result_prefix():
     # the regenerated final answer is not part of the prompt
     assert all("Now playing" not in m["content"] for m in sp.messages)
     # same upstream row, same key, whichever policy
-    assert sp.source_id == glaive(row).source_id
+    assert sp.source_id == first("glaive")(row).source_id
 
 
 def test_glaive_after_tool_result_keeps_clarifying_turns():
@@ -270,29 +278,29 @@ def test_glaive_after_tool_result_keeps_clarifying_turns():
             "USER: 100 USD to EUR.\n\n\n"
             "ASSISTANT: Let me check. <functioncall> {\"name\": \"get_weather\", \"arguments\": '{\"city\": \"Rome\"}'}"
             " <|endoftext|>\n\n\nFUNCTION RESPONSE: {\"t\": 20}\n\n\n")
-    sp = glaive(glaive_row([WEATHER], chat), policy="after_tool_result")
+    sp = after_tool_result(glaive(glaive_row([WEATHER], chat)))
     assert [m["role"] for m in sp.messages] == ["user", "assistant", "user", "assistant", "tool"]
     assert sp.messages[3]["content"] == "Let me check."
 
 
 def test_glaive_after_tool_result_errors():
     plain = glaive_row([WEATHER], "USER: hi\n\n\nASSISTANT: hello <|endoftext|>\n")
-    assert error_code(lambda r: glaive(r, policy="after_tool_result"), plain) == "no_tool_result"
+    assert error_code(lambda r: after_tool_result(glaive(r)), plain) == "no_tool_result"
     undeclared = glaive_row([WEATHER], "USER: play\n\n\nASSISTANT: <functioncall> {\"name\": \"play_music\", "
                             "\"arguments\": '{}'} <|endoftext|>\n\n\nFUNCTION RESPONSE: {}\n")
-    assert error_code(lambda r: glaive(r, policy="after_tool_result"), undeclared) == "undeclared_tool"
+    assert error_code(lambda r: after_tool_result(glaive(r)), undeclared) == "undeclared_tool"
     broken = glaive_row([WEATHER], "USER: x\n\n\nASSISTANT: <functioncall> {\"name\": \"get_weather\", "
                         "\"arguments\": '{city: Paris}'} <|endoftext|>\n\n\nFUNCTION RESPONSE: {}\n")
-    assert error_code(lambda r: glaive(r, policy="after_tool_result"), broken) == "bad_tool_call"
+    assert error_code(lambda r: after_tool_result(glaive(r)), broken) == "bad_tool_call"
     with pytest.raises(ValueError):
-        glaive(plain, policy="nope")
+        adapt_row("glaive", plain, "nope")
 
 
 def test_b1_after_tool_result_on_bundled_rows():
     c = collections.Counter()
     for row in load("B1"):
         try:
-            sp = glaive(row, policy="after_tool_result")
+            sp = after_tool_result(glaive(row))
         except SourceRowError as e:
             c[e.code] += 1
             continue
@@ -307,29 +315,30 @@ def test_b1_after_tool_result_on_bundled_rows():
 
 
 def test_glaive_empty_user_turn_and_bad_rows():
-    assert error_code(glaive, glaive_row([WEATHER], "USER: \n\n\nASSISTANT: Hello! <|endoftext|>\n\n\nUSER: hi\n")) \
+    assert error_code(first("glaive"), glaive_row([WEATHER], "USER: \n\n\nASSISTANT: Hello! <|endoftext|>\n\n\nUSER: hi\n")) \
         == "empty_user_turn"
-    assert error_code(glaive, glaive_row([WEATHER], "USER:    \n")) == "empty_user_turn"
-    assert error_code(glaive, {"system": GLAIVE_TOOLS_PREAMBLE + '{"name": "f", "description": ',
+    assert error_code(first("glaive"), glaive_row([WEATHER], "USER:    \n")) == "empty_user_turn"
+    assert error_code(first("glaive"), {"system": GLAIVE_TOOLS_PREAMBLE + '{"name": "f", "description": ',
                                "chat": "USER: hi\n"}) == "bad_tool_json"
-    assert error_code(glaive, {"system": GLAIVE_TOOLS_PREAMBLE + '{"description": "no name"}',
+    assert error_code(first("glaive"), {"system": GLAIVE_TOOLS_PREAMBLE + '{"description": "no name"}',
                                "chat": "USER: hi\n"}) == "bad_tool_json"
-    assert error_code(glaive, {"system": GLAIVE_TOOLS_PREAMBLE + '{"name": "f", "parameters": [1]}',
+    assert error_code(first("glaive"), {"system": GLAIVE_TOOLS_PREAMBLE + '{"name": "f", "parameters": [1]}',
                                "chat": "USER: hi\n"}) == "bad_tool_json"
-    assert error_code(glaive, {"system": GLAIVE_NO_TOOLS}) == "missing_field"
-    assert error_code(glaive, {"system": GLAIVE_NO_TOOLS, "chat": ["USER: hi"]}) == "wrong_type"
-    assert error_code(glaive, {"system": GLAIVE_NO_TOOLS, "chat": "hello there"}) == "no_user_turn"
-    assert error_code(glaive, {"system": GLAIVE_NO_TOOLS, "chat": "ASSISTANT: hi <|endoftext|>\nUSER: x\n"}) \
+    assert error_code(first("glaive"), {"system": GLAIVE_NO_TOOLS}) == "missing_field"
+    assert error_code(first("glaive"), {"system": GLAIVE_NO_TOOLS, "chat": ["USER: hi"]}) == "wrong_type"
+    assert error_code(first("glaive"), {"system": GLAIVE_NO_TOOLS, "chat": "hello there"}) == "no_user_turn"
+    assert error_code(first("glaive"), {"system": GLAIVE_NO_TOOLS, "chat": "ASSISTANT: hi <|endoftext|>\nUSER: x\n"}) \
         == "starts_with_assistant"
-    assert error_code(glaive, "not a row") == "wrong_type"
+    assert error_code(first("glaive"), "not a row") == "wrong_type"
 
 
 # ------------------------------------------------------------------------------------ B2/B3 input
 
 def test_input_field():
-    adapter = ADAPTERS["input_field"]
+    adapter = first("input_field")
     sp = adapter({"id": "abc123", "input": "Write a function.", "output": "..."})
-    assert sp == SourcePrompt("abc123", [{"role": "user", "content": "Write a function."}], None)
+    assert sp == SourcePrompt("abc123", [{"role": "user", "content": "Write a function."}], None,
+                        {"reasoning": None, "content": "..."})
     assert adapter({"id": 17, "input": "x"}).source_id == "17"
     assert error_code(adapter, {"id": "a"}) == "missing_field"
     assert error_code(adapter, {"input": "x"}) == "missing_field"
@@ -344,7 +353,7 @@ def test_b2_rows_keep_the_input_verbatim():
     rows = load("B2")
     for row in rows:
         if row["input"].strip():
-            sp = ADAPTERS["input_field"](row)
+            sp = first("input_field")(row)
             assert sp.source_id == row["id"]
             assert sp.messages == [{"role": "user", "content": row["input"]}]
         assert 0 <= float(row["average_test_score"]) <= 1
@@ -365,7 +374,7 @@ def test_b3_has_repeated_questions_with_one_id_each():
 # ------------------------------------------------------------------------------------ B4/B6 messages
 
 def test_messages_first_user_turn_and_ids():
-    adapter = ADAPTERS["messages"]
+    adapter = first("messages")
     mot = {"messages": [{"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": "4"}],
            "num_tokens": 10, "source": "x"}
     sp = adapter(mot)
@@ -382,7 +391,7 @@ def test_messages_first_user_turn_and_ids():
 
 
 def test_messages_non_string_content():
-    adapter = ADAPTERS["messages"]
+    adapter = first("messages")
     parts = {"messages": [{"role": "user", "content": [{"type": "text", "text": "Line one."},
                                                        {"type": "text", "text": "Line two."}]}]}
     assert adapter(parts).messages[0]["content"] == "Line one.\nLine two."
@@ -394,7 +403,7 @@ def test_messages_non_string_content():
 
 
 def test_messages_errors():
-    adapter = ADAPTERS["messages"]
+    adapter = first("messages")
     assert error_code(adapter, {"prompt": "x"}) == "missing_field"
     assert error_code(adapter, {"messages": "hi"}) == "wrong_type"
     assert error_code(adapter, {"messages": []}) == "no_user_turn"
@@ -412,7 +421,7 @@ def test_b4_and_b6_bundled_non_string_content():
     b4 = load("B4")
     listed = [r for r in b4 if isinstance(r["messages"][0]["content"], list)]
     assert len(listed) == 1
-    assert ADAPTERS["messages"](listed[0]).messages[0]["content"] == "\n".join(
+    assert first("messages")(listed[0]).messages[0]["content"] == "\n".join(
         p["text"] for p in listed[0]["messages"][0]["content"])
     b6 = load("B6")
     assert sum(isinstance(r["messages"][0]["content"], list) for r in b6) == 1
@@ -427,7 +436,7 @@ SKY = "Your role as an assistant involves thoroughly exploring questions ... Now
 
 
 def test_openthoughts_drops_the_sky_t1_system_prompt():
-    adapter = ADAPTERS["openthoughts"]
+    adapter = first("openthoughts")
     row = {"system": SKY, "conversations": [{"from": "user", "value": "What is 3*7?"},
                                             {"from": "assistant", "value": "<|begin_of_thought|>..."}]}
     sp = adapter(row)
@@ -435,7 +444,8 @@ def test_openthoughts_drops_the_sky_t1_system_prompt():
     assert sp.tools is None
     # OpenThoughts3 style `human`/`gpt` turns work the same
     row3 = {"conversations": [{"from": "human", "value": "What is 3*7?"}, {"from": "gpt", "value": "21"}]}
-    assert adapter(row3) == sp
+    sp3 = adapter(row3)             # the same prompt (its upstream answer is the row's own)
+    assert (sp3.source_id, sp3.messages, sp3.tools) == (sp.source_id, sp.messages, sp.tools)
 
 
 def test_openthoughts_duplicates_share_one_source_id():
@@ -452,7 +462,7 @@ def test_openthoughts_duplicates_share_one_source_id():
 
 
 def test_openthoughts_errors():
-    adapter = ADAPTERS["openthoughts"]
+    adapter = first("openthoughts")
     assert error_code(adapter, {"system": SKY}) == "missing_field"
     assert error_code(adapter, {"conversations": [{"from": "assistant", "value": "x"}]}) == "starts_with_assistant"
     assert error_code(adapter, {"conversations": [{"from": "user", "value": "   "}]}) == "empty_user_turn"
@@ -464,7 +474,7 @@ def test_openthoughts_errors():
 # ------------------------------------------------------------------------------------ B7 sharegpt
 
 def test_sharegpt_roles():
-    adapter = ADAPTERS["sharegpt"]
+    adapter = first("sharegpt")
     for who in ("gpt", "chatgpt", "bing", "bard"):
         row = {"id": "x_0", "conversations": [{"from": "human", "value": "Hi"}, {"from": who, "value": "Hello"}]}
         assert adapter(row).messages == [{"role": "user", "content": "Hi"}]
@@ -500,7 +510,7 @@ def test_b7_bundled_roles():
 # ------------------------------------------------------------------------------------ B8 sweagent
 
 def test_sweagent_system_and_first_user():
-    adapter = ADAPTERS["sweagent"]
+    adapter = first("sweagent")
     row = {"instance_id": "psf__requests-2317", "model_name": "swe-agent-llama-70b", "target": True,
            "trajectory": [
                {"role": "system", "text": None, "system_prompt": "SETTING: ...", "mask": False, "cutoff_date": "01.01.2023"},
@@ -552,8 +562,6 @@ def test_content_text():
 def test_glaive_history_call_ids_are_numbered_across_the_conversation():
     """Kimi numbers tool-call ids over the whole conversation (vLLM and SGLang count the calls already
     in the history): a second call in a later turn is `:1`, and its result refers to `:1`."""
-    from kimi_eagle_data.sources.adapters import glaive_conversation
-
     chat = ("USER: Weather in Rome?\n\n\n"
             "ASSISTANT: <functioncall> {\"name\": \"get_weather\", \"arguments\": '{\"city\": \"Rome\"}'} "
             "<|endoftext|>\n\n\nFUNCTION RESPONSE: {\"t\": 20}\n\n\n"
@@ -561,7 +569,7 @@ def test_glaive_history_call_ids_are_numbered_across_the_conversation():
             "USER: Now play a song.\n\n\n"
             "ASSISTANT: <functioncall> {\"name\": \"play_music\", \"arguments\": '{\"song\": \"Volare\"}'} "
             "<|endoftext|>\n\n\nFUNCTION RESPONSE: {\"status\": \"playing\"}\n\n\n")
-    _, msgs, _ = glaive_conversation(glaive_row([WEATHER, MUSIC], chat))
+    msgs = glaive(glaive_row([WEATHER, MUSIC], chat)).messages
     ids = [c["id"] for m in msgs for c in m.get("tool_calls") or []]
     assert ids == ["functions.get_weather:0", "functions.play_music:1"]
     assert [m["tool_call_id"] for m in msgs if m["role"] == "tool"] == ids

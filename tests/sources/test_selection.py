@@ -9,8 +9,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kimi_eagle_data.sources.adapters import ADAPTERS, adapt_row, split_reasoning
-from kimi_eagle_data.builders.partitions import PARTITIONS, Filters, Partition
+from kimi_eagle_data.sources.adapters import ADAPTERS
+from kimi_eagle_data.sources.policies import adapt_row, first_user
+from kimi_eagle_data.sources.rows import split_reasoning
+from kimi_eagle_data.builders.partitions import PARTITIONS, POLICIES, Filters, Partition
 from kimi_eagle_data.sources.decontam import DecontamError, DecontamSettings, Decontaminator, EvalSet
 from kimi_eagle_data.sources.dedup import DedupSettings, MinHashDedup, exact_key, normalize
 from kimi_eagle_data.sources.filters import check_content, check_language, check_tools, script_share
@@ -91,7 +93,7 @@ def test_every_user_prefix_starts_with_the_first_user_prompt(config):
     multi = 0
     for row in (json.loads(line) for line in part.sample_file.read_text().splitlines()):
         try:
-            first = ADAPTERS[part.adapter](row)
+            first = first_user(ADAPTERS[part.adapter](row))
         except SourceRowError as e:
             with pytest.raises(SourceRowError) as info:
                 adapt_row(part.adapter, row, "every_user_prefix")
@@ -337,3 +339,20 @@ def test_content_and_char_filters(tiny_tokenizer):
     rows = [chat_row(1, "x" * 300), chat_row(2, "short one")]
     records, _, report = run(tiny_tokenizer, dataclasses.replace(USER, filters=Filters(max_chars=200)), rows)
     assert [r.source_id for r in records] == ["r2"] and report.rejected == {"too_many_chars": 1}
+
+
+def test_policies_are_the_partition_policies_and_roles_must_be_strings():
+    row = {"id": "r", "conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello"}]}
+    for policy in POLICIES:
+        adapter = "glaive" if policy == "after_tool_result" else "sharegpt"
+        with pytest.raises(SourceRowError):          # every declared policy is implemented (no ValueError)
+            adapt_row(adapter, {"system": "SYSTEM: x", "chat": "USER: q\n"} if adapter == "glaive" else {}, policy)
+    assert adapt_row("sharegpt", row)[1][0][1].answer == {"reasoning": None, "content": "Hello"}
+    with pytest.raises(ValueError):
+        adapt_row("sharegpt", row, "last_user")
+    for adapter, col, key in (("messages", "messages", "role"), ("sharegpt", "conversations", "from"),
+                              ("openthoughts", "conversations", "from")):
+        bad = {"id": "r", col: [{key: ["user"], "value": "x", "content": "x"}]}
+        with pytest.raises(SourceRowError) as info:       # an unhashable role once raised TypeError
+            adapt_row(adapter, bad)
+        assert info.value.code == "unknown_role", adapter
