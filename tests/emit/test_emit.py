@@ -55,7 +55,7 @@ def test_validate_writes_light_columns_only(demo_run, tmp_path):
 
 
 def test_shards_roll_over_by_token_bytes(tmp_path, monkeypatch):
-    from kimi_eagle_data import emit
+    from kimi_eagle_data.emit import writer as emit
 
     monkeypatch.setattr(emit, "SHARD_TARGET_BYTES", 5 * 100)    # 100 tokens per shard
     rows = [{"id": f"r{i}", "input_ids": list(range(40)), "loss_mask": [0] * 10 + [1] * 30} for i in range(7)]
