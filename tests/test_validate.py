@@ -20,7 +20,7 @@ from kimi_eagle_data.validate import REASONS, Validator, Verdict
 
 TINY_DIR = Path(__file__).resolve().parents[1] / "kimi_eagle_data" / "assets" / "tiny-kimi"
 
-TOK = AutoTokenizer.from_pretrained(str(TINY_DIR))
+TOK = AutoTokenizer.from_pretrained(str(TINY_DIR), trust_remote_code=True)
 TOKENS = ProfileTokens.from_tokenizer(TINY_KIMI, TOK)
 MAX_SEQ_LEN = TINY_KIMI.max_seq_len
 V = Validator(TOKENS, TOK, MAX_SEQ_LEN)
