@@ -326,7 +326,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
 
-    tok = AutoTokenizer.from_pretrained(str(TINY_MODEL_DIR))
+    tok = AutoTokenizer.from_pretrained(str(TINY_MODEL_DIR), trust_remote_code=True)
     tokens = ProfileTokens.from_tokenizer(TINY_KIMI, tok)
     max_seq_len = 4096                                # the tiny profile's 512 is too small for 2,000-token samples
     fast = Validator(tokens, tok, max_seq_len)

@@ -46,7 +46,7 @@ def test_demo_dataset_loads_in_a_fresh_process(demo_run):
 
     from kimi_eagle_data.profile import TINY_MODEL_DIR
 
-    tok = AutoTokenizer.from_pretrained(TINY_MODEL_DIR)
+    tok = AutoTokenizer.from_pretrained(TINY_MODEL_DIR, trust_remote_code=True)
     think, im_end = tok.convert_tokens_to_ids("<think>"), tok.convert_tokens_to_ids("<|im_end|>")
     assert got["rows"], "B4 has no train rows"
     for row in got["rows"]:
