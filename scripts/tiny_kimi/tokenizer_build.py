@@ -15,8 +15,11 @@ from pathlib import Path
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
 HERE = Path(__file__).resolve().parent
-TEMPLATE_PATH = HERE / "chat_template.jinja"
-CLASS_PATH = HERE / "tokenization_tiny_kimi.py"
+# The tokenizer class and the chat template are kept once, where they ship (the model directory is what
+# trust_remote_code loads); a build into another directory copies them there.
+SHIPPED = HERE.parents[1] / "kimi_eagle_data" / "assets" / "tiny-kimi"
+TEMPLATE_PATH = SHIPPED / "chat_template.jinja"
+CLASS_PATH = SHIPPED / "tokenization_tiny_kimi.py"
 
 BASE_VOCAB = 1792          # BPE ranks (256 single bytes + merges)
 RESERVED = 256             # special ids after the base vocabulary, as K2.5 (163,584 + 256 = 163,840)
@@ -78,7 +81,7 @@ def train_ranks(texts, base_vocab: int = BASE_VOCAB) -> list[bytes]:
 def _byte_level_symbols() -> dict[int, str]:
     # The `tokenizers` ByteLevel alphabet; our class uses the same mapping (byte_symbols there).
     import sys
-    sys.path.insert(0, str(HERE))
+    sys.path.insert(0, str(SHIPPED))
     from tokenization_tiny_kimi import byte_symbols  # noqa: E402
     return byte_symbols()
 
@@ -109,8 +112,9 @@ def write_tokenizer(out: Path, ranks: list[bytes]) -> None:
     (out / "tiktoken.model").write_bytes(
         b"".join(base64.b64encode(t) + b" " + str(r).encode() + b"\n" for r, t in enumerate(ranks)))
     (out / "tokenizer_config.json").write_text(json.dumps(tokenizer_config(), indent=2) + "\n")
-    shutil.copyfile(CLASS_PATH, out / "tokenization_tiny_kimi.py")
-    shutil.copyfile(TEMPLATE_PATH, out / "chat_template.jinja")
+    for src in (CLASS_PATH, TEMPLATE_PATH):
+        if (out / src.name).resolve() != src:
+            shutil.copyfile(src, out / src.name)
 
 
 def token_id(name: str) -> int:
