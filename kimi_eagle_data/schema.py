@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 TOOL_CALL = pa.struct([
     ("id", pa.string()),
@@ -98,33 +96,13 @@ def normalize_message(m: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def message_chars(messages: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """Per row: characters of the prompt messages' content, and of the generated (last) assistant turn's
-    reasoning + answer + tool calls (name + arguments). Column-wise over the `messages` list column."""
-    arr = messages.combine_chunks() if isinstance(messages, pa.ChunkedArray) else messages
-    n = len(arr)
-    lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy().astype(np.int64)
-    flat = pc.list_flatten(arr)
-    if len(flat) == 0:
-        return np.zeros(n), np.zeros(n)
-    parents = pc.list_parent_indices(arr).to_numpy()
-
-    def strlen(a) -> np.ndarray:
-        return pc.fill_null(pc.utf8_length(a), 0).to_numpy(zero_copy_only=False).astype(np.float64)
-
-    per_msg = strlen(flat.field("content")) + strlen(flat.field("reasoning_content"))
-    calls = flat.field("tool_calls")
-    call_flat = pc.list_flatten(calls)
-    if len(call_flat):
-        fn = call_flat.field("function")
-        call_chars = strlen(fn.field("name")) + strlen(fn.field("arguments"))
-        per_msg += np.bincount(pc.list_parent_indices(calls).to_numpy(), weights=call_chars, minlength=len(flat))
-    is_last = np.zeros(len(flat), dtype=bool)
-    ends = np.cumsum(lengths)
-    is_last[ends[lengths > 0] - 1] = True
-    prompt = np.bincount(parents, weights=np.where(is_last, 0.0, per_msg), minlength=n)
-    completion = np.bincount(parents, weights=np.where(is_last, per_msg, 0.0), minlength=n)
-    return prompt, completion
+def message_chars(m: dict[str, Any]) -> int:
+    """Characters of a normalized message: content + reasoning + each tool call's name and arguments (the
+    light columns' prompt_chars and completion_chars; plan's naive estimate reads them)."""
+    n = len(m["content"] or "") + len(m["reasoning_content"] or "")
+    for c in m["tool_calls"] or ():
+        n += len(c["function"]["name"] or "") + len(c["function"]["arguments"] or "")
+    return n
 
 
 def features():

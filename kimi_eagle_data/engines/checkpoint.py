@@ -58,7 +58,13 @@ class CorruptCheckpointError(KimiDataError, RuntimeError):
 
 
 def _checksum(id_: str, blob: bytes, finish_reason: str) -> str:
-    return hashlib.blake2b(id_.encode() + b"\0" + blob + b"\0" + finish_reason.encode(), digest_size=16).hexdigest()
+    """blake2b-128 of `id NUL blob NUL finish_reason`, fed in parts (no copy of the blob)."""
+    h = hashlib.blake2b(id_.encode(), digest_size=16)
+    h.update(b"\0")
+    h.update(blob)
+    h.update(b"\0")
+    h.update(finish_reason.encode())
+    return h.hexdigest()
 
 
 def ids_to_blob(ids: Iterable[int]) -> bytes:

@@ -27,7 +27,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Awaitable, Callable, Iterable, Iterator
 
 import orjson
 
@@ -241,11 +241,17 @@ class SGLangEngine(Engine):
 
     def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoreResult]:
         """Prefill-only scoring (sglang_logprobs.py) over the same servers, concurrency and retries."""
-        from kimi_eagle_data.engines.sglang_logprobs import score_stream
+        from kimi_eagle_data.engines.sglang_logprobs import score_with_retries
 
-        return score_stream(self, requests)
+        return self._stream(requests, lambda session, req: score_with_retries(self, session, req), "sglang-score")
 
     def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion]:
+        return self._stream(requests, self._request_with_retries, "sglang-client")
+
+    def _stream(self, requests: Iterable, send: Callable[[Any, Any], Awaitable[Any]], name: str) -> Iterator:
+        """Each request through `send(session, request)` (its retries included) with at most `concurrency` in
+        flight, on an asyncio loop in a thread of its own; results come back through a bounded queue, in the
+        order they finish. Stopping early (Ctrl-C, a consumer that breaks) stops sending."""
         self.start()
         out: queue.Queue = queue.Queue(maxsize=4 * self.concurrency)
         done = object()
@@ -253,19 +259,16 @@ class SGLangEngine(Engine):
 
         def worker():
             try:
-                asyncio.run(self._run(requests, out))
+                asyncio.run(self._fan_out(requests, send, out))
             except BaseException as e:  # surfaced in the caller's thread
                 error.append(e)
             finally:
                 out.put(done)
 
-        thread = threading.Thread(target=worker, name="sglang-client", daemon=True)
+        thread = threading.Thread(target=worker, name=name, daemon=True)
         thread.start()
         try:
-            while True:
-                item = out.get()
-                if item is done:
-                    break
+            while (item := out.get()) is not done:
                 yield item
         finally:
             self._stop.set()       # Ctrl-C or an early exit: stop sending, let in-flight requests go
@@ -274,7 +277,8 @@ class SGLangEngine(Engine):
         if error:
             raise EngineError(f"sglang client failed: {error[0]}") from error[0]
 
-    async def _run(self, requests: Iterable[GenerationRequest], out: queue.Queue) -> None:
+    async def _fan_out(self, requests: Iterable, send: Callable[[Any, Any], Awaitable[Any]],
+                       out: queue.Queue) -> None:
         import aiohttp
 
         connector = aiohttp.TCPConnector(limit=self.concurrency + 8, limit_per_host=self.concurrency + 8)
@@ -284,10 +288,10 @@ class SGLangEngine(Engine):
             slots = asyncio.Semaphore(self.concurrency)
             tasks: set[asyncio.Task] = set()
 
-            async def one(req: GenerationRequest):
+            async def one(req):
                 try:
-                    c = await self._request_with_retries(session, req)
-                    await loop.run_in_executor(None, out.put, c)
+                    result = await send(session, req)
+                    await loop.run_in_executor(None, out.put, result)
                 finally:
                     slots.release()
 

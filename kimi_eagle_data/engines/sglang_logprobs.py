@@ -22,14 +22,12 @@ scheduler_output_processor_mixin.py `_process_input_token_logprobs` / `_process_
 from __future__ import annotations
 
 import asyncio
-import queue
-import threading
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from kimi_eagle_data.records import Completion
-from kimi_eagle_data.engines.base import EngineError, ScoreRequest, ScoreResult
+from kimi_eagle_data.engines.base import ScoreRequest, ScoreResult
 
 if TYPE_CHECKING:
     from kimi_eagle_data.engines.sglang import SGLangEngine
@@ -105,63 +103,7 @@ def score_payload(req: ScoreRequest) -> bytes:
     })
 
 
-def score_stream(self: SGLangEngine, requests: Iterable[ScoreRequest]) -> Iterator[ScoreResult]:
-    """Prefill-only scoring over the engine's servers, concurrency and retries (SGLangEngine.score); the
-    asyncio loop runs in a worker thread like generation's, results come back through a queue."""
-    self.start()
-    out: queue.Queue = queue.Queue(maxsize=4 * self.concurrency)
-    done = object()
-    error: list[BaseException] = []
-
-    async def run():
-        import aiohttp
-
-        connector = aiohttp.TCPConnector(limit=self.concurrency + 8, limit_per_host=self.concurrency + 8)
-        timeout = aiohttp.ClientTimeout(total=self.retry.request_timeout_s, sock_connect=30)
-        loop = asyncio.get_running_loop()
-        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-            slots = asyncio.Semaphore(self.concurrency)
-            tasks: set[asyncio.Task] = set()
-
-            async def one(req: ScoreRequest):
-                try:
-                    await loop.run_in_executor(None, out.put, await _score_with_retries(self, session, req))
-                finally:
-                    slots.release()
-
-            for req in requests:
-                await slots.acquire()
-                if self._stop.is_set():
-                    slots.release()
-                    break
-                t = asyncio.create_task(one(req))
-                tasks.add(t)
-                t.add_done_callback(tasks.discard)
-            if tasks:
-                await asyncio.gather(*tasks)
-
-    def worker():
-        try:
-            asyncio.run(run())
-        except BaseException as e:  # surfaced in the caller's thread
-            error.append(e)
-        finally:
-            out.put(done)
-
-    thread = threading.Thread(target=worker, name="sglang-score", daemon=True)
-    thread.start()
-    try:
-        while (item := out.get()) is not done:
-            yield item
-    finally:
-        self._stop.set()
-        thread.join(timeout=5)
-        self._stop.clear()
-    if error:
-        raise EngineError(f"sglang client failed: {error[0]}") from error[0]
-
-
-async def _score_with_retries(self: SGLangEngine, session, req: ScoreRequest) -> ScoreResult:
+async def score_with_retries(self: SGLangEngine, session, req: ScoreRequest) -> ScoreResult:
     from kimi_eagle_data.engines.sglang import _Failure
 
     payload = score_payload(req)

@@ -3,21 +3,24 @@ verdicts.py), and write one light row per sample (LIGHT_SCHEMA: id, split, lengt
 to `validated/<CFG>.parquet`. With a sink (`emit`), the same pass streams each full row (SPEC §6 schema)
 into the dataset's shards: token ids are written once, there.
 
-Rows go out in id order (the checkpoint's), in blocks of BLOCK_ROWS: each block's train rows are one row
-group of the train shard, its rejected rows one of the rejected shard. Chunk and block boundaries depend on
-row counts only, never on the number of workers.
+Rows go out in id order (the checkpoint's), in blocks of BLOCK_CHUNKS chunks of CHUNK_ROWS samples: each
+block's train rows are one row group of the train shard, its rejected rows one of the rejected shard. Chunk
+and block boundaries depend on the checkpoint's rows only, never on the number of workers.
 
 Accounting per config (SPEC §8): selected = rejected_at_prepare + valid + rejected + failed + pending.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Protocol
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kimi_eagle_data.errors import MissingInputError
@@ -27,7 +30,7 @@ from kimi_eagle_data.validate.verdicts import Chunk, Judged, VerdictPool
 from kimi_eagle_data.workdir import Workdir, atomic_path, read_json, write_json
 
 CHUNK_ROWS = 256     # samples per worker task
-BLOCK_ROWS = 2048    # samples per row group (train and rejected rows of one block are written together)
+BLOCK_CHUNKS = 8     # chunks per row group (2,048 samples; train and rejected rows of one block written together)
 
 
 @dataclass
@@ -120,15 +123,28 @@ def _chunks(batches: Iterator[CompletionBatch], prompts: _PreparedPrompts, done:
                          prompts.column("messages", rows).to_pylist(), prompts.column("tools", rows).to_pylist())
 
 
-def _token_columns(ctx: _Context) -> tuple[pa.Array, pa.Array, np.ndarray, np.ndarray]:
+def _light_rows(ctx: _Context, j: Judged, prompts: _PreparedPrompts) -> pa.Table:
+    cols = {
+        "id": pa.array(ctx.ids, pa.string()),
+        "source": prompts.column("source", ctx.rows), "source_id": prompts.column("source_id", ctx.rows),
+        "split": pa.array(np.where(j.valid, "train", "rejected").tolist(), pa.string()),
+        "prompt_len": pa.array(np.diff(ctx.prompt_offsets).astype(np.int32)),
+        "completion_len": pa.array(np.diff(ctx.output_offsets).astype(np.int32)),
+        "reasoning_len": pa.array(j.reasoning_len), "num_tool_calls": pa.array(j.num_tool_calls),
+        "finish_reason": pa.array(j.finish_reason, pa.string()), "issues": pa.array(j.issues, pa.list_(pa.string())),
+        "prompt_chars": pa.array(j.prompt_chars), "completion_chars": pa.array(j.completion_chars),
+    }
+    return pa.Table.from_arrays([cols[k] for k in LIGHT_SCHEMA.names], schema=LIGHT_SCHEMA)
+
+
+def _token_columns(ctx: _Context) -> tuple[pa.Array, pa.Array]:
     """input_ids (prompt then completion) and loss_mask (0 prompt, 1 completion), built from the two buffers."""
     plen = np.diff(ctx.prompt_offsets)
     clen = np.diff(ctx.output_offsets)
     offsets = (ctx.prompt_offsets + ctx.output_offsets).astype(np.int32)
     row_start = offsets[:-1].astype(np.int64)
-    total = int(offsets[-1])
-    ids = np.empty(total, dtype=np.int32)
-    mask = np.ones(total, dtype=np.int8)
+    ids = np.empty(int(offsets[-1]), dtype=np.int32)
+    mask = np.ones(int(offsets[-1]), dtype=np.int8)
     if plen.sum():
         at = np.repeat(row_start - ctx.prompt_offsets[:-1], plen) + np.arange(int(plen.sum()))
         ids[at] = ctx.prompt_values
@@ -137,36 +153,60 @@ def _token_columns(ctx: _Context) -> tuple[pa.Array, pa.Array, np.ndarray, np.nd
         at = np.repeat(row_start + plen - ctx.output_offsets[:-1], clen) + np.arange(int(clen.sum()))
         ids[at] = ctx.output_values
     off = pa.array(offsets)
-    return pa.ListArray.from_arrays(off, pa.array(ids)), pa.ListArray.from_arrays(off, pa.array(mask)), plen, clen
+    return pa.ListArray.from_arrays(off, pa.array(ids)), pa.ListArray.from_arrays(off, pa.array(mask))
+
+
+def _full_rows(ctx: _Context, light: pa.Table, messages: pa.Array, tools: pa.Array) -> pa.Table:
+    """The SPEC §6 rows of a chunk: its light columns with the token columns, messages and tools."""
+    cols = dict(zip(light.column_names, light.columns))
+    cols["input_ids"], cols["loss_mask"] = _token_columns(ctx)
+    cols["messages"], cols["tools"] = messages, tools
+    return pa.Table.from_arrays([cols[k] for k in ROW_SCHEMA.names], schema=ROW_SCHEMA)
 
 
 class _Blocks:
-    """Full rows collected into blocks of BLOCK_ROWS; each block goes to the sink as one table per split."""
+    """Full rows collected into blocks of BLOCK_CHUNKS chunks; each block goes to the sink as one table per
+    split, i.e. one row group of that split's shard. A thread of its own builds and writes the blocks (numpy
+    and Parquet encoding release the GIL), so judged chunks keep coming in meanwhile; two blocks wait at most."""
 
     def __init__(self, sink: RowSink):
         self.sink = sink
-        self.parts: list[tuple[pa.Table, np.ndarray]] = []
-        self.rows = 0
+        self.parts: list[tuple[_Context, pa.Table, pa.Array, pa.Array]] = []
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="emit-writer")
+        self._pending: deque[Future] = deque()
 
-    def add(self, table: pa.Table, train: np.ndarray) -> None:
-        while table.num_rows:
-            take = min(BLOCK_ROWS - self.rows, table.num_rows)
-            self.parts.append((table.slice(0, take), train[:take]))
-            self.rows += take
-            table, train = table.slice(take), train[take:]
-            if self.rows == BLOCK_ROWS:
-                self.flush()
+    def add(self, ctx: _Context, light: pa.Table, messages: pa.Array, tools: pa.Array) -> None:
+        self.parts.append((ctx, light, messages, tools))
+        if len(self.parts) == BLOCK_CHUNKS:
+            self.flush()
 
     def flush(self) -> None:
-        if not self.parts:
-            return
-        block = pa.concat_tables([t for t, _ in self.parts])
-        train = np.concatenate([m for _, m in self.parts])
-        for split, mask in (("train", train), ("rejected", ~train)):
-            if mask.any():
+        if self.parts:
+            self._pending.append(self._thread.submit(self._write, self.parts))
+            self.parts = []
+        while len(self._pending) > 2:
+            self._pending.popleft().result()
+
+    def _write(self, parts: list[tuple[_Context, pa.Table, pa.Array, pa.Array]]) -> None:
+        block = pa.concat_tables([_full_rows(*p) for p in parts])
+        train = pa.concat_arrays([pc.equal(light["split"], "train").combine_chunks() for _, light, _, _ in parts])
+        for split, mask in (("train", train), ("rejected", pc.invert(train))):
+            if pc.any(mask).as_py():
                 # One contiguous chunk per row group: the Parquet pages do not depend on how rows were chunked.
-                self.sink.write(split, block.filter(pa.array(mask)).combine_chunks())
-        self.parts, self.rows = [], 0
+                self.sink.write(split, block.filter(mask).combine_chunks())
+
+    def __enter__(self) -> "_Blocks":
+        return self
+
+    def __exit__(self, exc_type, *_) -> None:
+        """Everything written (or, after an error, every write that started has ended) when this returns."""
+        try:
+            if exc_type is None:
+                self.flush()
+                while self._pending:
+                    self._pending.popleft().result()
+        finally:
+            self._thread.shutdown(wait=True, cancel_futures=True)
 
 
 def validate_config(workdir: Workdir, config: str, checkpoint: CheckpointSet, pool: VerdictPool,
@@ -179,13 +219,15 @@ def validate_config(workdir: Workdir, config: str, checkpoint: CheckpointSet, po
     rep = ValidateReport(config, selected=prep["selected"], rejected_at_prepare=prep["rejected_total"],
                          prepared=len(prompts), prepare_reasons=prep["rejected"])
     done: set[str] = set()
-    blocks = _Blocks(sink) if sink is not None else None
     with atomic_path(workdir.validated(config)) as tmp, \
-            pq.ParquetWriter(tmp, LIGHT_SCHEMA, compression="zstd") as light:
+            pq.ParquetWriter(tmp, LIGHT_SCHEMA, compression="zstd") as light, \
+            (_Blocks(sink) if sink is not None else nullcontext()) as blocks:
         for ctx, j in pool.map(_chunks(checkpoint.batches(config, CHUNK_ROWS), prompts, done)):
-            light.write_table(_account(rep, ctx, j, prompts, blocks))
-        if blocks is not None:
-            blocks.flush()
+            rows = _light_rows(ctx, j, prompts)
+            _account(rep, rows)
+            light.write_table(rows)
+            if blocks is not None:
+                blocks.add(ctx, rows, j.messages, prompts.column("tools", ctx.rows))
     for id_, (reason, _message, _attempts) in checkpoint.failures(config).items():
         if id_ in prompts.index and id_ not in done:
             rep.failed += 1
@@ -195,31 +237,17 @@ def validate_config(workdir: Workdir, config: str, checkpoint: CheckpointSet, po
     return rep
 
 
-def _account(rep: ValidateReport, ctx: _Context, j: Judged, prompts: _PreparedPrompts,
-             blocks: _Blocks | None) -> pa.Table:
-    """Count a judged chunk, hand its full rows to the blocks, and return its light rows."""
-    input_ids, loss_mask, plen, clen = _token_columns(ctx)
-    n, n_valid = len(ctx.ids), int(j.valid.sum())
-    rep.generated += n
+def _account(rep: ValidateReport, light: pa.Table) -> None:
+    """Count a judged chunk from its light rows."""
+    train = pc.equal(light["split"], "train").to_numpy(zero_copy_only=False)
+    plen = light["prompt_len"].to_numpy().astype(np.int64)
+    clen = light["completion_len"].to_numpy().astype(np.int64)
+    n_valid = int(train.sum())
+    rep.generated += len(train)
     rep.valid += n_valid
-    rep.rejected += n - n_valid
-    rep.finish.update(j.finish_reason)
-    for issues in j.issues:
-        rep.reasons.update(issues)
+    rep.rejected += len(train) - n_valid
+    rep.finish.update(light["finish_reason"].to_pylist())
+    rep.reasons.update(pc.list_flatten(light["issues"]).to_pylist())
     rep.prompt_tokens += int(plen.sum())
     rep.completion_tokens += int(clen.sum())
-    rep.train_tokens += int((plen + clen)[j.valid].sum())
-    cols = {
-        "id": pa.array(ctx.ids, pa.string()),
-        "source": prompts.column("source", ctx.rows), "source_id": prompts.column("source_id", ctx.rows),
-        "split": pa.array(np.where(j.valid, "train", "rejected").tolist(), pa.string()),
-        "prompt_len": pa.array(plen.astype(np.int32)), "completion_len": pa.array(clen.astype(np.int32)),
-        "reasoning_len": pa.array(j.reasoning_len), "num_tool_calls": pa.array(j.num_tool_calls),
-        "finish_reason": pa.array(j.finish_reason, pa.string()), "issues": pa.array(j.issues, pa.list_(pa.string())),
-        "prompt_chars": pa.array(j.prompt_chars), "completion_chars": pa.array(j.completion_chars),
-        "input_ids": input_ids, "loss_mask": loss_mask, "messages": j.messages,
-        "tools": prompts.column("tools", ctx.rows),
-    }
-    if blocks is not None:
-        blocks.add(pa.Table.from_arrays([cols[k] for k in ROW_SCHEMA.names], schema=ROW_SCHEMA), j.valid)
-    return pa.Table.from_arrays([cols[k] for k in LIGHT_SCHEMA.names], schema=LIGHT_SCHEMA)
+    rep.train_tokens += int((plen + clen)[train].sum())

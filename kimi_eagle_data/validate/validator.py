@@ -1,12 +1,13 @@
-"""The validator: construct once per run, then `validate()` each sample (SPEC §5; the rules are in rules.py).
+"""The validator: construct once per run, then `validate_many()` each chunk of samples (or `validate()` one;
+SPEC §5; the rules are in rules.py).
 
-One vectorised pass classifies every completion token through a lookup table (id -> structural role),
+One vectorised pass per chunk classifies every completion token through a lookup table (id -> structural role),
 `np.flatnonzero` yields the few positions that carry structure, and a short walk over those positions parses
 the turn; then every registered rule runs on the parsed sample."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -70,22 +71,51 @@ class Validator:
         # (ids, arguments) are cheaper as lists.
         return self.tokenizer.decode(ids if ids.size > 64 else ids.tolist(), skip_special_tokens=False)
 
-    # -- entry point ---------------------------------------------------------------------------
+    # -- entry points --------------------------------------------------------------------------
 
     def validate(self, prompt_ids: Sequence[int] | np.ndarray, output_ids: Sequence[int] | np.ndarray,
                  finish_reason: str, finish_detail: dict | None, tools: list[dict] | None) -> Verdict:
-        s = _Sample()
+        """One sample (check, inspect); `validate_many` judges a chunk the same way."""
+        p, c = _as_ids(prompt_ids), _as_ids(output_ids)
+        return next(self.validate_many(np.array([0, p.size]), p, np.array([0, c.size]), c, [finish_reason],
+                                       [finish_detail], [tools]))
+
+    def validate_many(self, prompt_offsets: np.ndarray, prompt_values: np.ndarray, output_offsets: np.ndarray,
+                      output_values: np.ndarray, finish_reasons: Sequence[str],
+                      finish_details: Sequence[dict | None], tools: Sequence[list[dict] | None]
+                      ) -> Iterator[Verdict]:
+        """Samples given as (offsets, values) buffers, sample i at values[offsets[i]:offsets[i + 1]]. The
+        vectorised pass runs once over the whole chunk: the id range check and every completion token's role
+        through the lookup table, then `np.flatnonzero` for the few positions that carry structure."""
+        vocab = self.vocab_size
+        p_oob = _rows_with((prompt_values < 0) | (prompt_values >= vocab), prompt_offsets)
+        bad = (output_values < 0) | (output_values >= vocab)
+        o_oob = _rows_with(bad, output_offsets)
+        roles = self._role_table[np.where(bad, vocab, output_values) if o_oob.any() else output_values]
+        pos = np.flatnonzero(roles)
+        cut = np.searchsorted(pos, output_offsets).tolist()      # row i's positions: pos[cut[i]:cut[i + 1]]
+        pos_list, role_list = pos.tolist(), roles[pos].tolist()
+        starts = output_offsets.tolist()
+        for i in range(len(finish_reasons)):
+            s = _Sample()
+            s.prompt = prompt_values[prompt_offsets[i]:prompt_offsets[i + 1]]
+            s.c = output_values[starts[i]:starts[i + 1]]
+            s.prompt_oob, s.oob = bool(p_oob[i]), bool(o_oob[i])
+            base = starts[i]
+            s.pos = [p - base for p in pos_list[cut[i]:cut[i + 1]]]
+            s.roles = role_list[cut[i]:cut[i + 1]]
+            yield self._judge(s, finish_reasons[i], finish_details[i], tools[i])
+
+    def _judge(self, s: _Sample, finish_reason: str, finish_detail: dict | None,
+               tools: list[dict] | None) -> Verdict:
         s.v = self
-        s.prompt = _as_ids(prompt_ids)
-        s.c = c = _as_ids(output_ids)
-        s.n = n = int(c.size)
+        s.n = n = int(s.c.size)
         s.finish_reason = finish_reason
         s.finish_detail = finish_detail or {}
         s.tools = tools
         s.declared = _declared_names(tools)
 
-        eot = self.tokens.end_of_turn
-        ends_with_eot = n > 0 and int(c[-1]) == eot
+        ends_with_eot = n > 0 and int(s.c[-1]) == self.tokens.end_of_turn
         if finish_reason == "stop" or (finish_reason == "length" and ends_with_eot):
             s.kind = COMPLETE
         elif finish_reason == "length":
@@ -93,7 +123,10 @@ class Validator:
         else:
             s.kind = FAILED
 
-        self._scan(s, ends_with_eot)
+        s.at = at = [[] for _ in range(_N_ROLES)]
+        for p, r in zip(s.pos, s.roles):
+            at[r].append(p)
+        s.body_end = n - 1 if ends_with_eot else n      # the turn without its final end-of-turn
         self._parse(s)
 
         issues: list[str] = []
@@ -124,20 +157,6 @@ class Validator:
         )
 
     # -- structure -----------------------------------------------------------------------------
-
-    def _scan(self, s: _Sample, ends_with_eot: bool) -> None:
-        """The vectorised pass: every completion token's role through the lookup table, then the positions
-        of the non-text ones (a handful per sample), grouped by role."""
-        c, vocab = s.c, self.vocab_size
-        s.prompt_oob = bool(s.prompt.size) and (int(s.prompt.min()) < 0 or int(s.prompt.max()) >= vocab)
-        s.oob = bool(s.n) and (int(c.min()) < 0 or int(c.max()) >= vocab)
-        roles = self._role_table[np.where((c < 0) | (c >= vocab), vocab, c) if s.oob else c]
-        pos = np.flatnonzero(roles)
-        s.pos, s.roles = pos.tolist(), roles[pos].tolist()
-        s.at = at = [[] for _ in range(_N_ROLES)]
-        for p, r in zip(s.pos, s.roles):
-            at[r].append(p)
-        s.body_end = s.n - 1 if ends_with_eot else s.n      # the turn without its final end-of-turn
 
     def _parse(self, s: _Sample) -> None:
         """Split reasoning / answer / tool section and parse the calls, walking only the structural positions."""
@@ -238,6 +257,13 @@ def _as_ids(ids: Sequence[int] | np.ndarray) -> np.ndarray:
     elif a.dtype.kind == "u":
         a = a.astype(np.int64)
     return a
+
+
+def _rows_with(mask: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per row of an (offsets, values) buffer: whether `mask` is set anywhere in it (empty rows: False)."""
+    hits = np.zeros(len(mask) + 1, dtype=np.int64)
+    np.cumsum(mask, out=hits[1:])
+    return hits[offsets[1:]] > hits[offsets[:-1]]
 
 
 def _declared_names(tools: list[dict] | None) -> frozenset[str]:

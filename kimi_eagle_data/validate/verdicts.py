@@ -2,7 +2,9 @@
 
 The main process reads the checkpoint and the prepared prompts into contiguous buffers, cuts them into
 chunks and writes the results; workers run what costs per token: the Validator (whose `_decode` is the one
-decode, through the tokenizer's fastest correct path) and the `messages` column built from its verdict.
+decode, through the tokenizer's fastest correct path) and the `messages` column built from its verdicts.
+Token ids go to the workers but never come back (the main process has them): pickling through a pipe costs
+more than building the token columns.
 Results come back in submission order, so what is written never depends on the number of workers.
 
 Workers are forked: they inherit the loaded tokenizer and Validator (no re-import of transformers, no
@@ -44,7 +46,8 @@ class Chunk:
 
 @dataclass
 class Judged:
-    """A chunk's verdicts and everything of its rows that is not a token id."""
+    """A chunk's verdicts and everything of its rows that is not a token id (what goes back to the main
+    process is small: the ids stay there)."""
 
     valid: np.ndarray              # bool
     reasoning_len: np.ndarray      # int32
@@ -61,20 +64,23 @@ def judge(validator: Validator, chunk: Chunk) -> Judged:
     valid = np.zeros(n, dtype=bool)
     reasoning = np.zeros(n, dtype=np.int32)
     calls = np.zeros(n, dtype=np.int32)
+    p_chars = np.zeros(n, dtype=np.int64)
+    c_chars = np.zeros(n, dtype=np.int64)
     finish, issues, messages = [], [], []
-    po, pv, oo, ov = chunk.prompt_offsets, chunk.prompt_values, chunk.output_offsets, chunk.output_values
-    for i in range(n):
-        tools = orjson.loads(chunk.tools[i]) if chunk.tools[i] else None
-        v = validator.validate(pv[po[i]:po[i + 1]], ov[oo[i]:oo[i + 1]], chunk.finish_reason[i],
-                               orjson.loads(chunk.finish_detail[i]), tools)
+    tools = [orjson.loads(t) if t else None for t in chunk.tools]
+    details = [orjson.loads(d) for d in chunk.finish_detail]
+    verdicts = validator.validate_many(chunk.prompt_offsets, chunk.prompt_values, chunk.output_offsets,
+                                       chunk.output_values, chunk.finish_reason, details, tools)
+    for i, v in enumerate(verdicts):
         valid[i], reasoning[i], calls[i] = v.valid, v.reasoning_len, v.num_tool_calls
         finish.append(v.finish_reason)
         issues.append(list(v.issues))
-        messages.append([normalize_message(m) for m in orjson.loads(chunk.messages[i])]
-                        + [normalize_message(v.assistant)])
-    arr = pa.array(messages, type=MESSAGES_TYPE)
-    p_chars, c_chars = message_chars(arr)
-    return Judged(valid, reasoning, calls, finish, issues, arr, p_chars.astype(np.int64), c_chars.astype(np.int64))
+        prompt = [normalize_message(m) for m in orjson.loads(chunk.messages[i])]
+        generated = normalize_message(v.assistant)
+        p_chars[i] = sum(message_chars(m) for m in prompt)
+        c_chars[i] = message_chars(generated)
+        messages.append(prompt + [generated])
+    return Judged(valid, reasoning, calls, finish, issues, pa.array(messages, type=MESSAGES_TYPE), p_chars, c_chars)
 
 
 _WORKER_VALIDATOR: Validator | None = None
@@ -117,7 +123,7 @@ class VerdictPool:
             for ctx, c in items:
                 yield ctx, judge(self.validator, c)
             return
-        ahead = 2 * self.workers          # chunks in flight: every worker busy, memory bounded
+        ahead = 4 * self.workers          # chunks in flight: every worker busy, memory bounded
         pending: deque[tuple[Any, Future]] = deque()
         for ctx, c in items:
             pending.append((ctx, self._executor.submit(_judge_in_worker, c)))
