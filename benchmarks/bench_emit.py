@@ -47,6 +47,7 @@ def make_workdir(root: Path, million_tokens: float, seed: int = 0) -> int:
     from kimi_eagle_data.pipeline import Pipeline, RunSettings
     from kimi_eagle_data.profile import TINY_MODEL_DIR
     from kimi_eagle_data.records import Completion
+    from kimi_eagle_data.prompts.prepare import PREPARED_ROW_GROUP
     from kimi_eagle_data.schema import PROMPT_SCHEMA
 
     p = Pipeline(RunSettings(workdir=str(root), configs=[CONFIG], profile="tiny-kimi", model=str(TINY_MODEL_DIR),
@@ -80,7 +81,9 @@ def make_workdir(root: Path, million_tokens: float, seed: int = 0) -> int:
         "answer": [""] * len(ids),
     })
     (root / "prepared").mkdir(exist_ok=True)
-    pq.write_table(table.cast(PROMPT_SCHEMA), root / "prepared" / f"{CONFIG}.parquet")
+    # As prepare writes it: sorted by id (these ids are), zstd, row groups of PREPARED_ROW_GROUP rows.
+    pq.write_table(table.cast(PROMPT_SCHEMA), root / "prepared" / f"{CONFIG}.parquet", compression="zstd",
+                   row_group_size=PREPARED_ROW_GROUP)
     (root / "prepared" / f"{CONFIG}.json").write_bytes(orjson.dumps(
         {"selected": len(ids), "prepared": len(ids), "rejected": {}, "rejected_total": 0}))
     ckpt = Checkpoint(root / "generations.sqlite")

@@ -302,8 +302,14 @@ def source_error_line(errors: dict[str, str]) -> str:
     return "; ".join(errors.values()) + "; other configs prepared"
 
 
+PREPARED_ROW_GROUP = 4096   # rows per row group: validate streams the file a row group at a time
+
+
 def write_prepared(workdir: Workdir, config: str, records: list[PromptRecord], rejections: list[Rejection],
                    report: PrepareReport) -> None:
+    """The prompts sorted by id (the order validate reads completions in, so it can stream both side by side
+    with flat memory), in row groups of PREPARED_ROW_GROUP rows."""
+    records = sorted(records, key=lambda r: r.id)
     table = pa.Table.from_pydict({
         "id": [r.id for r in records],
         "config": [r.config for r in records],
@@ -315,7 +321,7 @@ def write_prepared(workdir: Workdir, config: str, records: list[PromptRecord], r
         "answer": [orjson.dumps(r.answer).decode() if r.answer else "" for r in records],
     }, schema=PROMPT_SCHEMA)
     with atomic_path(workdir.prepared(config)) as tmp:
-        pq.write_table(table, tmp, compression="zstd")
+        pq.write_table(table, tmp, compression="zstd", row_group_size=PREPARED_ROW_GROUP)
     with atomic_path(workdir.prepare_rejects(config)) as tmp:
         with open(tmp, "wb") as f:
             for r in rejections:
