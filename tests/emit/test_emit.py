@@ -41,6 +41,29 @@ def test_emit_is_byte_identical_across_workers(demo_run, tmp_path):
     assert outputs[1] == (tree_hashes(workdir / "dataset"), tree_hashes(workdir / "validated"))
 
 
+def test_prepared_prompts_are_streamed_in_id_order(demo_run, tmp_path):
+    """prepare writes prompts sorted by id in bounded row groups, so validate reads them beside the
+    completions a window at a time; a prepared file from before (selection order, one row group) is
+    still read, and the dataset is the same bytes."""
+    from kimi_eagle_data.prompts.prepare import PREPARED_ROW_GROUP
+
+    workdir, _ = demo_run
+    for config in PARTITIONS:
+        f = pq.ParquetFile(workdir / "prepared" / f"{config}.parquet")
+        ids = f.read(columns=["id"]).column("id").to_pylist()
+        assert ids == sorted(ids) and len(set(ids)) == len(ids)
+        assert all(f.metadata.row_group(i).num_rows <= PREPARED_ROW_GROUP for i in range(f.num_row_groups))
+    w = copy_run(workdir, tmp_path / "legacy")
+    for config in PARTITIONS:
+        path = w / "prepared" / f"{config}.parquet"
+        t = pq.read_table(path)
+        pq.write_table(t.take(np.random.default_rng(1).permutation(t.num_rows)), path, compression="zstd")
+    assert pq.read_table(w / "prepared" / "B1.parquet").column("id").to_pylist() != \
+        pq.read_table(workdir / "prepared" / "B1.parquet").column("id").to_pylist()
+    run_cli("emit", "--workdir", str(w))
+    assert tree_hashes(w / "dataset") == tree_hashes(workdir / "dataset")
+
+
 def test_validate_writes_light_columns_only(demo_run, tmp_path):
     workdir, _ = demo_run
     for config in PARTITIONS:

@@ -301,6 +301,31 @@ def test_invalid_case_raises_exactly_its_code(name):
     assert not v.valid
 
 
+def test_a_chunk_is_judged_as_its_samples_one_by_one():
+    """validate_many (one vectorised pass over a chunk's buffers, what emit runs) gives every sample the
+    verdict validate gives it alone: the whole corpus, valid and invalid (out-of-range ids, empty
+    completions, every rule), shuffled into one chunk."""
+    cases = [(p, o, "stop", {"type": "stop", "matched": TOKENS.end_of_turn}, t) for p, o, t in VALID.values()]
+    cases += [(p, o, f, d, t) for _code, p, o, f, d, t, validator in INVALID.values() if validator is V]
+    cases += [(PLAIN_PROMPT, [], "length", {"type": "length", "length": 0}, None), ([], [], "abort", {}, None)]
+    order = np.random.default_rng(0).permutation(len(cases))
+    cases = [cases[i] for i in order]
+
+    def buffers(seqs):
+        offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
+        np.cumsum([len(x) for x in seqs], out=offsets[1:])
+        return offsets, np.concatenate([np.asarray(x, dtype=np.int32) for x in seqs])
+
+    p_off, p_val = buffers([c[0] for c in cases])
+    o_off, o_val = buffers([c[1] for c in cases])
+    together = list(V.validate_many(p_off, p_val, o_off, o_val, [c[2] for c in cases], [c[3] for c in cases],
+                                    [c[4] for c in cases]))
+    alone = [V.validate(*c) for c in cases]
+    assert len(together) == len(cases) == len(alone)
+    assert together == alone
+    assert sum(v.valid for v in alone) == len(VALID) and len({code for v in alone for code in v.issues}) > 20
+
+
 def test_every_reason_code_has_a_case():
     assert {case[0] for case in INVALID.values()} == set(REASONS)
     assert all(isinstance(d, str) and d and "\n" not in d for d in REASONS.values())
