@@ -1,7 +1,4 @@
-"""`kimi-data check` and `kimi-data render` (registered at the end of cli/main.py; the work is in validate/check.py).
-
-`.cli` is imported inside the commands, as in cli/quality.py: cli/main.py imports this module at its end.
-"""
+"""`kimi-data check` and `kimi-data render` (registered at the end of cli/main.py; the work is in validate/check.py)."""
 
 from __future__ import annotations
 
@@ -14,13 +11,11 @@ from pathlib import Path
 import click
 import orjson
 
+from kimi_eagle_data.cli.common import UserError, console, friendly_errors, out
+
 _SHOWN_ROWS = 20     # invalid / unreadable rows listed one per line before the summary
 
 
-def _cli():
-    from kimi_eagle_data.cli import main as cli
-
-    return cli
 
 
 def _load(profile: str, model: str | None, tokenizer: str | None):
@@ -50,9 +45,9 @@ def check_errors(fn):
         from kimi_eagle_data.validate.check import CheckInputError
 
         try:
-            return _cli().friendly_errors(fn)(*args, **kwargs)
+            return friendly_errors(fn)(*args, **kwargs)
         except CheckInputError as e:
-            raise _cli().UserError(str(e)) from None
+            raise UserError(str(e)) from None
 
     return wrapper
 
@@ -92,9 +87,9 @@ def render(source: str, row: int | None, as_ids: bool, profile: str, model: str 
     try:
         ids = render_prompt(tok, messages, tools)
     except Exception as e:  # jinja and the tool encoder raise many types; the message is what matters
-        raise _cli().UserError(f"{where}: cannot render the prompt: {' '.join(str(e).split())[:300]}") from None
+        raise UserError(f"{where}: cannot render the prompt: {' '.join(str(e).split())[:300]}") from None
     click.echo(orjson.dumps(ids).decode() if as_ids else tok.decode(ids, skip_special_tokens=False))
-    _cli().console.print(f"{len(ids):,} prompt tokens ({getattr(tok, 'name_or_path', '?')})", highlight=False,
+    console.print(f"{len(ids):,} prompt tokens ({getattr(tok, 'name_or_path', '?')})", highlight=False,
                          soft_wrap=True)
 
 
@@ -125,17 +120,16 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
 
     from kimi_eagle_data.validate.check import Checker, check_file, describe, open_rows
 
-    cli = _cli()
     prof, tok = _load(profile, model, tokenizer)
     checker = Checker(prof, tok, max_seq_len=max_seq_len, keep_truncated=keep_truncated)
     rows, total = open_rows(file)
-    report = cli.console if as_json else cli.out
+    report = console if as_json else out
     reasons: Counter[str] = Counter()
     n = valid = tokens = shown = 0
     progress = Progress(TextColumn("[bold]check"), BarColumn(), TextColumn("{task.fields[rows]:>9,} rows"),
                         TextColumn("{task.fields[tps]:>9,.0f} tok/s"), TextColumn("{task.fields[bad]}"),
                         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                        console=cli.console, disable=no_progress, transient=False)
+                        console=console, disable=no_progress, transient=False)
     t0 = time.perf_counter()
     with progress:
         task = progress.add_task("check", total=total, rows=0, tps=0.0, bad="")
@@ -149,7 +143,7 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
                     sys.stdout.write(orjson.dumps(v.to_json()).decode() + "\n")
                 if not v.valid and shown < _SHOWN_ROWS and (not as_json or "unreadable_row" in v.issues):
                     shown += 1
-                    _print_row(cli, report, file, v)
+                    _print_row(report, file, v)
             if k % 256 == 0:
                 elapsed = time.perf_counter() - t0
                 progress.update(task, advance=advance, rows=n, tps=tokens / elapsed if elapsed else 0.0,
@@ -175,13 +169,13 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
         sys.exit(1)
 
 
-def _print_row(cli, report, file: Path, v) -> None:
+def _print_row(report, file: Path, v) -> None:
     """One invalid row on one line; an unreadable row is an error line on stderr (the run continues)."""
     from rich.text import Text
 
     line = f"{file} row {v.row}{f' ({v.id})' if v.id else ''}: " + "; ".join(
         f"{code}: {detail}" for code, detail in zip(v.issues, v.details))
     if "unreadable_row" in v.issues:
-        cli.console.print(Text.assemble(("error: ", "bold red"), line), soft_wrap=True)
+        console.print(Text.assemble(("error: ", "bold red"), line), soft_wrap=True)
     else:
         report.print(Text(line), soft_wrap=True)

@@ -1,34 +1,18 @@
-"""`kimi-data push` and `kimi-data export` (registered at the end of cli/main.py).
-
-`.cli` is imported inside the commands, not at module level: `python -m kimi_eagle_data.cli.main` runs cli/main.py as
-`__main__`, whose last lines import this module, and a module-level `from kimi_eagle_data.cli.main import …` here would import
-cli/main.py a second time in the middle of that.
-"""
+"""`kimi-data push` and `kimi-data export` (registered at the end of cli/main.py)."""
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import click
 
+from kimi_eagle_data.cli.common import console, friendly_errors, out
+
 from kimi_eagle_data.run_checks import click_config_names
 
 
-def _cli():
-    from kimi_eagle_data.cli import main as cli
-
-    return cli
 
 
-def publish_errors(fn):
-    """The CLI's one-line errors (PublishError included there)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return _cli().friendly_errors(fn)(*args, **kwargs)
-
-    return wrapper
 
 
 def _human(n: int) -> str:
@@ -57,7 +41,7 @@ def _repo_id(ctx, param, value: str) -> str:
                    "The token is never printed, logged or written to a file.")
 @click.option("--dry-run", is_flag=True, help="Check the tree against its manifest and show what would be pushed; "
                                               "no network.")
-@publish_errors
+@friendly_errors
 def push(path: Path, repo_id: str, private: bool, token_env: str, dry_run: bool):
     """Publish DIR (a workdir or its dataset/) to the Hub as version tag v<version>.
 
@@ -79,12 +63,11 @@ def push(path: Path, repo_id: str, private: bool, token_env: str, dry_run: bool)
         from huggingface_hub.utils import disable_progress_bars
 
         disable_progress_bars()
-    out = _cli().out
     result = push_dataset(path, repo_id, private=private, token_env=token_env, dry_run=dry_run)
     ds = load_local(path, verify=False)
     if result.status != "already published":
         for note in result.notes:
-            _cli().console.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
+            console.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
     if result.status == "dry run":
         out.print(f"dry run: {result.files} files ({_human(result.bytes)}) of {ds.root} match manifest.json; "
                   f"would push version {ds.version} to {repo_id} as tag {result.tag}"
@@ -115,7 +98,7 @@ def push(path: Path, repo_id: str, private: bool, token_env: str, dry_run: bool)
               help="Configs to export (repeatable or comma-separated; default: all).")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=True, path_type=Path),
               help="Output file (specforge: .jsonl) or directory (speculators); replaced atomically.")
-@publish_errors
+@friendly_errors
 def export(path: Path, fmt: str, split: str, configs: tuple[str, ...], out_path: Path):
     """Export DIR's token rows (a workdir or its dataset/) for an EAGLE-3 trainer.
 
@@ -125,7 +108,7 @@ def export(path: Path, fmt: str, split: str, configs: tuple[str, ...], out_path:
     SpecForge:   data.prompts_path: FILE.jsonl   (pre-tokenized rows)
     speculators: datasets.load_from_disk(DIR)
     """
-    from kimi_eagle_data.hub.publish import export_dataset
+    from kimi_eagle_data.hub.export import export_dataset
 
     chosen = [c.strip() for v in configs for c in v.split(",") if c.strip()] or None
     if fmt == "speculators" and out_path.exists() and not out_path.is_dir():
@@ -133,7 +116,6 @@ def export(path: Path, fmt: str, split: str, configs: tuple[str, ...], out_path:
     if fmt == "specforge" and out_path.is_dir():
         raise click.BadParameter(f"{out_path} is a directory; specforge writes a .jsonl file", param_hint="--out")
     rep = export_dataset(path, out_path, fmt=fmt, split=split, configs=chosen)
-    out = _cli().out
     per = ", ".join(f"{c} {n:,}" for c, n in rep.configs.items())
     out.print(f"exported {rep.rows:,} {split} rows ({rep.tokens:,} tokens, {rep.loss_tokens:,} with loss) to "
               f"{rep.out} ({fmt}): {per}", highlight=False, soft_wrap=True)

@@ -1,18 +1,14 @@
-"""`kimi-data stats`, `plan` and `inspect`: the data-quality workbench (registered at the end of cli/main.py).
-
-`.cli` is imported inside the commands, not at module level: `python -m kimi_eagle_data.cli.main` runs cli/main.py as
-`__main__`, whose last lines import this module, and a module-level `from kimi_eagle_data.cli.main import …` here would import
-cli/main.py a second time in the middle of that.
-"""
+"""`kimi-data stats`, `plan` and `inspect`: the data-quality workbench (registered at the end of cli/main.py)."""
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
 import click
 import orjson
+
+from kimi_eagle_data.cli.common import friendly_errors, out
 
 from kimi_eagle_data.run_checks import click_config_names
 
@@ -68,21 +64,8 @@ kind: prefix, system, tools, user, assistant, tool_result,
 The segments' ids concatenated are the row's input_ids."""
 
 
-def _cli():
-    # Imported late: cli/main.py registers these commands at its end.
-    from kimi_eagle_data.cli import main as cli
-
-    return cli
 
 
-def quality_errors(fn):
-    """The CLI's one-line errors (QualityError included there)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return _cli().friendly_errors(fn)(*args, **kwargs)
-
-    return wrapper
 
 
 def _print_json(obj: Any) -> None:
@@ -130,7 +113,7 @@ def _range(iv: dict[str, float | None], fmt=_si, sep: str = "\n") -> str:
               help="Where to write lengths_<CONFIG>.png (default: WORKDIR/stats).")
 @click.option("--no-plots", is_flag=True, help="Do not write the histograms.")
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON (keys below) instead of tables.")
-@quality_errors
+@friendly_errors
 def stats(configs, workdir: Path, split: str, plots_dir: Path | None, no_plots: bool, as_json: bool):
     """Length distributions, finish reasons, tool calls, cache hits and token totals per config.
 
@@ -164,7 +147,6 @@ def stats(configs, workdir: Path, split: str, plots_dir: Path | None, no_plots: 
 def _print_stats(r: dict[str, Any]) -> None:
     from rich.table import Table
 
-    out = _cli().out
     rows = list(r["configs"].items()) + [("all", r["overall"])]
     t = Table(title=f"stats: {r['workdir']}" + (f" ({r['split']} rows)" if r["split"] != "all" else ""))
     for col in ("config", "selected", "prep-rej", "generated", "failed", "pending", "train", "rejected",
@@ -225,7 +207,7 @@ def _print_stats(r: dict[str, Any]) -> None:
 @click.option("--confidence", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True,
               max_open=True), help="Confidence level of the intervals.")
 @click.option("--json", "as_json", is_flag=True, help="Print the projection as JSON (keys below).")
-@quality_errors
+@friendly_errors
 def plan(workdir: Path, counts, gpus: int, throughput: float | None, confidence: float, as_json: bool):
     """Project tokens, disk, train rows and GPU-hours of the full run from a pilot, with intervals.
 
@@ -255,7 +237,6 @@ def plan(workdir: Path, counts, gpus: int, throughput: float | None, confidence:
 def _print_plan(r: dict[str, Any]) -> None:
     from rich.table import Table
 
-    out = _cli().out
     level = f"{100 * r['confidence']:g}%"
     t = Table(title=f"plan from pilot {r['workdir']}  ({level} intervals)")
     for col in ("config", "prompts", "pilot n", "tokens/sample", "tokens", "naive chars/3.5", "valid rate",
@@ -329,7 +310,7 @@ def _hours(x: float | None) -> str:
 @click.option("--max-chars", type=click.IntRange(min=1), help="Cut each segment's text to this many characters.")
 @click.option("--tokenizer", help="Tokenizer to decode with (default: the run's, from run.json).")
 @click.option("--json", "as_json", is_flag=True, help="Print the segments as JSON (keys below).")
-@quality_errors
+@friendly_errors
 def inspect_cmd(directory: Path, config: str, sample_id: str | None, random_: bool, seed: int | None,
                 shortest: bool, longest: bool, rejected: str | None, raw: bool, max_chars: int | None,
                 tokenizer: str | None, as_json: bool):
@@ -369,7 +350,6 @@ def _print_inspect(r: dict[str, Any], *, raw: bool, max_chars: int | None) -> No
 
     from kimi_eagle_data.reports.inspect import STYLES
 
-    out = _cli().out
     split_style = "green" if r["split"] == "train" else "red"
     head = Text.assemble((r["id"], "bold"), f"  config {r['config']} · split ", (str(r["split"]), split_style),
                          f" · finish {r['finish_reason']} · {r['source']} row {r['source_id']}")

@@ -1,4 +1,4 @@
-"""`kimi-data score` (registered at the end of cli/main.py; imported inside, see cli/quality.py)."""
+"""`kimi-data score` (registered at the end of cli/main.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 import orjson
+
+from kimi_eagle_data.cli.common import console, friendly_errors, out
 
 from kimi_eagle_data.score.scoring import DEFAULT_LIMIT
 from kimi_eagle_data.score.report import REGENERATE_GAP
@@ -25,7 +27,7 @@ SCORE_JSON_HELP = """\b
 S = {samples, tokens, nats_per_token (mean log-prob per token, token-
     weighted), top1 (share of tokens that are the target's top-1)}"""
 
-# RunSettings fields a workdir's run.json remembers (cli.INHERITED); score reuses them as they are.
+# RunSettings fields a workdir's run.json remembers (settings.INHERITED); score reuses them as they are.
 SAVED = ("profile", "model", "model_label", "tokenizer", "samples", "sources", "revision", "limit", "max_new_tokens",
          "temperature", "top_p", "max_seq_len", "keep_truncated", "batch_size", "version", "configs", "engine",
          "servers", "config_file", "repo")
@@ -72,16 +74,13 @@ def score(configs, workdir: Path, limit: int, seed: int, threshold: float, engin
       kimi-data score --workdir demo-work
       kimi-data score B1 B5 --workdir pilot --engine sglang --server http://node1:30000 --json
     """
-    from kimi_eagle_data.cli import main as cli
-
-    cli.friendly_errors(_score)(configs, workdir, limit, seed, threshold, engine, servers, concurrency, max_attempts,
+    friendly_errors(_score)(configs, workdir, limit, seed, threshold, engine, servers, concurrency, max_attempts,
                                 retry_backoff, request_timeout, health_timeout, allow_old_server, batch_size,
                                 retry_failed, as_json, no_progress)
 
 
 def _score(configs, workdir: Path, limit, seed, threshold, engine, servers, concurrency, max_attempts, retry_backoff,
            request_timeout, health_timeout, allow_old_server, batch_size, retry_failed, as_json, no_progress):
-    from kimi_eagle_data.cli import main as cli
     from kimi_eagle_data.pipeline import Pipeline, RunSettings
     from kimi_eagle_data.score.report import rich_table, score_workdir, threshold_note
     from kimi_eagle_data.workdir import Workdir, read_json
@@ -94,7 +93,7 @@ def _score(configs, workdir: Path, limit, seed, threshold, engine, servers, conc
     # The workdir's own settings, unchanged, so run.json stays as it is; only the engine may differ.
     settings = RunSettings(workdir=str(wd.root), progress=not no_progress,
                            **{k: saved[k] for k in SAVED if k in saved and saved[k] is not None})
-    p = Pipeline(settings, console=cli.console)
+    p = Pipeline(settings, console=console)
     unknown = [c for c in configs if not wd.prepared(c).exists()]
     if unknown:
         raise click.BadParameter(f"{unknown[0]!r} has no prepared/{unknown[0]}.parquet in {wd.root}; prepared: "
@@ -109,7 +108,6 @@ def _score(configs, workdir: Path, limit, seed, threshold, engine, servers, conc
     if as_json:
         click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return
-    out = cli.out
     out.print(rich_table(report))
     run = report.get("run")
     if run:

@@ -87,6 +87,10 @@ class _Failure(Exception):
         super().__init__(message)
         self.reason, self.message, self.retriable = reason, message, retriable
 
+    def detail(self, attempts: int, server: str) -> dict[str, Any]:
+        """What a failed request records (the checkpoint's failure row, a score error)."""
+        return {"reason": self.reason, "message": self.message, "attempts": attempts, "server": server}
+
 
 class SGLangEngine(Engine):
     name = "sglang"
@@ -316,7 +320,18 @@ class SGLangEngine(Engine):
         body = {"input_ids": req.input_ids, "sampling_params": req.sampling.to_sglang(), "rid": req.id}
         if req.return_logprob:
             body.update(LOGPROB_FIELDS)
-        payload = orjson.dumps(body)
+        return await self._with_retries(
+            session, orjson.dumps(body),
+            lambda url, answer, seconds: with_output_logprobs(self._completion(req, answer, seconds), answer),
+            lambda f, attempts, url: Completion(id=req.id, output_ids=[], finish_reason="error", engine=self.name,
+                                                finish_detail={"type": "error", **f.detail(attempts, url)}))
+
+    async def _with_retries(self, session, payload: bytes, read: Callable[[str, dict, float], Any],
+                            give_up: Callable[["_Failure", int, str], Any]) -> Any:
+        """POST `payload` to the least busy server and return `read(url, answer, seconds)`; a retriable
+        failure (raised by the request or by `read`) waits and tries again, on any server, up to
+        max_attempts; then `give_up(failure, attempts, url)` is the result (a failure is data, not an
+        exception: the run goes on)."""
         attempt = 0
         while True:
             attempt += 1
@@ -325,13 +340,11 @@ class SGLangEngine(Engine):
             self.sent[url] += 1
             t0 = time.perf_counter()
             try:
-                body = await self._post(session, url, payload)
-                return with_output_logprobs(self._completion(req, body, time.perf_counter() - t0), body)
+                answer = await self._post(session, url, payload)
+                return read(url, answer, time.perf_counter() - t0)
             except _Failure as f:
                 if not f.retriable or attempt >= self.retry.max_attempts or self._stop.is_set():
-                    return Completion(id=req.id, output_ids=[], finish_reason="error", engine=self.name,
-                                      finish_detail={"type": "error", "reason": f.reason, "message": f.message,
-                                                     "attempts": attempt, "server": url})
+                    return give_up(f, attempt, url)
             finally:
                 self.in_flight_by_url[url] -= 1
             await asyncio.sleep(self.retry.wait(attempt))

@@ -21,7 +21,6 @@ scheduler_output_processor_mixin.py `_process_input_token_logprobs` / `_process_
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -103,27 +102,14 @@ def score_payload(req: ScoreRequest) -> bytes:
     })
 
 
-async def score_with_retries(self: SGLangEngine, session, req: ScoreRequest) -> ScoreResult:
+async def score_with_retries(engine: SGLangEngine, session, req: ScoreRequest) -> ScoreResult:
     from kimi_eagle_data.engines.sglang import _Failure
 
-    payload = score_payload(req)
-    attempt = 0
-    while True:
-        attempt += 1
-        url = self._pick_server()
-        self.in_flight_by_url[url] += 1
-        self.sent[url] += 1
+    def read(url: str, answer: dict, _seconds: float) -> ScoreResult:
         try:
-            body = await self._post(session, url, payload)
-            try:
-                return parse_score(req, body)
-            except BadLogprobs as e:
-                raise _Failure("bad_response", f"{url}: {e}", False) from None
-        except _Failure as f:
-            if not f.retriable or attempt >= self.retry.max_attempts or self._stop.is_set():
-                return ScoreResult(req.id, error={"reason": f.reason, "message": f.message, "attempts": attempt,
-                                                  "server": url})
-        finally:
-            self.in_flight_by_url[url] -= 1
-        await asyncio.sleep(self.retry.wait(attempt))
+            return parse_score(req, answer)
+        except BadLogprobs as e:
+            raise _Failure("bad_response", f"{url}: {e}", False) from None
 
+    return await engine._with_retries(session, score_payload(req), read,
+                                      lambda f, attempts, url: ScoreResult(req.id, error=f.detail(attempts, url)))

@@ -1,0 +1,44 @@
+"""What every `kimi-data` command shares: the two consoles and the one-line error handling.
+
+Errors the user can fix print one line (what, where, what to do) and exit 1.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import click
+from rich.console import Console
+
+from kimi_eagle_data.errors import KimiDataError
+
+console = Console(stderr=True)
+# Tables stay readable when stdout is a pipe or a log file (rich would assume 80 columns).
+out = Console(width=None if sys.stdout.isatty() else 160)
+
+
+class UserError(click.ClickException):
+    """Printed as one line `error: …`, exit 1."""
+
+    def show(self, file=None):
+        console.print(f"[bold red]error:[/] {self.message}", highlight=False, soft_wrap=True)
+
+
+def friendly_errors(fn):
+    """Turn the project's expected failures into one clear line instead of a traceback."""
+    # FileNotFoundError: a path the user gave that the OS could not open (ours raise MissingInputError).
+    expected = (KimiDataError, FileNotFoundError)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except expected as e:
+            raise UserError(str(e)) from None   # `from None`: no chained message can carry a token
+        except KeyboardInterrupt:
+            console.print("[yellow]interrupted[/]: completed samples are in the checkpoint; rerun the same "
+                          "command to resume", soft_wrap=True)
+            sys.exit(130)
+
+    return wrapper

@@ -1,0 +1,74 @@
+"""`kimi-data serve`: launch SGLang for the profile's model, or serve a local model over SGLang's protocol
+(registered at the end of cli/main.py)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kimi_eagle_data.cli.common import UserError, friendly_errors, out
+
+
+@click.command()
+@click.option("--engine", type=click.Choice(["sglang", "local"]), default="sglang", show_default=True,
+              help="sglang: launch SGLang (GPU). local: serve any HF model over SGLang's /generate protocol on CPU.")
+@click.option("--profile", default="kimi-k2.5", show_default=True, help="Model profile (launch flags, tokens).")
+@click.option("--model", help="Model path or Hub id (default: the profile's model).")
+@click.option("--tokenizer", help="Tokenizer for /tokenize and `text` (local engine; default: --model).")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=30000, show_default=True, type=int)
+@click.option("--tp", default=8, show_default=True, type=click.IntRange(min=1), help="Tensor parallel GPUs (sglang).")
+@click.option("--context-length", type=click.IntRange(min=1), help="SGLang --context-length.")
+@click.option("--mem-fraction-static", type=click.FloatRange(0, 1), default=0.85, show_default=True,
+              help="SGLang --mem-fraction-static.")
+@click.option("--no-metrics", is_flag=True, help="Do not pass --enable-metrics.")
+@click.option("--extra", "extra", multiple=True, metavar="ARG", help="Extra argument passed to SGLang (repeatable).")
+@click.option("--health-timeout", default=1800.0, show_default=True, help="Seconds to wait for SGLang to load.")
+@click.option("--dry-run", is_flag=True, help="Print the SGLang launch command and exit.")
+@click.option("--max-batch", default=16, show_default=True, help="local: requests decoded together.")
+@click.option("--error-rate", default=0.0, type=click.FloatRange(0, 1), help="local: share of /generate answered 500.")
+@click.option("--drop-rate", default=0.0, type=click.FloatRange(0, 1),
+              help="local: share of /generate whose connection is dropped.")
+@click.option("--delay", default=0.0, type=click.FloatRange(min=0), help="local: seconds added to each /generate.")
+@click.option("--fault-seed", default=0, type=int, help="local: seed of the fault injection.")
+@click.option("--bad-output", type=click.Choice(["non_int", "bool", "out_of_vocab", "huge_int", "too_long",
+                                                 "meta_mismatch"]),
+              help="local: answer every /generate malformed this way (tests the client's response checks).")
+@friendly_errors
+def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem_fraction_static, no_metrics, extra,
+          health_timeout, dry_run, max_batch, error_rate, drop_rate, delay, fault_seed, bad_output):
+    """Launch SGLang for Kimi-K2.5 (or serve a local model over the same protocol).
+
+    \b
+    Production, one 8-GPU node:
+      kimi-data serve --tp 8 --context-length 32768
+      kimi-data build --engine sglang --server http://127.0.0.1:30000 --workdir run1
+    CPU stand-in (tests, demos): kimi-data serve --engine local --model DIR --port 30001
+    """
+    import shlex
+
+    from kimi_eagle_data.profile import get_profile
+    from kimi_eagle_data.engines.serve import SGLangLaunch, run_sglang
+
+    prof = get_profile(profile)
+    model = model or prof.model_path
+    if engine == "sglang" or dry_run:
+        launch = SGLangLaunch(model=model, tp=tp, host=host, port=port, context_length=context_length,
+                              mem_fraction_static=mem_fraction_static, metrics=not no_metrics, extra=list(extra))
+        if dry_run:
+            out.print(shlex.join(launch.command(prof, python="python")), highlight=False, soft_wrap=True)
+            return
+        try:
+            sys.exit(run_sglang(launch, prof, health_timeout_s=health_timeout, echo=out.print))
+        except (RuntimeError, TimeoutError) as e:
+            raise UserError(f"SGLang did not start: {e}") from e
+    from kimi_eagle_data.engines.local import LocalEngine
+    from kimi_eagle_data.engines.protocol_server import Faults, ProtocolServer, run_server
+    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(tokenizer or model)
+    server = ProtocolServer(LocalEngine(model, batch_size=max_batch), tokenizer=tok, max_batch=max_batch,
+                            faults=Faults(error_rate=error_rate, drop_rate=drop_rate, delay_s=delay, seed=fault_seed,
+                                          bad_output=bad_output))
+    run_server(server, host, port, print_url=lambda m: out.print(m, highlight=False))
