@@ -17,7 +17,7 @@ from collections import Counter, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol
+from typing import Any, Collection, Iterator, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -78,19 +78,25 @@ class _PreparedPrompts:
     sorted by id, so only a window of a row group or two is held, whatever the run's size. A file prepared
     before that (not sorted) is sorted here, whole, in memory."""
 
-    def __init__(self, path):
+    def __init__(self, path, wanted: Collection[str] = ()):
+        """`wanted`: ids to look for (failed requests), found in `found` if prepared. Nothing here is held
+        per prepared row: the ids are read a batch at a time."""
         f = pq.ParquetFile(path)
-        ids = f.read(columns=["id"]).column("id").to_pylist()
-        self.ids = frozenset(ids)
-        if all(a < b for a, b in zip(ids, ids[1:])):
+        self.count = f.metadata.num_rows
+        self.found: set[str] = set()
+        in_order, last = True, None
+        for batch in f.iter_batches(batch_size=1 << 16, columns=["id"]):
+            ids = batch.column(0).to_pylist()
+            self.found.update(i for i in ids if i in wanted)
+            if ids and in_order:
+                in_order = (last is None or last < ids[0]) and all(a < b for a, b in zip(ids, ids[1:]))
+                last = ids[-1]
+        if in_order:
             self._batches = f.iter_batches(batch_size=PREPARED_ROW_GROUP, columns=_PROMPT_COLUMNS)
         else:
             self._batches = iter(f.read(columns=_PROMPT_COLUMNS).sort_by("id").to_batches(PREPARED_ROW_GROUP))
         self._window = pa.Table.from_batches([], pa.schema([f.schema_arrow.field(c) for c in _PROMPT_COLUMNS]))
         self._window_ids: list[str] = []
-
-    def __len__(self) -> int:
-        return len(self.ids)
 
     def take(self, ids: list[str]) -> tuple[list[int], pa.Table]:
         """For completion ids in increasing order, following the previous call's: which of them have a
@@ -127,8 +133,7 @@ class _Context:
     output_values: np.ndarray
 
 
-def _chunks(batches: Iterator[CompletionBatch], prompts: _PreparedPrompts, done: set[str]
-            ) -> Iterator[tuple[_Context, Chunk]]:
+def _chunks(batches: Iterator[CompletionBatch], prompts: _PreparedPrompts) -> Iterator[tuple[_Context, Chunk]]:
     for b in batches:
         if not len(b):
             continue
@@ -137,7 +142,6 @@ def _chunks(batches: Iterator[CompletionBatch], prompts: _PreparedPrompts, done:
             b = b.take(keep)
         if not len(b):
             continue
-        done.update(b.ids)
         p_off, p_val = _prompt_buffers(rows)
         ctx = _Context(b.ids, rows, p_off, p_val, b.offsets, b.values)
         yield ctx, Chunk(p_off, p_val, b.offsets, b.values, b.finish_reason, b.finish_detail,
@@ -240,22 +244,26 @@ def validate_config(workdir: Workdir, config: str, checkpoint: CheckpointSet, po
     path = workdir.prepared(config)
     if not path.exists():
         raise MissingInputError(f"{path} is missing; run `kimi-data prepare {config} --workdir {workdir.root}` first")
-    prompts = _PreparedPrompts(path)
+    # Failed requests (few) are what needs ids kept: a failure counts when its prompt is prepared and no
+    # checkpoint file completed it (shards and merged workdirs may hold both).
+    failures = checkpoint.failures(config)
+    prompts = _PreparedPrompts(path, wanted=failures)
     prep = read_json(workdir.prepare_report(config))
     rep = ValidateReport(config, selected=prep["selected"], rejected_at_prepare=prep["rejected_total"],
-                         prepared=len(prompts), prepare_reasons=prep["rejected"])
-    done: set[str] = set()
+                         prepared=prompts.count, prepare_reasons=prep["rejected"])
+    completed_failures: set[str] = set()
     with atomic_path(workdir.validated(config)) as tmp, \
             pq.ParquetWriter(tmp, LIGHT_SCHEMA, compression="zstd") as light, \
             (_Blocks(sink) if sink is not None else nullcontext()) as blocks:
-        for ctx, j in pool.map(_chunks(checkpoint.batches(config, CHUNK_ROWS), prompts, done)):
+        for ctx, j in pool.map(_chunks(checkpoint.batches(config, CHUNK_ROWS), prompts)):
+            completed_failures.update(i for i in ctx.ids if i in failures)
             rows = _light_rows(ctx, j)
             _account(rep, rows)
             light.write_table(rows)
             if blocks is not None:
                 blocks.add(ctx, rows, j.messages, ctx.prompts.column("tools").combine_chunks())
-    for id_, (reason, _message, _attempts) in checkpoint.failures(config).items():
-        if id_ in prompts.ids and id_ not in done:
+    for id_, (reason, _message, _attempts) in failures.items():
+        if id_ in prompts.found and id_ not in completed_failures:
             rep.failed += 1
             rep.failure_reasons[reason] += 1
     rep.pending = rep.prepared - rep.generated - rep.failed

@@ -128,7 +128,7 @@ class VerdictPool:
             for ctx, c in items:
                 yield ctx, judge(self.validator, c)
             return
-        ahead = 4 * self.workers          # chunks in flight: every worker busy, memory bounded
+        ahead = 2 * self.workers          # chunks in flight: every worker busy, memory bounded
         pending: deque[tuple[Any, Future]] = deque()
         for ctx, c in items:
             pending.append((ctx, self._executor.submit(_judge_in_worker, c)))
