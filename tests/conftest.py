@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,20 @@ def run_cli(*args: str, check: bool = True, timeout: float = 900, env: dict[str,
     if check and proc.returncode != 0:
         raise AssertionError(f"kimi-data {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def tree_hashes(root: Path) -> dict[str, str]:
+    from kimi_eagle_data.workdir import file_sha256
+
+    return {str(p.relative_to(root)): file_sha256(p) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def copy_run(src: Path, dst: Path) -> Path:
+    """A workdir with the demo's prompts and completions, nothing validated or emitted."""
+    dst.mkdir()
+    for name in ("prepared", "generations.sqlite", "run.json"):
+        (shutil.copytree if (src / name).is_dir() else shutil.copy2)(src / name, dst / name)
+    return dst
 
 
 @pytest.fixture(scope="session")

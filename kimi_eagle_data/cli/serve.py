@@ -33,8 +33,9 @@ from kimi_eagle_data.cli.common import UserError, friendly_errors, out
 @click.option("--delay", default=0.0, type=click.FloatRange(min=0), help="local: seconds added to each /generate.")
 @click.option("--fault-seed", default=0, type=int, help="local: seed of the fault injection.")
 @click.option("--bad-output", type=click.Choice(["non_int", "bool", "out_of_vocab", "huge_int", "too_long",
-                                                 "meta_mismatch"]),
-              help="local: answer every /generate malformed this way (tests the client's response checks).")
+                                                 "meta_mismatch"]), multiple=True,
+              help="local: answer every /generate malformed this way (tests the client's response checks); "
+                   "repeated: the ways in turn, answer by answer.")
 @friendly_errors
 def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem_fraction_static, no_metrics, extra,
           health_timeout, dry_run, max_batch, error_rate, drop_rate, delay, fault_seed, bad_output):
@@ -70,5 +71,5 @@ def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem
     tok = load_tokenizer(tokenizer or model)
     server = ProtocolServer(LocalEngine(model, batch_size=max_batch), tokenizer=tok, max_batch=max_batch,
                             faults=Faults(error_rate=error_rate, drop_rate=drop_rate, delay_s=delay, seed=fault_seed,
-                                          bad_output=bad_output))
+                                          bad_output=tuple(bad_output)))
     run_server(server, host, port, print_url=lambda m: out.print(m, highlight=False))

@@ -38,7 +38,8 @@ class Faults:
     error_rate: float = 0.0        # share of /generate answered with HTTP 500
     drop_rate: float = 0.0         # share of /generate whose connection is closed without an answer
     delay_s: float = 0.0           # added latency per /generate
-    bad_output: str | None = None  # every /generate answer malformed this way (BAD_OUTPUT_MODES)
+    # Every /generate answer malformed, in these ways (BAD_OUTPUT_MODES) taken in turn, answer by answer.
+    bad_output: tuple[str, ...] = ()
     seed: int = 0
 
 
@@ -103,6 +104,7 @@ class ProtocolServer:
         self.extra_stop_ids = extra_stop_ids
         self.queue: asyncio.Queue | None = None
         self.requests_served = 0
+        self.bad_answers = 0           # answers malformed so far (Faults.bad_output)
 
     # -- app ----------------------------------------------------------------------------------
     def app(self) -> web.Application:
@@ -236,7 +238,9 @@ class ProtocolServer:
                 _add_output_logprobs(answer["meta_info"], c, top_n)
             if f.bad_output:
                 vocab = len(self.tokenizer) if self.tokenizer is not None else 1 << 31
-                corrupt(answer, f.bad_output, max_new_tokens=sampling.max_new_tokens, vocab_size=vocab)
+                mode = f.bad_output[self.bad_answers % len(f.bad_output)]
+                self.bad_answers += 1
+                corrupt(answer, mode, max_new_tokens=sampling.max_new_tokens, vocab_size=vocab)
             out.append(answer)
         self.requests_served += len(out)
         return _json(out if batch else out[0])
@@ -297,6 +301,7 @@ class ProtocolServer:
             "version": PROTOCOL_VERSION,
             "engine": f"kimi-eagle-data {self.info.engine} engine ({self.info.version})",
             "requests_served": self.requests_served,
+            "bad_answers": self.bad_answers,
             **self.info.server_args,
         })
 

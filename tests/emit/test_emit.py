@@ -4,29 +4,14 @@ same rows as `load_dataset`."""
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kimi_eagle_data.builders.partitions import PARTITIONS
 from kimi_eagle_data.schema import LIGHT_SCHEMA, ROW_SCHEMA
-from kimi_eagle_data.workdir import file_sha256
 
-from tests.conftest import run_cli
-
-
-def tree_hashes(root):
-    return {str(p.relative_to(root)): file_sha256(p) for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-def copy_run(src, dst):
-    """A workdir with the demo's prompts and completions, nothing validated or emitted."""
-    dst.mkdir()
-    for name in ("prepared", "generations.sqlite", "run.json"):
-        (shutil.copytree if (src / name).is_dir() else shutil.copy2)(src / name, dst / name)
-    return dst
+from tests.conftest import copy_run, run_cli, tree_hashes
 
 
 def test_emit_is_byte_identical_across_workers(demo_run, tmp_path):

@@ -10,16 +10,13 @@ import sys
 import textwrap
 
 import orjson
+import pytest
 import pyarrow.parquet as pq
 
 from kimi_eagle_data.builders.partitions import PARTITIONS
 from kimi_eagle_data.workdir import file_sha256
 
-from tests.conftest import run_cli
-
-
-def tree_hashes(root):
-    return {str(p.relative_to(root)): file_sha256(p) for p in sorted(root.rglob("*")) if p.is_file()}
+from tests.conftest import copy_run, run_cli, tree_hashes
 
 
 def test_demo_dataset_loads_in_a_fresh_process(demo_run):
@@ -159,13 +156,8 @@ def test_changed_settings_are_refused_with_one_line(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("error:") and "temperature" in lines[0], proc.stderr
 
 
-def test_corrupt_checkpoint_is_reported(tmp_path):
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
-
-    w = tmp_path / "w"
-    common = ["B6", "--workdir", str(w), "--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR), "--samples",
-              "--no-progress", "--limit", "2"]
-    run_cli("build", *common)
+def test_corrupt_checkpoint_is_reported(demo_run, tmp_path):
+    w = copy_run(demo_run[0], tmp_path / "w")
     db = sqlite3.connect(w / "generations.sqlite")
     db.execute("UPDATE completions SET output_ids = CAST(output_ids || x'01000000' AS BLOB) WHERE rowid = 1")
     db.commit()
@@ -182,15 +174,16 @@ def test_usage_errors_exit_2(tmp_path):
     assert proc.returncode == 2
 
 
-def test_emit_refuses_non_semver(tmp_path):
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+def test_emit_refuses_non_semver(demo_run, tmp_path):
+    from kimi_eagle_data.emit.writer import EmitError, check_version
 
-    common = ["B6", "--workdir", str(tmp_path / "w"), "--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR),
-              "--samples", "--no-progress", "--limit", "1"]
-    run_cli("build", *common)
-    for bad_version in ("1", "v1.0.0", "1.0"):
-        proc = run_cli("emit", "--workdir", str(tmp_path / "w"), "--version", bad_version, check=False)
-        assert proc.returncode == 1 and "semver" in proc.stderr
+    for bad_version in ("1", "v1.0.0", "1.0", "1.0.0.0", "1.0.0-"):
+        with pytest.raises(EmitError, match="semver"):
+            check_version(bad_version)
+    check_version("1.2.3-rc.1")
+    w = copy_run(demo_run[0], tmp_path / "w")
+    proc = run_cli("emit", "--workdir", str(w), "--version", "v1.0.0", check=False)
+    assert proc.returncode == 1 and "semver" in proc.stderr and not (w / "dataset").exists()
 
 
 def test_emit_repo_is_remembered_by_later_builds(tmp_path):

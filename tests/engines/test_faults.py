@@ -19,7 +19,8 @@ from kimi_eagle_data.engines.sglang import check_output_ids
 from kimi_eagle_data.run_checks import url_problem
 
 from tests.conftest import run_cli
-from tests.engines.test_sglang_engine import CONFIGS, Server, completions, free_port, prepared_count, sglang_args
+from tests.engines.test_sglang_engine import (Server, completions, free_port, get_json, prepared_count,
+                                             sglang_args)
 
 
 def error_lines(proc) -> list[str]:
@@ -66,15 +67,19 @@ def healthy():
     s.kill()
 
 
-@pytest.mark.parametrize("mode", sorted(BAD_OUTPUT_MODES))
-def test_bad_answers_are_failures_then_retried(mode, prepared, healthy, tmp_path):
+def test_bad_answers_are_failures_then_retried(prepared, healthy, tmp_path):
+    """One server answering every way in BAD_OUTPUT_MODES in turn: each malformed answer is refused (a
+    completion stored from any of them would show), the samples are failures, and --retry-failed against a
+    healthy server completes them."""
     w = tmp_path / "w"
     shutil.copytree(prepared, w)
     n = prepared_count(w)
-    bad = Server("--bad-output", mode).start()
+    modes = sorted(BAD_OUTPUT_MODES)
+    bad = Server(*(a for m in modes for a in ("--bad-output", m))).start()
     try:
         proc = run_cli("generate", "--workdir", str(w), "--server", bad.url, "--max-attempts", "2",
                        "--retry-backoff", "0.01", "--no-progress", check=False)
+        assert get_json(bad.url + "/server_info")["bad_answers"] >= len(modes) * 2   # every way, twice at least
     finally:
         bad.kill()
     assert proc.returncode == 3, proc.stderr
@@ -84,8 +89,8 @@ def test_bad_answers_are_failures_then_retried(mode, prepared, healthy, tmp_path
     assert completions(w) == []                                       # nothing malformed was stored
     import sqlite3
 
-    reasons = {r[0] for r in sqlite3.connect(w / "generations.sqlite").execute("SELECT reason FROM failures")}
-    assert reasons == {"bad_response"}
+    rows = sqlite3.connect(w / "generations.sqlite").execute("SELECT reason, message FROM failures").fetchall()
+    assert {r[0] for r in rows} == {"bad_response"} and len(rows) == n
     again = run_cli("generate", "--workdir", str(w), "--server", healthy.url, "--retry-failed")
     assert f"generate: {n} completed, 0 failed" in again.stdout
     assert len(set(completions(w))) == n
