@@ -45,17 +45,6 @@ NAMED: list[tuple[int, str, bool]] = [
 ADDITIONAL_SPECIAL = ["<|im_end|>", "<|im_user|>", "<|im_assistant|>", "<|start_header_id|>", "<|end_header_id|>",
                       "[EOT]", "<|im_system|>", "<|im_middle|>"]
 
-PAT_PARTS = [
-    r"[\p{Han}]+",
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    r"\p{N}{1,3}",
-    r" ?[^\s\p{L}\p{N}]+[\r\n]*",
-    r"\s*[\r\n]+",
-    r"\s+(?!\S)",
-    r"\s+",
-]
-KIMI_PAT = "|".join(PAT_PARTS)
 
 
 def train_ranks(texts, base_vocab: int = BASE_VOCAB) -> list[bytes]:
@@ -63,7 +52,7 @@ def train_ranks(texts, base_vocab: int = BASE_VOCAB) -> list[bytes]:
     value, then the merged tokens in the order the trainer created them (tiktoken merges by lowest rank)."""
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(KIMI_PAT), behavior="isolated"),
+        pre_tokenizers.Split(Regex(_shipped_class().PAT_STR), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
     tok.decoder = decoders.ByteLevel()
@@ -78,12 +67,18 @@ def train_ranks(texts, base_vocab: int = BASE_VOCAB) -> list[bytes]:
     return ranks
 
 
-def _byte_level_symbols() -> dict[int, str]:
-    # The `tokenizers` ByteLevel alphabet; our class uses the same mapping (byte_symbols there).
+def _shipped_class():
+    """The tokenizer class module the model directory ships: Kimi's pre-tokenizer regex (PAT_STR) and the byte
+    alphabet are kept there, once, and the ranks are trained with the same ones."""
     import sys
     sys.path.insert(0, str(SHIPPED))
-    from tokenization_tiny_kimi import byte_symbols  # noqa: E402
-    return byte_symbols()
+    import tokenization_tiny_kimi  # noqa: E402
+    return tokenization_tiny_kimi
+
+
+def _byte_level_symbols() -> dict[int, str]:
+    # The `tokenizers` ByteLevel alphabet; our class uses the same mapping (byte_symbols there).
+    return _shipped_class().byte_symbols()
 
 
 def tokenizer_config() -> dict:
