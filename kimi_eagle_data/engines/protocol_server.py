@@ -18,6 +18,7 @@ log-prob at L, and `input_top_logprobs` (null at L), computed by the engine's `s
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import time
 import uuid
@@ -302,6 +303,7 @@ class ProtocolServer:
             "engine": f"kimi-eagle-data {self.info.engine} engine ({self.info.version})",
             "requests_served": self.requests_served,
             "bad_answers": self.bad_answers,
+            "pid": os.getpid(),         # which process answers a port (test harnesses start several)
             **self.info.server_args,
         })
 

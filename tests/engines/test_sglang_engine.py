@@ -39,22 +39,33 @@ class Server:
     """A `kimi-data serve --engine local` subprocess."""
 
     def __init__(self, *args: str, port: int | None = None):
+        self.fixed_port = port is not None
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.args = args
         self.proc = None
 
     def start(self) -> "Server":
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kimi_eagle_data", "serve", "--engine", "local", "--model", TINY,
-             "--port", str(self.port), *self.args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(self.url + "/health", timeout=1)
-                return self
-            except OSError:
+        """Up when it answers /server_info with its own pid: with tests running side by side, a port picked
+        free may be taken by another test's server first (this one then exits; it is started again on
+        another port, unless the port was asked for)."""
+        for _ in range(3):
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "kimi_eagle_data", "serve", "--engine", "local", "--model", TINY,
+                 "--port", str(self.port), *self.args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                try:
+                    if get_json(self.url + "/server_info").get("pid") == self.proc.pid:
+                        return self
+                except OSError:
+                    pass
                 time.sleep(0.2)
+            self.kill()
+            if self.fixed_port:
+                break
+            self.port = free_port()
+            self.url = f"http://127.0.0.1:{self.port}"
         raise RuntimeError(f"server on {self.port} did not start")
 
     def kill(self) -> None:
@@ -328,12 +339,16 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path):
         proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
                                  "--concurrency", "2", "--no-progress"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while not completions(w) and time.monotonic() < deadline:   # interrupt mid-run, after some work
-            time.sleep(0.2)
+        assert n > 2, f"too few prompts ({n}) for a run to be interrupted mid-way"
+        # Interrupt mid-run, after some work; a process that ends first fails here, with its output.
+        try:
+            wait_for(lambda: completions(w), 300, "no completion committed", proc=proc)
+        except AssertionError as e:
+            out, err = proc.communicate(timeout=60)
+            raise AssertionError(f"{e}\nstdout: {out}\nstderr: {err}") from None
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
-        assert proc.returncode == 130, err
+        assert proc.returncode == 130, f"exit {proc.returncode}\nstdout: {out}\nstderr: {err}"
         assert "interrupted" in err and "rerun the same command to resume" in err
         assert "Traceback" not in err
         done = len(completions(w))
