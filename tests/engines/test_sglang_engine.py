@@ -336,9 +336,12 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path):
     try:
         run_cli("prepare", *sglang_args(w, slow.url))
         n = prepared_count(w)
+        # Ctrl-C as a terminal delivers it: a test run started in the background (`cmd &` in a script) has
+        # SIGINT ignored, and a child would inherit that, so the child gets the default disposition back.
         proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
                                  "--concurrency", "2", "--no-progress"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         assert n > 2, f"too few prompts ({n}) for a run to be interrupted mid-way"
         # Interrupt mid-run, after some work; a process that ends first fails here, with its output.
         try:
