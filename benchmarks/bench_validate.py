@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kimi_eagle_data.profile import TINY_KIMI, TINY_MODEL_DIR, ProfileTokens  # noqa: E402
 from kimi_eagle_data.validate.rules import REASONS, Verdict  # noqa: E402
-from kimi_eagle_data.validate.validator import Validator  # noqa: E402
+from kimi_eagle_data.validate.validator import Validator, pack  # noqa: E402
 
 # --------------------------------------------------------------------------------------------
 # The baseline: one Python loop over every token, a state machine, the same rules.
@@ -311,14 +311,8 @@ def _key(v: Verdict):
 
 def _chunk(samples):
     """Samples as validate_many takes them: prompt and completion buffers, then the per-sample columns."""
-    def buffers(seqs):
-        offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
-        np.cumsum([len(x) for x in seqs], out=offsets[1:])
-        return offsets, np.concatenate([np.asarray(x, dtype=np.int32) for x in seqs])
-
-    p_off, p_val = buffers([s[0] for s in samples])
-    o_off, o_val = buffers([s[1] for s in samples])
-    return p_off, p_val, o_off, o_val, [s[2] for s in samples], [s[3] for s in samples], [s[4] for s in samples]
+    return (*pack([s[0] for s in samples]), *pack([s[1] for s in samples]), [s[2] for s in samples],
+            [s[3] for s in samples], [s[4] for s in samples])
 
 
 def _time(fn, corpus, repeat):

@@ -76,9 +76,8 @@ class Validator:
     def validate(self, prompt_ids: Sequence[int] | np.ndarray, output_ids: Sequence[int] | np.ndarray,
                  finish_reason: str, finish_detail: dict | None, tools: list[dict] | None) -> Verdict:
         """One sample (check, inspect); `validate_many` judges a chunk the same way."""
-        p, c = _as_ids(prompt_ids), _as_ids(output_ids)
-        return next(self.validate_many(np.array([0, p.size]), p, np.array([0, c.size]), c, [finish_reason],
-                                       [finish_detail], [tools]))
+        return next(self.validate_many(*pack([prompt_ids]), *pack([output_ids]), [finish_reason], [finish_detail],
+                                       [tools]))
 
     def validate_many(self, prompt_offsets: np.ndarray, prompt_values: np.ndarray, output_offsets: np.ndarray,
                       output_values: np.ndarray, finish_reasons: Sequence[str],
@@ -257,6 +256,17 @@ def _as_ids(ids: Sequence[int] | np.ndarray) -> np.ndarray:
     elif a.dtype.kind == "u":
         a = a.astype(np.int64)
     return a
+
+
+def pack(seqs: Sequence[Sequence[int] | np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Id sequences as one (offsets, values) buffer pair, sequence i at values[offsets[i]:offsets[i + 1]]:
+    what validate_many takes. Values keep their integer width (int64 for Python lists)."""
+    arrays = [_as_ids(x) for x in seqs]
+    if len(arrays) == 1:          # validate(): one sample, no copy
+        return np.array([0, arrays[0].size], dtype=np.int64), arrays[0]
+    offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+    np.cumsum([a.size for a in arrays], out=offsets[1:])
+    return offsets, (np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64))
 
 
 def _rows_with(mask: np.ndarray, offsets: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ import pytest
 from kimi_eagle_data.profile import TINY_KIMI, ProfileTokens
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 from kimi_eagle_data.validate.rules import REASONS, Verdict
-from kimi_eagle_data.validate.validator import Validator
+from kimi_eagle_data.validate.validator import Validator, pack
 
 TINY_DIR = Path(__file__).resolve().parents[2] / "kimi_eagle_data" / "assets" / "tiny-kimi"
 
@@ -311,15 +311,8 @@ def test_a_chunk_is_judged_as_its_samples_one_by_one():
     order = np.random.default_rng(0).permutation(len(cases))
     cases = [cases[i] for i in order]
 
-    def buffers(seqs):
-        offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
-        np.cumsum([len(x) for x in seqs], out=offsets[1:])
-        return offsets, np.concatenate([np.asarray(x, dtype=np.int32) for x in seqs])
-
-    p_off, p_val = buffers([c[0] for c in cases])
-    o_off, o_val = buffers([c[1] for c in cases])
-    together = list(V.validate_many(p_off, p_val, o_off, o_val, [c[2] for c in cases], [c[3] for c in cases],
-                                    [c[4] for c in cases]))
+    together = list(V.validate_many(*pack([c[0] for c in cases]), *pack([c[1] for c in cases]),
+                                    [c[2] for c in cases], [c[3] for c in cases], [c[4] for c in cases]))
     alone = [V.validate(*c) for c in cases]
     assert len(together) == len(cases) == len(alone)
     assert together == alone
