@@ -214,13 +214,25 @@ class _Blocks:
         pa.default_memory_pool().release_unused()   # this thread's share (the allocator keeps one per thread)
 
     def _write(self, parts: list[tuple[_Context, pa.Table, pa.Array, pa.Array]]) -> None:
-        block = pa.concat_tables([_full_rows(*p) for p in parts])
-        train = pa.concat_arrays([pc.equal(light["split"], "train").combine_chunks() for _, light, _, _ in parts])
-        for split, mask in (("train", train), ("rejected", pc.invert(train))):
-            if pc.any(mask).as_py():
-                # One contiguous chunk per row group: the Parquet pages do not depend on how rows were chunked.
-                self.sink.write(split, block.filter(mask).combine_chunks())
-        del block
+        # Each chunk's rows go to their split as they are (no copy into one buffer): a chunk of one split
+        # whole, which is most of them, is used as built; only a mixed chunk is filtered. The row group's
+        # pages follow the chunk boundaries, which depend on the checkpoint only (never on --workers).
+        by_split: dict[str, list[pa.RecordBatch]] = {s: [] for s in ("train", "rejected")}
+        for p in parts:
+            rows = _full_rows(*p)
+            train = pc.equal(p[1]["split"], "train").combine_chunks()
+            n_train = pc.sum(train).as_py() or 0
+            if n_train == rows.num_rows:
+                by_split["train"] += rows.to_batches()
+            elif n_train == 0:
+                by_split["rejected"] += rows.to_batches()
+            else:
+                by_split["train"] += rows.filter(train).to_batches()
+                by_split["rejected"] += rows.filter(pc.invert(train)).to_batches()
+        for split, batches in by_split.items():
+            if batches:
+                self.sink.write(split, pa.Table.from_batches(batches, ROW_SCHEMA))
+        del by_split
         # Blocks are large and alike: hand their memory back rather than let the allocator's cache grow
         # with the run (peak memory stays flat from 10M to 228M tokens).
         pa.default_memory_pool().release_unused()
