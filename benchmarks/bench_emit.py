@@ -193,7 +193,7 @@ def run_worker(kind: str, root: Path, workers: int | None) -> dict:
         peak = max(peak, tree_pss_mb(proc.pid))
         # Sampling costs CPU the measured side then lacks (2 cores here): every 50 ms keeps it under 1%,
         # and memory in these runs rises over seconds, not milliseconds (VmHWM bounds the main process anyway).
-        time.sleep(0.05)
+        time.sleep(0.25)
     out, err = proc.communicate()
     if proc.returncode:
         raise SystemExit(f"{kind} worker failed:\n{err}")

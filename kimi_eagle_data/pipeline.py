@@ -251,17 +251,17 @@ class Pipeline:
         validator = Validator(self.tokens, self.tokenizer, self.max_seq_len, keep_truncated=self.s.keep_truncated)
         return VerdictPool(validator, self.s.workers)
 
-    def validate(self, sinks: dict[str, Any] | None = None, pool=None, after=None) -> dict[str, ValidateReport]:
+    def validate(self, sinks: dict[str, Any] | None = None, pool=None, light_done=None) -> dict[str, ValidateReport]:
         """Judge every completion; light rows to validated/. With `sinks` (config -> emit.ConfigShards), the
-        same pass streams each config's full rows into its shards. `after(config)` runs as each one is done."""
+        same pass streams each config's full rows into its shards. `light_done(config, rows)` runs as soon as a
+        config's light rows are in place (its full rows may still be being written)."""
         ckpt = CheckpointSet(self.checkpoint_paths())
         own = pool is None
         pool = pool or self.verdict_pool()
         try:
             for c in self.s.configs:
-                self.reports[c] = validate_config(self.workdir, c, ckpt, pool, (sinks or {}).get(c))
-                if after is not None:
-                    after(c)
+                done = None if light_done is None else (lambda rows, c=c: light_done(c, rows))
+                self.reports[c] = validate_config(self.workdir, c, ckpt, pool, (sinks or {}).get(c), done)
         finally:
             ckpt.close()
             if own:
@@ -301,7 +301,8 @@ class Pipeline:
     def emit(self) -> dict[str, Any]:
         """Validate every completion again, streaming its row into dataset/data (each token written once),
         then plots, card and manifest. `self.reports` holds the validation counts, also when there is nothing
-        to emit (NothingToEmit). A config's plot is drawn by a worker while the next config is validated."""
+        to emit (NothingToEmit). Plots are drawn by workers from the light columns as soon as those are in
+        place, while the last rows are still being written and the card rendered."""
         from kimi_eagle_data.emit.writer import ConfigShards, check_version, clear_data, finish_dataset
         from kimi_eagle_data.emit.plots import plot_length_histograms, plot_lengths
         from kimi_eagle_data.workdir import read_json
@@ -310,21 +311,26 @@ class Pipeline:
         clear_data(self.workdir)
         assets = self.workdir.dataset / "assets"
         sinks = {c: ConfigShards(dataset_config_dir(self.workdir.dataset, c)) for c in self.s.configs}
-        histograms = {}
+        with_rows: list[str] = []     # a config without rows has no plot (nor data files)
+        drawing: list = []            # futures of the card's plots, in the card's order
 
-        def draw(config: str) -> None:
-            if sinks[config].splits:   # a config without rows has no plot (nor data files)
-                histograms[config] = pool.submit(plot_length_histograms, self.workdir, [config], assets)
+        def draw(config: str, rows: int) -> None:
+            if rows:
+                with_rows.append(config)
+                drawing.append(pool.submit(plot_length_histograms, self.workdir, [config], assets))
+            if config == self.s.configs[-1] and with_rows:
+                drawing.insert(0, pool.submit(plot_lengths, self.workdir, with_rows, assets))
 
         def plots(configs: list[str]) -> dict[str, str]:
-            drawn = plot_lengths(self.workdir, configs, assets)   # here, while workers finish the histograms
-            for c in configs:
-                drawn.update(histograms[c].result())
+            assert configs == with_rows, (configs, with_rows)
+            drawn: dict[str, str] = {}
+            for f in drawing:
+                drawn.update(f.result())
             return drawn
 
         with self.verdict_pool() as pool:
             try:
-                self.validate(sinks, pool, after=draw)
+                self.validate(sinks, pool, light_done=draw)
             except BaseException:
                 for sink in sinks.values():
                     sink.abort()

@@ -57,7 +57,7 @@ class CorruptCheckpointError(KimiDataError, RuntimeError):
     pass
 
 
-def _checksum(id_: str, blob: bytes, finish_reason: str) -> str:
+def _checksum(id_: str, blob: bytes | memoryview, finish_reason: str) -> str:
     """blake2b-128 of `id NUL blob NUL finish_reason`, fed in parts (no copy of the blob)."""
     h = hashlib.blake2b(id_.encode(), digest_size=16)
     h.update(b"\0")
@@ -71,31 +71,61 @@ def ids_to_blob(ids: Iterable[int]) -> bytes:
     return np.asarray(ids, dtype="<i4").tobytes()
 
 
+# A stored completion as read back: (id, output_ids blob, finish_reason, finish_detail JSON, checksum, file).
+StoredRow = tuple[str, bytes, str, str, str, str]
+
+
+def _corrupt_record(path: str | Path, id_: str) -> CorruptCheckpointError:
+    return CorruptCheckpointError(
+        f"checkpoint {path}: record {id_} fails its checksum; the file is corrupt. "
+        "Delete that record (or the file) and rerun generate to regenerate it")
+
+
 @dataclass
 class CompletionBatch:
     """Consecutive completions (by id) in columns: the output ids of all of them in one contiguous int32
-    buffer, row i at values[offsets[i]:offsets[i + 1]]. What validate reads; no per-row objects."""
+    buffer, row i at values[offsets[i]:offsets[i + 1]]. What validate reads; no per-row objects.
+
+    Each row keeps its stored checksum and the file it came from: `verify()` checks them where the batch is
+    consumed (validate's worker processes), so the reading process only reads."""
 
     ids: list[str]
     finish_reason: list[str]
     finish_detail: list[str]          # JSON text, as stored
     offsets: np.ndarray               # int64, len(ids) + 1
     values: np.ndarray                # int32
+    checksums: list[str]
+    files: list[str]                  # the checkpoint file of each row (for the error message)
 
     def __len__(self) -> int:
         return len(self.ids)
 
     @classmethod
-    def from_rows(cls, rows: list[tuple[str, bytes, str, str]]) -> "CompletionBatch":
+    def from_rows(cls, rows: list[StoredRow]) -> "CompletionBatch":
+        for r in rows:
+            if not isinstance(r[1], bytes) or len(r[1]) % 4:
+                raise _corrupt_record(r[5], r[0])
         lengths = np.fromiter((len(r[1]) >> 2 for r in rows), dtype=np.int64, count=len(rows))
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         values = np.frombuffer(b"".join(r[1] for r in rows), dtype="<i4")
-        return cls([r[0] for r in rows], [r[2] for r in rows], [r[3] for r in rows], offsets, values)
+        return cls([r[0] for r in rows], [r[2] for r in rows], [r[3] for r in rows], offsets, values,
+                   [r[4] for r in rows], [r[5] for r in rows])
+
+    def row(self, i: int) -> StoredRow:
+        return (self.ids[i], self.values[self.offsets[i]:self.offsets[i + 1]].tobytes(), self.finish_reason[i],
+                self.finish_detail[i], self.checksums[i], self.files[i])
 
     def take(self, rows: list[int]) -> "CompletionBatch":
-        return CompletionBatch.from_rows([(self.ids[i], self.values[self.offsets[i]:self.offsets[i + 1]].tobytes(),
-                                           self.finish_reason[i], self.finish_detail[i]) for i in rows])
+        return CompletionBatch.from_rows([self.row(i) for i in rows])
+
+    def verify(self) -> None:
+        """Raise CorruptCheckpointError for the first row whose ids or finish reason are not what was stored."""
+        off = self.offsets.tolist()
+        buf = memoryview(self.values).cast("B")
+        for i, (id_, fr, checksum) in enumerate(zip(self.ids, self.finish_reason, self.checksums)):
+            if _checksum(id_, buf[off[i] * 4:off[i + 1] * 4], fr) != checksum:
+                raise _corrupt_record(self.files[i], id_)
 
 
 class Checkpoint:
@@ -202,22 +232,18 @@ class Checkpoint:
 
     def batches(self, config: str, rows: int = 1024) -> Iterator[CompletionBatch]:
         """A config's completions by id in batches of `rows`: one query, fetched a batch at a time into one
-        contiguous buffer; every record's checksum is verified before its batch is handed out."""
+        contiguous buffer. Checksums travel with the batch: the consumer runs `CompletionBatch.verify()`."""
+        path = str(self.path)
         try:
             cur = self.db.execute("SELECT id, output_ids, finish_reason, finish_detail, checksum FROM completions "
                                   "WHERE config=? ORDER BY id", (config,))
             while chunk := cur.fetchmany(rows):
-                for id_, blob, fr, _fd, checksum in chunk:
-                    if not isinstance(blob, bytes) or len(blob) % 4 or _checksum(id_, blob, fr) != checksum:
-                        raise self._corrupt_record(id_)
-                yield CompletionBatch.from_rows([(r[0], r[1], r[2], r[3]) for r in chunk])
+                yield CompletionBatch.from_rows([(*r, path) for r in chunk])
         except sqlite3.Error as e:
             raise self._unreadable(e) from e
 
     def _corrupt_record(self, id_: str) -> CorruptCheckpointError:
-        return CorruptCheckpointError(
-            f"checkpoint {self.path}: record {id_} fails its checksum; the file is corrupt. "
-            "Delete that record (or the file) and rerun generate to regenerate it")
+        return _corrupt_record(self.path, id_)
 
     def _unreadable(self, e: Exception) -> CorruptCheckpointError:
         return CorruptCheckpointError(
@@ -271,8 +297,8 @@ class CheckpointSet:
 
         def records(part):
             for b in part.batches(config, rows):
-                for i, id_ in enumerate(b.ids):
-                    yield id_, b.values[b.offsets[i]:b.offsets[i + 1]].tobytes(), b.finish_reason[i], b.finish_detail[i]
+                for i in range(len(b)):
+                    yield b.row(i)
 
         last, pending = None, []
         for r in heapq.merge(*(records(p) for p in self.parts), key=lambda r: r[0]):

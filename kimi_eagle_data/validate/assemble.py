@@ -17,7 +17,7 @@ from collections import Counter, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Collection, Iterator, Protocol
+from typing import Any, Callable, Collection, Iterator, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -32,7 +32,7 @@ from kimi_eagle_data.validate.verdicts import Chunk, Judged, VerdictPool
 from kimi_eagle_data.workdir import Workdir, atomic_path, read_json, write_json
 
 CHUNK_ROWS = 256     # samples per worker task
-BLOCK_CHUNKS = 8     # chunks per row group (2,048 samples; train and rejected rows of one block written together)
+BLOCK_CHUNKS = 4     # chunks per row group (1,024 samples; train and rejected rows of one block written together)
 
 
 @dataclass
@@ -144,7 +144,7 @@ def _chunks(batches: Iterator[CompletionBatch], prompts: _PreparedPrompts) -> It
             continue
         p_off, p_val = _prompt_buffers(rows)
         ctx = _Context(b.ids, rows, p_off, p_val, b.offsets, b.values)
-        yield ctx, Chunk(p_off, p_val, b.offsets, b.values, b.finish_reason, b.finish_detail,
+        yield ctx, Chunk(p_off, p_val, b,
                          rows.column("messages").to_pylist(), rows.column("tools").to_pylist())
 
 
@@ -252,7 +252,9 @@ class _Blocks:
 
 
 def validate_config(workdir: Workdir, config: str, checkpoint: CheckpointSet, pool: VerdictPool,
-                    sink: RowSink | None = None) -> ValidateReport:
+                    sink: RowSink | None = None, light_done: Callable[[int], None] | None = None) -> ValidateReport:
+    """`light_done(rows)` runs as soon as validated/<config> is in place, while the last blocks of full rows
+    may still be being written (emit draws its plots from the light columns meanwhile)."""
     path = workdir.prepared(config)
     if not path.exists():
         raise MissingInputError(f"{path} is missing; run `kimi-data prepare {config} --workdir {workdir.root}` first")
@@ -264,16 +266,18 @@ def validate_config(workdir: Workdir, config: str, checkpoint: CheckpointSet, po
     rep = ValidateReport(config, selected=prep["selected"], rejected_at_prepare=prep["rejected_total"],
                          prepared=prompts.count, prepare_reasons=prep["rejected"])
     completed_failures: set[str] = set()
-    with atomic_path(workdir.validated(config)) as tmp, \
-            pq.ParquetWriter(tmp, LIGHT_SCHEMA, compression="zstd") as light, \
-            (_Blocks(sink) if sink is not None else nullcontext()) as blocks:
-        for ctx, j in pool.map(_chunks(checkpoint.batches(config, CHUNK_ROWS), prompts)):
-            completed_failures.update(i for i in ctx.ids if i in failures)
-            rows = _light_rows(ctx, j)
-            _account(rep, rows)
-            light.write_table(rows)
-            if blocks is not None:
-                blocks.add(ctx, rows, j.messages, ctx.prompts.column("tools").combine_chunks())
+    with (_Blocks(sink) if sink is not None else nullcontext()) as blocks:
+        with atomic_path(workdir.validated(config)) as tmp, \
+                pq.ParquetWriter(tmp, LIGHT_SCHEMA, compression="zstd") as light:
+            for ctx, j in pool.map(_chunks(checkpoint.batches(config, CHUNK_ROWS), prompts)):
+                completed_failures.update(i for i in ctx.ids if i in failures)
+                rows = _light_rows(ctx, j)
+                _account(rep, rows)
+                light.write_table(rows)
+                if blocks is not None:
+                    blocks.add(ctx, rows, j.messages, ctx.prompts.column("tools").combine_chunks())
+        if light_done is not None:
+            light_done(rep.generated)
     for id_, (reason, _message, _attempts) in failures.items():
         if id_ in prompts.found and id_ not in completed_failures:
             rep.failed += 1

@@ -25,6 +25,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+from kimi_eagle_data.engines.checkpoint import CompletionBatch
 from kimi_eagle_data.schema import ROW_SCHEMA, message_chars, normalize_message
 from kimi_eagle_data.validate.validator import Validator
 
@@ -33,14 +34,12 @@ MESSAGES_TYPE = ROW_SCHEMA.field("messages").type
 
 @dataclass
 class Chunk:
-    """Samples to judge: prompt and completion ids as (offsets, values) buffers, the rest as JSON text."""
+    """Samples to judge: prompt ids as (offsets, values) buffers, the completions as read from the checkpoint
+    (their checksums are verified here, in the worker), the rest as JSON text."""
 
     prompt_offsets: np.ndarray     # int64, n + 1
     prompt_values: np.ndarray      # int32
-    output_offsets: np.ndarray
-    output_values: np.ndarray
-    finish_reason: list[str]
-    finish_detail: list[str]       # JSON
+    completions: CompletionBatch
     messages: list[str]            # JSON: the prompt turns
     tools: list[str]               # JSON, "" when none
 
@@ -61,7 +60,9 @@ class Judged:
 
 
 def judge(validator: Validator, chunk: Chunk) -> Judged:
-    n = len(chunk.finish_reason)
+    out = chunk.completions
+    out.verify()
+    n = len(out)
     valid = np.zeros(n, dtype=bool)
     reasoning = np.zeros(n, dtype=np.int32)
     calls = np.zeros(n, dtype=np.int32)
@@ -69,9 +70,9 @@ def judge(validator: Validator, chunk: Chunk) -> Judged:
     c_chars = np.zeros(n, dtype=np.int64)
     finish, issues, messages = [], [], []
     tools = [orjson.loads(t) if t else None for t in chunk.tools]
-    details = [orjson.loads(d) for d in chunk.finish_detail]
-    verdicts = validator.validate_many(chunk.prompt_offsets, chunk.prompt_values, chunk.output_offsets,
-                                       chunk.output_values, chunk.finish_reason, details, tools)
+    details = [orjson.loads(d) for d in out.finish_detail]
+    verdicts = validator.validate_many(chunk.prompt_offsets, chunk.prompt_values, out.offsets, out.values,
+                                       out.finish_reason, details, tools)
     for i, v in enumerate(verdicts):
         valid[i], reasoning[i], calls[i] = v.valid, v.reasoning_len, v.num_tool_calls
         finish.append(v.finish_reason)
