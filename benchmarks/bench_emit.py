@@ -13,7 +13,7 @@ Peak RSS: each side runs in a fresh process started from a small parent (the fix
 of its own), and is read from the kernel's per-process high-water mark VmHWM, which starts over at exec
 (ru_maxrss does not: a child inherits the parent's high-water mark, so a baseline's figure was the parent's
 floor, not its own peak). Worker processes count too: the parent samples the process tree's proportional set
-size (PSS: pages forked workers share with the main process count once) every 50 ms, and the figure is the
+size (PSS: pages forked workers share with the main process count once) every 250 ms, and the figure is the
 larger of that sum and the main process's VmHWM.
 
     python benchmarks/bench_emit.py                      # 10M and 50M tokens
@@ -191,8 +191,9 @@ def run_worker(kind: str, root: Path, workers: int | None) -> dict:
     peak = 0.0
     while proc.poll() is None:
         peak = max(peak, tree_pss_mb(proc.pid))
-        # Sampling costs CPU the measured side then lacks (2 cores here): every 50 ms keeps it under 1%,
-        # and memory in these runs rises over seconds, not milliseconds (VmHWM bounds the main process anyway).
+        # Sampling costs CPU the measured side then lacks (2 cores here): reading smaps_rollup takes ~3 ms
+        # per process of this size, so every 50 ms over three processes took ~18% of a core; every 250 ms
+        # takes ~4%. Memory in these runs rises over seconds (VmHWM bounds the main process exactly anyway).
         time.sleep(0.25)
     out, err = proc.communicate()
     if proc.returncode:
