@@ -312,17 +312,16 @@ class Pipeline:
         assets = self.workdir.dataset / "assets"
         sinks = {c: ConfigShards(dataset_config_dir(self.workdir.dataset, c)) for c in self.s.configs}
         with_rows: list[str] = []     # a config without rows has no plot (nor data files)
-        drawing: list = []            # futures of the card's plots, in the card's order
+        drawing: list = []            # futures of the card's plots
 
         def draw(config: str, rows: int) -> None:
             if rows:
                 with_rows.append(config)
                 drawing.append(pool.submit(plot_length_histograms, self.workdir, [config], assets))
             if config == self.s.configs[-1] and with_rows:
-                drawing.insert(0, pool.submit(plot_lengths, self.workdir, with_rows, assets))
+                drawing.append(pool.submit(plot_lengths, self.workdir, with_rows, assets))
 
-        def plots(configs: list[str]) -> dict[str, str]:
-            assert configs == with_rows, (configs, with_rows)
+        def plots_drawn() -> dict[str, str]:
             drawn: dict[str, str] = {}
             for f in drawing:
                 drawn.update(f.result())
@@ -339,4 +338,4 @@ class Pipeline:
                            "partition": read_json(self.workdir.prepare_report(c)).get("partition", {})}
                        for c, sink in sinks.items()}
             return finish_dataset(self.workdir, summary, version=self.s.version, provenance=self.provenance(),
-                                  plots=plots, repo_id=self.s.repo)
+                                  plots_drawn=plots_drawn, repo_id=self.s.repo)

@@ -46,6 +46,20 @@ def _save(plt, fig, path: Path) -> None:
     plt.close(fig)
 
 
+LENGTHS_PLOT = ("Completion length per config", "completion_lengths.png")
+
+
+def _histograms_plot(config: str) -> tuple[str, str]:
+    return f"{config} token lengths", f"lengths_{config}.png"
+
+
+def card_plots(configs: list[str], prefix: str = "assets") -> dict[str, str]:
+    """The card's plots for these configs, {title: relative path}, in the card's order: known before they are
+    drawn, so the card is rendered while workers draw them."""
+    title, name = LENGTHS_PLOT
+    return {title: f"{prefix}/{name}"} | {t: f"{prefix}/{n}" for t, n in map(_histograms_plot, configs)}
+
+
 def plot_lengths(workdir: Workdir, configs: list[str], out_dir: Path) -> dict[str, str]:
     """Completion-length histograms per config (train vs rejected). Returns {title: relative path}."""
     cols = min(4, max(1, len(configs)))
@@ -62,8 +76,9 @@ def plot_lengths(workdir: Workdir, configs: list[str], out_dir: Path) -> dict[st
         ax.tick_params(labelsize=7)
     axes.flat[0].legend(fontsize=7)
     fig.suptitle("Completion length per config", fontsize=10)
-    _save(plt, fig, out_dir / "completion_lengths.png")
-    return {"Completion length per config": "assets/completion_lengths.png"}
+    title, name = LENGTHS_PLOT
+    _save(plt, fig, out_dir / name)
+    return {title: f"assets/{name}"}
 
 
 LENGTH_PANELS = (("prompt", "prompt tokens"), ("completion", "completion tokens"), ("reasoning", "reasoning tokens"))
@@ -93,9 +108,9 @@ def plot_length_histograms(workdir: Workdir, configs: list[str], out_dir: Path, 
             ax.legend(fontsize=6)
         axes.flat[0].set_ylabel("samples", fontsize=8)
         fig.suptitle(f"{config}: token lengths (n={n})", fontsize=10)
-        name = f"lengths_{config}.png"
+        title, name = _histograms_plot(config)
         _save(plt, fig, out_dir / name)
-        written[f"{config} token lengths"] = f"{prefix}/{name}"
+        written[title] = f"{prefix}/{name}"
     return written
 
 

@@ -134,11 +134,14 @@ def clear_data(workdir: Workdir) -> Path:
 
 
 def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, provenance: dict[str, Any],
-                   plots: Callable[[list[str]], dict[str, str]], repo_id: str | None = None) -> dict[str, Any]:
-    """Plots, card and manifest over the shards validate wrote. `summary`: config -> {"report": validate's
-    counts, "splits": {split: SplitInfo}, "partition": what prepare recorded}; configs without rows are left
-    out. `plots(configs)` draws the card's plots into dataset/assets and returns {title: relative path}."""
+                   plots_drawn: Callable[[], dict[str, str]], repo_id: str | None = None) -> dict[str, Any]:
+    """Card and manifest over the shards validate wrote and the plots being drawn. `summary`: config ->
+    {"report": validate's counts, "splits": {split: SplitInfo}, "partition": what prepare recorded}; configs
+    without rows are left out. `plots_drawn()` returns once the card's plots (plots.card_plots of those
+    configs) are in dataset/assets, with {title: relative path}: the card is rendered and the shards hashed
+    before waiting for them."""
     from kimi_eagle_data.cards.card import render_card
+    from kimi_eagle_data.emit.plots import card_plots
 
     out = workdir.dataset
     summary = {c: s for c, s in summary.items() if s["splits"]}
@@ -148,13 +151,20 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
 
     from kimi_eagle_data.score.report import load_report
 
-    card = render_card(summary, version=version, provenance=provenance, plots=plots(list(summary)),
+    plots = card_plots(list(summary))
+    card = render_card(summary, version=version, provenance=provenance, plots=plots,
                        repo_id=repo_id, score=load_report(workdir))
     with atomic_path(out / "README.md") as tmp:
         tmp.write_text(card, encoding="utf-8")
 
-    files = sorted(p for p in out.rglob("*") if p.is_file() and p.name != "manifest.json"
-                   and not p.name.startswith("."))
+    def listing() -> list[Path]:
+        return sorted(p for p in out.rglob("*") if p.is_file() and p.name != "manifest.json"
+                      and not p.name.startswith("."))
+
+    hashes = {p: file_sha256(p) for p in listing()}   # shards and card: final now
+    drawn = plots_drawn()
+    if drawn != plots:
+        raise EmitError(f"the plots drawn ({sorted(drawn)}) are not the card's ({sorted(plots)})")
     manifest = {
         "version": version,
         "project": {"name": "kimi-eagle-data", "version": __version__},
@@ -164,7 +174,7 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
                   "splits": {sp: {"rows": i.rows, "tokens": i.tokens, "files": i.files} for sp, i in s["splits"].items()}}
             for cfg, s in summary.items()
         },
-        "files": {str(p.relative_to(out)): file_sha256(p) for p in files},
+        "files": {str(p.relative_to(out)): hashes.get(p) or file_sha256(p) for p in listing()},
     }
     if repo_id:   # the Hub repo the card's load line names (`emit --repo`); `push` notes a mismatch
         manifest["repo_id"] = repo_id

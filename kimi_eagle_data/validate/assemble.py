@@ -26,7 +26,6 @@ import pyarrow.parquet as pq
 
 from kimi_eagle_data.errors import MissingInputError
 from kimi_eagle_data.engines.checkpoint import CheckpointSet, CompletionBatch
-from kimi_eagle_data.prompts.prepare import PREPARED_ROW_GROUP
 from kimi_eagle_data.schema import LIGHT_SCHEMA, ROW_SCHEMA
 from kimi_eagle_data.validate.verdicts import Chunk, Judged, VerdictPool
 from kimi_eagle_data.workdir import Workdir, atomic_path, read_json, write_json
@@ -75,7 +74,7 @@ _PROMPT_COLUMNS = ["id", "source", "source_id", "messages", "tools", "prompt_ids
 
 class _PreparedPrompts:
     """A config's prepared prompts, read alongside its completions, both in id order: prepare writes them
-    sorted by id, so only a window of a row group or two is held, whatever the run's size. A file prepared
+    sorted by id, so only a window of a chunk or two is held, whatever the run's size. A file prepared
     before that (not sorted) is sorted here, whole, in memory."""
 
     def __init__(self, path, wanted: Collection[str] = ()):
@@ -91,10 +90,12 @@ class _PreparedPrompts:
             if ids and in_order:
                 in_order = (last is None or last < ids[0]) and all(a < b for a, b in zip(ids, ids[1:]))
                 last = ids[-1]
+        # Read a chunk's worth at a time: the first chunk goes to the workers without decoding a whole row
+        # group first (the reader decodes pages as it goes).
         if in_order:
-            self._batches = f.iter_batches(batch_size=PREPARED_ROW_GROUP, columns=_PROMPT_COLUMNS)
+            self._batches = f.iter_batches(batch_size=CHUNK_ROWS, columns=_PROMPT_COLUMNS)
         else:
-            self._batches = iter(f.read(columns=_PROMPT_COLUMNS).sort_by("id").to_batches(PREPARED_ROW_GROUP))
+            self._batches = iter(f.read(columns=_PROMPT_COLUMNS).sort_by("id").to_batches(CHUNK_ROWS))
         self._window = pa.Table.from_batches([], pa.schema([f.schema_arrow.field(c) for c in _PROMPT_COLUMNS]))
         self._window_ids: list[str] = []
 
