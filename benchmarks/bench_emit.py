@@ -16,8 +16,12 @@ floor, not its own peak). Worker processes count too: the parent samples the pro
 size (PSS: pages forked workers share with the main process count once) every 250 ms, and the figure is the
 larger of that sum and the main process's VmHWM.
 
-    python benchmarks/bench_emit.py                      # 10M and 50M tokens
-    python benchmarks/bench_emit.py --tokens 10,50,228   # + the full 88K-sample run's size (slow here)
+Repeats: a small shared machine's speed drifts by ±20% from one run to the next, so each side runs --repeat
+times, the two sides taking turns on the same fixture; the table gives the median time (and every run's),
+the largest peak, and the speed-up of the medians.
+
+    python benchmarks/bench_emit.py                      # 10M and 50M tokens, 3 runs a side
+    python benchmarks/bench_emit.py --tokens 228 --repeat 1   # the full 88K-sample run's size (slow here)
     python benchmarks/bench_emit.py --workers 1          # ours in one process
 """
 
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -214,6 +219,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tokens", default="10,50", help="sizes in millions of tokens, comma-separated")
     ap.add_argument("--workers", type=int, help="ours: validation processes (default: the machine's cores)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each side, taking turns (median reported)")
     ap.add_argument("--worker", choices=["ours", "baseline"], help=argparse.SUPPRESS)
     ap.add_argument("--make", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--workdir", help=argparse.SUPPRESS)
@@ -231,20 +237,29 @@ def main():
         root = Path(tempfile.mkdtemp(prefix=f"bench-emit-{size:g}M-"))
         try:
             tokens = make_fixture(root, size)
-            for kind in ("ours", "baseline"):
-                r = run_worker(kind, root, args.workers)
-                rows.append((f"{size:g}M", kind, tokens, r["seconds"], tokens / r["seconds"], r["peak_rss_mb"]))
-                print(f"  {size:g}M {kind}: {r['seconds']:.1f} s, peak RSS {r['peak_rss_mb']:.0f} MB", file=sys.stderr)
+            runs: dict[str, list[dict]] = {"ours": [], "baseline": []}
+            for _ in range(args.repeat):
+                for kind in runs:
+                    r = run_worker(kind, root, args.workers)
+                    runs[kind].append(r)
+                    print(f"  {size:g}M {kind}: {r['seconds']:.1f} s, peak RSS {r['peak_rss_mb']:.0f} MB",
+                          file=sys.stderr)
+            for kind, rs in runs.items():
+                secs = [r["seconds"] for r in rs]
+                rows.append((f"{size:g}M", kind, tokens, statistics.median(secs), secs,
+                             max(r["peak_rss_mb"] for r in rs)))
         finally:
             shutil.rmtree(root, ignore_errors=True)
-    print(f"\n| {'size':>6} | {'path':<36} | {'tokens':>12} | {'seconds':>8} | {'tokens/s':>12} | {'peak RSS MB':>11} |")
-    print(f"|{'-' * 8}|{'-' * 38}|{'-' * 14}|{'-' * 10}|{'-' * 14}|{'-' * 13}|")
+    print(f"\n| {'size':>6} | {'path':<36} | {'tokens':>12} | {'seconds (median)':>16} | {'tokens/s':>12} "
+          f"| {'peak RSS MB':>11} | runs (s) |")
+    print(f"|{'-' * 8}|{'-' * 38}|{'-' * 14}|{'-' * 18}|{'-' * 14}|{'-' * 13}|{'-' * 10}|")
     names = {"ours": "kimi-data emit (validates + writes)", "baseline": "Dataset.from_generator per row"}
-    for size, kind, tokens, sec, tps, rss in rows:
-        print(f"| {size:>6} | {names[kind]:<36} | {tokens:>12,} | {sec:8.1f} | {tps:12,.0f} | {rss:11.0f} |")
-    by = {(s, k): tps for s, k, _, _, tps, _ in rows}
+    for size, kind, tokens, sec, secs, rss in rows:
+        print(f"| {size:>6} | {names[kind]:<36} | {tokens:>12,} | {sec:16.2f} | {tokens / sec:12,.0f} "
+              f"| {rss:11.0f} | {' / '.join(f'{x:.2f}' for x in secs)} |")
+    by = {(s, k): sec for s, k, _, sec, _, _ in rows}
     for size in dict.fromkeys(s for s, *_ in rows):
-        print(f"speed-up at {size}: {by[(size, 'ours')] / by[(size, 'baseline')]:.1f}x")
+        print(f"speed-up at {size} (medians): {by[(size, 'baseline')] / by[(size, 'ours')]:.1f}x")
 
 
 if __name__ == "__main__":
