@@ -118,7 +118,7 @@ def config_lengths(workdir: Workdir, config: str) -> dict[str, dict[str, np.ndar
     """{"train"|"rejected": {"prompt"|"completion"|"reasoning": lengths}} from validated/'s light columns."""
     import pyarrow.compute as pc
 
-    # ParquetFile, not read_table: the latter imports pyarrow.dataset (and pandas), ~0.4 s in a fresh worker.
+    # ParquetFile, not read_table: the latter imports pyarrow.dataset and pandas (~0.4 s where not yet loaded).
     t = pq.ParquetFile(workdir.validated(config)).read(columns=["split", "prompt_len", "completion_len",
                                                                  "reasoning_len"])
     out: dict[str, dict[str, np.ndarray]] = {}

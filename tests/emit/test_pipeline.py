@@ -162,9 +162,11 @@ def test_corrupt_checkpoint_is_reported(demo_run, tmp_path):
     db.execute("UPDATE completions SET output_ids = CAST(output_ids || x'01000000' AS BLOB) WHERE rowid = 1")
     db.commit()
     db.close()
-    proc = run_cli("validate", "--workdir", str(w), check=False)
-    assert proc.returncode == 1
-    assert "checksum" in proc.stderr and "corrupt" in proc.stderr
+    for workers in ("1", "2"):   # checksums are verified where the batch is judged: here, or in a worker
+        proc = run_cli("validate", "--workdir", str(w), "--workers", workers, check=False)
+        assert proc.returncode == 1
+        assert "checksum" in proc.stderr and "corrupt" in proc.stderr
+        assert str(w / "generations.sqlite") in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_usage_errors_exit_2(tmp_path):
