@@ -23,7 +23,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "tiny_kimi"))
 
-from synth import STYLES, Synth, bpe_texts  # noqa: E402
+from conversation_text import bpe_texts  # noqa: E402
+from synth import STYLES, Synth  # noqa: E402
 from tokenizer_build import BASE_VOCAB, NAMED, VOCAB_SIZE, train_ranks, write_tokenizer  # noqa: E402
 
 README = """\

@@ -8,7 +8,7 @@ import re
 import time
 from collections import Counter, defaultdict
 
-from synth import history_calls
+from conversation_text import history_calls
 
 ID_RE = re.compile(r"^\s*functions\.(?P<name>[A-Za-z0-9_\-\.]+):(?P<index>\d+)\s*$")
 FORBIDDEN = ("<|im_user|>", "<|im_system|>", "<|im_assistant|>", "<|im_middle|>", "[BOS]", "[EOS]",

@@ -6,7 +6,7 @@ import math
 import random
 import time
 
-from synth import completion_text
+from conversation_text import completion_text
 
 MAX_LEN = 512
 MAX_PROMPT = 300
