@@ -302,7 +302,7 @@ def source_error_line(errors: dict[str, str]) -> str:
     return "; ".join(errors.values()) + "; other configs prepared"
 
 
-PREPARED_ROW_GROUP = 4096   # rows per row group: validate streams the file a row group at a time
+PREPARED_ROW_GROUP = 4096   # rows per row group (validate streams the file a chunk of rows at a time)
 
 
 def write_prepared(workdir: Workdir, config: str, records: list[PromptRecord], rejections: list[Rejection],

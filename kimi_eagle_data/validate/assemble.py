@@ -165,8 +165,8 @@ def _light_rows(ctx: _Context, j: Judged) -> pa.Table:
 
 def _token_columns(ctx: _Context) -> tuple[pa.Array, pa.Array]:
     """input_ids (prompt then completion) and loss_mask (0 prompt, 1 completion), built from the two buffers:
-    one concatenation of the rows' slices and one run-length expansion (no index arrays: ~30x faster than a
-    scatter through np.repeat'ed positions)."""
+    one concatenation of the rows' slices and one run-length expansion (no index arrays: ~6x faster than a
+    scatter through np.repeat'ed positions, measured on the bench fixture's chunks)."""
     p_off, o_off = ctx.prompt_offsets.tolist(), ctx.output_offsets.tolist()
     n = len(p_off) - 1
     parts = []
