@@ -187,9 +187,10 @@ class Pipeline:
         raise EngineError(f"unknown engine {self.s.engine!r}; use local or sglang")
 
     def vocab_size(self) -> int:
-        """Token ids a completion may hold are below this: the profile's model vocabulary when it
-        names one (it may be padded past the tokenizer), else the tokenizer's length."""
-        return max(getattr(self.profile, "vocab_size", None) or 0, len(self.tokenizer))
+        """Token ids a prompt or completion may hold are below this (profile.model_vocab_size)."""
+        from kimi_eagle_data.profile import model_vocab_size
+
+        return model_vocab_size(self.profile, self.tokenizer)
 
     def checkpoint_paths(self) -> list:
         """Every checkpoint file validate reads: this workdir's shards and those of --merge workdirs."""

@@ -179,6 +179,14 @@ TINY_KIMI = replace(
 PROFILES: dict[str, ModelProfile] = {p.name: p for p in (KIMI_K25, TINY_KIMI)}
 
 
+def model_vocab_size(profile: ModelProfile, tokenizer) -> int:
+    """The one bound on token ids, used by prepare (prompts), the engines (requests and answers) and the
+    validator: the model's embedding size, i.e. the profile's `vocab_size` when it names one (Kimi-K2.5's
+    tokenizer names a few ids past the model's 163,840), else the tokenizer's length. An id at or above it
+    cannot be embedded: real SGLang and vLLM crash on such a prompt id."""
+    return int(profile.vocab_size or len(tokenizer))
+
+
 def get_profile(name: str) -> ModelProfile:
     try:
         return PROFILES[name]

@@ -36,9 +36,14 @@ from kimi_eagle_data.cli.common import UserError, friendly_errors, out
                                                  "meta_mismatch"]), multiple=True,
               help="local: answer every /generate malformed this way (tests the client's response checks); "
                    "repeated: the ways in turn, answer by answer.")
+@click.option("--skip-tokenizer-init", is_flag=True,
+              help="local: as SGLang's flag: token ids only (answers carry no `text`, /tokenize fails).")
+@click.option("--record-requests", type=click.Path(dir_okay=False), metavar="FILE",
+              help="local: append every /generate body received to FILE, one JSON line each (tests).")
 @friendly_errors
 def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem_fraction_static, no_metrics, extra,
-          health_timeout, dry_run, max_batch, error_rate, drop_rate, delay, fault_seed, bad_output):
+          health_timeout, dry_run, max_batch, error_rate, drop_rate, delay, fault_seed, bad_output, skip_tokenizer_init,
+          record_requests):
     """Launch SGLang for Kimi-K2.5 (or serve a local model over the same protocol).
 
     \b
@@ -68,8 +73,10 @@ def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem
     from kimi_eagle_data.engines.protocol_server import Faults, ProtocolServer, run_server
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 
-    tok = load_tokenizer(tokenizer or model)
-    server = ProtocolServer(LocalEngine(model, batch_size=max_batch), tokenizer=tok, max_batch=max_batch,
+    tok = None if skip_tokenizer_init else load_tokenizer(tokenizer or model)
+    local = LocalEngine(model, batch_size=max_batch)
+    server = ProtocolServer(local, tokenizer=tok, max_batch=max_batch, eos_ids=local.eos_token_ids,
                             faults=Faults(error_rate=error_rate, drop_rate=drop_rate, delay_s=delay, seed=fault_seed,
-                                          bad_output=tuple(bad_output)))
+                                          bad_output=tuple(bad_output)), record_path=record_requests,
+                            skip_tokenizer_init=skip_tokenizer_init, context_length_arg=context_length)
     run_server(server, host, port, print_url=lambda m: out.print(m, highlight=False))

@@ -61,6 +61,9 @@ class ScoreResult:
     logprobs: list[float] = field(default_factory=list)
     top1_ids: list[int] = field(default_factory=list)
     top1_logprobs: list[float] = field(default_factory=list)   # the top-1 token's log-prob (when known)
+    # (log-prob, id) of the top-1 token after the whole input (when known): SGLang reports it as a prefill-only
+    # request's output_top_logprobs.
+    next_top1: tuple[float, int] | None = None
     error: dict[str, Any] | None = None
 
 

@@ -58,6 +58,11 @@ class LocalEngine(Engine):
         cfg = self.model.config
         self.context_length = int(getattr(cfg, "max_position_embeddings", 0) or 0) or None
         self.pad_id = cfg.pad_token_id if cfg.pad_token_id is not None else 0
+        # The ids a server for this model stops on besides a request's stop_token_ids (SGLang reads them from
+        # the generation config, else the model config); this engine itself stops only on stop_token_ids.
+        eos = getattr(self.model.generation_config, "eos_token_id", None)
+        eos = cfg.eos_token_id if eos is None else eos
+        self.eos_token_ids = tuple(eos if isinstance(eos, (list, tuple)) else () if eos is None else (eos,))
 
     def info(self) -> EngineInfo:
         import torch
@@ -174,10 +179,11 @@ class LocalEngine(Engine):
             raise EngineError(f"local scoring failed: {e}") from e
         for i, r in enumerate(batch):
             n = len(r.input_ids)
-            rows = logits[i, r.start - 1:n - 1].float()                    # predicts positions start..n-1
+            rows = logits[i, r.start - 1:n].float()      # predicts positions start..n-1, then the next token
             logp = torch.log_softmax(rows, dim=-1)
             target = ids[i, r.start:n].to(logp.device)
             top_lp, top_id = logp.max(dim=-1)
-            results.append(ScoreResult(r.id, logprobs=logp.gather(-1, target.unsqueeze(-1)).squeeze(-1).tolist(),
-                                       top1_ids=top_id.tolist(), top1_logprobs=top_lp.tolist()))
+            results.append(ScoreResult(r.id, logprobs=logp[:-1].gather(-1, target.unsqueeze(-1)).squeeze(-1).tolist(),
+                                       top1_ids=top_id[:-1].tolist(), top1_logprobs=top_lp[:-1].tolist(),
+                                       next_top1=(float(top_lp[-1]), int(top_id[-1]))))
         return results

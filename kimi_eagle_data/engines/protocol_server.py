@@ -91,9 +91,136 @@ def _json(obj: Any, status: int = 200) -> web.Response:
     return web.Response(body=_dumps_any(obj), status=status, content_type="application/json")
 
 
+# SGLang 0.5.23's `sampling_params` fields, in its schema's order (python/sglang/api/v1/api_types.py
+# `SamplingParams`: "unknown keys rejected"); DEFAULT_MAX_NEW_TOKENS is its default for max_new_tokens.
+SAMPLING_FIELDS = (
+    "max_new_tokens", "stop", "stop_token_ids", "stop_regex", "temperature", "top_p", "top_k", "min_p",
+    "frequency_penalty", "presence_penalty", "repetition_penalty", "min_new_tokens", "n", "json_schema", "regex",
+    "ebnf", "structural_tag", "ignore_eos", "skip_special_tokens", "spaces_between_special_tokens", "no_stop_trim",
+    "stream_interval", "logit_bias", "sampling_seed", "custom_params", "beam_width", "watermark", "choice")
+DEFAULT_MAX_NEW_TOKENS = 128
+
+
+def _error(message: str) -> web.Response:
+    """SGLang's 400 for a request its tokenizer manager or scheduler refuses: {"error": {"message"}}."""
+    return _json({"error": {"message": message}}, status=400)
+
+
+def _contract_error(message: str) -> web.Response:
+    """SGLang's 400 for a body its JSON schema refuses (api_contract.py): {"error": "<string>"}."""
+    return _json({"error": message}, status=400)
+
+
+def _sampling(sp: Any, eos_ids: tuple[int, ...]) -> SamplingParams | web.Response:
+    if not isinstance(sp, dict):
+        return _contract_error("invalid type: sampling_params, expected a map")
+    unknown = [k for k in sp if k not in SAMPLING_FIELDS]
+    if unknown:
+        listed = ", ".join(f"`{f}`" for f in SAMPLING_FIELDS)
+        return _contract_error(f"unknown field `{unknown[0]}`, expected one of {listed}")
+    try:
+        max_new = sp.get("max_new_tokens")
+        ignore_eos = bool(sp.get("ignore_eos") or False)
+        # ignore_eos: no token ends the request, the request's stop_token_ids included (Req.check_finished).
+        stops = () if ignore_eos else tuple(int(t) for t in sp.get("stop_token_ids") or ()) + eos_ids
+        temperature = sp.get("temperature")
+        top_p = sp.get("top_p")
+        return SamplingParams(
+            max_new_tokens=DEFAULT_MAX_NEW_TOKENS if max_new is None else int(max_new),
+            temperature=1.0 if temperature is None else float(temperature),
+            top_p=1.0 if top_p is None else float(top_p),
+            stop_token_ids=tuple(dict.fromkeys(stops)),
+            skip_special_tokens=bool(sp.get("skip_special_tokens", True)),
+        )
+    except (TypeError, ValueError) as e:
+        return _contract_error(f"invalid sampling_params: {e}")
+
+
+def parse_generate(body: Any, *, context_length: int | None, eos_ids: tuple[int, ...] = ()):
+    """A /generate body -> (prompts, rids, sampling, batch, return_logprob, logprob_start_len, top_logprobs_num,
+    seed), or the 400 response SGLang 0.5.23 gives for it (checked against a real server, tests/real_engines)."""
+    if not isinstance(body, dict):
+        return _contract_error("invalid type: expected a map")
+    input_ids = body.get("input_ids")
+    if not isinstance(input_ids, list):
+        return _error("Either text, input_ids or input_embeds should be provided.")
+    if not input_ids:
+        return _error("input_ids cannot be empty.")
+    batch = isinstance(input_ids[0], list)
+    prompts = input_ids if batch else [input_ids]
+    if any(not p or not all(type(t) is int for t in p) for p in prompts):
+        return _error("input_ids cannot be empty." if any(not p for p in prompts) else
+                      "input_ids must be a list of token ids (or of lists of them)")
+    sp = body.get("sampling_params")
+    sampling = _sampling({} if sp is None else sp, eos_ids)
+    if isinstance(sampling, web.Response):
+        return sampling
+    rids = body.get("rid")
+    rids = rids if isinstance(rids, list) else [rids] * len(prompts)
+    try:
+        want_lp = bool(body.get("return_logprob") or False)
+        start = int(body["logprob_start_len"]) if body.get("logprob_start_len") is not None else -1
+        top_n = int(body.get("top_logprobs_num") or 0)
+        seed = int(sp.get("sampling_seed") or 0) if isinstance(sp, dict) else 0
+    except (TypeError, ValueError) as e:
+        return _contract_error(f"invalid value: {e}")
+    for ids in prompts:
+        ctx = context_length
+        # SGLang's tokenizer manager (_validate_one_request) refuses these; it does not truncate. Without
+        # max_new_tokens in the request it checks the input only (the scheduler clips the default).
+        if ctx and len(ids) >= ctx:
+            return _error(f"The input ({len(ids)} tokens) is longer than the model's context length ({ctx} tokens).")
+        if ctx and sp and sp.get("max_new_tokens") is not None and len(ids) + sampling.max_new_tokens > ctx:
+            total = len(ids) + sampling.max_new_tokens
+            return _error(f"Requested token count exceeds the model's maximum context length of {ctx} tokens. You "
+                          f"requested a total of {total} tokens: {len(ids)} tokens from the input messages and "
+                          f"{sampling.max_new_tokens} tokens for the completion. Please reduce the number of tokens "
+                          "in the input messages or the completion to fit within the limit.")
+        if want_lp and start > len(ids):
+            return _error(f"req.logprob_start_len={start} is higher than the number of input tokens "
+                          f"len(req.origin_input_ids)={len(ids)}. Please use a smaller logprob_start_len.")
+    return prompts, rids, sampling, batch, want_lp, start, top_n, seed
+
+
+class PrefixCache:
+    """Token sequences served before, as SGLang's radix cache keeps them (prompt and output): `match` is how
+    many leading tokens of a prompt were computed before, at most all but the last (the last prompt token is
+    always run: its logits give the first output token). Cleared by /flush_cache, or whole when full."""
+
+    def __init__(self, max_tokens: int = 1 << 20):
+        self.root: dict[int, dict] = {}
+        self.size = 0
+        self.max_tokens = max_tokens
+
+    def match(self, ids: list[int]) -> int:
+        node, n = self.root, 0
+        for t in ids[:-1]:
+            node = node.get(t)
+            if node is None:
+                break
+            n += 1
+        return n
+
+    def insert(self, ids: list[int]) -> None:
+        if self.size + len(ids) > self.max_tokens:
+            self.clear()
+        node = self.root
+        for t in ids:
+            nxt = node.get(t)
+            if nxt is None:
+                nxt = node[t] = {}
+                self.size += 1
+            node = nxt
+
+    def clear(self) -> None:
+        self.root, self.size = {}, 0
+
+
 class ProtocolServer:
     def __init__(self, engine: Engine, *, tokenizer=None, max_batch: int = 16, faults: Faults | None = None,
-                 served_model_name: str | None = None, extra_stop_ids: tuple[int, ...] = ()):
+                 served_model_name: str | None = None, eos_ids: tuple[int, ...] = (),
+                 record_path: str | None = None, skip_tokenizer_init: bool = False,
+                 context_length_arg: int | None = None):
         self.engine = engine
         self.tokenizer = tokenizer
         self.max_batch = max_batch
@@ -102,10 +229,20 @@ class ProtocolServer:
         info = engine.info()
         self.info = info
         self.served_model_name = served_model_name or info.model_path
-        self.extra_stop_ids = extra_stop_ids
+        # The model's EOS ids: SGLang stops on them besides the request's stop_token_ids (not with ignore_eos).
+        self.eos_ids = tuple(eos_ids)
+        # As SGLang's --skip-tokenizer-init: answers carry no `text`, /tokenize fails.
+        self.skip_tokenizer_init = skip_tokenizer_init or tokenizer is None
+        # What /server_info reports as context_length: SGLang's --context-length argument (None unless given;
+        # the model's own context still bounds every request).
+        self.context_length_arg = context_length_arg
+        self.context_length = context_length_arg or info.context_length
+        self.prefix_cache = PrefixCache()
         self.queue: asyncio.Queue | None = None
         self.requests_served = 0
         self.bad_answers = 0           # answers malformed so far (Faults.bad_output)
+        # Every /generate body received, one JSON line each (tests check what a client sent).
+        self.record_path = record_path
 
     # -- app ----------------------------------------------------------------------------------
     def app(self) -> web.Application:
@@ -117,6 +254,7 @@ class ProtocolServer:
             app.router.add_get(path, self.model_info)
         for path in ("/server_info", "/get_server_info"):
             app.router.add_get(path, self.server_info)
+        app.router.add_get("/v1/models", self.models)
         app.router.add_post("/tokenize", self.tokenize)
         app.router.add_route("*", "/flush_cache", self.flush_cache)
         app.on_startup.append(self._start_batcher)
@@ -166,75 +304,44 @@ class ProtocolServer:
             raise web.HTTPInternalServerError()
         if f.error_rate and self.rng.random() < f.error_rate:
             return _json({"error": {"message": "injected fault"}}, status=500)
+        raw = await request.read()
+        if self.record_path:
+            with open(self.record_path, "ab") as record:
+                record.write(raw.replace(b"\n", b" ") + b"\n")
         try:
-            body = orjson.loads(await request.read())
-            input_ids = body["input_ids"]
-        except (orjson.JSONDecodeError, KeyError, TypeError):
-            return _json({"error": {"message": "expected a JSON body with input_ids"}}, status=400)
-        batch = bool(input_ids) and isinstance(input_ids[0], list)
-        prompts = input_ids if batch else [input_ids]
-        sp = body.get("sampling_params") or {}
-        rids = body.get("rid")
-        rids = rids if isinstance(rids, list) else [rids] * len(prompts)
-        try:
-            sampling = SamplingParams(
-                max_new_tokens=int(sp.get("max_new_tokens", 128)),
-                temperature=float(sp.get("temperature", 1.0)),
-                top_p=float(sp.get("top_p", 1.0)),
-                stop_token_ids=tuple(sp.get("stop_token_ids") or ()) + self.extra_stop_ids,
-                skip_special_tokens=bool(sp.get("skip_special_tokens", True)),
-            )
-        except (TypeError, ValueError) as e:
-            return _json({"error": {"message": f"bad sampling_params: {e}"}}, status=400)
-        ctx = self.info.context_length
-        for ids in prompts:
-            # SGLang's tokenizer manager refuses these with HTTP 400 (it does not truncate).
-            if ctx and len(ids) >= ctx:
-                return _json({"error": {"message": f"The input ({len(ids)} tokens) is longer than the model's "
-                                                   f"context length ({ctx} tokens)."}}, status=400)
-            if ctx and len(ids) + sampling.max_new_tokens >= ctx:
-                return _json({"error": {"message": f"Requested token count exceeds the model's maximum context "
-                                                   f"length of {ctx} tokens. You requested a total of "
-                                                   f"{len(ids) + sampling.max_new_tokens} tokens: {len(ids)} tokens "
-                                                   f"from the input messages and {sampling.max_new_tokens} tokens "
-                                                   "for the completion."}}, status=400)
-        try:
-            want_lp = bool(body.get("return_logprob", False))
-            start = int(body.get("logprob_start_len", -1) if body.get("logprob_start_len") is not None else -1)
-            top_n = int(body.get("top_logprobs_num") or 0)
-        except (TypeError, ValueError) as e:
-            return _json({"error": {"message": f"bad logprob fields: {e}"}}, status=400)
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError as e:
+            return _json({"error": {"message": f"invalid JSON: {e}"}}, status=400)
+        parsed = parse_generate(body, context_length=self.context_length, eos_ids=self.eos_ids)
+        if isinstance(parsed, web.Response):
+            return parsed
+        prompts, rids, sampling, batch, want_lp, start, top_n, seed = parsed
         if want_lp and sampling.max_new_tokens == 0 and start >= 0:
             return await self._prefill_only(prompts, rids, start, top_n, batch, t0)
         loop = asyncio.get_running_loop()
         futures = []
         for ids, rid in zip(prompts, rids):
             req = GenerationRequest(id=rid or uuid.uuid4().hex, input_ids=list(ids), sampling=sampling,
-                                    seed=int(sp.get("sampling_seed", 0)), return_logprob=want_lp)
+                                    seed=seed, return_logprob=want_lp)
+            cached = self.prefix_cache.match(req.input_ids)
+            self.prefix_cache.insert(req.input_ids)
             fut = loop.create_future()
             await self.queue.put((req, fut))
-            futures.append((req, fut))
+            futures.append((req, cached, fut))
         out = []
-        for req, fut in futures:
+        for req, cached, fut in futures:
             try:
                 c = await fut
             except Exception as e:
                 return _json({"error": {"message": f"generation failed: {e}"}}, status=500)
-            text = ""
-            if self.tokenizer is not None:
-                text = self.tokenizer.decode(c.output_ids, skip_special_tokens=sampling.skip_special_tokens)
+            self.prefix_cache.insert(req.input_ids + list(c.output_ids))
             answer = {
-                "text": text,
                 "output_ids": list(c.output_ids),
-                "meta_info": {
-                    "id": req.id,
-                    "finish_reason": c.finish_detail,
-                    "prompt_tokens": len(req.input_ids),
-                    "completion_tokens": len(c.output_ids),
-                    "cached_tokens": c.cached_tokens or 0,
-                    "e2e_latency": time.perf_counter() - t0,
-                },
+                "meta_info": _meta_info(req.id, c.finish_detail, len(req.input_ids), len(c.output_ids), cached, t0),
             }
+            if not self.skip_tokenizer_init:
+                answer = {"text": self.tokenizer.decode(c.output_ids, skip_special_tokens=sampling.skip_special_tokens),
+                          **answer}
             if want_lp:
                 _add_output_logprobs(answer["meta_info"], c, top_n)
             if f.bad_output:
@@ -248,35 +355,37 @@ class ProtocolServer:
 
     async def _prefill_only(self, prompts, rids, start: int, top_n: int, batch: bool, t0: float) -> web.Response:
         """max_new_tokens 0 + return_logprob: the engine's `score` from position start+1 (SGLang reports a
-        null log-prob at logprob_start_len itself)."""
+        null log-prob at logprob_start_len itself, and the top-1 after the prompt as output_top_logprobs)."""
         loop = asyncio.get_running_loop()
         futures = []
         for ids, rid in zip(prompts, rids):
-            s = min(start, len(ids) - 1)     # SGLang clamps a start past the prompt to its last position
+            s = min(start, len(ids) - 1)     # start == len(ids): the last position (past it is a 400 already)
             req = ScoreRequest(id=rid or uuid.uuid4().hex, input_ids=list(ids), start=s + 1)
+            # Positions from logprob_start_len on are computed again for their log-probs: no cache hit there.
+            cached = min(self.prefix_cache.match(req.input_ids), s)
+            self.prefix_cache.insert(req.input_ids)
             fut = loop.create_future()
             await self.queue.put((req, fut))
-            futures.append((req, s, fut))
+            futures.append((req, s, cached, fut))
         out = []
-        for req, s, fut in futures:
+        for req, s, cached, fut in futures:
             try:
                 r = await fut
             except Exception as e:
                 return _json({"error": {"message": f"scoring failed: {e}"}}, status=500)
             if r.error:
-                return _json({"error": {"message": r.error.get("message", "scoring failed")}}, status=400)
+                return _error(r.error.get("message", "scoring failed"))
             ids = req.input_ids
-            meta = {
-                "id": req.id, "finish_reason": {"type": "length", "length": 0},
-                "prompt_tokens": len(ids), "completion_tokens": 0, "cached_tokens": 0,
-                "input_token_logprobs": [[None, ids[s], None]] + [[lp, t, None] for lp, t in zip(r.logprobs, ids[s + 1:])],
-                "output_token_logprobs": [],
-                "e2e_latency": time.perf_counter() - t0,
-            }
+            meta = _meta_info(req.id, {"type": "length", "length": 0}, len(ids), 0, cached, t0)
+            meta["input_token_logprobs"] = [[None, ids[s], None]] + [[lp, t, None] for lp, t in
+                                                                     zip(r.logprobs, ids[s + 1:])]
+            meta["output_token_logprobs"] = []
+            meta["output_token_logprobs_length"] = 0
             if top_n > 0:
                 meta["input_top_logprobs"] = [None] + [[[lp, t, None]] for lp, t in zip(r.top1_logprobs, r.top1_ids)]
-                meta["output_top_logprobs"] = []
-            out.append({"text": "", "output_ids": [], "meta_info": meta})
+                meta["output_top_logprobs"] = [[[r.next_top1[0], r.next_top1[1], None]]] if r.next_top1 else []
+            answer = {"output_ids": [], "meta_info": meta}
+            out.append(answer if self.skip_tokenizer_init else {"text": "", **answer})
         self.requests_served += len(out)
         return _json(out if batch else out[0])
 
@@ -298,7 +407,7 @@ class ProtocolServer:
         return _json({
             "model_path": self.info.model_path,
             "tokenizer_path": self.info.model_path,
-            "context_length": self.info.context_length,
+            "context_length": self.context_length_arg,
             "version": PROTOCOL_VERSION,
             "engine": f"kimi-eagle-data {self.info.engine} engine ({self.info.version})",
             "requests_served": self.requests_served,
@@ -307,9 +416,17 @@ class ProtocolServer:
             **self.info.server_args,
         })
 
+    async def models(self, request: web.Request) -> web.Response:
+        """The OpenAI-compatible model list: where SGLang reports the context length it serves with."""
+        return _json({"object": "list", "data": [{
+            "id": self.served_model_name, "object": "model", "created": int(time.time()), "owned_by": "sglang",
+            "root": self.served_model_name, "parent": None, "max_model_len": self.context_length}]})
+
     async def tokenize(self, request: web.Request) -> web.Response:
-        if self.tokenizer is None:
-            return _json({"error": {"message": "no tokenizer loaded"}}, status=400)
+        if self.skip_tokenizer_init:    # SGLang 0.5.23 fails the same way (its tokenizer is None)
+            return _json({"object": "error", "message": "Internal server error during tokenization: 'NoneType' object "
+                          "has no attribute 'encode'", "type": "InternalServerError", "param": None, "code": 500},
+                         status=500)
         body = orjson.loads(await request.read())
         prompt = body.get("prompt")
         add = bool(body.get("add_special_tokens", True))
@@ -319,16 +436,30 @@ class ProtocolServer:
         else:
             tokens = self.tokenizer.encode(prompt, add_special_tokens=add)
             count = len(tokens)
-        return _json({"tokens": tokens, "count": count, "max_model_len": self.info.context_length})
+        return _json({"tokens": tokens, "count": count, "max_model_len": self.context_length})
 
     async def flush_cache(self, request: web.Request) -> web.Response:
+        self.prefix_cache.clear()
         return web.Response(text="Cache flushed.\n")
+
+
+def _meta_info(rid: str, finish: dict[str, Any], prompt_tokens: int, completion_tokens: int, cached: int,
+               t0: float) -> dict[str, Any]:
+    """The meta_info keys SGLang 0.5.23 sends on a /generate answer (its values where this stand-in has them)."""
+    return {
+        "id": rid, "finish_reason": finish, "prompt_tokens": prompt_tokens, "weight_version": "default",
+        "num_retractions": 0, "reasoning_tokens": 0, "completion_tokens": completion_tokens, "cached_tokens": cached,
+        "weight_versions": [{"version": "default", "start": 0, "end": completion_tokens}],
+        "cached_tokens_details": {"device": cached, "host": 0}, "dp_rank": None,
+        "e2e_latency": time.perf_counter() - t0, "response_sent_to_client_ts": time.time(),
+    }
 
 
 def _add_output_logprobs(meta: dict[str, Any], c, top_n: int) -> None:
     lps = c.output_logprobs if c.output_logprobs is not None else []
     meta["input_token_logprobs"] = []
     meta["output_token_logprobs"] = [[lp, int(t), None] for lp, t in zip(lps, c.output_ids)]
+    meta["output_token_logprobs_length"] = len(meta["output_token_logprobs"])
     if top_n > 0:
         meta["input_top_logprobs"] = []
         meta["output_top_logprobs"] = [[[lp, int(t), None]] for lp, t in

@@ -82,6 +82,18 @@ def check_output_ids(output_ids: Any, *, max_new_tokens: int, vocab_size: int | 
     return None
 
 
+def unembeddable(input_ids: list[int], vocab_size: int | None) -> str | None:
+    """Why a prompt cannot be sent (None when it can): an id outside [0, vocab_size) crashes real SGLang
+    (scheduler IndexError) and vLLM. prepare rejects such prompts; this guards prepared files made before."""
+    if not input_ids:
+        return "empty prompt"
+    low, high = min(input_ids), max(input_ids)
+    if low < 0 or (vocab_size is not None and high >= vocab_size):
+        bad = low if low < 0 else high
+        return f"prompt id {bad} is outside the model's vocabulary [0, {vocab_size})"
+    return None
+
+
 class _Failure(Exception):
     def __init__(self, reason: str, message: str, retriable: bool):
         super().__init__(message)
@@ -146,6 +158,12 @@ class SGLangEngine(Engine):
             raise EngineError(
                 f"{url} reports SGLang version {version or 'unknown'}; need >= 0.5.5 (0.5.2-0.5.3 put prompt "
                 "tokens into output_ids). Upgrade the server, or pass --allow-old-server if you know better")
+        context_length = self._server_info.get("context_length")
+        if context_length is None:   # SGLang reports --context-length only when given; /v1/models has the one in use
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as s:
+                where = (self._server_info.get("router_workers") or self.urls)[0]
+                models = (await self._get_json(s, where, "/v1/models")).get("data") or [{}]
+            context_length = models[0].get("max_model_len") if isinstance(models[0], dict) else None
         # Launch arguments and versions only: live counters would make provenance differ between reads.
         volatile = {"requests_served", "status", "internal_states", "last_gen_throughput"}
         args = {k: v for k, v in self._server_info.items()
@@ -153,7 +171,7 @@ class SGLangEngine(Engine):
         return EngineInfo(
             engine=self.name, version=version,
             model_path=str(self._model_info.get("model_path") or self._server_info.get("model_path", "")),
-            context_length=self._server_info.get("context_length"),
+            context_length=context_length if type(context_length) is int else None,
             server_args={"urls": self.urls, **args},
         )
 
@@ -321,17 +339,22 @@ class SGLangEngine(Engine):
         if req.return_logprob:
             body.update(LOGPROB_FIELDS)
         return await self._with_retries(
-            session, orjson.dumps(body),
+            session, req.input_ids, orjson.dumps(body),
             lambda url, answer, seconds: with_output_logprobs(self._completion(req, answer, seconds), answer),
             lambda f, attempts, url: Completion(id=req.id, output_ids=[], finish_reason="error", engine=self.name,
                                                 finish_detail={"type": "error", **f.detail(attempts, url)}))
 
-    async def _with_retries(self, session, payload: bytes, read: Callable[[str, dict, float], Any],
+    async def _with_retries(self, session, input_ids: list[int], payload: bytes,
+                            read: Callable[[str, dict, float], Any],
                             give_up: Callable[["_Failure", int, str], Any]) -> Any:
-        """POST `payload` to the least busy server and return `read(url, answer, seconds)`; a retriable
-        failure (raised by the request or by `read`) waits and tries again, on any server, up to
-        max_attempts; then `give_up(failure, attempts, url)` is the result (a failure is data, not an
-        exception: the run goes on)."""
+        """POST `payload` (a request for `input_ids`) to the least busy server and return
+        `read(url, answer, seconds)`; a retriable failure (raised by the request or by `read`) waits and
+        tries again, on any server, up to max_attempts; then `give_up(failure, attempts, url)` is the result
+        (a failure is data, not an exception: the run goes on). A prompt the model cannot embed is never
+        sent (real servers crash on it): it fails at once, with 0 attempts."""
+        problem = unembeddable(input_ids, self.vocab_size)
+        if problem:
+            return give_up(_Failure("prompt_out_of_vocab", problem, False), 0, "")
         attempt = 0
         while True:
             attempt += 1

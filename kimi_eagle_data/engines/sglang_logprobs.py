@@ -111,5 +111,5 @@ async def score_with_retries(engine: SGLangEngine, session, req: ScoreRequest) -
         except BadLogprobs as e:
             raise _Failure("bad_response", f"{url}: {e}", False) from None
 
-    return await engine._with_retries(session, score_payload(req), read,
+    return await engine._with_retries(session, req.input_ids, score_payload(req), read,
                                       lambda f, attempts, url: ScoreResult(req.id, error=f.detail(attempts, url)))

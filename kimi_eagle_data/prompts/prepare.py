@@ -14,7 +14,8 @@ Per config, in this order (each rejection is kept with its reason, never silent)
     language    language                                              (opt-in)
     chars       too_many_chars     (default max_chars: max_seq_len × 32, sources/filters.py)
     decontam    contaminated (which eval set, which n-gram)           (sources/decontam.py, opt-in)
-    render      template_error, no_generation_prompt
+    render      template_error, no_generation_prompt, prompt_id_out_of_vocab (an id >= the model's
+                vocabulary size, profile.model_vocab_size: a server cannot embed it)
     length      prompt_too_long: prompt_len + max_new_tokens > max_seq_len (SPEC §3; never truncated)
     dedup       duplicate_prompt (naming the kept id), within and across the configs prepared together
     near_dedup  near_duplicate                                        (sources/dedup.py, opt-in)
@@ -56,7 +57,8 @@ STAGES = ("adapted", "content", "tools", "language", "chars", "decontam", "rende
 REASON_STAGE = {
     "empty_prompt": "content", "non_text_content": "content", "invalid_tool_schema": "tools",
     "language": "language", "too_many_chars": "chars", "contaminated": "decontam",
-    "template_error": "render", "no_generation_prompt": "render", "prompt_too_long": "length",
+    "template_error": "render", "no_generation_prompt": "render",
+    "prompt_id_out_of_vocab": "render", "prompt_too_long": "length",
     "duplicate_prompt": "dedup", "duplicate_source_row": "dedup", "near_duplicate": "near_dedup",
 }
 
@@ -135,10 +137,12 @@ def partition_info(p: Partition) -> dict[str, Any]:
 
 def prepare_rows(partition: Partition, rows: Iterable[SourceRow], tokenizer, *, gen_prompt_ids: list[int],
                  max_new_tokens: int, max_seq_len: int, source_desc: str, state: PrepareState | None = None,
-                 n: int | None = None, seed: int | None = None
+                 n: int | None = None, seed: int | None = None, vocab_size: int | None = None
                  ) -> tuple[list[PromptRecord], list[Rejection], PrepareReport]:
-    """Prepare one config. Raises SourceFileError when the source cannot be read at all."""
+    """Prepare one config. Raises SourceFileError when the source cannot be read at all.
+    `vocab_size`: the model's id bound (profile.model_vocab_size; default the tokenizer's length)."""
     state = state or PrepareState()
+    vocab_size = len(tokenizer) if vocab_size is None else vocab_size
     cfg = partition.config
     n = partition.n if n is None else n
     seed = partition.seed if seed is None else seed
@@ -179,7 +183,7 @@ def prepare_rows(partition: Partition, rows: Iterable[SourceRow], tokenizer, *, 
                 continue
             report.passed["adapted"] += 1
             _prepare_prompt(partition, item, where, tokenizer, gen_prompt_ids, max_new_tokens, max_seq_len, state,
-                            near_on, report, records, seen_ids, reject)
+                            near_on, report, records, seen_ids, reject, vocab_size)
     # short of n although the source had more rows than the selection held: oversample was too small
     report.exhausted = (n is not None and report.prepared < n and report.rows_selected == len(candidates)
                         and scan.scanned - scan.duplicate_row_keys > len(candidates))
@@ -188,7 +192,7 @@ def prepare_rows(partition: Partition, rows: Iterable[SourceRow], tokenizer, *, 
 
 def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenizer, gen_prompt_ids, max_new_tokens,
                     max_seq_len, state: PrepareState, near_on: bool, report: PrepareReport,
-                    records: list[PromptRecord], seen_ids: set[str], reject) -> None:
+                    records: list[PromptRecord], seen_ids: set[str], reject, vocab_size: int) -> None:
     cfg, sid = partition.config, sp.source_id
     id_ = sample_id(cfg, partition.upstream, sid, partition.id_rule)
     checks = (("content", lambda: check_content(sp.messages)),
@@ -222,6 +226,12 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
     if not gen_prompt_ids or prompt_ids[-len(gen_prompt_ids):] != gen_prompt_ids:
         reject(sid, "no_generation_prompt", f"{where}: rendered prompt does not end with the profile's generation "
                                             "prompt", id_)
+        return
+    beyond = [t for t in prompt_ids if t >= vocab_size]
+    if beyond:
+        # A server cannot embed such an id (real SGLang and vLLM crash on it): the prompt is never sent.
+        reject(sid, "prompt_id_out_of_vocab", f"{where}: prompt holds {len(beyond)} id(s) at or above the model's "
+                                              f"vocabulary size {vocab_size}, first {beyond[0]}", id_)
         return
     report.passed["render"] += 1
     if len(prompt_ids) + max_new_tokens > max_seq_len:
@@ -274,7 +284,10 @@ def prepare_configs(settings, tokenizer, *, gen_prompt_ids: list[int], max_new_t
     `settings` is a RunSettings (duck-typed: configs, prepare_config, sources, samples, revision,
     limit). With `workdir=None` nothing is written (`prepare --dry-run`). A config whose source
     cannot be read is recorded in `errors` and skipped; the others go on."""
+    from kimi_eagle_data.profile import get_profile, model_vocab_size
+
     pconf = settings.prepare_config
+    vocab_size = model_vocab_size(get_profile(settings.profile), tokenizer)
     state = PrepareState(pconf.dedup, pconf.decontam)
     run = PrepareRun({}, {}, state.decontam.summary() if state.decontam else {})
     for config in settings.configs:
@@ -285,7 +298,7 @@ def prepare_configs(settings, tokenizer, *, gen_prompt_ids: list[int], max_new_t
                                      max_row_bytes=max_row_bytes(max_seq_len, part.filters.max_chars))
             records, rejections, report = prepare_rows(
                 part, rows, tokenizer, gen_prompt_ids=gen_prompt_ids, max_new_tokens=max_new_tokens,
-                max_seq_len=max_seq_len, source_desc=desc, state=state)
+                max_seq_len=max_seq_len, source_desc=desc, state=state, vocab_size=vocab_size)
         except SourceFileError as e:
             run.errors[config] = f"{config}: {e}"
             continue

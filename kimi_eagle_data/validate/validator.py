@@ -11,7 +11,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from kimi_eagle_data.profile import ProfileTokens
+from kimi_eagle_data.profile import ProfileTokens, model_vocab_size
 from kimi_eagle_data.prompts.tokenizer import token_byte_table
 from kimi_eagle_data.validate.rules import (
     _ARG_BEGIN, _CALL_BEGIN, _CALL_END, _FORBIDDEN, _MAX_MSGS_PER_LINE, _N_ROLES, _ROLE_OF_ATTR, _RULES,
@@ -28,10 +28,8 @@ class Validator:
         self.tokenizer = tokenizer
         self.max_seq_len = int(max_seq_len)
         self.keep_truncated = bool(keep_truncated)
-        # The id bound: the model's embedding size (the profile's; Kimi's tiktoken tokenizer names a few
-        # more ids than the model's 163,840), else the tokenizer's length.
         if vocab_size is None:
-            vocab_size = tokens.profile.vocab_size or len(tokenizer)
+            vocab_size = model_vocab_size(tokens.profile, tokenizer)
         self.vocab_size = int(vocab_size)
         self.id_to_token = {i: t for t, i in tokens.ids.items()}
         self._token_bytes = token_byte_table(tokenizer)

@@ -361,3 +361,51 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path):
         assert len(set(completions(w))) == len(completions(w)) == n
     finally:
         slow.kill()
+
+
+def test_out_of_vocabulary_prompt_is_a_counted_prepare_reject_and_never_sent(tmp_path, monkeypatch):
+    """A model whose embedding is one id short of its tokenizer (as K2.5's tokenizer names ids past the
+    model's 163,840): a prompt holding [PAD] (2047) would crash a real server; prepare counts it out."""
+    from dataclasses import replace
+
+    from click.testing import CliRunner
+
+    from kimi_eagle_data.cli.main import main as cli
+    from kimi_eagle_data.profile import PROFILES, TINY_KIMI
+
+    monkeypatch.setitem(PROFILES, "tiny-kimi", replace(TINY_KIMI, vocab_size=2047))
+    source = tmp_path / "b6.jsonl"
+    texts = ["How many legs do 3 spiders have?", "Repeat after me: [PAD]", "Name a prime above 10."]
+    source.write_text("".join(json.dumps({"prompt": t, "prompt_id": f"p{i}", "messages": [
+        {"role": "user", "content": t}]}) + "\n" for i, t in enumerate(texts)))
+    sent = tmp_path / "sent.jsonl"
+    s = Server("--record-requests", str(sent)).start()
+    try:
+        w = tmp_path / "w"
+        args = [a for a in sglang_args(w, s.url) if a != "--samples"]
+        result = CliRunner().invoke(cli, ["build", *args, "--source", f"B6={source}"], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    finally:
+        s.kill()
+    prepared = json.loads((w / "prepared" / "B6.json").read_text())
+    assert prepared["rejected"] == {"prompt_id_out_of_vocab": 1} and prepared["prepared"] == 2
+    rejects = [json.loads(line) for line in (w / "prepared" / "B6.rejects.jsonl").read_text().splitlines()]
+    assert [r["source_id"] for r in rejects] == ["p1"] and "first 2047" in rejects[0]["message"]
+    bodies = [json.loads(line) for line in sent.read_text().splitlines()]
+    assert bodies and all(max(b["input_ids"]) < 2047 for b in bodies)
+    assert len({tuple(b["input_ids"]) for b in bodies}) == 2
+
+
+def test_the_client_refuses_to_send_an_id_the_model_cannot_embed(server):
+    from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams, ScoreRequest
+    from kimi_eagle_data.engines.sglang import SGLangEngine
+
+    engine = SGLangEngine([server.url], vocab_size=2047)
+    sp = SamplingParams(max_new_tokens=4, temperature=0.0, top_p=1.0, stop_token_ids=())
+    before = server.served()
+    [c] = list(engine.generate([GenerationRequest("r", [1795, 2047, 1809], sp)]))
+    [r] = list(engine.score([ScoreRequest("s", [1795, 2047, 1809], start=1)]))
+    assert c.finish_reason == "error" and c.finish_detail["reason"] == "prompt_out_of_vocab"
+    assert c.finish_detail["attempts"] == 0 and "2047" in c.finish_detail["message"]
+    assert r.error["reason"] == "prompt_out_of_vocab"
+    assert server.served() == before
