@@ -74,12 +74,16 @@ class RealServer:
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
-        self._wait(lambda: http("GET", self.url + self.health_path, timeout=10)[0] == 200, "healthy")
-        path, body = self.warm_up
-        status, answer = http("POST", self.url + path, body, timeout=START_TIMEOUT_S)
-        if status != 200:
+        try:
+            self._wait(lambda: http("GET", self.url + self.health_path, timeout=10)[0] == 200, "healthy")
+            path, body = self.warm_up
+            status, answer = http("POST", self.url + path, body, timeout=START_TIMEOUT_S)
+            if status != 200:
+                raise AssertionError(f"warm-up request answered {status}: {str(answer)[:300]}")
+        except BaseException as e:     # never leave a half-started server behind
             self.stop()
-            raise AssertionError(f"warm-up request answered {status}: {str(answer)[:300]}\n{self.log_tail()}")
+            raise AssertionError(f"{self.cmd[2]} on port {self.port} did not become ready: {e}\n{self.log_tail()}") \
+                from e
         self.ready_s = time.monotonic() - t0
         print(f"{self.cmd[2]} ready in {self.ready_s:.0f} s at {self.url}")
         return self
@@ -88,15 +92,14 @@ class RealServer:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise AssertionError(f"server exited ({self.proc.returncode}) before {what}\n{self.log_tail()}")
+                raise AssertionError(f"server exited ({self.proc.returncode}) before {what}")
             try:
                 if condition():
                     return
             except OSError:     # not listening yet
                 pass
             time.sleep(0.5)
-        self.stop()
-        raise AssertionError(f"server not {what} after {START_TIMEOUT_S} s\n{self.log_tail()}")
+        raise AssertionError(f"server not {what} after {START_TIMEOUT_S} s")
 
     def log_tail(self, n: int = 40) -> str:
         try:

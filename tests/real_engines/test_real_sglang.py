@@ -76,24 +76,32 @@ def test_kill_9_of_the_client_then_the_rerun_completes_the_rest(ids_server, tmp_
 def test_server_killed_and_restarted_mid_run(tmp_path):
     """kill -9 of the real server mid-run, a new one on the same port: retries carry the run to the end."""
     port = free_port()
-    server = sglang_server(tmp_path, "--skip-tokenizer-init", port=port).start()
+    servers = [sglang_server(tmp_path, "--skip-tokenizer-init", port=port).start()]
     w = tmp_path / "w"
+    gen = None
     try:
-        run_cli("prepare", *build_args(w, server.url))
+        run_cli("prepare", *build_args(w, servers[0].url))
         n = prepared_count(w)
-        gen = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
-                                "--concurrency", "2", "--max-attempts", "40", "--retry-backoff", "0.5",
-                                "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with open(tmp_path / "generate.out", "w") as out, open(tmp_path / "generate.err", "w") as err:
+            gen = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
+                                    "--concurrency", "2", "--max-attempts", "40", "--retry-backoff", "0.5",
+                                    "--no-progress"], stdout=out, stderr=err)
         wait_for(lambda: len(completions(w)) >= 1, 600, "no completion committed", proc=gen)
-        server.kill9()
+        servers[0].kill9()
         assert len(completions(w)) < n, "the run ended before the server was killed"
-        server = sglang_server(tmp_path, "--skip-tokenizer-init", port=port).start()
-        out, err = gen.communicate(timeout=1800)
-        assert gen.returncode == 0, out + err
+        servers.append(sglang_server(tmp_path, "--skip-tokenizer-init", port=port))
+        servers[1].start()
+        gen.wait(timeout=1800)
+        out = (tmp_path / "generate.out").read_text()
+        assert gen.returncode == 0, out + (tmp_path / "generate.err").read_text()
         assert f"generate: {n} completed, 0 failed" in out, out
         assert sorted(completions(w)) == sorted(set(completions(w))) and len(completions(w)) == n
     finally:
-        server.stop()
+        if gen is not None and gen.poll() is None:
+            gen.kill()
+            gen.wait()
+        for server in servers:
+            server.stop()
 
 
 def test_two_real_servers_behind_the_real_sglang_router(ids_server, tmp_path):
