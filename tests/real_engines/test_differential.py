@@ -14,7 +14,9 @@ from kimi_eagle_data.engines.sglang_logprobs import LOGPROB_FIELDS, score_payloa
 from tests.engines.test_sglang_engine import Server
 from tests.real_engines.servers import http
 
-pytestmark = pytest.mark.real_engine
+# Real servers start in tens of seconds idle, minutes on a shared 2-core machine; decoding there runs at a few
+# tokens per second: the suite's 600 s per test would cut these short (a guard, not a measure).
+pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(3 * 3600)]
 
 CONTEXT = 512      # the tiny model's max_position_embeddings: both servers' context length
 END = 1794         # <|im_end|>, the tiny model's EOS
