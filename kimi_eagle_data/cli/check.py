@@ -104,7 +104,7 @@ def render(source: str, row: int | None, as_ids: bool, profile: str, model: str 
 @check_errors
 def check(file: Path, profile: str, model: str | None, tokenizer: str | None, max_seq_len: int | None,
           keep_truncated: bool, as_json: bool, no_progress: bool):
-    """Audit EAGLE-3 data (JSONL or Parquet; ours or another pipeline's) with the SPEC §5 validator.
+    """Audit EAGLE-3 data (JSONL or Parquet; ours or another pipeline's) with the rules of docs/token-rules.md.
 
     \b
     Rows: input_ids + loss_mask (prompt = tokens before the first 1) or input_ids + prompt_len,
