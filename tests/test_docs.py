@@ -43,7 +43,7 @@ def text_files() -> list[Path]:
         paths = []
         for p in ROOT.rglob("*"):
             rel = p.relative_to(ROOT).parts
-            if any(part in SKIP_DIRS or part.startswith(".") or part.endswith(".egg-info") for part in rel[:-1]):
+            if rel[0] == ".git" or any(part in SKIP_DIRS or part.startswith(".") or part.endswith(".egg-info") for part in rel[:-1]):
                 continue
             if p.is_file() and not any((ROOT / Path(*rel[:i]) / "pyvenv.cfg").exists() for i in range(1, len(rel))):
                 paths.append(p)
