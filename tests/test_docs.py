@@ -25,9 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 PACKAGE = ROOT / "kimi_eagle_data"
 
-# The team's internal brief is not part of the repository: nothing may cite it. Spelled in pieces so that this
-# file does not match itself.
-BRIEF = re.compile("SP" + r"EC\s*§|" + "SP" + r"EC\.md|" + "REFER" + r"ENCE\.md")
+# The team's internal brief is not part of the repository: nothing may cite it. Spelled in pieces, joined at run
+# time, so that neither this file nor its bytecode matches a search for the name.
+_BRIEF_NAME, _NOTES_NAME = "".join(["SP", "EC"]), "".join(["REFER", "ENCE"])
+BRIEF = re.compile(rf"\b{_BRIEF_NAME}\s*§|\b{_BRIEF_NAME}\.md|\b{_NOTES_NAME}\.md")
 DOC_PATH = re.compile(r"(?<![\w/.-])docs/[\w./-]*\w\.md")
 MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
 SKIP_DIRS = {".git", "__pycache__", "build", "dist", "node_modules"}
