@@ -88,7 +88,6 @@ class Pipeline:
     def __init__(self, settings: RunSettings, console: Console | None = None):
         self.s = settings
         self.console = console or Console(stderr=True)
-        self.workdir = Workdir.at(settings.workdir)
         self.profile = settings.model_profile
         self.tokenizer = load_tokenizer(settings.tokenizer_path)
         self.tokens = ProfileTokens.from_tokenizer(self.profile, self.tokenizer)
@@ -96,6 +95,8 @@ class Pipeline:
         self.max_seq_len = settings.resolved_max_seq_len()
         self.reports: dict[str, ValidateReport] = {}   # the last validate pass's counts
         fp = tokenizer_fingerprint(self.tokenizer)
+        # The workdir is made only now: a command that fails on its tokenizer or settings leaves none behind.
+        self.workdir = Workdir.at(settings.workdir)
         self.run = self.workdir.bind_settings({
             "profile": self.profile.name,
             "model": settings.model_label or settings.model_path,
