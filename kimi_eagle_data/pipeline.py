@@ -94,6 +94,7 @@ class Pipeline:
         self.sampling = settings.sampling(self.tokens.end_of_turn)
         self.max_seq_len = settings.resolved_max_seq_len()
         self.reports: dict[str, ValidateReport] = {}   # the last validate pass's counts
+        self.pilot_limit: int | None = None             # --limit of the prepare this run's prepare replaced
         fp = tokenizer_fingerprint(self.tokenizer)
         # The workdir is made only now: a command that fails on its tokenizer or settings leaves none behind.
         self.workdir = Workdir.at(settings.workdir)
@@ -126,6 +127,7 @@ class Pipeline:
         if reuse and all(p.exists() and self.workdir.prepared(c).exists()
                          and read_json(p).get("fingerprint") == fingerprint for c, p in reports.items()):
             return {c: PrepareReport.from_json(read_json(p)) for c, p in reports.items()}
+        self.note_earlier_limit([read_json(p).get("limit") for p in reports.values() if p.exists()])
         gen_prompt = self.tokenizer.encode(self.profile.generation_prompt, add_special_tokens=False)
         run = prepare_configs(self.s, self.tokenizer, gen_prompt_ids=gen_prompt,
                               max_new_tokens=self.sampling.max_new_tokens, max_seq_len=self.max_seq_len,
@@ -135,6 +137,35 @@ class Pipeline:
         for c in run.reports:
             write_json(reports[c], {**read_json(reports[c]), "fingerprint": fingerprint})
         return run.reports
+
+    def note_earlier_limit(self, earlier: list[int | None]) -> None:
+        """--limit is a pilot's setting, not inherited: say so when this prepare reads more than the last one."""
+        limits = [x for x in earlier if x is not None]
+        if not limits or (self.s.limit is not None and self.s.limit <= max(limits)):
+            return
+        self.pilot_limit = max(limits)
+        now = "the full sources" if self.s.limit is None else f"at most {self.s.limit} rows per config"
+        self.console.print(f"note: the earlier prepare of this workdir read at most {self.pilot_limit} source rows per "
+                           f"config (--limit {self.pilot_limit}, a pilot); this one reads {now}. Completed samples "
+                           "of prompts selected again are reused, not generated twice.", highlight=False,
+                           soft_wrap=True)
+
+    def reuse_line(self, ids: set[str], done: set[str]) -> str | None:
+        """'reusing N completed samples from an earlier run …' when this run's prompts have completions already;
+        also how many completions of these configs are not among its prompts (a pilot's rows the full selection
+        did not take: kept in the checkpoint, never in the dataset)."""
+        reused = len(ids & done)
+        if not reused:
+            return None
+        configs = set(self.s.configs)
+        unused = sum(1 for i in done - ids if i.rpartition("-")[0] in configs)
+        line = f"reusing {reused:,} completed samples from an earlier run"
+        if self.pilot_limit is not None:
+            line += f" (pilot limited to {self.pilot_limit} rows per config)"
+        if unused:
+            line += (f"; {unused:,} other completed samples of {', '.join(self.s.configs)} are not among this run's "
+                     "prompts and stay out of the dataset")
+        return line
 
     def prepare_fingerprint(self) -> str:
         """Everything prepare's output depends on: partitions, sources (local files by size and
@@ -203,13 +234,17 @@ class Pipeline:
         return paths or [self.workdir.checkpoint]
 
     def generate(self, engine: Engine | None = None) -> GenerateReport:
-        records = [r for c in self.s.configs for r in read_prepared(self.workdir, c) if in_shard(r.id, self.s.shard)]
+        prepared = [r for c in self.s.configs for r in read_prepared(self.workdir, c)]
+        records = [r for r in prepared if in_shard(r.id, self.s.shard)]
         # What is done anywhere (other shards' files, merged workdirs) is not generated again.
         seen = CheckpointSet(self.checkpoint_paths())
         try:
             done, failed = seen.done_ids(), seen.failures()
         finally:
             seen.close()
+        reuse = self.reuse_line({r.id for r in prepared}, done)
+        if reuse:
+            self.console.print(reuse, highlight=False, soft_wrap=True)
         if not any(r.id not in done and (self.s.retry_failed or r.id not in failed) for r in records):
             return GenerateReport(skipped_done=sum(r.id in done for r in records),
                                   skipped_failed=sum(r.id in failed and r.id not in done for r in records))

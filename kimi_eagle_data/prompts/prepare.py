@@ -87,6 +87,7 @@ class PrepareReport:
     without_answer: int = 0                # prepared prompts whose source has no answer to score (`score`)
     contaminated_by: Counter = field(default_factory=Counter)
     partition: dict = field(default_factory=dict)
+    limit: int | None = None               # --limit: source rows read at most (a pilot), None for the full source
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "PrepareReport":
@@ -289,6 +290,7 @@ def prepare_configs(settings, tokenizer, *, gen_prompt_ids: list[int], max_new_t
         except SourceFileError as e:
             run.errors[config] = f"{config}: {e}"
             continue
+        report.limit = settings.limit
         if pconf.sha256:
             report.partition["config_file"] = pconf.path
             report.partition["config_sha256"] = pconf.sha256

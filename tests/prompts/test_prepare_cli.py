@@ -11,6 +11,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kimi_eagle_data.builders.partitions import PARTITIONS
 from kimi_eagle_data.profile import TINY_MODEL_DIR
 
 from tests.conftest import run_cli
@@ -138,3 +139,24 @@ def test_unreadable_source_is_one_line_and_other_configs_still_prepare(tmp_path)
     bad_cfg.write_text("[partitions.B4]\nnn = 1\n")
     proc = run_cli("prepare", "--config", str(bad_cfg), "--workdir", str(tmp_path / "x"), *TINY, check=False)
     assert proc.returncode == 1 and "partitions.B4.nn: unknown key" in proc.stderr
+
+
+def test_a_pilot_limit_is_not_inherited_and_stage_commands_still_read_the_pilot(tmp_path):
+    """--limit belongs to the pilot: a later prepare without it reads the full source (and says so); a stage
+    command that only reads the prepared prompts keeps working on them."""
+    w = tmp_path / "w"
+    rows = sum(1 for line in PARTITIONS["B6"].sample_file.read_text().splitlines() if line.strip())
+    kimi("prepare", "B6", "--samples", "--workdir", str(w), *TINY, "--limit", "3")
+    pilot = orjson.loads((w / "prepared" / "B6.json").read_bytes())
+    assert (pilot["scanned"], pilot["limit"]) == (3, 3)
+    again = kimi("prepare", "B6", "--samples", "--workdir", str(w), *TINY, "--limit", "3")
+    assert "--limit" not in again.stderr          # the same pilot again: nothing to say
+    full = kimi("prepare", "--workdir", str(w))
+    report = orjson.loads((w / "prepared" / "B6.json").read_bytes())
+    assert report["scanned"] == report["selected"] == rows and report["limit"] is None
+    assert report["prepared"] == len(prepared_ids(w, "B6")) > pilot["prepared"]
+    assert "read at most 3 source rows per config (--limit 3, a pilot); this one reads the full sources" \
+        in " ".join(full.stderr.split())
+    run_json = orjson.loads((w / "run.json").read_bytes())
+    assert "limit" not in run_json["options"]
+
