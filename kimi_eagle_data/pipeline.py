@@ -114,12 +114,12 @@ class Pipeline:
     def prepare(self, reuse: bool = False) -> dict[str, PrepareReport]:
         """Selection, adapters, filters, decontamination, rendering and dedup for every config
         (prompts/prepare.py). A config whose source cannot be read at all is skipped while the others are
-        prepared, then reported as one error line (SourceFileError).
+        prepared, then reported as one error line (PrepareError); so is a config none of whose rows became a
+        prompt.
 
         With `reuse` (build, demo), prepared prompts made with the same inputs and settings are kept:
         resuming a run must not re-stream its upstream datasets, nor re-select its prompts."""
-        from kimi_eagle_data.prompts.prepare import prepare_configs, source_error_line
-        from kimi_eagle_data.sources.readers import SourceFileError
+        from kimi_eagle_data.prompts.prepare import PrepareError, prepare_configs
         from kimi_eagle_data.workdir import read_json, write_json
 
         fingerprint = self.prepare_fingerprint()
@@ -132,8 +132,10 @@ class Pipeline:
         run = prepare_configs(self.s, self.tokenizer, gen_prompt_ids=gen_prompt,
                               max_new_tokens=self.sampling.max_new_tokens, max_seq_len=self.max_seq_len,
                               workdir=self.workdir)
+        for warning in run.warnings:
+            self.console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
         if run.errors:
-            raise SourceFileError(source_error_line(run.errors))
+            raise PrepareError(run.error_line())
         for c in run.reports:
             write_json(reports[c], {**read_json(reports[c]), "fingerprint": fingerprint})
         return run.reports

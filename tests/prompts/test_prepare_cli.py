@@ -160,3 +160,50 @@ def test_a_pilot_limit_is_not_inherited_and_stage_commands_still_read_the_pilot(
     run_json = orjson.loads((w / "run.json").read_bytes())
     assert "limit" not in run_json["options"]
 
+
+
+def write_chats(path, n=20):
+    """Rows a user might hand over: `messages` + `tools` + `id` (the chat schema, not glaive's nor B4's)."""
+    tool = {"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}
+    path.write_text("".join(json.dumps({"id": f"c{i}", "messages": [
+        {"role": "user", "content": f"What is the weather in city number {i}?"}], "tools": [tool]}) + "\n"
+        for i in range(n)))
+    return path
+
+
+def test_columns_an_adapter_does_not_read_are_named_in_a_warning(tmp_path):
+    chats = write_chats(tmp_path / "my-chats.jsonl")
+    w = tmp_path / "w"
+    proc = kimi("prepare", "B4", "B6", "--source", f"B4={chats}", "--samples", "--workdir", str(w), *TINY,
+                "--limit", "4")
+    warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("warning:")]
+    assert len(warnings) == 1, proc.stderr             # B6 reads its bundled rows: nothing to say about them
+    assert warnings[0].startswith(f"warning: B4: column(s) id, tools in {chats} are not read by B4's messages "
+                                  "adapter (it reads: messages; optional prompt_id)"), warnings
+    assert "chat adapter" in warnings[0]
+    report = orjson.loads((w / "prepared" / "B4.json").read_bytes())
+    assert report["ignored_columns"] == ["id", "tools"] and report["prepared"] == 4
+    assert orjson.loads((w / "prepared" / "B6.json").read_bytes())["ignored_columns"] == []
+
+
+def test_a_source_giving_no_prompt_is_an_error_naming_the_expected_columns(tmp_path):
+    chats = write_chats(tmp_path / "my-chats.jsonl")
+    w = tmp_path / "w"
+    proc = kimi("build", "B1", "--source", f"B1={chats}", "--workdir", str(w), *TINY, check=False)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 1, proc.stderr
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    rejects = w / "prepared" / "B1.rejects.jsonl"
+    assert lines[0].startswith(f"error: B1: none of the 20 selected rows of {chats} became a prompt (missing_field 20)")
+    assert "glaive adapter reads system, chat" in lines[0] and "the file has id, messages, tools" in lines[0]
+    assert str(rejects) in lines[0] and len(rejects.read_text().splitlines()) == 20
+    assert "run generate" not in proc.stdout + proc.stderr and not (w / "dataset").exists()
+    assert not (w / "generations.sqlite").exists()
+    # the other configs are still prepared, and the line says so
+    w2 = tmp_path / "w2"
+    proc = kimi("prepare", "B1", "B6", "--source", f"B1={chats}", "--samples", "--workdir", str(w2), *TINY,
+                "--limit", "2", check=False)
+    assert proc.returncode == 1 and proc.stderr.count("error:") == 1, proc.stderr
+    assert " ".join(proc.stderr.split()).endswith("; B6 prepared")
+    assert len(prepared_ids(w2, "B6")) == 2 and (w2 / "prepared" / "B1.rejects.jsonl").exists()
