@@ -109,8 +109,9 @@ SETTINGS: tuple[Setting, ...] = (
                  "user-defined partitions (see README)."),
     Setting("revision", "str | None", None, "--revision", inherited=True,
             help="Upstream dataset revision to load from the Hub."),
-    Setting("limit", "int | None", None, "--limit", type=int, inherited=True,
-            help="Read at most this many source rows per config."),
+    Setting("limit", "int | None", None, "--limit", type=int,
+            help="Read at most this many source rows per config (a pilot). Not inherited: a later build or "
+                 "prepare without it reads the full sources and reuses the pilot's completed samples."),
     Setting("max_new_tokens", "int | None", None, "--max-new-tokens", type=int, inherited=True, bound=True,
             help="Default: the profile's (10240 for Kimi-K2.5)."),
     Setting("temperature", "float | None", None, "--temperature", type=float, inherited=True, bound=True,

@@ -22,19 +22,13 @@ def _load(profile: str, model: str | None, tokenizer: str | None):
     """The profile and its tokenizer, chosen as `build` chooses them: --tokenizer, else --model, else the
     profile's model (Kimi-K2.5 for the default profile; `--profile tiny-kimi` for the embedded model)."""
     from kimi_eagle_data.profile import get_profile
-    from kimi_eagle_data.prompts.tokenizer import TokenizerLoadError, load_tokenizer
+    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 
     try:
         prof = get_profile(profile)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--profile") from None
-    try:
-        return prof, load_tokenizer(tokenizer or model or prof.model_path)
-    except TokenizerLoadError as e:
-        if tokenizer or model:
-            raise
-        raise TokenizerLoadError(f"{e} (the {prof.name} profile's tokenizer; --profile tiny-kimi uses the "
-                                 "embedded test model)") from None
+    return prof, load_tokenizer(tokenizer or model or prof.model_path)   # its error names --tokenizer/--profile
 
 
 def check_errors(fn):

@@ -267,13 +267,14 @@ def prepare(dry_run: bool, **kw):
     (prepared/<CONFIG>.parquet; rejected rows with reasons in prepared/<CONFIG>.rejects.jsonl)."""
     settings = settings_from(kw)
     if dry_run:
-        from kimi_eagle_data.prompts.prepare import dry_run as prepare_dry_run, funnel_table, source_error_line
-        from kimi_eagle_data.sources.readers import SourceFileError
+        from kimi_eagle_data.prompts.prepare import PrepareError, dry_run as prepare_dry_run, funnel_table
 
         run = prepare_dry_run(settings)
         out.print(funnel_table(run))
+        for warning in run.warnings:
+            console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
         if run.errors:
-            raise SourceFileError(source_error_line(run.errors))
+            raise PrepareError(run.error_line())
         return
     print_prepare(pipeline_for(settings).prepare())
 

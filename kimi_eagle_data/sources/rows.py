@@ -25,6 +25,28 @@ class Conversation:
     error: SourceRowError | None = None
 
 
+@dataclass(frozen=True)
+class AdapterColumns:
+    """The columns an adapter reads from a row, and the other columns of its upstream that it leaves out on purpose
+    (metadata, scores, tests: nothing a prompt is made of). A local source with any other column holds data the
+    adapter drops: prepare names those columns in a warning."""
+
+    required: tuple[str, ...]
+    optional: tuple[str, ...] = ()
+    upstream_only: tuple[str, ...] = ()
+    one_of: bool = False                 # `required` are alternatives: a row needs one of them
+
+    def reads(self) -> str:
+        """What the adapter reads, for a message: `messages; optional prompt_id`."""
+        needed = (" or " if self.one_of else ", ").join(self.required)
+        return needed + (f"; optional {', '.join(self.optional)}" if self.optional else "")
+
+    def ignored(self, columns) -> list[str]:
+        """The given columns (in their order) that the adapter neither reads nor knows from its upstream."""
+        known = {*self.required, *self.optional, *self.upstream_only}
+        return [c for c in columns if c not in known]
+
+
 # --------------------------------------------------------------------------------------------
 # helpers
 
