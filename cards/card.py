@@ -44,7 +44,7 @@ def prompt_origin(source: str | None, upstream: str, builtin: bool) -> tuple[str
     """(kind, Markdown for the card's table) of where a config's prompts came from."""
     schema = f" in the schema of {hub_link(upstream)}" if builtin else ""
     if source and source.startswith("bundled samples"):
-        return SAMPLES, f"sample rows bundled with kimi-eagle-data{schema}"
+        return SAMPLES, f"bundled sample rows{schema}"
     if source is None or source == upstream or source.startswith(upstream + "@"):
         revision = source.partition("@")[2] if source else ""
         return HUB, hub_link(upstream) + (f" at revision `{revision}`" if revision else "")
