@@ -159,7 +159,12 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
         return sorted(p for p in out.rglob("*") if p.is_file() and p.name != "manifest.json"
                       and not p.name.startswith(".") and p.relative_to(out).as_posix() != CARD)
 
-    hashes = {p: file_sha256(p) for p in listing()}   # shards: final now
+    # Plots of an earlier emit (its configs) are not this dataset's: only the card's plots stay in assets/.
+    for old in (out / "assets").glob("*.png"):
+        if f"assets/{old.name}" not in plots.values():
+            old.unlink()
+    # The shards are final now; the plots are hashed once drawn (an earlier emit's file may still be there).
+    hashes = {p: file_sha256(p) for p in listing() if p.relative_to(out).as_posix() not in plots.values()}
     drawn = plots_drawn()
     if drawn != plots:
         raise EmitError(f"the plots drawn ({sorted(drawn)}) are not the card's ({sorted(plots)})")
