@@ -310,7 +310,7 @@ class Pipeline:
         """Validate every completion again, streaming its row into dataset/data (each token written once),
         then plots, card and manifest. `self.reports` holds the validation counts, also when there is nothing
         to emit (NothingToEmit). Plots are drawn by workers from the light columns as soon as those are in
-        place, while the last rows are still being written and the card rendered."""
+        place, while the last rows are still being written; the card, which records the manifest's hash, comes last."""
         from kimi_eagle_data.emit.writer import ConfigShards, check_version, clear_data, finish_dataset
         from kimi_eagle_data.emit.plots import plot_length_histograms, plot_lengths
         from kimi_eagle_data.workdir import read_json

@@ -2,7 +2,8 @@
 (`load_local`), which export.py shares.
 
 The tree is checked against its `manifest.json` (every file's sha256, no file the manifest does not
-list), the repo is created when missing, and then:
+list) and the manifest against the card (which records the manifest's sha256: emit/manifest.py), the repo
+is created when missing, and then:
   * tag `v<version>` exists on the Hub: its `manifest.json` is compared with the local one. The same
     content -> "already published" (exit 0); other content -> refused: a published version is
     immutable, bump `--version` and re-emit;
@@ -13,9 +14,9 @@ The card is part of the hashed content, so push never rewrites it: `kimi-data em
 renders the card's load line with the repo id (and records it in the manifest); push only notes when
 the card names another repo or none.
 
-The token comes from the environment (`--token-env`, `HF_TOKEN` by default) or huggingface_hub's
-stored login, is handed to `HfApi` only, and is scrubbed from every message we print: no token in
-output, logs, files or exceptions.
+The token comes from the variable `--token-env` names (which must be set: no fallback to another
+token), else from huggingface_hub (`HF_TOKEN`, stored login). It is handed to `HfApi` only and scrubbed
+from every message we print: no token in output, logs, files or exceptions.
 """
 
 from __future__ import annotations
