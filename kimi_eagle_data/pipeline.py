@@ -100,8 +100,9 @@ class Pipeline:
         self.workdir = Workdir.at(settings.workdir)
         self.run = self.workdir.bind_settings({
             "profile": self.profile.name,
-            "model": settings.model_label or settings.model_path,
-            "tokenizer": settings.model_label or settings.tokenizer_path,
+            # What was loaded, bound; the card names it by published_names (a label never binds the run).
+            "model": settings.model_path,
+            "tokenizer": settings.tokenizer_path,
             **fp,
             "tool_encoder_version": TOOL_ENCODER_VERSION,
             "sampling": self.sampling.to_sglang(),
@@ -315,11 +316,12 @@ class Pipeline:
         finally:
             ckpt.close()
         iso = (lambda t: dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        names = self.published_names()
         return {
             "profile": self.run["profile"],
-            "model_path": self.run["model"],
+            "model_path": names.model,
             "model_revision": self.s.revision,
-            "tokenizer_path": self.run["tokenizer"],
+            "tokenizer_path": names.tokenizer,
             "tokenizer_sha256": self.run["tokenizer_sha256"],
             "chat_template_sha256": self.run["chat_template_sha256"],
             "tokenizer_code_sha256": self.run.get("tokenizer_code_sha256", ""),
@@ -337,16 +339,25 @@ class Pipeline:
             "tiny_model": self.profile.is_test_model,
         }
 
+    def published_names(self):
+        """The model and tokenizer as the card and manifest name them (never a local path)."""
+        from kimi_eagle_data.emit.model_name import published_names
+
+        return published_names(self.run["model"], self.s.tokenizer, self.s.model_label)
+
     def emit(self) -> dict[str, Any]:
         """Validate every completion again, streaming its row into dataset/data (each token written once),
         then plots, card and manifest. `self.reports` holds the validation counts, also when there is nothing
         to emit (NothingToEmit). Plots are drawn by workers from the light columns as soon as those are in
-        place, while the last rows are still being written and the card rendered."""
+        place, while the last rows are still being written; the card, which records the manifest's hash, comes last."""
         from kimi_eagle_data.emit.writer import ConfigShards, check_version, clear_data, finish_dataset
         from kimi_eagle_data.emit.plots import plot_length_histograms, plot_lengths
         from kimi_eagle_data.workdir import read_json
 
         check_version(self.s.version)
+        warning = self.published_names().warning
+        if warning:
+            self.console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
         clear_data(self.workdir)
         assets = self.workdir.dataset / "assets"
         sinks = {c: ConfigShards(dataset_config_dir(self.workdir.dataset, c)) for c in self.s.configs}
@@ -373,8 +384,9 @@ class Pipeline:
                 for sink in sinks.values():
                     sink.abort()
                 raise
+            prepared = {c: read_json(self.workdir.prepare_report(c)) for c in sinks}
             summary = {c: {"report": read_json(self.workdir.validate_report(c)), "splits": sink.finish(),
-                           "partition": read_json(self.workdir.prepare_report(c)).get("partition", {})}
+                           "partition": prepared[c].get("partition", {}), "source": prepared[c].get("source")}
                        for c, sink in sinks.items()}
             return finish_dataset(self.workdir, summary, version=self.s.version, provenance=self.provenance(),
                                   plots_drawn=plots_drawn, repo_id=self.s.repo)

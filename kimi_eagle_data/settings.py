@@ -75,7 +75,9 @@ SETTINGS: tuple[Setting, ...] = (
             help="Model path or Hub id (default: the profile's model)."),
     Setting("tokenizer", "str | None", None, "--tokenizer", inherited=True, bound=True,
             help="Tokenizer path (default: --model). Its chat template renders the prompts."),
-    Setting("model_label", "str | None", None, inherited=True),      # how the card names the model
+    Setting("model_label", "str | None", None, "--model-label", metavar="HUB_ID", inherited=True,
+            help="What the card and manifest name as the model (its Hub id), e.g. when --model is a local path "
+                 "(a local path is never published). Default: --model when it is a Hub id."),
     Setting("engine", "str", "local", "--engine", type=click.Choice(["local", "sglang"]), show_default=True,
             inherited=True,
             help="local: transformers in-process (CPU or one GPU); sglang: SGLang servers via --server."),

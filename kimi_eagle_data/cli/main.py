@@ -44,7 +44,7 @@ def settings_from(kw: dict):
     new_config = kw.get("config_file") and kw["config_file"] != saved.get("config_file")
     inherited = {}
     for key in INHERITED:
-        if key == "model_label":        # not an option: follows --model below
+        if key == "model_label" and kw["model"] != saved.get("model"):   # a label names one model only
             continue
         if key == "configs" and new_config:
             continue
@@ -63,7 +63,6 @@ def settings_from(kw: dict):
     except SettingError as e:
         raise UserError(str(e) if str(e).startswith(str(run_json)) else f"{run_json}: options.configs: {e}") from None
     check_servers(None, None, kw["servers"])   # inherited URLs get the option's check too
-    model_label = saved.get("model_label") if kw["model"] == saved.get("model") else None
     from kimi_eagle_data.sources.config import ConfigError, load_config
 
     try:
@@ -77,19 +76,19 @@ def settings_from(kw: dict):
                                      param_hint="CONFIG")
 
     try:
-        return make_settings(kw, known, model_label)
+        return make_settings(kw, known)
     except SettingError as e:   # values together out of range (max_new_tokens >= max_seq_len)
         raise UserError(str(e)) from None
 
 
-def make_settings(kw: dict, known, model_label):
+def make_settings(kw: dict, known):
     from kimi_eagle_data.pipeline import RunSettings
 
     # Options whose command-line form differs from the setting's value.
     given = {k: v for k, v in kw.items() if k in BY_NAME}
     given.update(workdir=str(kw["workdir"]), configs=list(kw["configs"]), sources=parse_sources(kw["sources"], known),
                  servers=list(kw["servers"]), merge=list(kw["merge"]), shard=parse_shard(kw["shard"]),
-                 progress=not kw["no_progress"], model_label=model_label)
+                 progress=not kw["no_progress"])
     return RunSettings(**given)
 
 
@@ -322,14 +321,15 @@ def emit(**kw):
     needs no `validate` first; `build` runs it once.
 
     The workdir remembers --repo: a later `build` re-emits the card naming the same repo."""
-    from kimi_eagle_data.hub.publish import REPO_ID
+    from kimi_eagle_data.hub.publish import REPO_ID, tree_summary
 
     if kw["repo"] and not REPO_ID.match(kw["repo"]):
         raise click.BadParameter(f"{kw['repo']!r}: expected ORG/NAME", param_hint="--repo")
     p = pipeline_for(settings_from(kw))
     repo = p.s.repo
     manifest = p.emit()
-    out.print(f"emitted {len(manifest['files'])} files to {p.workdir.dataset} (version {manifest['version']})")
+    out.print(f"emitted {tree_summary(manifest['files'])} to {p.workdir.dataset} (version {manifest['version']})",
+              highlight=False, soft_wrap=True)
     print_load_hint(p.workdir.dataset, p.s.configs)
     if repo:
         out.print(f"Publish it with:\n  kimi-data push {p.workdir.root} --repo {repo}", highlight=False, soft_wrap=True)
