@@ -49,8 +49,8 @@ from typing import Any, Callable
 from kimi_eagle_data.records import SourceRowError
 from kimi_eagle_data.sources.glaive import glaive
 from kimi_eagle_data.sources.rows import (
-    EMPTY_PARAMETERS, MESSAGE_ROLES, Conversation, TurnRules, column, id_string, require_row, sha16, turn_list, user_text,
-    content_text, read_turns, split_reasoning,
+    EMPTY_PARAMETERS, MESSAGE_ROLES, Conversation, TurnRules, column, id_string, require_row, sha16, turn_list,
+    user_text, content_text, read_turns, split_reasoning,
 )
 
 
