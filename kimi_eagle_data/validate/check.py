@@ -137,7 +137,7 @@ class Checker:
             if not isinstance(messages, list) or not isinstance(completion, str):
                 raise Unreadable("messages must be a list and completion a string")
             tools = self._tools(raw)
-            prompt = self._render(messages, tools, out)
+            prompt = self._render(messages, tools, out, "messages")
             if prompt is None:
                 return None, None, None, finish, detail
             output = np.asarray(self.tokenizer.encode(completion, add_special_tokens=False), dtype=np.int64)
@@ -145,7 +145,7 @@ class Checker:
         if raw.get("conversations") is not None:
             messages, answer = _split_conversation(raw["conversations"])
             tools = self._tools(raw)
-            prompt = self._render(messages, tools, out)
+            prompt = self._render(messages, tools, out, "conversations")
             if prompt is None:
                 return None, None, None, finish, detail
             output = np.asarray(render_answer(answer, self.tokenizer, self.tokens)[0], dtype=np.int64)
@@ -153,9 +153,9 @@ class Checker:
         keys = ", ".join(sorted(raw)[:8]) or "none"
         raise Unreadable(f"none of the forms check reads: {FORMS_EXPECTED} (keys: {keys})")
 
-    def _render(self, messages: list, tools: list | None, out: RowVerdict) -> np.ndarray | None:
+    def _render(self, messages: list, tools: list | None, out: RowVerdict, col: str) -> np.ndarray | None:
         """The prompt ids of `messages`; None with the row's issue recorded when they cannot be rendered."""
-        problem = unknown_role(messages)
+        problem = unknown_role(messages, col)
         if problem is not None:
             out.issues.append("unknown_role")
             out.details.append(problem)
