@@ -184,10 +184,12 @@ def _parquet(path: Path) -> tuple[Iterator[RowItem], int]:
 
     def rows() -> Iterator[RowItem]:
         try:
-            for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns):
-                for row in batch_rows(batch):
-                    yield row, 1
-        except OSError as e:   # a file cut short or corrupt past its footer
+            for group in range(pf.num_row_groups):    # one at a time: iter_batches fills a batch across groups
+                for batch in pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=columns,
+                                             use_threads=False):
+                    for row in batch_rows(batch):
+                        yield row, 1
+        except (OSError, pa.ArrowInvalid) as e:   # a file cut short or corrupt past its footer
             raise CheckInputError(f"{path}: Parquet read failed: {' '.join(str(e).split())}") from None
 
     return rows(), pf.metadata.num_rows
