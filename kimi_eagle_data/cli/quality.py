@@ -363,7 +363,8 @@ def _print_inspect(r: dict[str, Any], *, raw: bool, max_chars: int | None) -> No
     out.print(head)
     if r["picked"]:
         out.print(f"picked: {r['picked']}", style="dim", highlight=False)
-    out.print(f"{r['length']:,} tokens = prompt {r['prompt_len']:,} (loss 0) + completion {r['completion_len']:,} "
+    out.print(f"{counted(r['length'], 'token')} = prompt {r['prompt_len']:,} (loss 0) + completion "
+              f"{r['completion_len']:,} "
               f"(loss 1; reasoning {r['reasoning_len']:,}, tool calls {r['num_tool_calls']})", highlight=False)
     for w in r["warnings"]:
         out.print(f"[yellow]warning:[/] {w}", highlight=False)

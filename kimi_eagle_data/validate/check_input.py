@@ -53,10 +53,14 @@ def _int_list(t: pa.DataType) -> bool:
     return _is_list(t) and pa.types.is_integer(t.value_type)
 
 
+def _mask_list(t: pa.DataType) -> bool:      # some pipelines store the mask as booleans
+    return _int_list(t) or (_is_list(t) and pa.types.is_boolean(t.value_type))
+
+
 # Every column check reads: the type it must have, and how to tell.
 COLUMN_TYPES: dict[str, tuple[str, Callable[[pa.DataType], bool]]] = {
     "input_ids": ("list<int>", _int_list),
-    "loss_mask": ("list<int> or list<bool>", lambda t: _int_list(t) or (_is_list(t) and pa.types.is_boolean(t.value_type))),
+    "loss_mask": ("list<int> or list<bool>", _mask_list),
     "prompt_len": ("int", pa.types.is_integer),
     "messages": ("list<struct<role, content, …>>", _is_list),
     "completion": ("string", _is_string),
