@@ -68,7 +68,7 @@ def tokenizer_options(fn):
 @click.command()
 @click.argument("source", metavar="ROW.json")
 @click.option("--row", type=click.IntRange(min=1),
-              help="ROW.json is JSONL: render its row N (numbered from 1, blank lines not counted).")
+              help="ROW.json is JSONL: render its line N (numbered from 1, as `sed -n Np` counts).")
 @click.option("--ids", "as_ids", is_flag=True, help="Print the token ids (a JSON list) instead of the text.")
 @tokenizer_options
 @check_errors
@@ -117,8 +117,8 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
       or  messages + completion (text, special tokens written out) + optional tools;
       or  SpecForge's raw rows: conversations [{role, content}, ...] + optional tools
           (the last turn, the assistant's, is the completion).
-    Rows are numbered from 1. Exit 0 when every row is valid, 1 otherwise (an input
-    without rows included), 2 on usage errors.
+    Rows are numbered from 1 (a JSONL row by its line number). Exit 0 when every row
+    is valid, 1 otherwise (an input without rows included), 2 on usage errors.
     """
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
     from rich.table import Table

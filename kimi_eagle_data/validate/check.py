@@ -17,7 +17,7 @@ equal the `issues` our own dataset stores for it. Rows come in one of three form
 A form-(a) row without a `tools` value (a SpecForge export) gets the tool names its prompt declares, read
 back from the tool-declaration turn by the profile (`ModelProfile.declared_tool_names`), so its verdict is
 the one the dataset's own `tools` column gives. Inputs are streamed (validate/check_input.py): memory stays
-flat whatever their size. Rows are numbered from 1.
+flat whatever their size. Rows are numbered from 1 (a JSONL row by its line number).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from kimi_eagle_data.prompts.answer import render_answer
 from kimi_eagle_data.prompts.tokenizer import render_prompt
 from kimi_eagle_data.sources.rows import split_reasoning, unknown_role
 from kimi_eagle_data.validate.check_input import FORMS_EXPECTED, CheckInputError, Unreadable
-from kimi_eagle_data.wording import plural
+from kimi_eagle_data.wording import counted
 from kimi_eagle_data.validate.rules import REASONS
 from kimi_eagle_data.validate.validator import Validator
 
@@ -57,7 +57,7 @@ def describe(code: str) -> str:
 
 @dataclass
 class RowVerdict:
-    row: int                               # 1-based position in the input (blank JSONL lines not counted)
+    row: int                               # 1-based: the JSONL line number, the Parquet/Arrow row
     id: str | None
     issues: list[str] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
@@ -254,14 +254,15 @@ def _ids(value, what: str, kinds: str = "iu") -> np.ndarray:
 
 
 def check_file(checker: Checker, rows: Iterator[tuple[Any, int]]) -> Iterator[tuple[RowVerdict | None, int]]:
-    """(verdict, progress advance) per line or row; None for a blank JSONL line (not a row, not counted).
-    Rows are numbered from 1, as editors and `sed -n 1p` count lines."""
+    """(verdict, progress advance) per line or row; None for a blank JSONL line (not a row).
+    Rows are numbered from 1; a JSONL row by its line number (blank lines counted), as editors, `sed -n Np`
+    and prepare's rejects file count, so the number finds the line."""
     n = 0
     for raw, advance in rows:
+        n += 1
         if raw is None:
             yield None, advance
             continue
-        n += 1
         if isinstance(raw, Unreadable):
             yield RowVerdict(row=n, id=None, issues=["unreadable_row"], details=[str(raw)]), advance
         else:
@@ -271,8 +272,8 @@ def check_file(checker: Checker, rows: Iterator[tuple[Any, int]]) -> Iterator[tu
 # -- render -------------------------------------------------------------------------------------
 
 def read_render_row(source: str, row: int | None) -> tuple[list, list | None]:
-    """(messages, tools) of one JSON object (a file, or `-` for stdin), or of row `row` (1-based, blank
-    lines not counted) of a JSONL file. Streamed: a JSONL file is read line by line up to that row."""
+    """(messages, tools) of one JSON object (a file, or `-` for stdin), or of line `row` (1-based, as
+    `sed -n Np` counts) of a JSONL file. Streamed: a JSONL file is read line by line up to that row."""
     where = "stdin" if source == "-" else source
     try:
         f = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115 (closed below)
@@ -280,11 +281,13 @@ def read_render_row(source: str, row: int | None) -> tuple[list, list | None]:
         raise CheckInputError(f"cannot read {where}: {e.strerror}") from None
     with f:
         if row is not None:
-            data, seen = _nth_row(f, row)
+            data, seen = _nth_line(f, row)
             if data is None:
-                raise CheckInputError(f"{where} has {seen:,} JSON {plural(seen, 'line')}; --row {row} is out of "
-                                      "range (rows are numbered from 1)")
+                raise CheckInputError(f"{where} has {counted(seen, 'line')}; --row {row} is out of range (rows "
+                                      "are numbered from 1)")
             where = f"{where} row {row}"
+            if not data.strip():
+                raise CheckInputError(f"{where} is a blank line; pick a line that holds a JSON object")
         else:
             data = _one_document(f, where)
     try:
@@ -303,14 +306,13 @@ def read_render_row(source: str, row: int | None) -> tuple[list, list | None]:
     return obj["messages"], tools
 
 
-def _nth_row(f, row: int) -> tuple[bytes | None, int]:
-    """(line `row` of f, 1-based among non-blank lines, or None; non-blank lines seen)."""
+def _nth_line(f, number: int) -> tuple[bytes | None, int]:
+    """(line `number` of f, 1-based, or None when f is shorter; lines read)."""
     seen = 0
     for line in f:
-        if line.strip():
-            seen += 1
-            if seen == row:
-                return line, seen
+        seen += 1
+        if seen == number:
+            return line, seen
     return None, seen
 
 

@@ -146,7 +146,9 @@ def test_messages_and_completion_text_rows_and_malformed_rows(tmp_path, demo_spl
     assert issues[11][0] == "loss_mask_length_mismatch"
     # one error line per unreadable row on stderr, the run continues
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-    assert [e.split(" row ")[1].split(":")[0].split(" ")[0] for e in errors] == ["9", "10", "11"]   # 1-based
+    # numbered from 1 by line, as editors and `sed -n Np` count (the blank line 11 is no row but has its number)
+    assert [e.split(" row ")[1].split(":")[0].split(" ")[0] for e in errors] == ["9", "10", "12"]
+    assert [v["row"] for v in verdicts] == [*range(1, 11), 12, 13]
     assert all("mixed.jsonl" in e for e in errors)
 
 
