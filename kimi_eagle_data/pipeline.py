@@ -226,7 +226,8 @@ class Pipeline:
             ckpt.close()
 
     def accounting(self) -> dict[str, dict[str, int]]:
-        """SPEC §8 before validation: selected = rejected at prepare + generated + failed + pending."""
+        """The accounting identity (docs/reliability.md) before validation:
+        selected = rejected at prepare + generated + failed + pending."""
         from kimi_eagle_data.workdir import read_json
 
         ckpt = CheckpointSet(self.checkpoint_paths())

@@ -105,7 +105,7 @@ def render(source: str, row: int | None, as_ids: bool, profile: str, model: str 
 @check_errors
 def check(file: Path, profile: str, model: str | None, tokenizer: str | None, max_seq_len: int | None,
           keep_truncated: bool, as_json: bool, no_progress: bool):
-    """Audit EAGLE-3 data (ours or another pipeline's) with the validator `validate` runs.
+    """Audit EAGLE-3 data (ours or another pipeline's) with the rules of docs/token-rules.md.
 
     \b
     Input (streamed): JSONL; Parquet; an Arrow file (.arrow, as `datasets`

@@ -304,8 +304,8 @@ def generate(**kw):
 @option_for("workers")
 @friendly_errors
 def validate(**kw):
-    """Check every completion's token structure (SPEC §5): verdicts, lengths, finish reasons and reasons per
-    sample in validated/<CONFIG>.parquet (light columns, what stats, plan and inspect read), counts in
+    """Check every completion's token structure (docs/token-rules.md): verdicts, lengths, finish reasons and
+    reasons per sample in validated/<CONFIG>.parquet (light columns, what stats, plan and inspect read), counts in
     validated/<CONFIG>.json. Writes no token rows: `emit` runs the same validation while it streams the rows
     into the dataset, so each token is written once."""
     print_summary(pipeline_for(settings_from(kw)).validate())

@@ -273,7 +273,7 @@ def _print_plan(r: dict[str, Any]) -> None:
     out.print(f"intervals: {level}, {r['interval']}; they cover the pilot's sampling error only.",
               highlight=False, soft_wrap=True)
     out.print(f"naive: (characters of the prompt messages + the decoded completion) / "
-              f"{r['naive_chars_per_token']}, the estimate the replaced pipeline used; it misses the chat template's "
+              f"{r['naive_chars_per_token']}, a common rule-of-thumb estimate; it misses the chat template's "
               "tokens and the tool declarations, and a tokenizer's characters per token differ by language and "
               "content.", highlight=False, soft_wrap=True)
     if r["skipped"]:

@@ -1,5 +1,5 @@
 """Stage 4, emit: every completion validated again and its row streamed straight into the Hub-layout tree
-(SPEC §6), so each token is written once:
+(docs/data-format.md), so each token is written once:
 
     dataset/README.md                               card: YAML (configs, dataset_info, license) + body
     dataset/data/<CFG>/<split>-0000i-of-0000N.parquet

@@ -1,4 +1,4 @@
-"""Publish an emitted dataset: `kimi-data push` (SPEC §7, §8); also the dataset tree as read from disk
+"""Publish an emitted dataset: `kimi-data push` (docs/reliability.md); also the dataset tree as read from disk
 (`load_local`), which export.py shares.
 
 The tree is checked against its `manifest.json` (every file's sha256, no file the manifest does not

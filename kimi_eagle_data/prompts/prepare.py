@@ -15,7 +15,7 @@ Per config, in this order (each rejection is kept with its reason, never silent)
     chars       too_many_chars     (default max_chars: max_seq_len × 32, sources/filters.py)
     decontam    contaminated (which eval set, which n-gram)           (sources/decontam.py, opt-in)
     render      template_error, no_generation_prompt
-    length      prompt_too_long: prompt_len + max_new_tokens > max_seq_len (SPEC §3; never truncated)
+    length      prompt_too_long: prompt_len + max_new_tokens > max_seq_len (never truncated)
     dedup       duplicate_prompt (naming the kept id), within and across the configs prepared together
     near_dedup  near_duplicate                                        (sources/dedup.py, opt-in)
     prepared

@@ -1,4 +1,4 @@
-"""`kimi-data inspect`: one sample decoded and split into its segments (SPEC §1 lesson 4).
+"""`kimi-data inspect`: one sample decoded and split into its segments.
 
 Segments are found from token ids, never by matching decoded text: turn-opening role tokens split the
 prompt into turns (system, tool declarations, user, past assistant turns, tool results, the generation

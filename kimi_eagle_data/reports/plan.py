@@ -1,4 +1,4 @@
-"""`kimi-data plan`: project the full run from a pilot (SPEC §1 lesson 3: measure, do not guess).
+"""`kimi-data plan`: project the full run from a pilot: measure, do not guess.
 
 From a pilot workdir (e.g. `kimi-data build --limit 200 --workdir pilot`) and target prompt counts per config
 (default: each partition's `default_n`), project:
@@ -13,7 +13,7 @@ From a pilot workdir (e.g. `kimi-data build --limit 200 --workdir pilot`) and ta
   aggregate output tokens/s (over the time requests were in flight, from the checkpoint's `created_at` and
   latencies) unless `--throughput` gives the deployment's:
   a CPU pilot's speed says nothing about an 8xH200 SGLang server;
-- the naive estimate the replaced pipeline used, characters / 3.5, side by side with the measured tokens.
+- the naive rule-of-thumb estimate, characters / 3.5, side by side with the measured tokens.
 
 The interval covers the sampling uncertainty of the pilot's means only (throughput, prompt mix and server
 settings are taken as given).

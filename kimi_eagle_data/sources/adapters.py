@@ -27,7 +27,7 @@ conversation.
 
 Messages use the chat shape `apply_chat_template` takes; tools are native
 `[{"type": "function", "function": {name, description, parameters}}]`, never pasted into a
-system message (SPEC §3). Assistant turns keep a leading `<think>…</think>` (or OpenThoughts' thought
+system message. Assistant turns keep a leading `<think>…</think>` (or OpenThoughts' thought
 section) as `reasoning_content` (`split_reasoning`).
 
 Design decisions (documented in the report and tested):

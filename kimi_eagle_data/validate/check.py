@@ -1,7 +1,7 @@
 """`kimi-data check` and `kimi-data render`: the validator and the prompt renderer as tools for any data.
 
 `check` audits EAGLE-3 data made by this project or by another pipeline: every row gets the verdict of
-`validate.Validator`, the very rules `validate` applies (docs: the reason codes), so a row's reasons here
+`validate.Validator`, the very rules `validate` applies (docs/token-rules.md), so a row's reasons here
 equal the `issues` our own dataset stores for it. Rows come in one of three forms:
 
   (a) `input_ids` + `loss_mask` (the prompt is everything before the first 1) or `input_ids` + `prompt_len`
@@ -39,7 +39,7 @@ from kimi_eagle_data.wording import counted
 from kimi_eagle_data.validate.rules import REASONS
 from kimi_eagle_data.validate.validator import Validator
 
-# Reasons `check` adds to the validator's (SPEC §5) codes: what only a foreign file can get wrong.
+# Reasons `check` adds to the validator's codes (docs/token-rules.md): what only a foreign file can get wrong.
 CHECK_REASONS = {
     "unreadable_row": "a row with none of the forms check reads (input_ids + loss_mask or prompt_len; "
                       "messages + completion; conversations), or with values of the wrong type",
@@ -103,7 +103,7 @@ class Checker:
         inferred = finish is None
         if inferred:
             # No finish_reason (a SpecForge export keeps only ids): engines stop only on the stop token and
-            # keep it (SPEC §4), so a completion that does not end with it ran out of tokens.
+            # keep it, so a completion that does not end with it ran out of tokens.
             finish = "stop" if output.size and int(output[-1]) == self._eot_id else "length"
         v = self.validator.validate(prompt, output, finish, detail, tools)
         out.issues += v.issues

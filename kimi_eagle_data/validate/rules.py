@@ -1,6 +1,6 @@
-"""The SPEC §5 token-structure rules, one function and reason code each (validator.py runs them).
+"""The token-structure rules (docs/token-rules.md), one function and reason code each (validator.py runs them).
 
-SPEC §5. The validator looks at ids, never at re-encoded text: one vectorised pass classifies every
+The validator looks at ids, never at re-encoded text: one vectorised pass classifies every
 completion token through a lookup table (id -> structural role), `np.flatnonzero` yields the few
 positions that carry structure, and a short walk over those positions parses the turn. Only text
 *segments* (reasoning, answer, tool-call id, arguments) are decoded, with

@@ -1,4 +1,4 @@
-"""`kimi-data push` against a local Hub-protocol server, and `kimi-data export` (SPEC §7, §8, §9).
+"""`kimi-data push` against a local Hub-protocol server, and `kimi-data export` (docs/reliability.md).
 
 Every push goes through the real CLI in a subprocess whose environment points huggingface_hub at the
 local server (HF_ENDPOINT, HF_TOKEN, HF_HUB_DISABLE_XET=1 set before anything is imported), and every

@@ -1,4 +1,4 @@
-"""Source adapters: the bundled sample files and each upstream pitfall of SPEC §2."""
+"""Source adapters: the bundled sample files and each upstream pitfall."""
 
 from __future__ import annotations
 
