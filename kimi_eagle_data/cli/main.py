@@ -16,6 +16,7 @@ from rich.table import Table
 from kimi_eagle_data.builders.partitions import PARTITIONS
 from kimi_eagle_data.cli.common import UserError, console, friendly_errors, out
 from kimi_eagle_data.settings import BY_NAME, INHERITED, check_servers, option_for, run_options
+from kimi_eagle_data.wording import counted
 
 # Exit status of generate/build/demo when samples failed in this run (everything else was kept).
 EXIT_FAILED = 3
@@ -124,7 +125,7 @@ def print_prepare(reports) -> None:
 def print_generate(rep) -> None:
     out.print(f"generate: {rep.completed} completed, {rep.failed} failed, {rep.skipped_done} already done"
               + (f", {rep.skipped_failed} failed earlier (rerun with --retry-failed)" if rep.skipped_failed else "")
-              + (f"; {rep.output_tokens:,} tokens in {rep.seconds:.1f}s ({rep.tokens_per_s:,.0f} tok/s)"
+              + (f"; {counted(rep.output_tokens, 'token')} in {rep.seconds:.1f}s ({rep.tokens_per_s:,.0f} tok/s)"
                  if rep.completed else ""))
 
 

@@ -9,6 +9,7 @@ import click
 from kimi_eagle_data.cli.common import console, friendly_errors, out
 
 from kimi_eagle_data.run_checks import click_config_names
+from kimi_eagle_data.wording import counted, plural
 
 
 
@@ -118,7 +119,8 @@ def export(path: Path, fmt: str, split: str, configs: tuple[str, ...], out_path:
         raise click.BadParameter(f"{out_path} is a directory; specforge writes a .jsonl file", param_hint="--out")
     rep = export_dataset(path, out_path, fmt=fmt, split=split, configs=chosen)
     per = ", ".join(f"{c} {n:,}" for c, n in rep.configs.items())
-    out.print(f"exported {rep.rows:,} {split} rows ({rep.tokens:,} tokens, {rep.loss_tokens:,} with loss) to "
+    out.print(f"exported {rep.rows:,} {split} {plural(rep.rows, 'row')} ({counted(rep.tokens, 'token')}, "
+              f"{rep.loss_tokens:,} with loss) to "
               f"{rep.out} ({fmt}): {per}", highlight=False, soft_wrap=True)
     if rep.skipped:
         out.print(f"no {split} rows in {', '.join(rep.skipped)}", highlight=False)

@@ -52,8 +52,8 @@ from typing import Any, Callable
 from kimi_eagle_data.records import SourceRowError
 from kimi_eagle_data.sources.glaive import GLAIVE_COLUMNS, glaive
 from kimi_eagle_data.sources.rows import (
-    EMPTY_PARAMETERS, AdapterColumns, Conversation, TurnRules, column, id_string, require_row, sha16, turn_list, user_text,
-    content_text, read_turns, split_reasoning,
+    EMPTY_PARAMETERS, MESSAGE_ROLES, AdapterColumns, Conversation, TurnRules, column, id_string, require_row, sha16,
+    turn_list, user_text, content_text, read_turns, split_reasoning,
 )
 
 
@@ -93,7 +93,7 @@ def input_field(row: dict) -> Conversation:
 # --------------------------------------------------------------------------------------------
 # B4 / B6: open-r1/Mixture-of-Thoughts, HuggingFaceH4/ultrachat_200k — `messages[{role, content}]`
 
-_MESSAGES = TurnRules({"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"},
+_MESSAGES = TurnRules({role: role for role in MESSAGE_ROLES},
                       opens="`{col}` starts with a `{who}` turn (a chunk cut mid-conversation); skipped")
 
 

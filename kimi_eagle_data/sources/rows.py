@@ -158,6 +158,24 @@ def split_reasoning(text: str) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------
+# the roles of a chat message: one rule for prepare (the `messages` adapter), render and check
+
+# The roles prepare writes into a prompt. The chat template would render any other role (`developer`, …)
+# as a system turn named after it, a prompt no prepared row has: prepare rejects such a row
+# (`unknown_role`), and render and check refuse it the same way.
+MESSAGE_ROLES = ("system", "user", "assistant", "tool")
+
+
+def unknown_role(messages: list, col: str = "messages") -> str | None:
+    """`{col}[i].role is 'x'` for the first message whose role is not one of MESSAGE_ROLES, else None."""
+    for i, m in enumerate(messages):
+        role = m.get("role") if isinstance(m, dict) else None
+        if role not in MESSAGE_ROLES:
+            return f"`{col}[{i}].role` is {role!r} (known roles: {', '.join(MESSAGE_ROLES)})"
+    return None
+
+
+# --------------------------------------------------------------------------------------------
 # `[{role, content}]`-like turn lists: messages, ShareGPT/OpenThoughts conversations, generic chat
 
 
