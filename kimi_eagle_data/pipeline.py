@@ -23,6 +23,7 @@ from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerpr
 from kimi_eagle_data.prompts.tool_declaration import ENCODER_VERSION as TOOL_ENCODER_VERSION
 from kimi_eagle_data.validate.validator import Validator
 from kimi_eagle_data.workdir import Workdir, dataset_config_dir
+from kimi_eagle_data.workdir_lock import WorkdirLock
 
 # What the run is bound to: a workdir started with one value refuses another (settings.py marks the
 # bound settings; sampling is bound as the request it makes, the tokenizer by its fingerprints).
@@ -85,10 +86,13 @@ RunSettings.__module__ = __name__
 
 
 class Pipeline:
-    def __init__(self, settings: RunSettings, console: Console | None = None):
+    def __init__(self, settings: RunSettings, console: Console | None = None, *, generate_only: bool = False):
+        """Holds the workdir's lock (workdir_lock.py) from here until the Pipeline is dropped: one writer at a
+        time. `generate_only` with `--shard i/N`: shares the workdir with the other shards' generates."""
         self.s = settings
         self.console = console or Console(stderr=True)
         self.workdir = Workdir.at(settings.workdir)
+        self.lock = WorkdirLock(self.workdir.root, settings.shard if generate_only else None)
         self.profile = settings.model_profile
         self.tokenizer = load_tokenizer(settings.tokenizer_path)
         self.tokens = ProfileTokens.from_tokenizer(self.profile, self.tokenizer)

@@ -105,10 +105,10 @@ def parse_shard(value: str | None) -> tuple[int, int] | None:
     return i, n
 
 
-def pipeline_for(settings):
+def pipeline_for(settings, **kw):
     from kimi_eagle_data.pipeline import Pipeline
 
-    return Pipeline(settings, console=console)
+    return Pipeline(settings, console=console, **kw)
 
 
 # -- output ---------------------------------------------------------------------------------------
@@ -291,7 +291,7 @@ def generate(**kw):
     Exit status: 0 when every sample completed; 3 when samples failed in this run; 1 on an error;
     2 on a usage error.
     """
-    p = pipeline_for(settings_from(kw))
+    p = pipeline_for(settings_from(kw), generate_only=True)
     rep = p.generate()
     print_generate(rep)
     print_accounting(p.accounting())
