@@ -332,14 +332,14 @@ class Pipeline:
             return drawn
 
         with self.verdict_pool() as pool:
-            try:
+            try:   # whatever stops it (a full disk, SIGTERM), no hidden temp shard stays behind
                 self.validate(sinks, pool, light_done=draw)
+                summary = {c: {"report": read_json(self.workdir.validate_report(c)), "splits": sink.finish(),
+                               "partition": read_json(self.workdir.prepare_report(c)).get("partition", {})}
+                           for c, sink in sinks.items()}
             except BaseException:
                 for sink in sinks.values():
                     sink.abort()
                 raise
-            summary = {c: {"report": read_json(self.workdir.validate_report(c)), "splits": sink.finish(),
-                           "partition": read_json(self.workdir.prepare_report(c)).get("partition", {})}
-                       for c, sink in sinks.items()}
             return finish_dataset(self.workdir, summary, version=self.s.version, provenance=self.provenance(),
                                   plots_drawn=plots_drawn, repo_id=self.s.repo)

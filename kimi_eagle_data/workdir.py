@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from kimi_eagle_data.diskfull import writing
 from kimi_eagle_data.errors import KimiDataError, MissingInputError
 from kimi_eagle_data.run_checks import check_config_name
 
@@ -128,14 +129,16 @@ def write_json(path: Path, obj: Any) -> None:
 def atomic_path(path: Path):
     """Yield a temp path beside `path`; on success it replaces `path` in one rename."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    tmp = None
     try:
-        yield Path(tmp)
-        move_into_place(Path(tmp), path)
+        with writing(path):   # a full disk: one line naming `path`, and no temp file left
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            os.close(fd)
+            yield Path(tmp)
+            move_into_place(Path(tmp), path)
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
 
 

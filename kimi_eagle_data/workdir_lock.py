@@ -46,7 +46,8 @@ class _FileLock:
             os.close(self.fd)
             self.fd = -1
             raise
-        self._note()
+        if mode == fcntl.LOCK_EX:   # shared holders (shards) leave their note in their own shard's file
+            self._note()
 
     def _note(self) -> None:
         """Who holds it, for the message of a refused process (best effort: on a full disk the lock still holds)."""
@@ -113,11 +114,31 @@ class WorkdirLock:
 
 
 def busy_message(root: Path, lock_path: Path) -> str:
-    try:
-        note = orjson.loads(lock_path.read_bytes())
-        holder = f"`{note['command']}` (pid {note['pid']}"
-        holder += ")" if note.get("host") == socket.gethostname() else f" on {note.get('host')})"
-    except (OSError, ValueError, KeyError, TypeError):   # a note being written at this instant
-        holder = "another kimi-data process"
+    holders = [_holder(p) for p in sorted(root.glob(".lock.shard-*")) if p != lock_path and _is_locked(p)]
+    holder = ", ".join(holders) if holders else _holder(lock_path)
     return (f"{root} is in use by {holder}, which writes it; wait for it to finish (or stop it), or use another "
             "--workdir")
+
+
+def _is_locked(path: Path) -> bool:
+    """Whether some process holds `path` (a shard's lock) now."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def _holder(lock_path: Path) -> str:
+    try:
+        note = orjson.loads(lock_path.read_bytes())
+        where = "" if note.get("host") == socket.gethostname() else f" on {note.get('host')}"
+        return f"`{note['command']}` (pid {note['pid']}{where})"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):   # a note being written at this instant
+        return "another kimi-data process"

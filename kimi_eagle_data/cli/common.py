@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import functools
 import signal
+import sqlite3
 import sys
 import threading
 
 import click
 from rich.console import Console
 
+from kimi_eagle_data.diskfull import disk_full_line, is_disk_full
 from kimi_eagle_data.errors import KimiDataError
 
 console = Console(stderr=True)
@@ -56,6 +58,11 @@ def friendly_errors(fn):
             return fn(*args, **kwargs)
         except expected as e:
             raise UserError(str(e)) from None   # `from None`: no chained message can carry a token
+        except (OSError, sqlite3.Error) as e:
+            if not is_disk_full(e):
+                raise
+            # A write no `writing(path)` wraps: the file when the OS named it.
+            raise UserError(disk_full_line(getattr(e, "filename", None))) from None
         except KeyboardInterrupt as e:
             by = " by SIGTERM" if isinstance(e, Terminated) else ""
             console.print(f"[yellow]interrupted{by}[/]: completed samples are in the checkpoint; rerun the same "
