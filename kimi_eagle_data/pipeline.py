@@ -93,6 +93,8 @@ class Pipeline:
         self.console = console or Console(stderr=True)
         self.workdir = Workdir.at(settings.workdir)
         self.lock = WorkdirLock(self.workdir.root, settings.shard if generate_only else None)
+        if not (generate_only and settings.shard):   # the only writer: what a killed run left half-written goes
+            self.workdir.remove_stale_temp_files()
         self.profile = settings.model_profile
         self.tokenizer = load_tokenizer(settings.tokenizer_path)
         self.tokens = ProfileTokens.from_tokenizer(self.profile, self.tokenizer)

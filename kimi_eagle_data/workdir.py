@@ -76,6 +76,14 @@ class Workdir:
         """Every checkpoint file of the workdir: the main one and one per shard (`--shard i/N`)."""
         return sorted(self.root.glob("generations*.sqlite"))
 
+    def remove_stale_temp_files(self) -> int:
+        """Hidden temp files (`.NAME.*.tmp`, emit's `.SPLIT-NNNNN.parquet.tmp`) a killed process left behind; only
+        for the workdir's one writer, which knows that no write is under way."""
+        stale = [p for p in self.root.rglob(".*.tmp") if p.is_file()]
+        for p in stale:
+            p.unlink(missing_ok=True)
+        return len(stale)
+
     def validated_configs(self) -> list[str]:
         d = self.root / "validated"
         return sorted(p.stem for p in d.glob("*.parquet")) if d.exists() else []
