@@ -284,7 +284,7 @@ def prepare(dry_run: bool, **kw):
 def generate(**kw):
     """Generate completions for prepared prompts into the checkpoint (resumable).
 
-    Safe to stop at any moment (Ctrl-C, kill -9): every finished sample is committed on its own;
+    Safe to stop at any moment (Ctrl-C, SIGTERM, kill -9): every finished sample is committed on its own;
     rerun the same command to continue. Samples that failed after all retries are skipped on
     reruns until --retry-failed.
 
