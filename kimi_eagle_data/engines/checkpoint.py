@@ -204,7 +204,8 @@ class Checkpoint:
     # -- writes -------------------------------------------------------------------------------
     def commit(self, config: str, c: Completion) -> None:
         blob = ids_to_blob(c.output_ids)
-        with writing(self.path), self.db:  # one transaction: the completion lands and its failure record goes, or neither
+        # One transaction: the completion lands and its failure record goes, or neither.
+        with writing(self.path), self.db:
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute(
                 "INSERT OR IGNORE INTO completions (id, config, output_ids, finish_reason, finish_detail, "
