@@ -117,3 +117,21 @@ def test_sqlite_full_is_never_called_corrupt(tmp_path):
         kept.commit("B6", sample[-1])      # writable again once space is freed
 
 
+@pytest.mark.parametrize("error, full", [
+    (OSError(28, "No space left on device", "/x/f"), True),
+    (OSError(122, "Disk quota exceeded"), True),
+    (OSError("Error writing bytes to file. Detail: [errno 28] No space left on device"), True),   # pyarrow's form
+    (sqlite3.OperationalError("database or disk is full"), True),
+    (OSError(13, "Permission denied"), False),
+    (sqlite3.DatabaseError("file is not a database"), False),
+])
+def test_every_form_of_a_full_disk_is_recognised(error, full, tmp_path):
+    from kimi_eagle_data.diskfull import DiskFullError, is_disk_full, writing
+
+    assert is_disk_full(error) is full
+    with pytest.raises(DiskFullError if full else type(error)) as caught:
+        with writing(tmp_path / "f.parquet"):
+            raise error
+    if full:
+        mount = next(p for p in (tmp_path, *tmp_path.parents) if os.path.ismount(p))
+        assert str(caught.value) == f"no space left on {mount} writing {tmp_path}/f.parquet; free space and rerun"
