@@ -23,6 +23,7 @@ from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerpr
 from kimi_eagle_data.prompts.tool_declaration import ENCODER_VERSION as TOOL_ENCODER_VERSION
 from kimi_eagle_data.validate.validator import Validator
 from kimi_eagle_data.workdir import Workdir, dataset_config_dir
+from kimi_eagle_data.workdir_lock import WorkdirLock
 
 # What the run is bound to: a workdir started with one value refuses another (settings.py marks the
 # bound settings; sampling is bound as the request it makes, the tokenizer by its fingerprints).
@@ -85,7 +86,9 @@ RunSettings.__module__ = __name__
 
 
 class Pipeline:
-    def __init__(self, settings: RunSettings, console: Console | None = None):
+    def __init__(self, settings: RunSettings, console: Console | None = None, *, generate_only: bool = False):
+        """Holds the workdir's lock (workdir_lock.py) from here until the Pipeline is dropped: one writer at a
+        time. `generate_only` with `--shard i/N`: shares the workdir with the other shards' generates."""
         self.s = settings
         self.console = console or Console(stderr=True)
         self.profile = settings.model_profile
@@ -98,6 +101,9 @@ class Pipeline:
         fp = tokenizer_fingerprint(self.tokenizer)
         # The workdir is made only now: a command that fails on its tokenizer or settings leaves none behind.
         self.workdir = Workdir.at(settings.workdir)
+        self.lock = WorkdirLock(self.workdir.root, settings.shard if generate_only else None)
+        if not (generate_only and settings.shard):   # the only writer: what a killed run left half-written goes
+            self.workdir.remove_stale_temp_files()
         self.run = self.workdir.bind_settings({
             "profile": self.profile.name,
             # What was loaded, bound; the card names it by published_names (a label never binds the run).
@@ -378,15 +384,15 @@ class Pipeline:
             return drawn
 
         with self.verdict_pool() as pool:
-            try:
+            try:   # whatever stops it (a full disk, SIGTERM), no hidden temp shard stays behind
                 self.validate(sinks, pool, light_done=draw)
+                prepared = {c: read_json(self.workdir.prepare_report(c)) for c in sinks}
+                summary = {c: {"report": read_json(self.workdir.validate_report(c)), "splits": sink.finish(),
+                               "partition": prepared[c].get("partition", {}), "source": prepared[c].get("source")}
+                           for c, sink in sinks.items()}
             except BaseException:
                 for sink in sinks.values():
                     sink.abort()
                 raise
-            prepared = {c: read_json(self.workdir.prepare_report(c)) for c in sinks}
-            summary = {c: {"report": read_json(self.workdir.validate_report(c)), "splits": sink.finish(),
-                           "partition": prepared[c].get("partition", {}), "source": prepared[c].get("source")}
-                       for c, sink in sinks.items()}
             return finish_dataset(self.workdir, summary, version=self.s.version, provenance=self.provenance(),
                                   plots_drawn=plots_drawn, repo_id=self.s.repo)

@@ -105,10 +105,10 @@ def parse_shard(value: str | None) -> tuple[int, int] | None:
     return i, n
 
 
-def pipeline_for(settings):
+def pipeline_for(settings, **kw):
     from kimi_eagle_data.pipeline import Pipeline
 
-    return Pipeline(settings, console=console)
+    return Pipeline(settings, console=console, **kw)
 
 
 # -- output ---------------------------------------------------------------------------------------
@@ -285,14 +285,14 @@ def prepare(dry_run: bool, **kw):
 def generate(**kw):
     """Generate completions for prepared prompts into the checkpoint (resumable).
 
-    Safe to stop at any moment (Ctrl-C, kill -9): every finished sample is committed on its own;
+    Safe to stop at any moment (Ctrl-C, SIGTERM, kill -9): every finished sample is committed on its own;
     rerun the same command to continue. Samples that failed after all retries are skipped on
     reruns until --retry-failed.
 
     Exit status: 0 when every sample completed; 3 when samples failed in this run; 1 on an error;
     2 on a usage error.
     """
-    p = pipeline_for(settings_from(kw))
+    p = pipeline_for(settings_from(kw), generate_only=True)
     rep = p.generate()
     print_generate(rep)
     print_accounting(p.accounting())

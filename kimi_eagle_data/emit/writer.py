@@ -23,6 +23,7 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kimi_eagle_data.diskfull import writing
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data import __version__
 from kimi_eagle_data.schema import ROW_SCHEMA, SPLITS
@@ -62,12 +63,14 @@ class SplitShards:
 
     def write(self, table: pa.Table) -> None:
         if self._writer is None:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
             self._path = self.out_dir / f".{self.split}-{len(self._done):05d}.parquet.tmp"
-            self._writer = pq.ParquetWriter(self._path, ROW_SCHEMA, compression="zstd",
-                                            use_dictionary=["source", "finish_reason"], write_page_index=False)
+            with writing(self._path):
+                self.out_dir.mkdir(parents=True, exist_ok=True)
+                self._writer = pq.ParquetWriter(self._path, ROW_SCHEMA, compression="zstd",
+                                                use_dictionary=["source", "finish_reason"], write_page_index=False)
             self._bytes = 0
-        self._writer.write_table(table)
+        with writing(self._path):
+            self._writer.write_table(table)
         tokens = sum(int(c.offsets[-1].as_py() - c.offsets[0].as_py()) for c in table["input_ids"].chunks)
         self.info.rows += table.num_rows
         self.info.tokens += tokens
@@ -76,9 +79,10 @@ class SplitShards:
             self._close_shard()
 
     def _close_shard(self) -> None:
-        self._writer.close()
-        self._writer = None
-        self._done.append(self._path)
+        writer, self._writer = self._writer, None
+        self._done.append(self._path)   # abort() removes it whatever happens next
+        with writing(self._path):
+            writer.close()
 
     def finish(self) -> SplitInfo:
         if self._writer is not None:
@@ -93,8 +97,12 @@ class SplitShards:
 
     def abort(self) -> None:
         if self._writer is not None:
-            self._writer.close()
+            writer, self._writer = self._writer, None
             self._done.append(self._path)
+            try:
+                writer.close()
+            except OSError:   # e.g. the full disk that stopped the run: the file goes anyway
+                pass
         for tmp in self._done:
             tmp.unlink(missing_ok=True)
 

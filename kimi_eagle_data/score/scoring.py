@@ -46,7 +46,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from kimi_eagle_data.engines.checkpoint import CorruptCheckpointError
+from kimi_eagle_data.diskfull import writing
+from kimi_eagle_data.engines.checkpoint import CorruptCheckpointError, open_store
 from kimi_eagle_data.engines.base import Engine, ScoreRequest
 from kimi_eagle_data.profile import ProfileTokens
 from kimi_eagle_data.prompts.answer import render_answer  # noqa: F401  (score renders upstream answers with it)
@@ -78,10 +79,7 @@ class ScoreCheckpoint:
     def __init__(self, path: Path):
         self.path = Path(path)
         try:
-            self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.executescript(SCHEMA)
+            self.db = open_store(self.path, SCHEMA)
         except sqlite3.DatabaseError as e:
             raise CorruptCheckpointError(f"score checkpoint {self.path} is not a readable SQLite database ({e}); "
                                          "move it aside and rerun `kimi-data score`") from e
@@ -90,7 +88,7 @@ class ScoreCheckpoint:
         self.db.close()
 
     def commit(self, config: str, id_: str, kind: str, stats: dict[str, Any], clipped: bool) -> None:
-        with self.db:
+        with writing(self.path), self.db:
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute("INSERT OR REPLACE INTO scores VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                             (id_, kind, config, *(stats[k] for k in STAT_KEYS), int(clipped), time.time()))
