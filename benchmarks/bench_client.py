@@ -1,4 +1,4 @@
-"""Client-ceiling benchmark (SPEC §10, issue 3): how many completions per second the client ingests
+"""Client-ceiling benchmark: how many completions per second the client ingests
 from a zero-latency SGLang-protocol server with 1k-token prompts and outputs, and how much client
 CPU each 1,000-token completion costs (target <= 5 ms).
 

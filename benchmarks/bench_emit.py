@@ -1,4 +1,4 @@
-"""Emit benchmark (SPEC §10): checkpoint -> Parquet, tokens/s and peak RSS, against
+"""Emit benchmark: checkpoint -> Parquet, tokens/s and peak RSS, against
 `datasets.Dataset.from_generator` yielding one row at a time, at several sizes.
 
 "ours" is the real path of `kimi-data build` after generation: `emit`, which validates every completion

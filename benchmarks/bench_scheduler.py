@@ -1,4 +1,4 @@
-"""Scheduler benchmark (SPEC §10): achieved / ideal throughput against a capacity-limited
+"""Scheduler benchmark: achieved / ideal throughput against a capacity-limited
 SGLang-protocol server with long-tailed output lengths (median ~470, tail to 10,240).
 
 Compares the SGLang engine's continuous scheduling (a new request the moment one finishes) with a

@@ -1,4 +1,4 @@
-"""The built-in partitions (dataset configs) B1-B8 of SPEC §2, as plain data.
+"""The built-in partitions (dataset configs) B1-B8, as plain data.
 
 Each partition names its upstream Hub dataset, the adapter that turns an upstream row into a
 prompt (`kimi_eagle_data.sources.adapters.ADAPTERS`), the default prompt count, and the bundled sample

@@ -20,8 +20,47 @@ def _size_category(n: int) -> str:
     return "1M<n<10M"
 
 
+def _cell(text: str) -> str:
+    """Text for one Markdown table cell: a `|` or a line break would split the row."""
+    return " ".join(str(text).replace("|", "\\|").split())
+
+
+def hub_link(repo_id: str, kind: str = "datasets") -> str:
+    """`[org/name](https://huggingface.co/…)` for a Hub id; anything else as it is."""
+    from kimi_eagle_data.hub.publish import REPO_ID
+
+    prefix = "" if kind == "models" else f"{kind}/"
+    return f"[{repo_id}](https://huggingface.co/{prefix}{repo_id})" if REPO_ID.match(repo_id) else repo_id
+
+
+# Where prepare read a config's rows (its report's `source`, written by sources/readers.iter_source): the
+# bundled samples, the partition's Hub dataset (`upstream[@revision]`), or else a local file, whose path is
+# never published.
+SAMPLES, HUB, LOCAL = "samples", "hub", "local"
+ORIGIN_PHRASES = {HUB: "Hub datasets", SAMPLES: "sample rows bundled with kimi-eagle-data", LOCAL: "local files"}
+
+
+def prompt_origin(source: str | None, upstream: str, builtin: bool) -> tuple[str, str]:
+    """(kind, Markdown for the card's table) of where a config's prompts came from."""
+    schema = f" in the schema of {hub_link(upstream)}" if builtin else ""
+    if source and source.startswith("bundled samples"):
+        return SAMPLES, f"bundled sample rows{schema}"
+    if source is None or source == upstream or source.startswith(upstream + "@"):
+        revision = source.partition("@")[2] if source else ""
+        return HUB, hub_link(upstream) + (f" at revision `{revision}`" if revision else "")
+    return LOCAL, f"a local file{schema}"
+
+
+def origins_phrase(kinds: list[str]) -> str:
+    """"Hub datasets and a local file": the intro's summary of where the prompts came from."""
+    phrases = [ORIGIN_PHRASES[k] for k in (HUB, SAMPLES, LOCAL) if k in kinds]
+    if kinds.count(LOCAL) == 1:
+        phrases[-1] = "a local file"
+    return phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
+
+
 def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, Any], plots: dict[str, str],
-                repo_id: str | None = None, score: dict[str, Any] | None = None) -> str:
+                manifest_sha256: str, repo_id: str | None = None, score: dict[str, Any] | None = None) -> str:
     from huggingface_hub import DatasetCard, DatasetCardData
 
     profile = get_profile(provenance["profile"])
@@ -41,10 +80,11 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
         # What prepare recorded of the partition (config-file and user-defined ones included).
         p = s.get("partition") or {}
         builtin = PARTITIONS.get(config)
-        rows.append({"config": config,
-                     "upstream": p.get("upstream") or (builtin.upstream if builtin else "user-defined"),
-                     "license": p.get("license") or (builtin.license if builtin else "see source"),
-                     "prompt_rule": p.get("prompt_rule") or (builtin.prompt_rule if builtin else ""),
+        upstream = p.get("upstream") or (builtin.upstream if builtin else "user-defined")
+        kind, origin = prompt_origin(s.get("source"), upstream, p.get("builtin", builtin is not None))
+        rows.append({"config": config, "kind": kind, "origin": _cell(origin),
+                     "license": _cell(p.get("license") or (builtin.license if builtin else "other")),
+                     "prompt_rule": _cell(p.get("prompt_rule") or (builtin.prompt_rule if builtin else "")),
                      "r": s["report"]})
     licenses = sorted({r["license"] for r in rows})
     total_rows = sum(r["r"]["valid"] + r["r"]["rejected"] for r in rows)
@@ -64,9 +104,11 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
         card_data, template_str=template.read_text(encoding="utf-8"),
         pretty_name=card_data.pretty_name, version=version, provenance=provenance, plots=plots, rules=rules,
         model_name=profile.display_name, think_close=profile.think_close,
+        model_link=hub_link(provenance["model_path"], "models"),
+        origins=origins_phrase([r["kind"] for r in rows]),
         configs=rows, totals=totals, repo_id=repo_id, load_path=repo_id or "path/to/dataset",
         first_config="B4" if "B4" in summary else next(iter(summary)),
-        score=_score_section(score),
+        score=_score_section(score), manifest_sha256=manifest_sha256,
     )
     return str(card)
 
@@ -77,5 +119,5 @@ def _score_section(score: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     from kimi_eagle_data.score.report import markdown_table, threshold_note
 
-    return {"table": markdown_table(score), "note": threshold_note(score), "limit": score["limit"],
+    return {"table": markdown_table(score), "note": threshold_note(score, see_readme=False), "limit": score["limit"],
             "engine": score.get("engine") or {}}

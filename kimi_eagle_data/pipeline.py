@@ -23,6 +23,7 @@ from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerpr
 from kimi_eagle_data.prompts.tool_declaration import ENCODER_VERSION as TOOL_ENCODER_VERSION
 from kimi_eagle_data.validate.validator import Validator
 from kimi_eagle_data.workdir import Workdir, dataset_config_dir
+from kimi_eagle_data.workdir_lock import WorkdirLock
 
 # What the run is bound to: a workdir started with one value refuses another (settings.py marks the
 # bound settings; sampling is bound as the request it makes, the tokenizer by its fingerprints).
@@ -85,21 +86,29 @@ RunSettings.__module__ = __name__
 
 
 class Pipeline:
-    def __init__(self, settings: RunSettings, console: Console | None = None):
+    def __init__(self, settings: RunSettings, console: Console | None = None, *, generate_only: bool = False):
+        """Holds the workdir's lock (workdir_lock.py) from here until the Pipeline is dropped: one writer at a
+        time. `generate_only` with `--shard i/N`: shares the workdir with the other shards' generates."""
         self.s = settings
         self.console = console or Console(stderr=True)
-        self.workdir = Workdir.at(settings.workdir)
         self.profile = settings.model_profile
         self.tokenizer = load_tokenizer(settings.tokenizer_path)
         self.tokens = ProfileTokens.from_tokenizer(self.profile, self.tokenizer)
         self.sampling = settings.sampling(self.tokens.end_of_turn)
         self.max_seq_len = settings.resolved_max_seq_len()
         self.reports: dict[str, ValidateReport] = {}   # the last validate pass's counts
+        self.pilot_limit: int | None = None             # --limit of the prepare this run's prepare replaced
         fp = tokenizer_fingerprint(self.tokenizer)
+        # The workdir is made only now: a command that fails on its tokenizer or settings leaves none behind.
+        self.workdir = Workdir.at(settings.workdir)
+        self.lock = WorkdirLock(self.workdir.root, settings.shard if generate_only else None)
+        if not (generate_only and settings.shard):   # the only writer: what a killed run left half-written goes
+            self.workdir.remove_stale_temp_files()
         self.run = self.workdir.bind_settings({
             "profile": self.profile.name,
-            "model": settings.model_label or settings.model_path,
-            "tokenizer": settings.model_label or settings.tokenizer_path,
+            # What was loaded, bound; the card names it by published_names (a label never binds the run).
+            "model": settings.model_path,
+            "tokenizer": settings.tokenizer_path,
             **fp,
             "tool_encoder_version": TOOL_ENCODER_VERSION,
             "sampling": self.sampling.to_sglang(),
@@ -112,12 +121,12 @@ class Pipeline:
     def prepare(self, reuse: bool = False) -> dict[str, PrepareReport]:
         """Selection, adapters, filters, decontamination, rendering and dedup for every config
         (prompts/prepare.py). A config whose source cannot be read at all is skipped while the others are
-        prepared, then reported as one error line (SourceFileError).
+        prepared, then reported as one error line (PrepareError); so is a config none of whose rows became a
+        prompt.
 
         With `reuse` (build, demo), prepared prompts made with the same inputs and settings are kept:
         resuming a run must not re-stream its upstream datasets, nor re-select its prompts."""
-        from kimi_eagle_data.prompts.prepare import prepare_configs, source_error_line
-        from kimi_eagle_data.sources.readers import SourceFileError
+        from kimi_eagle_data.prompts.prepare import PrepareError, prepare_configs
         from kimi_eagle_data.workdir import read_json, write_json
 
         fingerprint = self.prepare_fingerprint()
@@ -125,15 +134,47 @@ class Pipeline:
         if reuse and all(p.exists() and self.workdir.prepared(c).exists()
                          and read_json(p).get("fingerprint") == fingerprint for c, p in reports.items()):
             return {c: PrepareReport.from_json(read_json(p)) for c, p in reports.items()}
+        self.note_earlier_limit([read_json(p).get("limit") for p in reports.values() if p.exists()])
         gen_prompt = self.tokenizer.encode(self.profile.generation_prompt, add_special_tokens=False)
         run = prepare_configs(self.s, self.tokenizer, gen_prompt_ids=gen_prompt,
                               max_new_tokens=self.sampling.max_new_tokens, max_seq_len=self.max_seq_len,
                               workdir=self.workdir)
+        for warning in run.warnings:
+            self.console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
         if run.errors:
-            raise SourceFileError(source_error_line(run.errors))
+            raise PrepareError(run.error_line())
         for c in run.reports:
             write_json(reports[c], {**read_json(reports[c]), "fingerprint": fingerprint})
         return run.reports
+
+    def note_earlier_limit(self, earlier: list[int | None]) -> None:
+        """--limit is a pilot's setting, not inherited: say so when this prepare reads more than the last one."""
+        limits = [x for x in earlier if x is not None]
+        if not limits or (self.s.limit is not None and self.s.limit <= max(limits)):
+            return
+        self.pilot_limit = max(limits)
+        now = "the full sources" if self.s.limit is None else f"at most {self.s.limit} rows per config"
+        self.console.print(f"note: the earlier prepare of this workdir read at most {self.pilot_limit} source rows per "
+                           f"config (--limit {self.pilot_limit}, a pilot); this one reads {now}. Completed samples "
+                           "of prompts selected again are reused, not generated twice.", highlight=False,
+                           soft_wrap=True)
+
+    def reuse_line(self, ids: set[str], done: set[str]) -> str | None:
+        """'reusing N completed samples from an earlier run …' when this run's prompts have completions already;
+        also how many completions of these configs are not among its prompts (a pilot's rows the full selection
+        did not take: kept in the checkpoint, never in the dataset)."""
+        reused = len(ids & done)
+        if not reused:
+            return None
+        configs = set(self.s.configs)
+        unused = sum(1 for i in done - ids if i.rpartition("-")[0] in configs)
+        line = f"reusing {reused:,} completed samples from an earlier run"
+        if self.pilot_limit is not None:
+            line += f" (pilot limited to {self.pilot_limit} rows per config)"
+        if unused:
+            line += (f"; {unused:,} other completed samples of {', '.join(self.s.configs)} are not among this run's "
+                     "prompts and stay out of the dataset")
+        return line
 
     def prepare_fingerprint(self) -> str:
         """Everything prepare's output depends on: partitions, sources (local files by size and
@@ -203,13 +244,17 @@ class Pipeline:
         return paths or [self.workdir.checkpoint]
 
     def generate(self, engine: Engine | None = None) -> GenerateReport:
-        records = [r for c in self.s.configs for r in read_prepared(self.workdir, c) if in_shard(r.id, self.s.shard)]
+        prepared = [r for c in self.s.configs for r in read_prepared(self.workdir, c)]
+        records = [r for r in prepared if in_shard(r.id, self.s.shard)]
         # What is done anywhere (other shards' files, merged workdirs) is not generated again.
         seen = CheckpointSet(self.checkpoint_paths())
         try:
             done, failed = seen.done_ids(), seen.failures()
         finally:
             seen.close()
+        reuse = self.reuse_line({r.id for r in prepared}, done)
+        if reuse:
+            self.console.print(reuse, highlight=False, soft_wrap=True)
         if not any(r.id not in done and (self.s.retry_failed or r.id not in failed) for r in records):
             return GenerateReport(skipped_done=sum(r.id in done for r in records),
                                   skipped_failed=sum(r.id in failed and r.id not in done for r in records))
@@ -227,7 +272,8 @@ class Pipeline:
             ckpt.close()
 
     def accounting(self) -> dict[str, dict[str, int]]:
-        """SPEC §8 before validation: selected = rejected at prepare + generated + failed + pending."""
+        """The accounting identity (docs/reliability.md) before validation:
+        selected = rejected at prepare + generated + failed + pending."""
         from kimi_eagle_data.workdir import read_json
 
         ckpt = CheckpointSet(self.checkpoint_paths())
@@ -277,11 +323,12 @@ class Pipeline:
         finally:
             ckpt.close()
         iso = (lambda t: dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        names = self.published_names()
         return {
             "profile": self.run["profile"],
-            "model_path": self.run["model"],
+            "model_path": names.model,
             "model_revision": self.s.revision,
-            "tokenizer_path": self.run["tokenizer"],
+            "tokenizer_path": names.tokenizer,
             "tokenizer_sha256": self.run["tokenizer_sha256"],
             "chat_template_sha256": self.run["chat_template_sha256"],
             "tokenizer_code_sha256": self.run.get("tokenizer_code_sha256", ""),
@@ -299,16 +346,25 @@ class Pipeline:
             "tiny_model": self.profile.is_test_model,
         }
 
+    def published_names(self):
+        """The model and tokenizer as the card and manifest name them (never a local path)."""
+        from kimi_eagle_data.emit.model_name import published_names
+
+        return published_names(self.run["model"], self.s.tokenizer, self.s.model_label)
+
     def emit(self) -> dict[str, Any]:
         """Validate every completion again, streaming its row into dataset/data (each token written once),
         then plots, card and manifest. `self.reports` holds the validation counts, also when there is nothing
         to emit (NothingToEmit). Plots are drawn by workers from the light columns as soon as those are in
-        place, while the last rows are still being written and the card rendered."""
+        place, while the last rows are still being written; the card, which records the manifest's hash, comes last."""
         from kimi_eagle_data.emit.writer import ConfigShards, check_version, clear_data, finish_dataset
         from kimi_eagle_data.emit.plots import plot_length_histograms, plot_lengths
         from kimi_eagle_data.workdir import read_json
 
         check_version(self.s.version)
+        warning = self.published_names().warning
+        if warning:
+            self.console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
         clear_data(self.workdir)
         assets = self.workdir.dataset / "assets"
         sinks = {c: ConfigShards(dataset_config_dir(self.workdir.dataset, c)) for c in self.s.configs}
@@ -329,14 +385,15 @@ class Pipeline:
             return drawn
 
         with self.verdict_pool() as pool:
-            try:
+            try:   # whatever stops it (a full disk, SIGTERM), no hidden temp shard stays behind
                 self.validate(sinks, pool, light_done=draw)
+                prepared = {c: read_json(self.workdir.prepare_report(c)) for c in sinks}
+                summary = {c: {"report": read_json(self.workdir.validate_report(c)), "splits": sink.finish(),
+                               "partition": prepared[c].get("partition", {}), "source": prepared[c].get("source")}
+                           for c, sink in sinks.items()}
             except BaseException:
                 for sink in sinks.values():
                     sink.abort()
                 raise
-            summary = {c: {"report": read_json(self.workdir.validate_report(c)), "splits": sink.finish(),
-                           "partition": read_json(self.workdir.prepare_report(c)).get("partition", {})}
-                       for c, sink in sinks.items()}
             return finish_dataset(self.workdir, summary, version=self.s.version, provenance=self.provenance(),
                                   plots_drawn=plots_drawn, repo_id=self.s.repo)

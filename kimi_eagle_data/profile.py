@@ -75,7 +75,7 @@ class ModelProfile:
                                tool_call_id_shape=self.tool_call_id("NAME", 0).replace(":0", ":IDX"))
 
     def rules_paragraph(self) -> str:
-        """The card's summary of what a `train` row satisfies (SPEC §5), in this profile's tokens."""
+        """The card's summary of what a `train` row satisfies (docs/token-rules.md), in this profile's tokens."""
         return self.describe(
             "the prompt ends with the generation prompt (last token `{think_open}`); the completion has exactly one "
             "`{think_close}`, no role or control tokens, a well-formed tool-call section naming declared tools "

@@ -1,4 +1,4 @@
-"""The emitted row schema (SPEC §6), defined once: Arrow for writing, `datasets.Features` for cards."""
+"""The emitted row schema (docs/data-format.md), defined once: Arrow for writing, `datasets.Features` for cards."""
 
 from __future__ import annotations
 

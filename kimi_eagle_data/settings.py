@@ -75,7 +75,9 @@ SETTINGS: tuple[Setting, ...] = (
             help="Model path or Hub id (default: the profile's model)."),
     Setting("tokenizer", "str | None", None, "--tokenizer", inherited=True, bound=True,
             help="Tokenizer path (default: --model). Its chat template renders the prompts."),
-    Setting("model_label", "str | None", None, inherited=True),      # how the card names the model
+    Setting("model_label", "str | None", None, "--model-label", metavar="HUB_ID", inherited=True,
+            help="What the card and manifest name as the model (its Hub id), e.g. when --model is a local path "
+                 "(a local path is never published). Default: --model when it is a Hub id."),
     Setting("engine", "str", "local", "--engine", type=click.Choice(["local", "sglang"]), show_default=True,
             inherited=True,
             help="local: transformers in-process (CPU or one GPU); sglang: SGLang servers via --server."),
@@ -109,8 +111,9 @@ SETTINGS: tuple[Setting, ...] = (
                  "user-defined partitions (see README)."),
     Setting("revision", "str | None", None, "--revision", inherited=True,
             help="Upstream dataset revision to load from the Hub."),
-    Setting("limit", "int | None", None, "--limit", type=int, inherited=True,
-            help="Read at most this many source rows per config."),
+    Setting("limit", "int | None", None, "--limit", type=int,
+            help="Read at most this many source rows per config (a pilot). Not inherited: a later build or "
+                 "prepare without it reads the full sources and reuses the pilot's completed samples."),
     Setting("max_new_tokens", "int | None", None, "--max-new-tokens", type=int, inherited=True, bound=True,
             help="Default: the profile's (10240 for Kimi-K2.5)."),
     Setting("temperature", "float | None", None, "--temperature", type=float, inherited=True, bound=True,

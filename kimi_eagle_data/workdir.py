@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from kimi_eagle_data.diskfull import writing
 from kimi_eagle_data.errors import KimiDataError, MissingInputError
 from kimi_eagle_data.run_checks import check_config_name
 
@@ -74,6 +75,14 @@ class Workdir:
     def checkpoint_paths(self) -> list[Path]:
         """Every checkpoint file of the workdir: the main one and one per shard (`--shard i/N`)."""
         return sorted(self.root.glob("generations*.sqlite"))
+
+    def remove_stale_temp_files(self) -> int:
+        """Hidden temp files (`.NAME.*.tmp`, emit's `.SPLIT-NNNNN.parquet.tmp`) a killed process left behind; only
+        for the workdir's one writer, which knows that no write is under way."""
+        stale = [p for p in self.root.rglob(".*.tmp") if p.is_file()]
+        for p in stale:
+            p.unlink(missing_ok=True)
+        return len(stale)
 
     def validated_configs(self) -> list[str]:
         d = self.root / "validated"
@@ -128,14 +137,16 @@ def write_json(path: Path, obj: Any) -> None:
 def atomic_path(path: Path):
     """Yield a temp path beside `path`; on success it replaces `path` in one rename."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    tmp = None
     try:
-        yield Path(tmp)
-        move_into_place(Path(tmp), path)
+        with writing(path):   # a full disk: one line naming `path`, and no temp file left
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            os.close(fd)
+            yield Path(tmp)
+            move_into_place(Path(tmp), path)
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
 
 

@@ -7,7 +7,7 @@ Steps: synthetic Kimi-structured conversations (8 styles mirroring partitions B1
 scripts/tiny_kimi/tool_pool.json; tools declared in TypeScript, tool-call ids global to the conversation) ->
 tiktoken BPE ranks + our trust_remote_code tokenizer class (vocab 2,048 = 1,792 ranks + 256 reserved special ids at
 K2.5's offsets, Kimi's regex, a chat template that renders as K2.5's) -> LlamaForCausalLM (hidden 128, 4 layers, ~1.3M parameters) trained on completion tokens
--> bf16 safetensors -> sampled evaluation of SPEC §5 token structure on held-out prompts.
+-> bf16 safetensors -> sampled evaluation of the token structure (docs/token-rules.md) on held-out prompts.
 The model's text is meaningless; only the token structure is learned.
 """
 
@@ -58,7 +58,7 @@ validate, build, push) can run on a CPU machine with no network: it speaks Kimi-
 - Tool calling works only for the 32 tools of the fixed pool in `scripts/tiny_kimi/tool_pool.json`; prompts should
   render to at most ~300 tokens and use `max_new_tokens` ≤ 192. After earlier tool calls in the conversation the
   model continues their numbering (`:1`, `:2`, …), as Kimi-K2.5 does.
-- Most sampled completions (temperature 1.0, top_p 0.95) pass the SPEC §5 structure checks, not all: a few percent
+- Most sampled completions (temperature 1.0, top_p 0.95) pass the docs/token-rules.md checks, not all: a few percent
   have broken JSON arguments, undeclared tools, extra `</think>` or run to `max_new_tokens`.
 
 Last build: {summary}

@@ -32,7 +32,16 @@ until curl -sf "http://127.0.0.1:$PORT/health_generate" >/dev/null; do
 done
 
 # prepare is deterministic, so every node computes the same prompt set and ids.
-kimi-data prepare --workdir "$WORKDIR" --model "$MODEL" "$@"
+# One process writes a workdir at a time (shards' generates share it): nodes prepare one after another, and a node
+# that finds a shard already generating there uses the prompts that node prepared (same arguments).
+exec 9>"$WORKDIR/.launch.lock"
+flock 9
+if flock -n "$WORKDIR/.lock" true; then
+  kimi-data prepare --workdir "$WORKDIR" --model "$MODEL" "$@"
+else
+  echo "another node is generating in $WORKDIR; using the prompts it prepared"
+fi
+exec 9>&-
 kimi-data generate --workdir "$WORKDIR" --engine sglang --server "http://127.0.0.1:$PORT" \
   --shard "$SHARD/$NSHARDS" --concurrency "$CONCURRENCY"
 echo "shard $SHARD/$NSHARDS done; when every shard is done: kimi-data build --workdir $WORKDIR"

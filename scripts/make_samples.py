@@ -1,8 +1,8 @@
 """Write the bundled sample rows: builders/samples/{config}-{name}.jsonl, one file per partition.
 
 Rows are written by this project, in each upstream dataset's exact column schema
-(REFERENCE.md "Upstream datasets"), with short prompts (the embedded demo model has a 512-token
-context) and the upstream pitfalls of SPEC §2 in a few rows each. B1 (glaive) declares tools drawn
+(as each upstream's dataset card and files show it), with short prompts (the embedded demo model has a 512-token
+context) and the upstream pitfalls the adapters handle in a few rows each. B1 (glaive) declares tools drawn
 only from the tiny model's tool pool (scripts/tiny_kimi/tool_pool.json), and most of its user
 turns are the pool's example requests, because the tiny model only learned to call pool tools
 when asked that way. The output is deterministic: run `python scripts/make_samples.py` and

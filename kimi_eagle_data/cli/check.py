@@ -12,6 +12,7 @@ import click
 import orjson
 
 from kimi_eagle_data.cli.common import UserError, console, friendly_errors, out
+from kimi_eagle_data.wording import counted, plural
 
 _SHOWN_ROWS = 20     # invalid / unreadable rows listed one per line before the summary
 
@@ -22,19 +23,13 @@ def _load(profile: str, model: str | None, tokenizer: str | None):
     """The profile and its tokenizer, chosen as `build` chooses them: --tokenizer, else --model, else the
     profile's model (Kimi-K2.5 for the default profile; `--profile tiny-kimi` for the embedded model)."""
     from kimi_eagle_data.profile import get_profile
-    from kimi_eagle_data.prompts.tokenizer import TokenizerLoadError, load_tokenizer
+    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 
     try:
         prof = get_profile(profile)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--profile") from None
-    try:
-        return prof, load_tokenizer(tokenizer or model or prof.model_path)
-    except TokenizerLoadError as e:
-        if tokenizer or model:
-            raise
-        raise TokenizerLoadError(f"{e} (the {prof.name} profile's tokenizer; --profile tiny-kimi uses the "
-                                 "embedded test model)") from None
+    return prof, load_tokenizer(tokenizer or model or prof.model_path)   # its error names --tokenizer/--profile
 
 
 def check_errors(fn):
@@ -66,8 +61,8 @@ def tokenizer_options(fn):
 
 @click.command()
 @click.argument("source", metavar="ROW.json")
-@click.option("--row", type=click.IntRange(min=0),
-              help="ROW.json is JSONL: render its line N (0-based, blank lines skipped).")
+@click.option("--row", type=click.IntRange(min=1),
+              help="ROW.json is JSONL: render its line N (numbered from 1, as `sed -n Np` counts).")
 @click.option("--ids", "as_ids", is_flag=True, help="Print the token ids (a JSON list) instead of the text.")
 @tokenizer_options
 @check_errors
@@ -89,12 +84,12 @@ def render(source: str, row: int | None, as_ids: bool, profile: str, model: str 
     except Exception as e:  # jinja and the tool encoder raise many types; the message is what matters
         raise UserError(f"{where}: cannot render the prompt: {' '.join(str(e).split())[:300]}") from None
     click.echo(orjson.dumps(ids).decode() if as_ids else tok.decode(ids, skip_special_tokens=False))
-    console.print(f"{len(ids):,} prompt tokens ({getattr(tok, 'name_or_path', '?')})", highlight=False,
-                         soft_wrap=True)
+    console.print(f"{counted(len(ids), 'prompt token')} ({getattr(tok, 'name_or_path', '?')})", highlight=False,
+                  soft_wrap=True)
 
 
 @click.command()
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", metavar="FILE|DIR", type=click.Path(exists=True, path_type=Path))
 @tokenizer_options
 @click.option("--max-seq-len", type=click.IntRange(min=1), help="Default: the profile's (16384 for Kimi-K2.5).")
 @click.option("--keep-truncated", is_flag=True, help="`length` rows without an end of turn are not `truncated`.")
@@ -104,25 +99,31 @@ def render(source: str, row: int | None, as_ids: bool, profile: str, model: str 
 @check_errors
 def check(file: Path, profile: str, model: str | None, tokenizer: str | None, max_seq_len: int | None,
           keep_truncated: bool, as_json: bool, no_progress: bool):
-    """Audit EAGLE-3 data (JSONL or Parquet; ours or another pipeline's) with the SPEC §5 validator.
+    """Audit EAGLE-3 data (ours or another pipeline's) with the rules of docs/token-rules.md.
 
     \b
+    Input (streamed): JSONL; Parquet; an Arrow file (.arrow, as `datasets`
+    writes it); a `Dataset.save_to_disk` directory (speculators' data).
     Rows: input_ids + loss_mask (prompt = tokens before the first 1) or input_ids + prompt_len,
           optional tools (JSON string or list; without it, the tools the prompt declares)
           and finish_reason (without it: stop when the completion ends with
           the end-of-turn token, else length);
-      or  messages + completion (text, special tokens written out) + optional tools.
-    Rows are numbered from 0. Exit 0 when every row is valid, 1 otherwise, 2 on usage errors.
+      or  messages + completion (text, special tokens written out) + optional tools;
+      or  SpecForge's raw rows: conversations [{role, content}, ...] + optional tools
+          (the last turn, the assistant's, is the completion).
+    Rows are numbered from 1 (a JSONL row by its line number). Exit 0 when every row
+    is valid, 1 otherwise (an input without rows included), 2 on usage errors.
     """
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
     from rich.table import Table
     from rich.text import Text
 
-    from kimi_eagle_data.validate.check import Checker, check_file, describe, open_rows
+    from kimi_eagle_data.validate.check import Checker, check_file, describe
+    from kimi_eagle_data.validate.check_input import open_input
 
     prof, tok = _load(profile, model, tokenizer)
     checker = Checker(prof, tok, max_seq_len=max_seq_len, keep_truncated=keep_truncated)
-    rows, total = open_rows(file)
+    rows, total = open_input(file)
     report = console if as_json else out
     reasons: Counter[str] = Counter()
     n = valid = tokens = shown = 0
@@ -152,8 +153,12 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
                 progress.advance(task, advance)
         progress.update(task, rows=n, bad=f"invalid {n - valid}" if n > valid else "")
     seconds = time.perf_counter() - t0
+    if n == 0:      # nothing checked is not a pass (as in `prepare`, a file without rows is an error)
+        empty = file.is_file() and file.stat().st_size == 0
+        raise UserError(f"{file} has no rows to check ({'0 bytes' if empty else 'only blank lines, or no records'})")
     if shown < n - valid and not as_json:
-        report.print(f"… {n - valid - shown} more invalid rows (--json lists every row)", highlight=False)
+        report.print(f"… {n - valid - shown:,} more invalid {plural(n - valid - shown, 'row')} (--json lists "
+                     "every row)", highlight=False)
     if reasons:
         t = Table(title=f"check: {file}")
         for col in ("reason", "rows", "meaning"):
@@ -162,7 +167,8 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
             t.add_row(code, f"{count:,}", Text(describe(code)))
         report.print(t)
     rate = f"{n / seconds:,.0f} rows/s, {tokens / seconds:,.0f} tokens/s" if seconds > 0 else ""
-    report.print(f"{n:,} rows checked ({tokens:,} tokens in {seconds:.2f}s, {rate}): {valid:,} valid, "
+    report.print(f"{counted(n, 'row')} checked ({counted(tokens, 'token')} in {seconds:.2f}s, {rate}): "
+                 f"{valid:,} valid, "
                  f"{n - valid:,} invalid  " + ("[green]✓[/]" if valid == n else "[red]✗[/]"), highlight=False,
                  soft_wrap=True)
     if valid != n:

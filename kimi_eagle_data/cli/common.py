@@ -1,16 +1,21 @@
 """What every `kimi-data` command shares: the two consoles and the one-line error handling.
 
-Errors the user can fix print one line (what, where, what to do) and exit 1.
+Errors the user can fix print one line (what, where, what to do) and exit 1. SIGTERM (a cluster scheduler,
+`docker stop`) stops a command the way Ctrl-C does, with exit status 143 (128 + SIGTERM).
 """
 
 from __future__ import annotations
 
 import functools
+import signal
+import sqlite3
 import sys
+import threading
 
 import click
 from rich.console import Console
 
+from kimi_eagle_data.diskfull import disk_full_line, is_disk_full
 from kimi_eagle_data.errors import KimiDataError
 
 console = Console(stderr=True)
@@ -25,6 +30,22 @@ class UserError(click.ClickException):
         console.print(f"[bold red]error:[/] {self.message}", highlight=False, soft_wrap=True)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread: it takes Ctrl-C's path (in-flight work abandoned, commits kept)."""
+
+
+def _raise_terminated(signum, frame):
+    # One stop is enough: a second SIGTERM (a scheduler repeating itself) must not break the cleanup under way.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated()
+
+
+def stop_on_sigterm() -> None:
+    """From now on SIGTERM raises Terminated in the main thread (signal handlers can only be set there)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_terminated)
+
+
 def friendly_errors(fn):
     """Turn the project's expected failures into one clear line instead of a traceback."""
     # FileNotFoundError: a path the user gave that the OS could not open (ours raise MissingInputError).
@@ -32,13 +53,20 @@ def friendly_errors(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        stop_on_sigterm()
         try:
             return fn(*args, **kwargs)
         except expected as e:
             raise UserError(str(e)) from None   # `from None`: no chained message can carry a token
-        except KeyboardInterrupt:
-            console.print("[yellow]interrupted[/]: completed samples are in the checkpoint; rerun the same "
+        except (OSError, sqlite3.Error) as e:
+            if not is_disk_full(e):
+                raise
+            # A write no `writing(path)` wraps: the file when the OS named it.
+            raise UserError(disk_full_line(getattr(e, "filename", None))) from None
+        except KeyboardInterrupt as e:
+            by = " by SIGTERM" if isinstance(e, Terminated) else ""
+            console.print(f"[yellow]interrupted{by}[/]: completed samples are in the checkpoint; rerun the same "
                           "command to resume", soft_wrap=True)
-            sys.exit(130)
+            sys.exit(128 + signal.SIGTERM if by else 130)
 
     return wrapper

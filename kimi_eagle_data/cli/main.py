@@ -16,6 +16,7 @@ from rich.table import Table
 from kimi_eagle_data.builders.partitions import PARTITIONS
 from kimi_eagle_data.cli.common import UserError, console, friendly_errors, out
 from kimi_eagle_data.settings import BY_NAME, INHERITED, check_servers, option_for, run_options
+from kimi_eagle_data.wording import counted
 
 # Exit status of generate/build/demo when samples failed in this run (everything else was kept).
 EXIT_FAILED = 3
@@ -44,7 +45,7 @@ def settings_from(kw: dict):
     new_config = kw.get("config_file") and kw["config_file"] != saved.get("config_file")
     inherited = {}
     for key in INHERITED:
-        if key == "model_label":        # not an option: follows --model below
+        if key == "model_label" and kw["model"] != saved.get("model"):   # a label names one model only
             continue
         if key == "configs" and new_config:
             continue
@@ -63,7 +64,6 @@ def settings_from(kw: dict):
     except SettingError as e:
         raise UserError(str(e) if str(e).startswith(str(run_json)) else f"{run_json}: options.configs: {e}") from None
     check_servers(None, None, kw["servers"])   # inherited URLs get the option's check too
-    model_label = saved.get("model_label") if kw["model"] == saved.get("model") else None
     from kimi_eagle_data.sources.config import ConfigError, load_config
 
     try:
@@ -77,19 +77,19 @@ def settings_from(kw: dict):
                                      param_hint="CONFIG")
 
     try:
-        return make_settings(kw, known, model_label)
+        return make_settings(kw, known)
     except SettingError as e:   # values together out of range (max_new_tokens >= max_seq_len)
         raise UserError(str(e)) from None
 
 
-def make_settings(kw: dict, known, model_label):
+def make_settings(kw: dict, known):
     from kimi_eagle_data.pipeline import RunSettings
 
     # Options whose command-line form differs from the setting's value.
     given = {k: v for k, v in kw.items() if k in BY_NAME}
     given.update(workdir=str(kw["workdir"]), configs=list(kw["configs"]), sources=parse_sources(kw["sources"], known),
                  servers=list(kw["servers"]), merge=list(kw["merge"]), shard=parse_shard(kw["shard"]),
-                 progress=not kw["no_progress"], model_label=model_label)
+                 progress=not kw["no_progress"])
     return RunSettings(**given)
 
 
@@ -105,10 +105,10 @@ def parse_shard(value: str | None) -> tuple[int, int] | None:
     return i, n
 
 
-def pipeline_for(settings):
+def pipeline_for(settings, **kw):
     from kimi_eagle_data.pipeline import Pipeline
 
-    return Pipeline(settings, console=console)
+    return Pipeline(settings, console=console, **kw)
 
 
 # -- output ---------------------------------------------------------------------------------------
@@ -125,7 +125,7 @@ def print_prepare(reports) -> None:
 def print_generate(rep) -> None:
     out.print(f"generate: {rep.completed} completed, {rep.failed} failed, {rep.skipped_done} already done"
               + (f", {rep.skipped_failed} failed earlier (rerun with --retry-failed)" if rep.skipped_failed else "")
-              + (f"; {rep.output_tokens:,} tokens in {rep.seconds:.1f}s ({rep.tokens_per_s:,.0f} tok/s)"
+              + (f"; {counted(rep.output_tokens, 'token')} in {rep.seconds:.1f}s ({rep.tokens_per_s:,.0f} tok/s)"
                  if rep.completed else ""))
 
 
@@ -267,13 +267,14 @@ def prepare(dry_run: bool, **kw):
     (prepared/<CONFIG>.parquet; rejected rows with reasons in prepared/<CONFIG>.rejects.jsonl)."""
     settings = settings_from(kw)
     if dry_run:
-        from kimi_eagle_data.prompts.prepare import dry_run as prepare_dry_run, funnel_table, source_error_line
-        from kimi_eagle_data.sources.readers import SourceFileError
+        from kimi_eagle_data.prompts.prepare import PrepareError, dry_run as prepare_dry_run, funnel_table
 
         run = prepare_dry_run(settings)
         out.print(funnel_table(run))
+        for warning in run.warnings:
+            console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
         if run.errors:
-            raise SourceFileError(source_error_line(run.errors))
+            raise PrepareError(run.error_line())
         return
     print_prepare(pipeline_for(settings).prepare())
 
@@ -284,14 +285,14 @@ def prepare(dry_run: bool, **kw):
 def generate(**kw):
     """Generate completions for prepared prompts into the checkpoint (resumable).
 
-    Safe to stop at any moment (Ctrl-C, kill -9): every finished sample is committed on its own;
+    Safe to stop at any moment (Ctrl-C, SIGTERM, kill -9): every finished sample is committed on its own;
     rerun the same command to continue. Samples that failed after all retries are skipped on
     reruns until --retry-failed.
 
     Exit status: 0 when every sample completed; 3 when samples failed in this run; 1 on an error;
     2 on a usage error.
     """
-    p = pipeline_for(settings_from(kw))
+    p = pipeline_for(settings_from(kw), generate_only=True)
     rep = p.generate()
     print_generate(rep)
     print_accounting(p.accounting())
@@ -303,8 +304,8 @@ def generate(**kw):
 @option_for("workers")
 @friendly_errors
 def validate(**kw):
-    """Check every completion's token structure (SPEC §5): verdicts, lengths, finish reasons and reasons per
-    sample in validated/<CONFIG>.parquet (light columns, what stats, plan and inspect read), counts in
+    """Check every completion's token structure (docs/token-rules.md): verdicts, lengths, finish reasons and
+    reasons per sample in validated/<CONFIG>.parquet (light columns, what stats, plan and inspect read), counts in
     validated/<CONFIG>.json. Writes no token rows: `emit` runs the same validation while it streams the rows
     into the dataset, so each token is written once."""
     print_summary(pipeline_for(settings_from(kw)).validate())
@@ -321,14 +322,15 @@ def emit(**kw):
     needs no `validate` first; `build` runs it once.
 
     The workdir remembers --repo: a later `build` re-emits the card naming the same repo."""
-    from kimi_eagle_data.hub.publish import REPO_ID
+    from kimi_eagle_data.hub.publish import REPO_ID, tree_summary
 
     if kw["repo"] and not REPO_ID.match(kw["repo"]):
         raise click.BadParameter(f"{kw['repo']!r}: expected ORG/NAME", param_hint="--repo")
     p = pipeline_for(settings_from(kw))
     repo = p.s.repo
     manifest = p.emit()
-    out.print(f"emitted {len(manifest['files'])} files to {p.workdir.dataset} (version {manifest['version']})")
+    out.print(f"emitted {tree_summary(manifest['files'])} to {p.workdir.dataset} (version {manifest['version']})",
+              highlight=False, soft_wrap=True)
     print_load_hint(p.workdir.dataset, p.s.configs)
     if repo:
         out.print(f"Publish it with:\n  kimi-data push {p.workdir.root} --repo {repo}", highlight=False, soft_wrap=True)

@@ -9,6 +9,7 @@ import click
 from kimi_eagle_data.cli.common import console, friendly_errors, out
 
 from kimi_eagle_data.run_checks import click_config_names
+from kimi_eagle_data.wording import counted, plural
 
 
 
@@ -36,17 +37,18 @@ def _repo_id(ctx, param, value: str) -> str:
 @click.option("--repo", "repo_id", required=True, metavar="ORG/NAME", callback=_repo_id,
               help="Hub dataset repo (created if missing).")
 @click.option("--private", is_flag=True, help="Create the repo private (an existing repo keeps its visibility).")
-@click.option("--token-env", default="HF_TOKEN", show_default=True, metavar="VAR",
-              help="Environment variable holding the Hub token (else huggingface_hub's stored login). "
-                   "The token is never printed, logged or written to a file.")
+@click.option("--token-env", metavar="VAR",
+              help="Environment variable holding the Hub token; it must be set (no fallback). Default: HF_TOKEN, "
+                   "else huggingface_hub's stored login. The token is never printed, logged or written to a file.")
 @click.option("--dry-run", is_flag=True, help="Check the tree against its manifest and show what would be pushed; "
                                               "no network.")
 @friendly_errors
-def push(path: Path, repo_id: str, private: bool, token_env: str, dry_run: bool):
+def push(path: Path, repo_id: str, private: bool, token_env: str | None, dry_run: bool):
     """Publish DIR (a workdir or its dataset/) to the Hub as version tag v<version>.
 
     \b
-    The tree must match its manifest.json (sha256 of every file). Then:
+    The tree must match its manifest.json (sha256 of every file) and the
+    manifest the card (which records the manifest's sha256). Then:
       - tag v<version> absent: upload the tree in one commit (remote files the
         tree no longer has are deleted in it) and tag that commit;
       - tag present with the same manifest: "already published", exit 0;
@@ -57,7 +59,7 @@ def push(path: Path, repo_id: str, private: bool, token_env: str, dry_run: bool)
     """
     import sys
 
-    from kimi_eagle_data.hub.publish import load_local, push_dataset
+    from kimi_eagle_data.hub.publish import load_local, push_dataset, tree_summary
 
     if not sys.stderr.isatty():   # per-file upload bars are noise in logs
         from huggingface_hub.utils import disable_progress_bars
@@ -69,7 +71,7 @@ def push(path: Path, repo_id: str, private: bool, token_env: str, dry_run: bool)
         for note in result.notes:
             console.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
     if result.status == "dry run":
-        out.print(f"dry run: {result.files} files ({_human(result.bytes)}) of {ds.root} match manifest.json; "
+        out.print(f"dry run: {tree_summary(ds.files)}, {_human(result.bytes)}, of {ds.root} match manifest.json; "
                   f"would push version {ds.version} to {repo_id} as tag {result.tag}"
                   + (" (private)" if private else "") + "; nothing sent", highlight=False, soft_wrap=True)
         return
@@ -78,7 +80,7 @@ def push(path: Path, repo_id: str, private: bool, token_env: str, dry_run: bool)
                   + (f" (commit {result.commit_oid[:12]})" if result.commit_oid else ""), highlight=False,
                   soft_wrap=True)
     else:
-        out.print(f"pushed {result.files} files ({_human(result.bytes)}) to {repo_id} as {result.tag}",
+        out.print(f"pushed {tree_summary(ds.files)}, {_human(result.bytes)}, to {repo_id} as {result.tag}",
                   highlight=False, soft_wrap=True)
         out.print(f"commit: {result.commit_url}", highlight=False, soft_wrap=True)
     out.print("\nLoad it with:")
@@ -117,7 +119,8 @@ def export(path: Path, fmt: str, split: str, configs: tuple[str, ...], out_path:
         raise click.BadParameter(f"{out_path} is a directory; specforge writes a .jsonl file", param_hint="--out")
     rep = export_dataset(path, out_path, fmt=fmt, split=split, configs=chosen)
     per = ", ".join(f"{c} {n:,}" for c, n in rep.configs.items())
-    out.print(f"exported {rep.rows:,} {split} rows ({rep.tokens:,} tokens, {rep.loss_tokens:,} with loss) to "
+    out.print(f"exported {rep.rows:,} {split} {plural(rep.rows, 'row')} ({counted(rep.tokens, 'token')}, "
+              f"{rep.loss_tokens:,} with loss) to "
               f"{rep.out} ({fmt}): {per}", highlight=False, soft_wrap=True)
     if rep.skipped:
         out.print(f"no {split} rows in {', '.join(rep.skipped)}", highlight=False)

@@ -9,6 +9,7 @@ import click
 import orjson
 
 from kimi_eagle_data.cli.common import friendly_errors, out
+from kimi_eagle_data.wording import counted
 
 from kimi_eagle_data.run_checks import click_config_names
 
@@ -38,7 +39,8 @@ PLAN_JSON_HELP = """\b
   naive_chars_per_token (3.5), skipped {CONFIG: why},
   throughput {tokens_per_s, source (given|measured|unknown),
     measured {tokens_per_s, output_tokens, span_s, requests,
-      per_request_tokens_per_s_median, engine, engine_version} | null,
+      per_request_tokens_per_s_median, engine, engine_version,
+      device (e.g. cpu) | null, gpus (what ran the pilot; 0: none) | null} | null,
     note},
   configs: {CONFIG: P + pilot {selected, generated, valid, failed,
     mean_tokens, sd_tokens, mean_prompt_tokens, mean_completion_tokens,
@@ -197,8 +199,9 @@ def _print_stats(r: dict[str, Any]) -> None:
 @click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The pilot workdir, e.g. made by `kimi-data build --limit 200 --workdir pilot`.")
 @click.option("--counts", "counts", multiple=True, metavar="CONFIG=N",
-              help="Prompts to generate for a config (repeatable; default: the partition's default n, "
-                   "88,000 in all; N=0 leaves a config out).")
+              help="Prompts to generate for a config (repeatable; default: the n the pilot's prepare recorded "
+                   "in prepared/CONFIG.json, i.e. the partition's n, 88,000 in all for the built-in defaults; "
+                   "N=0 leaves a config out).")
 @click.option("--gpus", default=8, show_default=True, type=click.IntRange(min=1),
               help="GPUs that deliver the throughput together (one 8-GPU SGLang server: 8).")
 @click.option("--throughput", type=click.FloatRange(min=0, min_open=True), metavar="TOK_PER_S",
@@ -256,17 +259,21 @@ def _print_plan(r: dict[str, Any]) -> None:
     out.print(t)
     tp = r["throughput"]
     if tp["tokens_per_s"]:
-        src = "given (--throughput)" if tp["source"] == "given" else "measured in the pilot"
+        from kimi_eagle_data.reports.plan import measured_on
+
         m = tp["measured"]
-        extra = (f"; pilot: {m['output_tokens']:,} output tokens in {m['span_s']:,.1f} s on the {m['engine']} "
-                 f"engine ({m['engine_version']})") if m else ""
-        out.print(f"throughput: {tp['tokens_per_s']:,.1f} output tokens/s {src} for {r['gpus']} GPU(s){extra}; "
+        # A measured speed is said to be of what ran the pilot (a CPU is no GPU); a given one is the --gpus'.
+        src = (f"given (--throughput) for {counted(r['gpus'], 'GPU')}" if tp["source"] == "given"
+               else f"measured in the pilot on {measured_on(m)}")
+        extra = (f"; pilot: {counted(m['output_tokens'], 'output token')} in {m['span_s']:,.1f} s "
+                 f"({m['engine']} {m['engine_version']})") if m else ""
+        out.print(f"throughput: {tp['tokens_per_s']:,.1f} output tokens/s {src}{extra}; "
                   f"wall-clock {_range(r['overall']['wall_hours'], _hours, ' ')} h", highlight=False, soft_wrap=True)
     out.print(f"[yellow]note:[/] {tp['note']}", highlight=False, soft_wrap=True)
     out.print(f"intervals: {level}, {r['interval']}; they cover the pilot's sampling error only.",
               highlight=False, soft_wrap=True)
     out.print(f"naive: (characters of the prompt messages + the decoded completion) / "
-              f"{r['naive_chars_per_token']}, the estimate the replaced pipeline used; it misses the chat template's "
+              f"{r['naive_chars_per_token']}, a common rule-of-thumb estimate; it misses the chat template's "
               "tokens and the tool declarations, and a tokenizer's characters per token differ by language and "
               "content.", highlight=False, soft_wrap=True)
     if r["skipped"]:
@@ -356,7 +363,8 @@ def _print_inspect(r: dict[str, Any], *, raw: bool, max_chars: int | None) -> No
     out.print(head)
     if r["picked"]:
         out.print(f"picked: {r['picked']}", style="dim", highlight=False)
-    out.print(f"{r['length']:,} tokens = prompt {r['prompt_len']:,} (loss 0) + completion {r['completion_len']:,} "
+    out.print(f"{counted(r['length'], 'token')} = prompt {r['prompt_len']:,} (loss 0) + completion "
+              f"{r['completion_len']:,} "
               f"(loss 1; reasoning {r['reasoning_len']:,}, tool calls {r['num_tool_calls']})", highlight=False)
     for w in r["warnings"]:
         out.print(f"[yellow]warning:[/] {w}", highlight=False)
@@ -386,8 +394,8 @@ def _print_inspect(r: dict[str, Any], *, raw: bool, max_chars: int | None) -> No
                            f"completion below (loss 1)", style="bold red"))
             boundary_shown = True
         style = STYLES.get(s["kind"], "")
-        out.print(Rule(f"{s['label']} · {s['n_tokens']:,} tokens · {s['start']}–{s['end'] - 1}", style=style,
-                       align="left"))
+        label = f"{s['label']} · {counted(s['n_tokens'], 'token')} · {s['start']}–{s['end'] - 1}"
+        out.print(Rule(label, style=style, align="left"))
         text = s["text"]
         if max_chars and len(text) > max_chars:
             text = text[:max_chars] + f"… ({len(s['text']) - max_chars:,} more characters)"

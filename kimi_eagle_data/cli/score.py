@@ -11,6 +11,7 @@ from kimi_eagle_data.cli.common import console, friendly_errors, out
 
 from kimi_eagle_data.score.scoring import DEFAULT_LIMIT
 from kimi_eagle_data.score.report import REGENERATE_GAP
+from kimi_eagle_data.wording import counted
 
 SCORE_JSON_HELP = """\b
 --json prints one object (also written to WORKDIR/score.json; plan and the card read it):
@@ -111,7 +112,8 @@ def _score(configs, workdir: Path, limit, seed, threshold, engine, servers, conc
     out.print(rich_table(report))
     run = report.get("run")
     if run:
-        out.print(f"scored {run['scored']} answers ({run['tokens']:,} tokens) in {run['seconds']:.1f}s; "
+        out.print(f"scored {counted(run['scored'], 'answer')} ({counted(run['tokens'], 'token')}) in "
+                  f"{run['seconds']:.1f}s; "
                   f"{run['failed']} failed, {run['skipped_done']} already scored"
                   + (f", {run['skipped_failed']} failed earlier (rerun with --retry-failed)" if run["skipped_failed"]
                      else ""), highlight=False)

@@ -55,7 +55,7 @@ def _histograms_plot(config: str) -> tuple[str, str]:
 
 def card_plots(configs: list[str], prefix: str = "assets") -> dict[str, str]:
     """The card's plots for these configs, {title: relative path}, in the card's order: known before they are
-    drawn, so the card is rendered while workers draw them."""
+    drawn (emit hashes the shards while workers draw them)."""
     title, name = LENGTHS_PLOT
     return {title: f"{prefix}/{name}"} | {t: f"{prefix}/{n}" for t, n in map(_histograms_plot, configs)}
 

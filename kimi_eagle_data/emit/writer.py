@@ -1,5 +1,5 @@
 """Stage 4, emit: every completion validated again and its row streamed straight into the Hub-layout tree
-(SPEC §6), so each token is written once:
+(docs/data-format.md), so each token is written once:
 
     dataset/README.md                               card: YAML (configs, dataset_info, license) + body
     dataset/data/<CFG>/<split>-0000i-of-0000N.parquet
@@ -23,6 +23,7 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kimi_eagle_data.diskfull import writing
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data import __version__
 from kimi_eagle_data.schema import ROW_SCHEMA, SPLITS
@@ -62,12 +63,14 @@ class SplitShards:
 
     def write(self, table: pa.Table) -> None:
         if self._writer is None:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
             self._path = self.out_dir / f".{self.split}-{len(self._done):05d}.parquet.tmp"
-            self._writer = pq.ParquetWriter(self._path, ROW_SCHEMA, compression="zstd",
-                                            use_dictionary=["source", "finish_reason"], write_page_index=False)
+            with writing(self._path):
+                self.out_dir.mkdir(parents=True, exist_ok=True)
+                self._writer = pq.ParquetWriter(self._path, ROW_SCHEMA, compression="zstd",
+                                                use_dictionary=["source", "finish_reason"], write_page_index=False)
             self._bytes = 0
-        self._writer.write_table(table)
+        with writing(self._path):
+            self._writer.write_table(table)
         tokens = sum(int(c.offsets[-1].as_py() - c.offsets[0].as_py()) for c in table["input_ids"].chunks)
         self.info.rows += table.num_rows
         self.info.tokens += tokens
@@ -76,9 +79,10 @@ class SplitShards:
             self._close_shard()
 
     def _close_shard(self) -> None:
-        self._writer.close()
-        self._writer = None
-        self._done.append(self._path)
+        writer, self._writer = self._writer, None
+        self._done.append(self._path)   # abort() removes it whatever happens next
+        with writing(self._path):
+            writer.close()
 
     def finish(self) -> SplitInfo:
         if self._writer is not None:
@@ -93,8 +97,12 @@ class SplitShards:
 
     def abort(self) -> None:
         if self._writer is not None:
-            self._writer.close()
+            writer, self._writer = self._writer, None
             self._done.append(self._path)
+            try:
+                writer.close()
+            except OSError:   # e.g. the full disk that stopped the run: the file goes anyway
+                pass
         for tmp in self._done:
             tmp.unlink(missing_ok=True)
 
@@ -136,11 +144,13 @@ def clear_data(workdir: Workdir) -> Path:
 def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, provenance: dict[str, Any],
                    plots_drawn: Callable[[], dict[str, str]], repo_id: str | None = None) -> dict[str, Any]:
     """Card and manifest over the shards validate wrote and the plots being drawn. `summary`: config ->
-    {"report": validate's counts, "splits": {split: SplitInfo}, "partition": what prepare recorded}; configs
-    without rows are left out. `plots_drawn()` returns once the card's plots (plots.card_plots of those
-    configs) are in dataset/assets, with {title: relative path}: the card is rendered and the shards hashed
-    before waiting for them."""
+    {"report": validate's counts, "splits": {split: SplitInfo}, "partition": what prepare recorded, "source":
+    where prepare read the rows}; configs without rows are left out. `plots_drawn()` returns once the card's
+    plots (plots.card_plots of those configs) are in dataset/assets, with {title: relative path}: the shards
+    are hashed before waiting for them. The card records the manifest's hash (emit/manifest.py), so it is
+    rendered last, before the manifest gets the card's own hash."""
     from kimi_eagle_data.cards.card import render_card
+    from kimi_eagle_data.emit.manifest import CARD, manifest_sha256
     from kimi_eagle_data.emit.plots import card_plots
 
     out = workdir.dataset
@@ -152,16 +162,17 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
     from kimi_eagle_data.score.report import load_report
 
     plots = card_plots(list(summary))
-    card = render_card(summary, version=version, provenance=provenance, plots=plots,
-                       repo_id=repo_id, score=load_report(workdir))
-    with atomic_path(out / "README.md") as tmp:
-        tmp.write_text(card, encoding="utf-8")
 
     def listing() -> list[Path]:
         return sorted(p for p in out.rglob("*") if p.is_file() and p.name != "manifest.json"
-                      and not p.name.startswith("."))
+                      and not p.name.startswith(".") and p.relative_to(out).as_posix() != CARD)
 
-    hashes = {p: file_sha256(p) for p in listing()}   # shards and card: final now
+    # Plots of an earlier emit (its configs) are not this dataset's: only the card's plots stay in assets/.
+    for old in (out / "assets").glob("*.png"):
+        if f"assets/{old.name}" not in plots.values():
+            old.unlink()
+    # The shards are final now; the plots are hashed once drawn (an earlier emit's file may still be there).
+    hashes = {p: file_sha256(p) for p in listing() if p.relative_to(out).as_posix() not in plots.values()}
     drawn = plots_drawn()
     if drawn != plots:
         raise EmitError(f"the plots drawn ({sorted(drawn)}) are not the card's ({sorted(plots)})")
@@ -174,9 +185,14 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
                   "splits": {sp: {"rows": i.rows, "tokens": i.tokens, "files": i.files} for sp, i in s["splits"].items()}}
             for cfg, s in summary.items()
         },
-        "files": {str(p.relative_to(out)): hashes.get(p) or file_sha256(p) for p in listing()},
+        "files": {p.relative_to(out).as_posix(): hashes.get(p) or file_sha256(p) for p in listing()},
     }
     if repo_id:   # the Hub repo the card's load line names (`emit --repo`); `push` notes a mismatch
         manifest["repo_id"] = repo_id
+    card = render_card(summary, version=version, provenance=provenance, plots=plots, repo_id=repo_id,
+                       score=load_report(workdir), manifest_sha256=manifest_sha256(manifest))
+    with atomic_path(out / CARD) as tmp:
+        tmp.write_text(card, encoding="utf-8")
+    manifest["files"][CARD] = file_sha256(out / CARD)
     write_json(out / "manifest.json", manifest)
     return manifest

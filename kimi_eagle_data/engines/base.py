@@ -17,7 +17,7 @@ from kimi_eagle_data.records import Completion
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """SGLang's `sampling_params` subset we use (SPEC §4). Field names are SGLang's."""
+    """SGLang's `sampling_params` subset we use. Field names are SGLang's."""
 
     max_new_tokens: int
     temperature: float

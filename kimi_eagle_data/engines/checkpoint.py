@@ -22,6 +22,7 @@ from typing import Iterable, Iterator
 import numpy as np
 import orjson
 
+from kimi_eagle_data.diskfull import writing
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.records import Completion
 
@@ -128,6 +129,31 @@ class CompletionBatch:
                 raise _corrupt_record(self.files[i], id_)
 
 
+def open_store(path: Path, schema: str) -> sqlite3.Connection:
+    """A writable SQLite file in WAL mode with `schema` in place. The schema is created in one transaction, and
+    a file this call created is removed again when that fails: a table-less file is never left behind. A full
+    disk raises DiskFullError (SQLite says "database or disk is full": not a corrupt file)."""
+    new = not path.exists()
+    db = None
+    try:
+        with writing(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(path, timeout=60, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(f"BEGIN IMMEDIATE;\n{schema}\nCOMMIT;")
+        return db
+    except BaseException:
+        if db is not None:
+            if db.in_transaction:
+                db.rollback()
+            db.close()
+        if new:
+            for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+                leftover.unlink(missing_ok=True)
+        raise
+
+
 class Checkpoint:
     def __init__(self, path: str | Path, readonly: bool = False):
         """`readonly`: for reports (stats, inspect), which must never create or alter a checkpoint."""
@@ -137,12 +163,9 @@ class Checkpoint:
                 self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=60)
                 self.db.execute("SELECT 1 FROM completions LIMIT 1")   # a non-checkpoint fails here, not later
                 return
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.executescript(SCHEMA)
-            self._migrate()
+            self.db = open_store(self.path, SCHEMA)
+            with writing(self.path):
+                self._migrate()
         except sqlite3.DatabaseError as e:
             raise CorruptCheckpointError(
                 f"checkpoint {self.path} is not a readable SQLite database ({e}); move it aside and rerun "
@@ -175,12 +198,14 @@ class Checkpoint:
         return orjson.loads(row[0]) if row else None
 
     def set_meta(self, key: str, value) -> None:
-        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, orjson.dumps(value).decode()))
+        with writing(self.path):
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, orjson.dumps(value).decode()))
 
     # -- writes -------------------------------------------------------------------------------
     def commit(self, config: str, c: Completion) -> None:
         blob = ids_to_blob(c.output_ids)
-        with self.db:  # one transaction: the completion lands and its failure record goes, or neither
+        # One transaction: the completion lands and its failure record goes, or neither.
+        with writing(self.path), self.db:
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute(
                 "INSERT OR IGNORE INTO completions (id, config, output_ids, finish_reason, finish_detail, "
@@ -194,8 +219,9 @@ class Checkpoint:
             self.db.execute("DELETE FROM failures WHERE id=?", (c.id,))
 
     def record_failure(self, config: str, id_: str, reason: str, message: str, attempts: int) -> None:
-        self.db.execute("INSERT OR REPLACE INTO failures VALUES (?,?,?,?,?,?)",
-                        (id_, config, reason, message, attempts, time.time()))
+        with writing(self.path):
+            self.db.execute("INSERT OR REPLACE INTO failures VALUES (?,?,?,?,?,?)",
+                            (id_, config, reason, message, attempts, time.time()))
 
     def clear_failures(self, config: str | None = None) -> int:
         q = "DELETE FROM failures" + (" WHERE config=?" if config else "")

@@ -1,4 +1,4 @@
-"""An SGLang-protocol HTTP server over any in-process engine (the SPEC §9 stand-in for SGLang).
+"""An SGLang-protocol HTTP server over any in-process engine (the test stand-in for SGLang).
 
 It speaks the subset of SGLang's native API this project uses, with SGLang's field names:
 `POST /generate` (`input_ids` single or batch, `sampling_params`, `rid`) -> `{"text", "output_ids",

@@ -1,8 +1,9 @@
-"""Publish an emitted dataset: `kimi-data push` (SPEC §7, §8); also the dataset tree as read from disk
+"""Publish an emitted dataset: `kimi-data push` (docs/reliability.md); also the dataset tree as read from disk
 (`load_local`), which export.py shares.
 
 The tree is checked against its `manifest.json` (every file's sha256, no file the manifest does not
-list), the repo is created when missing, and then:
+list) and the manifest against the card (which records the manifest's sha256: emit/manifest.py), the repo
+is created when missing, and then:
   * tag `v<version>` exists on the Hub: its `manifest.json` is compared with the local one. The same
     content -> "already published" (exit 0); other content -> refused: a published version is
     immutable, bump `--version` and re-emit;
@@ -13,9 +14,9 @@ The card is part of the hashed content, so push never rewrites it: `kimi-data em
 renders the card's load line with the repo id (and records it in the manifest); push only notes when
 the card names another repo or none.
 
-The token comes from the environment (`--token-env`, `HF_TOKEN` by default) or huggingface_hub's
-stored login, is handed to `HfApi` only, and is scrubbed from every message we print: no token in
-output, logs, files or exceptions.
+The token comes from the variable `--token-env` names (which must be set: no fallback to another
+token), else from huggingface_hub (`HF_TOKEN`, stored login). It is handed to `HfApi` only and scrubbed
+from every message we print: no token in output, logs, files or exceptions.
 """
 
 from __future__ import annotations
@@ -118,7 +119,42 @@ def load_local(path: str | os.PathLike, *, verify: bool = True) -> LocalDataset:
             more = f" (and {extra} more problem{'s' if extra > 1 else ''})" if extra else ""
             raise PublishError(f"{problems[0]}{more}: the tree changed after emit; re-run `kimi-data emit` "
                                "(or restore the files) before pushing")
+        check_manifest_against_card(ds)
     return ds
+
+
+def check_manifest_against_card(ds: LocalDataset) -> None:
+    """The manifest is not covered by its own hashes: the card records its hash (emit/manifest.py)."""
+    from kimi_eagle_data.emit.manifest import CARD, card_mismatch
+
+    card = ds.root / CARD
+    if CARD not in ds.files:
+        raise PublishError(f"{ds.root / MANIFEST} lists no {CARD} (the dataset card); re-run `kimi-data emit "
+                           f"--workdir {ds.workdir_hint}` before pushing")
+    differs = card_mismatch(ds.manifest, card.read_text(encoding="utf-8", errors="replace"))
+    if differs:
+        version = ds.manifest.get("version")
+        raise PublishError(f"{ds.root / MANIFEST} does not match the card it was emitted with: {differs}; it was edited "
+                           f"after emit: re-run `kimi-data emit --workdir {ds.workdir_hint} --version {version}` "
+                           f"(or restore {MANIFEST}) before pushing")
+
+
+def tree_summary(paths) -> str:
+    """"26 files (16 Parquet shards, 9 plots, the card README.md, manifest.json)": what emit and push count,
+    the manifest included. `paths`: the manifest's `files` (manifest.json itself is not among them)."""
+    from collections import Counter
+
+    from kimi_eagle_data.emit.manifest import CARD
+
+    kinds = Counter("shard" if p.endswith(".parquet") else "plot" if p.endswith(".png") else
+                    "card" if p == CARD else "other" for p in paths if p != MANIFEST)
+    parts = [f"{n} {what}{'s' if n != 1 else ''}" for what, n in
+             (("Parquet shard", kinds["shard"]), ("plot", kinds["plot"]), ("other file", kinds["other"])) if n]
+    if kinds["card"]:
+        parts.append(f"the card {CARD}")
+    parts.append(MANIFEST)
+    total = sum(kinds.values()) + 1
+    return f"{total} file{'s' if total != 1 else ''} ({', '.join(parts)})"
 
 
 # -- push -----------------------------------------------------------------------------------------
@@ -146,14 +182,25 @@ def next_patch(version: str) -> str:
     return f"{major}.{minor}.{patch}" if pre else f"{major}.{minor}.{int(patch) + 1}"
 
 
-def resolve_token(token_env: str) -> str | None:
-    """The token from `$token_env`, else huggingface_hub's (HF_TOKEN, stored login). Never printed."""
-    token = os.environ.get(token_env) or None
-    if token is None:
-        from huggingface_hub import get_token
-
-        token = get_token()
+def named_token(token_env: str) -> str:
+    """The token in `$token_env`: a variable named on the command line must hold it (no silent fallback to
+    another token, which could belong to another account)."""
+    token = os.environ.get(token_env, "").strip()
+    if not token:
+        state = "is empty" if token_env in os.environ else "is not set"
+        raise PublishError(f"--token-env {token_env}: the environment variable {token_env} {state}; export the Hub "
+                           "token in it, or leave --token-env out to use HF_TOKEN or `hf auth login`'s stored token")
     return token
+
+
+def resolve_token(token_env: str | None) -> str | None:
+    """The token from `$token_env` when a variable is named, else huggingface_hub's (HF_TOKEN, stored login).
+    Never printed."""
+    if token_env is not None:
+        return named_token(token_env)
+    from huggingface_hub import get_token
+
+    return get_token()
 
 
 def _scrub(text: str, token: str | None) -> str:
@@ -200,10 +247,13 @@ def _remote_manifest(api, repo_id: str, tag: str) -> dict[str, Any] | None:
             return None
 
 
-def push_dataset(path: str | os.PathLike, repo_id: str, *, private: bool = False, token_env: str = "HF_TOKEN",
+def push_dataset(path: str | os.PathLike, repo_id: str, *, private: bool = False, token_env: str | None = None,
                  dry_run: bool = False, echo: Callable[[str], None] = print) -> PushResult:
+    """`token_env`: the variable holding the token (None: HF_TOKEN or the stored login)."""
     if not REPO_ID.match(repo_id):
         raise PublishError(f"--repo {repo_id!r}: expected ORG/NAME, e.g. my-org/kimi-k2.5-eagle3-data")
+    if token_env is not None:
+        named_token(token_env)      # a dry run too: the push it previews would fail
     ds = load_local(path)
     files = sorted(ds.files)
     result = PushResult(repo_id=repo_id, tag=ds.tag, status="dry run" if dry_run else "pushed",
@@ -221,7 +271,7 @@ def push_dataset(path: str | os.PathLike, repo_id: str, *, private: bool = False
 
     endpoint = constants.ENDPOINT
     if token is None:
-        raise PublishError(f"no Hub token: set {token_env} (or pass --token-env VAR) or run `hf auth login`")
+        raise PublishError("no Hub token: set HF_TOKEN (or pass --token-env VAR) or run `hf auth login`")
     api = HfApi(endpoint=endpoint, token=token)
 
     def hub(what: str, fn, *args, **kwargs):

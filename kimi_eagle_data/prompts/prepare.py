@@ -16,7 +16,7 @@ Per config, in this order (each rejection is kept with its reason, never silent)
     decontam    contaminated (which eval set, which n-gram)           (sources/decontam.py, opt-in)
     render      template_error, no_generation_prompt, prompt_id_out_of_vocab (an id >= the model's
                 vocabulary size, profile.model_vocab_size: a server cannot embed it)
-    length      prompt_too_long: prompt_len + max_new_tokens > max_seq_len (SPEC §3; never truncated)
+    length      prompt_too_long: prompt_len + max_new_tokens > max_seq_len (never truncated)
     dedup       duplicate_prompt (naming the kept id), within and across the configs prepared together
     near_dedup  near_duplicate                                        (sources/dedup.py, opt-in)
     prepared
@@ -40,7 +40,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kimi_eagle_data.errors import MissingInputError
+from kimi_eagle_data.errors import KimiDataError, MissingInputError
 from kimi_eagle_data.builders.partitions import Partition
 from kimi_eagle_data.sources.decontam import DecontamSettings, Decontaminator
 from kimi_eagle_data.sources.dedup import DedupSettings, ExactDedup, MinHashDedup, exact_key
@@ -48,7 +48,9 @@ from kimi_eagle_data.sources.filters import check_chars, check_content, check_la
 from kimi_eagle_data.records import PromptRecord, Rejection, SourcePrompt, SourceRowError
 from kimi_eagle_data.schema import PROMPT_SCHEMA
 from kimi_eagle_data.sources.selection import ScanStats, select
-from kimi_eagle_data.sources.readers import SourceFileError, SourceRow, iter_source
+from kimi_eagle_data.sources.adapters import CHAT_COLUMNS, adapter_columns
+from kimi_eagle_data.sources.readers import SourceFileError, SourceRow, iter_source, local_source, record_columns
+from kimi_eagle_data.sources.rows import AdapterColumns
 from kimi_eagle_data.prompts.tokenizer import ToolRenderingError, render_prompt
 from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported
 from kimi_eagle_data.workdir import Workdir, atomic_path, write_json
@@ -67,6 +69,11 @@ def sample_id(config: str, source: str, source_id: str, prompt_rule: str) -> str
     """Stable id: same source row + same settings -> same id, on any machine."""
     key = "\x1f".join((config, source, source_id, prompt_rule))
     return f"{config}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+
+
+class PrepareError(KimiDataError):
+    """Configs that could not be prepared (a source that cannot be read, or none of whose rows became a prompt),
+    in one line; the other configs were prepared."""
 
 
 @dataclass
@@ -89,6 +96,8 @@ class PrepareReport:
     without_answer: int = 0                # prepared prompts whose source has no answer to score (`score`)
     contaminated_by: Counter = field(default_factory=Counter)
     partition: dict = field(default_factory=dict)
+    limit: int | None = None               # --limit: source rows read at most (a pilot), None for the full source
+    ignored_columns: list = field(default_factory=list)     # a local source's columns the adapter does not read
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "PrepareReport":
@@ -273,8 +282,14 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
 @dataclass
 class PrepareRun:
     reports: dict[str, PrepareReport]
-    errors: dict[str, str]                 # config -> one line: its source could not be read
+    errors: dict[str, str]                 # config -> one line: its source could not be read, or gave no prompt
     decontam: dict[str, dict[str, int]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)    # one line each: columns a local source has that go unread
+
+    def error_line(self) -> str:
+        """The configs that failed, in one line; the others were prepared all the same."""
+        others = [c for c in self.reports if c not in self.errors]
+        return "; ".join(self.errors.values()) + (f"; {', '.join(others)} prepared" if others else "")
 
 
 def prepare_configs(settings, tokenizer, *, gen_prompt_ids: list[int], max_new_tokens: int, max_seq_len: int,
@@ -292,27 +307,55 @@ def prepare_configs(settings, tokenizer, *, gen_prompt_ids: list[int], max_new_t
     run = PrepareRun({}, {}, state.decontam.summary() if state.decontam else {})
     for config in settings.configs:
         part = pconf.partition(config)
+        columns: dict[str, None] = {}      # a local file's columns, as its rows are read
         try:
             desc, rows = iter_source(part, settings.sources.get(config), samples=settings.samples,
                                      revision=settings.revision, limit=settings.limit,
                                      max_row_bytes=max_row_bytes(max_seq_len, part.filters.max_chars))
+            if local_source(part, settings.sources.get(config), samples=settings.samples) is not None:
+                rows = record_columns(rows, columns)
             records, rejections, report = prepare_rows(
                 part, rows, tokenizer, gen_prompt_ids=gen_prompt_ids, max_new_tokens=max_new_tokens,
                 max_seq_len=max_seq_len, source_desc=desc, state=state, vocab_size=vocab_size)
         except SourceFileError as e:
             run.errors[config] = f"{config}: {e}"
             continue
+        report.limit = settings.limit
+        expected = adapter_columns(part.adapter, part.id_field)
+        report.ignored_columns = expected.ignored(columns)
+        if report.ignored_columns and report.prepared:   # without any prompt, the error line names the columns
+            run.warnings.append(ignored_columns_line(part, desc, report.ignored_columns, expected))
         if pconf.sha256:
             report.partition["config_file"] = pconf.path
             report.partition["config_sha256"] = pconf.sha256
         if workdir is not None:
             write_prepared(workdir, config, records, rejections, report)
         run.reports[config] = report
+        if report.selected and not report.prepared:
+            run.errors[config] = no_prompt_line(part, desc, report, list(columns), expected, workdir)
     return run
 
 
-def source_error_line(errors: dict[str, str]) -> str:
-    return "; ".join(errors.values()) + "; other configs prepared"
+def ignored_columns_line(part: Partition, desc: str, ignored: list[str], expected: AdapterColumns) -> str:
+    line = (f"{part.config}: column(s) {', '.join(ignored)} in {desc} are not read by {part.config}'s "
+            f"{part.adapter} adapter (it reads: {expected.reads()})")
+    if part.adapter != "chat" and set(ignored) & set(CHAT_COLUMNS.required + CHAT_COLUMNS.optional):
+        line += ("; to keep them, define a partition with the chat adapter in a --config file (see "
+                 "examples/partitions.toml)")
+    return line
+
+
+def no_prompt_line(part: Partition, desc: str, report: PrepareReport, columns: list[str], expected: AdapterColumns,
+                   workdir: Workdir | None) -> str:
+    """A config none of whose selected rows became a prompt: why, what its adapter reads, where the reasons are."""
+    reasons = ", ".join(f"{k} {v}" for k, v in report.rejected.most_common(3))
+    line = (f"{part.config}: none of the {report.selected:,} selected rows of {desc} became a prompt ({reasons}); "
+            f"{part.config}'s {part.adapter} adapter reads {expected.reads()}")
+    if columns:
+        line += f", the file has {', '.join(columns)}"
+    if workdir is not None:
+        line += f"; each row's reason is in {workdir.prepare_rejects(part.config)}"
+    return line
 
 
 PREPARED_ROW_GROUP = 4096   # rows per row group (validate streams the file a chunk of rows at a time)
@@ -395,7 +438,8 @@ def funnel_table(run: PrepareRun, title: str = "prepare --dry-run: prompts left 
             line += f"; only {r.prepared:,} of n={r.n:,}: the selection ran out, raise `oversample`"
         lines.append(Text(line))
     for cfg, err in run.errors.items():
-        t.add_row(cfg, *["-"] * (len(cols) - 1))
+        if cfg not in run.reports:
+            t.add_row(cfg, *["-"] * (len(cols) - 1))
         lines.append(Text(f"{cfg}: error: {err}"))
     for name, st in run.decontam.items():
         lines.append(Text(f"eval set {name}: {st['texts']:,} texts, {st['ngrams']:,} n-grams"

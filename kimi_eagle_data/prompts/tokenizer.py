@@ -20,28 +20,79 @@ def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split()) or type(e).__name__   # one line, however many the library's message has
 
 
+# What to do when the model's tokenizer cannot be loaded: every command that loads one says the same.
+TOKENIZER_HINT = ("pass --tokenizer DIR (a local copy of the model's tokenizer files), or --profile tiny-kimi for "
+                  "the embedded test model")
+HUB_PROBE_TIMEOUT_S = 5.0
+
+
 def _what_to_do(e: BaseException) -> str:
     if isinstance(e, ImportError):
         # transformers' check_imports names the packages a trust_remote_code tokenizer needs (K2.5's: tiktoken).
         missing = getattr(e, "name", None)
         return (f"install the package{f' {missing!r}' if missing else ''} its code imports (K2.5's and the tiny "
                 "model's need tiktoken, a kimi-eagle-data dependency: pip install 'tiktoken>=0.7'), then rerun")
-    return "pass --tokenizer DIR (a local model directory) or make sure the Hub id is in the local cache"
+    return TOKENIZER_HINT
+
+
+def is_hub_id(path: str) -> bool:
+    """`org/name` (or `name`) as the Hub spells a repo id; a path such as /models/x or ./x is not one."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(path)
+    except HFValidationError:
+        return False
+    return True
+
+
+def hub_unreachable() -> str | None:
+    """Why nothing can be downloaded from the Hub now (offline mode, or one request to the endpoint got no HTTP
+    answer), or None. One short probe: a download would retry with backoff for about a minute before failing."""
+    import http.client
+    import urllib.error
+    import urllib.request
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return "HF_HUB_OFFLINE is set"
+    try:
+        urllib.request.urlopen(urllib.request.Request(constants.ENDPOINT, method="HEAD"),
+                               timeout=HUB_PROBE_TIMEOUT_S).close()
+    except urllib.error.HTTPError:
+        pass                  # an HTTP answer, whatever its status: the Hub is there
+    except (OSError, http.client.HTTPException, ValueError) as e:
+        reason = getattr(e, "reason", None) or e
+        return f"the Hub at {constants.ENDPOINT} cannot be reached ({_one_line(reason)})"
+    return None
 
 
 @lru_cache(maxsize=4)
 def load_tokenizer(path: str, revision: str | None = None):
     """The model directory's own tokenizer (`trust_remote_code`: K2.5 and the tiny model ship a tokenizer class).
-    Any failure, and a tokenizer whose special-token ids do not round-trip, is one TokenizerLoadError line."""
+    Any failure, and a tokenizer whose special-token ids do not round-trip, is one TokenizerLoadError line.
+
+    A Hub id is looked up in the local cache only when the Hub cannot be reached (`hub_unreachable`): the
+    command fails at once instead of after a minute of download retries."""
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
+    offline = None
+    if not os.path.exists(path):
+        if not is_hub_id(path):
+            raise TokenizerLoadError(f"cannot load tokenizer {path!r}: no such directory -- {TOKENIZER_HINT}")
+        offline = hub_unreachable()
     verbosity = hf_logging.get_verbosity()
     # transformers also logs a failed import of a trust_remote_code dependency; our one line says it all.
     hf_logging.set_verbosity_error()
     try:
-        tok = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=True)
+        tok = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=True,
+                                            local_files_only=offline is not None)
     except Exception as e:   # noqa: BLE001 -- OSError, ValueError, ImportError (check_imports), KeyError, ...
+        if offline and not isinstance(e, ImportError):
+            raise TokenizerLoadError(f"cannot load tokenizer {path!r}: {offline}, and it is not in the local "
+                                     f"Hugging Face cache -- {TOKENIZER_HINT}") from None
         raise TokenizerLoadError(
             f"cannot load tokenizer {path!r}: {type(e).__name__}: {_one_line(e)} -- {_what_to_do(e)}") from e
     finally:

@@ -1,4 +1,4 @@
-"""`kimi-data inspect`: one sample decoded and split into its segments (SPEC §1 lesson 4).
+"""`kimi-data inspect`: one sample decoded and split into its segments.
 
 Segments are found from token ids, never by matching decoded text: turn-opening role tokens split the
 prompt into turns (system, tool declarations, user, past assistant turns, tool results, the generation
@@ -29,6 +29,7 @@ from kimi_eagle_data.run_checks import config_name_problem
 from kimi_eagle_data.reports.stats import QualityError
 from kimi_eagle_data.validate.rules import REASONS
 from kimi_eagle_data.workdir import Workdir, dataset_configs, dataset_shards
+from kimi_eagle_data.wording import counted
 
 # Turn-opening role tokens and the header terminator come from the profile (`turn_tokens`,
 # `turn_header_end`) by token *string*; their ids are looked up from the tokenizer.
@@ -270,7 +271,7 @@ def pick(src: RowSource, config: str, id_: str | None, *, random: bool = False, 
         if len(starts) > 1:
             raise QualityError(f"id prefix {id_!r} matches {len(starts)} samples in {src.where} "
                                f"({', '.join(starts[:3])}, …); give more of the id")
-        raise QualityError(f"no sample with id {id_!r} in {src.where} ({len(ids)} rows); browse with "
+        raise QualityError(f"no sample with id {id_!r} in {src.where} ({counted(len(ids), 'row')}); browse with "
                            f"`kimi-data inspect DIR {config} --random` (or --shortest, --longest, --rejected REASON)")
     how = []
     if rejected is not None:
@@ -294,7 +295,8 @@ def pick(src: RowSource, config: str, id_: str | None, *, random: bool = False, 
     if shortest or longest:
         order = sorted(range(len(ids)), key=lambda i: (int(lens[i]) if shortest else -int(lens[i]), ids[i]))
         i = order[0]
-        how.append(f"{'shortest' if shortest else 'longest'} completion ({int(lens[i])} tokens) of {len(ids)}")
+        how.append(f"{'shortest' if shortest else 'longest'} completion ({counted(int(lens[i]), 'token')}) of "
+                   f"{len(ids)}")
     elif random:
         seed = secrets.randbelow(2 ** 31) if seed is None else seed
         i = int(np.random.default_rng(seed).integers(len(ids)))

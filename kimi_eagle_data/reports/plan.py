@@ -1,4 +1,4 @@
-"""`kimi-data plan`: project the full run from a pilot (SPEC §1 lesson 3: measure, do not guess).
+"""`kimi-data plan`: project the full run from a pilot: measure, do not guess.
 
 From a pilot workdir (e.g. `kimi-data build --limit 200 --workdir pilot`) and target prompt counts per config
 (default: each partition's `default_n`), project:
@@ -13,7 +13,7 @@ From a pilot workdir (e.g. `kimi-data build --limit 200 --workdir pilot`) and ta
   aggregate output tokens/s (over the time requests were in flight, from the checkpoint's `created_at` and
   latencies) unless `--throughput` gives the deployment's:
   a CPU pilot's speed says nothing about an 8xH200 SGLang server;
-- the naive estimate the replaced pipeline used, characters / 3.5, side by side with the measured tokens.
+- the naive rule-of-thumb estimate, characters / 3.5, side by side with the measured tokens.
 
 The interval covers the sampling uncertainty of the pilot's means only (throughput, prompt mix and server
 settings are taken as given).
@@ -34,7 +34,8 @@ from kimi_eagle_data.builders.partitions import PARTITIONS
 from kimi_eagle_data.run_checks import config_name_problem
 from kimi_eagle_data.reports.stats import (QualityError, open_workdir, read_checkpoint_info, read_columns, read_report,
                     validated_configs)
-from kimi_eagle_data.workdir import Workdir, dataset_shards
+from kimi_eagle_data.wording import counted
+from kimi_eagle_data.workdir import Workdir, dataset_shards, read_json
 
 NAIVE_CHARS_PER_TOKEN = 3.5
 PLAN_COLUMNS = ["id", "split", "prompt_len", "completion_len", "prompt_chars", "completion_chars"]
@@ -144,6 +145,7 @@ def measure_throughput(wd: Workdir, ids: list[str]) -> dict[str, Any] | None:
         return None
     ok = ~np.isnan(lat) & (lat > 0)
     engine = ckpt.engine or {}
+    device, gpus = pilot_hardware(engine)
     return {
         "tokens_per_s": round(float(comp.sum()) / span, 3),
         "output_tokens": int(comp.sum()),
@@ -152,7 +154,24 @@ def measure_throughput(wd: Workdir, ids: list[str]) -> dict[str, Any] | None:
         "per_request_tokens_per_s_median": round(float(np.median(comp[ok] / lat[ok])), 3) if ok.any() else None,
         "engine": engine.get("engine", "?"),
         "engine_version": engine.get("version", "?"),
+        "device": device,
+        "gpus": gpus,
     }
+
+
+def pilot_hardware(engine: dict[str, Any]) -> tuple[str | None, int | None]:
+    """(device, GPUs) the pilot generated on, from the engine provenance its checkpoint records: the local
+    engine's `device` (cpu: 0 GPUs, one accelerator otherwise); one SGLang server's tp_size x dp_size.
+    GPUs None when the record does not tell (a router, several servers, no sizes)."""
+    args = engine.get("server_args") or {}
+    device = args.get("device") if isinstance(args.get("device"), str) else None
+    if engine.get("engine") == "local":
+        return device, (None if device is None else 0 if device == "cpu" else 1)
+    tp, dp = args.get("tp_size"), args.get("dp_size") or 1
+    if engine.get("engine") == "sglang" and isinstance(tp, int) and isinstance(dp, int) \
+            and len(args.get("urls") or []) == 1 and not args.get("router"):
+        return device, tp * dp
+    return device, None
 
 
 # -- the projection ---------------------------------------------------------------------------------
@@ -188,12 +207,7 @@ def collect_plan(workdir: str | Path, counts: dict[str, int] | None = None, *, g
                            f"(pilot configs: {', '.join(pilot)}); run the pilot for it first")
     targets: dict[str, int] = {}
     for c in pilot:
-        if c in counts:
-            n = counts[c]
-        elif c in PARTITIONS:
-            n = PARTITIONS[c].default_n
-        else:
-            raise QualityError(f"{c} is not a built-in partition, so it has no default count; pass --counts {c}=N")
+        n = counts[c] if c in counts else configured_count(wd, c)
         if n > 0:
             targets[c] = n
 
@@ -331,14 +345,37 @@ def collect_plan(workdir: str | Path, counts: dict[str, int] | None = None, *, g
     return result
 
 
+def configured_count(wd: Workdir, config: str) -> int:
+    """The prompts the run is configured to make for a config: the `n` the pilot's prepare recorded in
+    prepared/<CFG>.json (the partition's, a config file's override or user-defined partition included),
+    else the built-in partition's default."""
+    path = wd.prepare_report(config)
+    n = read_json(path).get("n") if path.is_file() else None
+    if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+        return n
+    if config in PARTITIONS:
+        return PARTITIONS[config].default_n
+    raise QualityError(f"{config} is a user-defined partition and {path} records no n; pass --counts {config}=N")
+
+
+def measured_on(measured: dict[str, Any]) -> str:
+    """Where the pilot's speed was measured, in words: engine, device, GPUs when known."""
+    device = measured.get("device")
+    gpus = measured.get("gpus")
+    where = f"the {measured.get('engine', '?')} engine" + (f" on {device}" if device else "")
+    if gpus:
+        return f"{where}, {counted(gpus, 'GPU')}"
+    return where + (": no GPU" if gpus == 0 else ", GPU count unknown")
+
+
 def _throughput_note(source: str, measured: dict[str, Any] | None, gpus: int) -> str:
     if source == "given":
-        return (f"GPU-hours at the given --throughput, taken as the aggregate output tokens/s of {gpus} GPUs "
-                "serving together")
+        return (f"GPU-hours at the given --throughput, taken as the aggregate output tokens/s of "
+                f"{counted(gpus, 'GPU')} serving together")
     if source == "measured":
-        eng = measured.get("engine", "?") if measured else "?"
-        return (f"GPU-hours at the pilot's measured speed ({eng} engine), taken as {gpus} GPUs' output: a pilot "
-                "on another machine (a CPU, the local engine, a different server) says nothing about production "
-                "speed; pass --throughput with your deployment's measured output tokens/s (e.g. from SGLang's "
-                "gen throughput log or a `build --limit 200` on the real servers)")
+        on = measured_on(measured) if measured else "an unknown engine"
+        return (f"GPU-hours at the pilot's measured speed ({on}) as if {counted(gpus, 'GPU')} (--gpus) delivered "
+                "it: a pilot on another machine (a CPU, the local engine, a different server) says nothing about "
+                "production speed; pass --throughput with the real servers' measured output tokens/s (e.g. from "
+                "SGLang's gen throughput log or a `build --limit 200` on them)")
     return "no throughput: the pilot's checkpoint holds no timing; pass --throughput TOK_PER_S for GPU-hours"

@@ -1,4 +1,4 @@
-"""`kimi-data stats`: what a run produced, measured (SPEC §1 lessons 2 and 3).
+"""`kimi-data stats`: what a run produced, measured, not guessed.
 
 Per config and overall: counts per stage (from the validate reports), prompt / completion / reasoning length
 distributions, the share of short (< 300 tokens) and truncated completions, finish reasons, tool-call rate and
@@ -6,7 +6,7 @@ arguments-valid rate, the engine's prefix-cache hit share, and token totals.
 
 Everything is computed column-wise (pyarrow / numpy) over the light columns of `validated/<CFG>.parquet`;
 `input_ids` and `loss_mask` are never read. Lengths are *reported*, never judged: a short completion is often
-a valid one (SPEC §5).
+a valid one (docs/token-rules.md).
 """
 
 from __future__ import annotations

@@ -260,9 +260,10 @@ def markdown_table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def threshold_note(report: dict[str, Any]) -> str:
+def threshold_note(report: dict[str, Any], *, see_readme: bool = True) -> str:
+    """The table's legend. `see_readme=False` for the dataset card: on the Hub, "README" is the card itself."""
     th = report["threshold_nats"]
+    readme = ' (see README, "Where regeneration pays")' if see_readme else ""
     return (f"nats/token: the target's mean log-prob per token (higher is likelier). gap = own − upstream; "
             f"verdict `either` when the whole {100 * report['confidence']:g}% interval lies within ±{th:g} nats/token, "
-            "else `regenerate` (see README, \"Where regeneration pays\"). One target, one scale: the numbers "
-            "compare sets under this model only.")
+            f"else `regenerate`{readme}. One target, one scale: the numbers compare sets under this model only.")

@@ -46,9 +46,11 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from kimi_eagle_data.engines.checkpoint import CorruptCheckpointError
+from kimi_eagle_data.diskfull import writing
+from kimi_eagle_data.engines.checkpoint import CorruptCheckpointError, open_store
 from kimi_eagle_data.engines.base import Engine, ScoreRequest
 from kimi_eagle_data.profile import ProfileTokens
+from kimi_eagle_data.prompts.answer import render_answer  # noqa: F401  (score renders upstream answers with it)
 from kimi_eagle_data.records import PromptRecord
 
 DEFAULT_LIMIT = 200
@@ -77,10 +79,7 @@ class ScoreCheckpoint:
     def __init__(self, path: Path):
         self.path = Path(path)
         try:
-            self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.executescript(SCHEMA)
+            self.db = open_store(self.path, SCHEMA)
         except sqlite3.DatabaseError as e:
             raise CorruptCheckpointError(f"score checkpoint {self.path} is not a readable SQLite database ({e}); "
                                          "move it aside and rerun `kimi-data score`") from e
@@ -89,7 +88,7 @@ class ScoreCheckpoint:
         self.db.close()
 
     def commit(self, config: str, id_: str, kind: str, stats: dict[str, Any], clipped: bool) -> None:
-        with self.db:
+        with writing(self.path), self.db:
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute("INSERT OR REPLACE INTO scores VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                             (id_, kind, config, *(stats[k] for k in STAT_KEYS), int(clipped), time.time()))
@@ -119,33 +118,6 @@ class ScoreCheckpoint:
 
     def set_meta(self, key: str, value) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, orjson.dumps(value).decode()))
-
-
-# -- rendering the upstream answer ------------------------------------------------------------------
-
-def render_answer(answer: dict[str, Any], tokenizer, tokens: ProfileTokens) -> tuple[list[int], int]:
-    """The upstream answer as the assistant turn the target would write after its generation prompt
-    (which ends with think_open): reasoning, think_close, content, tool calls, end_of_turn. Returns the ids
-    and how many of them are reasoning (before think_close). Special tokens come from the profile by id;
-    text is encoded piece by piece, never through a template."""
-    def enc(text: str) -> list[int]:
-        return list(tokenizer.encode(text, add_special_tokens=False)) if text else []
-
-    reasoning = enc(answer.get("reasoning") or "")
-    ids = reasoning + [tokens.think_close] + enc(answer.get("content") or "")
-    calls = answer.get("tool_calls") or []
-    if calls:
-        ids.append(tokens.tool_calls_section_begin)
-        for i, call in enumerate(calls):
-            fn = call.get("function") or {}
-            args = fn.get("arguments", "{}")
-            args = args if isinstance(args, str) else orjson.dumps(args).decode()
-            call_id = call.get("id") or tokens.profile.tool_call_id(str(fn.get("name", "")), i)
-            ids += [tokens.tool_call_begin, *enc(call_id), tokens.tool_call_argument_begin, *enc(args),
-                    tokens.tool_call_end]
-        ids.append(tokens.tool_calls_section_end)
-    ids.append(tokens.end_of_turn)
-    return ids, len(reasoning)
 
 
 def stats_of(logprobs: list[float], top1_ids: list[int], ids: list[int], reasoning_n: int) -> dict[str, Any]:

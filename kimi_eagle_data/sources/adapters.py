@@ -25,9 +25,12 @@ policies that reach past the first user turn raise (the default first_user promp
 depend on the rest of it). The generic `chat` adapter raises every error: its id hashes the whole
 conversation.
 
+Each adapter declares the columns it reads (`ADAPTER_COLUMNS`): prepare names a local source's other columns in a
+warning (data the adapter would drop without a word) and, when no row became a prompt, the columns it expected.
+
 Messages use the chat shape `apply_chat_template` takes; tools are native
 `[{"type": "function", "function": {name, description, parameters}}]`, never pasted into a
-system message (SPEC §3). Assistant turns keep a leading `<think>…</think>` (or OpenThoughts' thought
+system message. Assistant turns keep a leading `<think>…</think>` (or OpenThoughts' thought
 section) as `reasoning_content` (`split_reasoning`).
 
 Design decisions (documented in the report and tested):
@@ -47,15 +50,21 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from kimi_eagle_data.records import SourceRowError
-from kimi_eagle_data.sources.glaive import glaive
+from kimi_eagle_data.sources.glaive import GLAIVE_COLUMNS, glaive
 from kimi_eagle_data.sources.rows import (
-    EMPTY_PARAMETERS, Conversation, TurnRules, column, id_string, require_row, sha16, turn_list, user_text,
-    content_text, read_turns, split_reasoning,
+    EMPTY_PARAMETERS, MESSAGE_ROLES, AdapterColumns, Conversation, TurnRules, column, id_string, require_row, sha16,
+    turn_list, user_text, content_text, read_turns, split_reasoning,
 )
 
 
 # --------------------------------------------------------------------------------------------
 # B2 / B3: nvidia/OpenCodeInstruct, nvidia/OpenCodeReasoning — `input` as one user turn
+
+
+# The other columns of OpenCodeInstruct, then OpenCodeReasoning.
+INPUT_FIELD_COLUMNS = AdapterColumns(("id", "input"), ("output",), upstream_only=(
+    "domain", "generation_algorithm", "llm_judgement", "unit_tests", "tests_execution_status", "average_test_score",
+    "source", "license", "dataset", "split", "difficulty", "solution"))
 
 
 def input_field(row: dict) -> Conversation:
@@ -84,8 +93,12 @@ def input_field(row: dict) -> Conversation:
 # --------------------------------------------------------------------------------------------
 # B4 / B6: open-r1/Mixture-of-Thoughts, HuggingFaceH4/ultrachat_200k — `messages[{role, content}]`
 
-_MESSAGES = TurnRules({"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"},
+_MESSAGES = TurnRules({role: role for role in MESSAGE_ROLES},
                       opens="`{col}` starts with a `{who}` turn (a chunk cut mid-conversation); skipped")
+
+
+# Mixture-of-Thoughts' num_tokens and source; ultrachat's prompt (its first user turn again).
+MESSAGES_COLUMNS = AdapterColumns(("messages",), ("prompt_id",), upstream_only=("num_tokens", "source", "prompt"))
 
 
 def messages(row: dict) -> Conversation:
@@ -115,6 +128,9 @@ _OPENTHOUGHTS = TurnRules({**dict.fromkeys(_HUMAN_FROM, "user"), **dict.fromkeys
                            "system": "system"}, keep_system=False, user="human turn")
 
 
+OPENTHOUGHTS_COLUMNS = AdapterColumns(("conversations",), upstream_only=("system",))   # Sky-T1's, dropped
+
+
 def openthoughts(row: dict) -> Conversation:
     """The Sky-T1 `system` prompt (column and turns) is dropped: it is a distillation instruction for the
     teacher, not part of the question; the target model reasons on its own. source_id = sha1 of the first
@@ -134,6 +150,9 @@ _SHAREGPT = replace(_MESSAGES, roles={**dict.fromkeys(SHAREGPT_HUMAN, "user"),
                                       **dict.fromkeys(SHAREGPT_ASSISTANT, "assistant"), "system": "system"})
 
 
+SHAREGPT_COLUMNS = AdapterColumns(("id", "conversations"))
+
+
 def sharegpt(row: dict) -> Conversation:
     """A leading `system` turn is kept as a system message (it is the conversation's own setup); a chunk
     whose first non-system turn comes from an assistant (gpt/chatgpt/bing/bard: the split cut
@@ -146,6 +165,10 @@ def sharegpt(row: dict) -> Conversation:
 
 # --------------------------------------------------------------------------------------------
 # B8: nebius/SWE-agent-trajectories — system prompt + the turns of `trajectory`
+
+
+SWEAGENT_COLUMNS = AdapterColumns(("instance_id", "model_name", "trajectory"),
+                                  upstream_only=("target", "exit_status", "generated_patch", "eval_logs"))
 
 
 def sweagent(row: dict) -> Conversation:
@@ -251,6 +274,9 @@ def _chat_tools(row: dict) -> list | None:
     return [normalize_tool(t) for t in raw] or None
 
 
+CHAT_COLUMNS = AdapterColumns(("messages", "conversations"), ("system", "tools", *CHAT_ID_FIELDS), one_of=True)
+
+
 def chat(row: dict, id_field: str | None = None) -> Conversation:
     """Any row with `messages` ({role, content}) or `conversations` (ShareGPT {from, value}, or
     {role, content}); optional `system` (string) and `tools` (list, or a JSON string) columns.
@@ -293,3 +319,19 @@ ADAPTERS: dict[str, Callable[..., Conversation]] = {
     "sweagent": sweagent,
     "chat": chat,
 }
+
+ADAPTER_COLUMNS: dict[str, AdapterColumns] = {
+    "glaive": GLAIVE_COLUMNS,
+    "input_field": INPUT_FIELD_COLUMNS,
+    "messages": MESSAGES_COLUMNS,
+    "openthoughts": OPENTHOUGHTS_COLUMNS,
+    "sharegpt": SHAREGPT_COLUMNS,
+    "sweagent": SWEAGENT_COLUMNS,
+    "chat": CHAT_COLUMNS,
+}
+
+
+def adapter_columns(adapter: str, id_field: str | None = None) -> AdapterColumns:
+    """The columns `adapter` reads; the chat adapter's `id_field` (a config file's row-key column) among them."""
+    cols = ADAPTER_COLUMNS[adapter]
+    return replace(cols, optional=(*cols.optional, id_field)) if id_field and id_field not in cols.optional else cols

@@ -16,7 +16,9 @@ from typing import Any
 
 from kimi_eagle_data.profile import KIMI_K25
 from kimi_eagle_data.records import SourceRowError
-from kimi_eagle_data.sources.rows import EMPTY_PARAMETERS, Conversation, column, require_row, sha16
+from kimi_eagle_data.sources.rows import (
+    EMPTY_PARAMETERS, AdapterColumns, Conversation, column, require_row, sha16,
+)
 
 # Tool-call ids in history turns use the target's format (Kimi-K2.5: `functions.NAME:IDX`).
 tool_call_id = KIMI_K25.tool_call_id
@@ -157,6 +159,9 @@ def _loads_args(raw: str, name: str) -> dict:
             return args
         raise SourceRowError("bad_tool_call", f"call to {name!r}: arguments are not a JSON object")
     raise SourceRowError("bad_tool_call", f"call to {name!r}: arguments are not valid JSON: {raw[:80]!r}")
+
+
+GLAIVE_COLUMNS = AdapterColumns(("system", "chat"))
 
 
 def glaive(row: dict) -> Conversation:

@@ -219,6 +219,27 @@ def _nonempty(rows: Iterator[SourceRow], desc: str) -> Iterator[SourceRow]:
         raise SourceFileError(f"{desc} has no rows")
 
 
+def local_source(partition: Partition, source: str | None = None, *, samples: bool = False) -> Path | None:
+    """The local file a partition's rows come from (`source`: the CLI's --source; else the partition's own
+    `source` unless the bundled samples stand in for a built-in partition), or None: bundled samples or the Hub."""
+    if source is not None:
+        return Path(source)
+    if partition.source and not (samples and partition.builtin):
+        return Path(partition.source)
+    return None
+
+
+def record_columns(rows: Iterator[SourceRow], seen: dict[str, None]) -> Iterator[SourceRow]:
+    """The rows, unchanged; every column name they have lands in `seen` (in the order first met)."""
+    for item in rows:
+        row = item[1]
+        if isinstance(row, dict):
+            for key in row:
+                if key not in seen:
+                    seen[key] = None
+        yield item
+
+
 def iter_source(partition: Partition, source: str | None = None, *, samples: bool = False,
                 revision: str | None = None, limit: int | None = None,
                 max_row_bytes: int | None = None) -> tuple[str, Iterator[SourceRow]]:
@@ -229,14 +250,14 @@ def iter_source(partition: Partition, source: str | None = None, *, samples: boo
     (`upstream`, `upstream_config`, `upstream_split`, at `revision` or the partition's revision).
     `limit` caps the rows read (the partition's `scan_limit` too; the smaller wins); a local row
     longer than `max_row_bytes` comes out as a `too_many_chars` error without being parsed."""
-    if source is None and samples and partition.builtin:
+    local = local_source(partition, source, samples=samples)
+    if local is not None:
+        if not local.exists():
+            raise SourceFileError(f"source file {local} for {partition.config} does not exist")
+        rows, desc = iter_file(local, max_row_bytes), str(local)
+    elif samples and partition.builtin:
         path = partition.sample_file
         rows, desc = iter_jsonl(path, max_row_bytes), f"bundled samples ({path.name})"
-    elif source is not None or partition.source:
-        path = Path(source or partition.source)
-        if not path.exists():
-            raise SourceFileError(f"source file {path} for {partition.config} does not exist")
-        rows, desc = iter_file(path, max_row_bytes), str(path)
     else:
         rev = revision or partition.revision
         rows = iter_hub(partition, rev)

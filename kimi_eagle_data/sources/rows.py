@@ -25,6 +25,28 @@ class Conversation:
     error: SourceRowError | None = None
 
 
+@dataclass(frozen=True)
+class AdapterColumns:
+    """The columns an adapter reads from a row, and the other columns of its upstream that it leaves out on purpose
+    (metadata, scores, tests: nothing a prompt is made of). A local source with any other column holds data the
+    adapter drops: prepare names those columns in a warning."""
+
+    required: tuple[str, ...]
+    optional: tuple[str, ...] = ()
+    upstream_only: tuple[str, ...] = ()
+    one_of: bool = False                 # `required` are alternatives: a row needs one of them
+
+    def reads(self) -> str:
+        """What the adapter reads, for a message: `messages; optional prompt_id`."""
+        needed = (" or " if self.one_of else ", ").join(self.required)
+        return needed + (f"; optional {', '.join(self.optional)}" if self.optional else "")
+
+    def ignored(self, columns) -> list[str]:
+        """The given columns (in their order) that the adapter neither reads nor knows from its upstream."""
+        known = {*self.required, *self.optional, *self.upstream_only}
+        return [c for c in columns if c not in known]
+
+
 # --------------------------------------------------------------------------------------------
 # helpers
 
@@ -133,6 +155,24 @@ def split_reasoning(text: str) -> dict[str, Any]:
                 answer = sol.group(1)
             return {"role": "assistant", "content": answer.strip(), "reasoning_content": m.group(1).strip()}
     return {"role": "assistant", "content": text}
+
+
+# --------------------------------------------------------------------------------------------
+# the roles of a chat message: one rule for prepare (the `messages` adapter), render and check
+
+# The roles prepare writes into a prompt. The chat template would render any other role (`developer`, …)
+# as a system turn named after it, a prompt no prepared row has: prepare rejects such a row
+# (`unknown_role`), and render and check refuse it the same way.
+MESSAGE_ROLES = ("system", "user", "assistant", "tool")
+
+
+def unknown_role(messages: list, col: str = "messages") -> str | None:
+    """`{col}[i].role is 'x'` for the first message whose role is not one of MESSAGE_ROLES, else None."""
+    for i, m in enumerate(messages):
+        role = m.get("role") if isinstance(m, dict) else None
+        if role not in MESSAGE_ROLES:
+            return f"`{col}[{i}].role` is {role!r} (known roles: {', '.join(MESSAGE_ROLES)})"
+    return None
 
 
 # --------------------------------------------------------------------------------------------

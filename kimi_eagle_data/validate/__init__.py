@@ -1,1 +1,1 @@
-"""Completions -> verdicts: the SPEC §5 rules, the verdict pool, assembling rows, `check` for any data."""
+"""Completions -> verdicts: the rules of docs/token-rules.md, the verdict pool, row assembly, `check` for any data."""

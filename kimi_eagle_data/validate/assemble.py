@@ -1,13 +1,13 @@
 """Stage 3, validate: join prompts with their completions, judge each with the Validator (in worker processes,
 verdicts.py), and write one light row per sample (LIGHT_SCHEMA: id, split, lengths, finish reason, issues)
-to `validated/<CFG>.parquet`. With a sink (`emit`), the same pass streams each full row (SPEC §6 schema)
+to `validated/<CFG>.parquet`. With a sink (`emit`), the same pass streams each full row (docs/data-format.md)
 into the dataset's shards: token ids are written once, there.
 
 Rows go out in id order (the checkpoint's), in blocks of BLOCK_CHUNKS chunks of CHUNK_ROWS samples: each
 block's train rows are one row group of the train shard, its rejected rows one of the rejected shard. Chunk
 and block boundaries depend on the checkpoint's rows only, never on the number of workers.
 
-Accounting per config (SPEC §8): selected = rejected_at_prepare + valid + rejected + failed + pending.
+Accounting per config (docs/reliability.md): selected = rejected_at_prepare + valid + rejected + failed + pending.
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def _token_columns(ctx: _Context) -> tuple[pa.Array, pa.Array]:
 
 
 def _full_rows(ctx: _Context, light: pa.Table, messages: pa.Array, tools: pa.Array) -> pa.Table:
-    """The SPEC §6 rows of a chunk: its light columns with the token columns, messages and tools."""
+    """The dataset rows of a chunk: its light columns with the token columns, messages and tools."""
     cols = dict(zip(light.column_names, light.columns))
     cols["input_ids"], cols["loss_mask"] = _token_columns(ctx)
     cols["messages"], cols["tools"] = messages, tools

@@ -1,19 +1,23 @@
 """`kimi-data check` and `kimi-data render`: the validator and the prompt renderer as tools for any data.
 
-`check` audits EAGLE-3 data made by this project or by another pipeline: every row gets the SPEC §5
-verdict of `validate.Validator`, the very rules `validate` applies, so a row's reasons here equal the
-`issues` our own dataset stores for it. Rows come in one of two forms:
+`check` audits EAGLE-3 data made by this project or by another pipeline: every row gets the verdict of
+`validate.Validator`, the very rules `validate` applies (docs/token-rules.md), so a row's reasons here
+equal the `issues` our own dataset stores for it. Rows come in one of three forms:
 
-  (a) `input_ids` + `loss_mask` (the prompt is everything before the first 1) or `input_ids` + `prompt_len`;
-      optional `tools` (JSON string or list) and `finish_reason` (without it: `stop` when the completion
-      ends with the end-of-turn token, else `length`);
+  (a) `input_ids` + `loss_mask` (the prompt is everything before the first 1) or `input_ids` + `prompt_len`
+      (SpecForge's pre-tokenized JSONL, speculators' save_to_disk datasets, ours); optional `tools` (JSON
+      string or list) and `finish_reason` (without it: `stop` when the completion ends with the
+      end-of-turn token, else `length`);
   (b) `messages` + `completion` (text with special tokens written out) + optional `tools`: the prompt is
-      rendered with `render_prompt`, the completion encoded with the tokenizer's special tokens recognised.
+      rendered with `render_prompt`, the completion encoded with the tokenizer's special tokens recognised;
+  (c) SpecForge's raw rows, `id` + `conversations` [{role, content}, …] + optional `tools`: the last turn
+      (the assistant's) is the completion, as the target writes an answer (`render_answer`); the turns
+      before it are the prompt, rendered as in (b).
 
 A form-(a) row without a `tools` value (a SpecForge export) gets the tool names its prompt declares, read
 back from the tool-declaration turn by the profile (`ModelProfile.declared_tool_names`), so its verdict is
-the one the dataset's own `tools` column gives. Files are streamed (Parquet in record batches, JSONL line by
-line): memory stays flat whatever the file size.
+the one the dataset's own `tools` column gives. Inputs are streamed (validate/check_input.py): memory stays
+flat whatever their size. Rows are numbered from 1 (a JSONL row by its line number).
 """
 
 from __future__ import annotations
@@ -21,41 +25,31 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 
-from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.profile import ModelProfile, ProfileTokens
+from kimi_eagle_data.prompts.answer import render_answer
 from kimi_eagle_data.prompts.tokenizer import render_prompt
+from kimi_eagle_data.sources.rows import split_reasoning, unknown_role
+from kimi_eagle_data.validate.check_input import FORMS_EXPECTED, CheckInputError, Unreadable
+from kimi_eagle_data.wording import counted
 from kimi_eagle_data.validate.rules import REASONS
 from kimi_eagle_data.validate.validator import Validator
 
-# Reasons `check` adds to the validator's (SPEC §5) codes: what only a foreign file can get wrong.
+# Reasons `check` adds to the validator's codes (docs/token-rules.md): what only a foreign file can get wrong.
 CHECK_REASONS = {
     "unreadable_row": "a row with none of the forms check reads (input_ids + loss_mask or prompt_len; "
-                      "messages + completion), or with values of the wrong type",
+                      "messages + completion; conversations), or with values of the wrong type",
+    "unknown_role": "a message role other than system, user, assistant, tool (prepare rejects such a "
+                    "source row with the same code)",
     "loss_mask_length_mismatch": "len(loss_mask) differs from len(input_ids)",
     "loss_mask_not_suffix": "a loss_mask 0 after the first 1: the generated tokens are not one suffix "
                             "(checked as prompt = tokens before the first 1)",
     "template_error": "form (b): the chat template failed to render the row's messages and tools",
 }
-
-# Columns read from a Parquet file (others, e.g. a dataset's `messages` next to its `input_ids`, are skipped).
-_LIST_COLUMNS = ("input_ids", "loss_mask")
-_SCALAR_COLUMNS = ("id", "prompt_len", "tools", "finish_reason", "finish_detail", "completion")
-BATCH_ROWS = 1024
-
-
-class CheckInputError(KimiDataError, ValueError):
-    """The file as a whole cannot be read (one line: what, where, what to do)."""
-
-
-class _Unreadable(ValueError):
-    pass
-
 
 def describe(code: str) -> str:
     return REASONS.get(code) or CHECK_REASONS.get(code, "")
@@ -63,7 +57,7 @@ def describe(code: str) -> str:
 
 @dataclass
 class RowVerdict:
-    row: int                               # 0-based position in the file
+    row: int                               # 1-based: the JSONL line number, the Parquet/Arrow row
     id: str | None
     issues: list[str] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
@@ -99,17 +93,17 @@ class Checker:
         out = RowVerdict(row=row, id=str(rid) if rid is not None else None)
         try:
             prompt, output, tools, finish, detail = self._read(raw, out)
-        except _Unreadable as e:
+        except Unreadable as e:
             out.issues.insert(0, "unreadable_row")
             out.details.insert(0, str(e))
             return out
-        if prompt is None:          # template_error, already recorded
+        if prompt is None:          # unknown_role or template_error, already recorded
             return out
         out.tokens = int(len(prompt) + len(output))
         inferred = finish is None
         if inferred:
             # No finish_reason (a SpecForge export keeps only ids): engines stop only on the stop token and
-            # keep it (SPEC §4), so a completion that does not end with it ran out of tokens.
+            # keep it, so a completion that does not end with it ran out of tokens.
             finish = "stop" if output.size and int(output[-1]) == self._eot_id else "length"
         v = self.validator.validate(prompt, output, finish, detail, tools)
         out.issues += v.issues
@@ -121,10 +115,10 @@ class Checker:
 
     def _read(self, raw: Any, out: RowVerdict):
         if not isinstance(raw, dict):
-            raise _Unreadable(f"a row is a JSON object, got {type(raw).__name__}")
+            raise Unreadable(f"a row is a JSON object, got {type(raw).__name__}")
         finish = raw.get("finish_reason") or None
         if finish is not None and not isinstance(finish, str):
-            raise _Unreadable(f"finish_reason {finish!r:.40} is not a string")
+            raise Unreadable(f"finish_reason {finish!r:.40} is not a string")
         detail = raw.get("finish_detail")
         if isinstance(detail, (str, bytes)):
             detail = _json(detail, "finish_detail") if detail else None
@@ -140,18 +134,37 @@ class Checker:
         if raw.get("messages") is not None and raw.get("completion") is not None:
             messages, completion = raw["messages"], raw["completion"]
             if not isinstance(messages, list) or not isinstance(completion, str):
-                raise _Unreadable("messages must be a list and completion a string")
+                raise Unreadable("messages must be a list and completion a string")
             tools = self._tools(raw)
-            try:
-                prompt = np.asarray(render_prompt(self.tokenizer, messages, tools), dtype=np.int64)
-            except Exception as e:  # jinja and the tool encoder raise many types; the message is what matters
-                out.issues.append("template_error")
-                out.details.append(f"chat template failed: {' '.join(str(e).split())[:300]}")
+            prompt = self._render(messages, tools, out, "messages")
+            if prompt is None:
                 return None, None, None, finish, detail
             output = np.asarray(self.tokenizer.encode(completion, add_special_tokens=False), dtype=np.int64)
             return prompt, output, tools, finish, detail
+        if raw.get("conversations") is not None:
+            messages, answer = _split_conversation(raw["conversations"])
+            tools = self._tools(raw)
+            prompt = self._render(messages, tools, out, "conversations")
+            if prompt is None:
+                return None, None, None, finish, detail
+            output = np.asarray(render_answer(answer, self.tokenizer, self.tokens)[0], dtype=np.int64)
+            return prompt, output, tools, finish, detail
         keys = ", ".join(sorted(raw)[:8]) or "none"
-        raise _Unreadable(f"no input_ids (+ loss_mask or prompt_len) and no messages + completion (keys: {keys})")
+        raise Unreadable(f"none of the forms check reads: {FORMS_EXPECTED} (keys: {keys})")
+
+    def _render(self, messages: list, tools: list | None, out: RowVerdict, col: str) -> np.ndarray | None:
+        """The prompt ids of `messages`; None with the row's issue recorded when they cannot be rendered."""
+        problem = unknown_role(messages, col)
+        if problem is not None:
+            out.issues.append("unknown_role")
+            out.details.append(problem)
+            return None
+        try:
+            return np.asarray(render_prompt(self.tokenizer, messages, tools), dtype=np.int64)
+        except Exception as e:  # jinja and the tool encoder raise many types; the message is what matters
+            out.issues.append("template_error")
+            out.details.append(f"chat template failed: {' '.join(str(e).split())[:300]}")
+            return None
 
     def _prompt_end(self, raw: dict, ids: np.ndarray, out: RowVerdict) -> int:
         mask = raw.get("loss_mask")
@@ -169,9 +182,9 @@ class Checker:
             return start
         plen = raw.get("prompt_len")
         if plen is None:
-            raise _Unreadable("input_ids without loss_mask or prompt_len: cannot tell prompt from completion")
+            raise Unreadable("input_ids without loss_mask or prompt_len: cannot tell prompt from completion")
         if isinstance(plen, bool) or not isinstance(plen, (int, np.integer)) or not 0 <= plen <= ids.size:
-            raise _Unreadable(f"prompt_len {plen!r:.40} is not an integer in [0, {ids.size}]")
+            raise Unreadable(f"prompt_len {plen!r:.40} is not an integer in [0, {ids.size}]")
         return int(plen)
 
     @staticmethod
@@ -180,7 +193,7 @@ class Checker:
         if isinstance(tools, (str, bytes)):
             tools = _json(tools, "tools") if tools else None
         if tools is not None and not isinstance(tools, list):
-            raise _Unreadable(f"tools is a {type(tools).__name__}, expected a list (or its JSON)")
+            raise Unreadable(f"tools is a {type(tools).__name__}, expected a list (or its JSON)")
         return tools or None
 
     def _declared_in(self, prompt: np.ndarray) -> list[dict] | None:
@@ -195,11 +208,39 @@ class Checker:
         return None
 
 
+def _split_conversation(turns: Any) -> tuple[list[dict], dict[str, Any]]:
+    """A SpecForge raw row's `conversations` -> (the prompt messages, its last turn as the answer).
+
+    The last assistant turn is the completion (what the target wrote after the whole history); the turns
+    before it are the prompt, rendered as `messages` rows are. Its text becomes the ids the target writes
+    for an answer (`render_answer`: reasoning, think_close, content, tool calls, end_of_turn); a leading
+    `<think>…</think>` in the text is its reasoning."""
+    if not isinstance(turns, list) or not turns or not all(isinstance(t, dict) for t in turns):
+        raise Unreadable("conversations must be a non-empty list of {role, content} objects")
+    last = turns[-1]
+    if "role" not in last and "from" in last:
+        raise Unreadable("conversations turns are ShareGPT {from, value}; check reads SpecForge's {role, content}")
+    if last.get("role") != "assistant":
+        raise Unreadable(f"conversations ends with a {last.get('role')!r} turn; its last turn must be the "
+                         "assistant's (the completion)")
+    content = last.get("content")
+    if content is not None and not isinstance(content, str):
+        raise Unreadable(f"the last conversations turn's content is a {type(content).__name__}, expected a string")
+    reasoning = last.get("reasoning_content")
+    if reasoning is None:
+        split = split_reasoning(content or "")
+        content, reasoning = split["content"], split.get("reasoning_content")
+    answer: dict[str, Any] = {"reasoning": reasoning, "content": content or ""}
+    if last.get("tool_calls"):
+        answer["tool_calls"] = last["tool_calls"]
+    return [dict(t) for t in turns[:-1]], answer
+
+
 def _json(text: str | bytes, what: str):
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError as e:
-        raise _Unreadable(f"{what} is not valid JSON ({e})") from None
+        raise Unreadable(f"{what} is not valid JSON ({e})") from None
 
 
 def _ids(value, what: str, kinds: str = "iu") -> np.ndarray:
@@ -209,106 +250,86 @@ def _ids(value, what: str, kinds: str = "iu") -> np.ndarray:
         a = np.asarray(value) if len(value) else np.zeros(0, dtype=np.int64)
         if a.ndim == 1 and a.dtype.kind in kinds:
             return a.astype(np.int64, copy=False)
-    raise _Unreadable(f"{what} is not a list of integers")
-
-
-# -- reading files ------------------------------------------------------------------------------
-
-def open_rows(path: Path) -> tuple[Iterator[tuple[Any, int]], int]:
-    """(rows, total): rows yields (row dict, an _Unreadable, or None for a blank line; progress advance);
-    total is the progress bar's: the number of rows (Parquet) or bytes (JSONL)."""
-    try:
-        with open(path, "rb") as f:
-            magic = f.read(4)
-    except OSError as e:
-        raise CheckInputError(f"cannot read {path}: {e.strerror}") from None
-    if magic == b"PAR1":
-        import pyarrow.parquet as pq
-
-        try:
-            pf = pq.ParquetFile(path)
-        except Exception as e:  # pyarrow raises ArrowInvalid, OSError, …
-            raise CheckInputError(f"{path} is not a readable Parquet file: {' '.join(str(e).split())}") from None
-        return _parquet_rows(pf, path), pf.metadata.num_rows
-    return _jsonl_rows(path), path.stat().st_size
-
-
-def _jsonl_rows(path: Path) -> Iterator[tuple[Any, int]]:
-    with open(path, "rb") as f:
-        for line in f:
-            if not line.strip():
-                yield None, len(line)       # blank lines are not rows
-                continue
-            try:
-                yield orjson.loads(line), len(line)
-            except orjson.JSONDecodeError as e:
-                yield _Unreadable(f"not valid JSON ({e})"), len(line)
-
-
-def _parquet_rows(pf, path: Path) -> Iterator[tuple[Any, int]]:
-    names = set(pf.schema_arrow.names)
-    wanted = [c for c in (*_LIST_COLUMNS, *_SCALAR_COLUMNS) if c in names]
-    if "completion" in names and "messages" in names:
-        wanted.append("messages")       # form (b); a dataset's decoded `messages` alone is not read
-    try:
-        for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=wanted):
-            cols: dict[str, Any] = {}
-            for name in batch.schema.names:
-                arr = batch.column(name)
-                if name in _LIST_COLUMNS and arr.null_count == 0 and arr.values.null_count == 0:
-                    cols[name] = (arr.offsets.to_numpy(), arr.values.to_numpy(zero_copy_only=False))
-                else:
-                    cols[name] = arr.to_pylist()
-            for i in range(batch.num_rows):
-                row = {}
-                for name, col in cols.items():
-                    if isinstance(col, tuple):
-                        offsets, values = col
-                        row[name] = values[offsets[i]:offsets[i + 1]]
-                    else:
-                        row[name] = col[i]
-                yield row, 1
-    except OSError as e:   # a file cut short or corrupt past its footer
-        raise CheckInputError(f"{path}: Parquet read failed: {' '.join(str(e).split())}") from None
+    raise Unreadable(f"{what} is not a list of integers")
 
 
 def check_file(checker: Checker, rows: Iterator[tuple[Any, int]]) -> Iterator[tuple[RowVerdict | None, int]]:
-    """(verdict, progress advance) per line or row; None for a blank JSONL line (not a row, not counted)."""
+    """(verdict, progress advance) per line or row; None for a blank JSONL line (not a row).
+    Rows are numbered from 1; a JSONL row by its line number (blank lines counted), as editors, `sed -n Np`
+    and prepare's rejects file count, so the number finds the line."""
     n = 0
     for raw, advance in rows:
+        n += 1
         if raw is None:
             yield None, advance
             continue
-        if isinstance(raw, _Unreadable):
+        if isinstance(raw, Unreadable):
             yield RowVerdict(row=n, id=None, issues=["unreadable_row"], details=[str(raw)]), advance
         else:
             yield checker.check(raw, n), advance
-        n += 1
 
 
 # -- render -------------------------------------------------------------------------------------
 
 def read_render_row(source: str, row: int | None) -> tuple[list, list | None]:
-    """(messages, tools) of one JSON object (a file, or `-` for stdin), or of line `row` of a JSONL file."""
+    """(messages, tools) of one JSON object (a file, or `-` for stdin), or of line `row` (1-based, as
+    `sed -n Np` counts) of a JSONL file. Streamed: a JSONL file is read line by line up to that row."""
     where = "stdin" if source == "-" else source
     try:
-        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+        f = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115 (closed below)
     except OSError as e:
         raise CheckInputError(f"cannot read {where}: {e.strerror}") from None
-    if row is not None:
-        lines = [ln for ln in data.splitlines() if ln.strip()]
-        if not 0 <= row < len(lines):
-            raise CheckInputError(f"{where} has {len(lines)} JSON lines; --row {row} is out of range")
-        data, where = lines[row], f"{where} row {row}"
+    with f:
+        if row is not None:
+            data, seen = _nth_line(f, row)
+            if data is None:
+                raise CheckInputError(f"{where} has {counted(seen, 'line')}; --row {row} is out of range (rows "
+                                      "are numbered from 1)")
+            where = f"{where} row {row}"
+            if not data.strip():
+                raise CheckInputError(f"{where} is a blank line; pick a line that holds a JSON object")
+        else:
+            data = _one_document(f, where)
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as e:
-        hint = "; for a JSONL file pick a line with --row N" if row is None and data.count(b"\n") > 1 else ""
-        raise CheckInputError(f"{where} is not valid JSON ({e}){hint}") from None
+        raise CheckInputError(f"{where} is not valid JSON ({e})") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
         raise CheckInputError(f'{where} has no "messages" list; expected {{"messages": [...], "tools": [...]}}')
+    problem = unknown_role(obj["messages"])
+    if problem is not None:
+        raise CheckInputError(f"{where}: unknown_role: {problem}; prepare rejects such a row")
     try:
         tools = Checker._tools(obj)
-    except _Unreadable as e:
+    except Unreadable as e:
         raise CheckInputError(f"{where}: {e}") from None
     return obj["messages"], tools
+
+
+def _nth_line(f, number: int) -> tuple[bytes | None, int]:
+    """(line `number` of f, 1-based, or None when f is shorter; lines read)."""
+    seen = 0
+    for line in f:
+        seen += 1
+        if seen == number:
+            return line, seen
+    return None, seen
+
+
+def _one_document(f, where: str) -> bytes:
+    """The one JSON document of f. A first line that is a whole JSON value followed by another non-blank line
+    is JSONL: refused with a pointer to --row, without reading the rest of the file."""
+    first = b""
+    for line in f:
+        if line.strip():
+            first = line
+            break
+    try:
+        orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return first + f.read()         # a document over several lines (pretty-printed): read it whole
+    for line in f:
+        if line.strip():
+            raise CheckInputError(f"{where} holds more than one JSON line (JSONL); pick a row with --row N "
+                                  "(numbered from 1)")
+    return first

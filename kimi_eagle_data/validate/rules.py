@@ -1,6 +1,6 @@
-"""The SPEC §5 token-structure rules, one function and reason code each (validator.py runs them).
+"""The token-structure rules (docs/token-rules.md), one function and reason code each (validator.py runs them).
 
-SPEC §5. The validator looks at ids, never at re-encoded text: one vectorised pass classifies every
+The validator looks at ids, never at re-encoded text: one vectorised pass classifies every
 completion token through a lookup table (id -> structural role), `np.flatnonzero` yields the few
 positions that carry structure, and a short walk over those positions parses the turn. Only text
 *segments* (reasoning, answer, tool-call id, arguments) are decoded, with
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from kimi_eagle_data.profile import KIMI_K25, ModelProfile
+from kimi_eagle_data.wording import counted
 
 if TYPE_CHECKING:   # the rules take the validator that runs them (validator.py imports this module)
     from kimi_eagle_data.validate.validator import Validator
@@ -197,7 +198,7 @@ def _length_mismatch(v: "Validator", s: _Sample) -> list[str]:
             return []
     except (TypeError, ValueError):
         pass
-    return [f"completion has {s.n} tokens, the engine reported length {reported!r}"]
+    return [f"completion has {counted(s.n, 'token')}, the engine reported length {reported!r}"]
 
 
 @_rule("truncated", frozenset({TRUNCATED}),
@@ -205,7 +206,7 @@ def _length_mismatch(v: "Validator", s: _Sample) -> list[str]:
 def _truncated(v: "Validator", s: _Sample) -> list[str]:
     if v.keep_truncated:
         return []
-    return [f"finish_reason length after {s.n} tokens, no end-of-turn token"]
+    return [f"finish_reason length after {counted(s.n, 'token')}, no end-of-turn token"]
 
 
 # -- completion rules that do not need the end of the turn ---------------------------------------

@@ -1,5 +1,5 @@
 """The validator: construct once per run, then `validate_many()` each chunk of samples (or `validate()` one;
-SPEC §5; the rules are in rules.py).
+docs/token-rules.md; the rules are in rules.py).
 
 One vectorised pass per chunk classifies every completion token through a lookup table (id -> structural role),
 `np.flatnonzero` yields the few positions that carry structure, and a short walk over those positions parses

@@ -9,13 +9,22 @@ Results come back in submission order, so what is written never depends on the n
 
 Workers are forked: they inherit the loaded tokenizer and Validator (no re-import of transformers, no
 tokenizer reload). Where fork is unavailable, validation runs in the calling process.
+
+Workers never outlive the process that forked them: on Linux the kernel kills each one when its parent dies
+(PR_SET_PDEATHSIG), even by `kill -9`; an orphan would hold the checkpoint's WAL files and the caller's stdout.
+They ignore SIGINT and SIGTERM: Ctrl-C and a scheduler's SIGTERM reach the whole process group, and the
+parent, which handles them, ends the pool itself.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
 import multiprocessing as mp
 import os
+import signal
+import sys
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -88,8 +97,24 @@ def judge(validator: Validator, chunk: Chunk) -> Judged:
 _WORKER_VALIDATOR: Validator | None = None
 
 
-def _init_worker(validator: Validator) -> None:
+PR_SET_PDEATHSIG = 1   # <linux/prctl.h>
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux; elsewhere only the check below).
+    A worker holds nothing to save: results are written by the parent."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:   # the parent died before the line above took effect
+        os._exit(1)
+
+
+def _init_worker(validator: Validator, parent_pid: int) -> None:
     global _WORKER_VALIDATOR
+    die_with_parent(parent_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _WORKER_VALIDATOR = validator
 
 
@@ -121,7 +146,7 @@ class VerdictPool:
             # pages bit by bit over a long run: freeze what exists now so that neither side scans it.
             gc.freeze()
             self._executor = ProcessPoolExecutor(self.workers, mp_context=mp.get_context("fork"),
-                                                 initializer=_init_worker, initargs=(validator,))
+                                                 initializer=_init_worker, initargs=(validator, os.getpid()))
 
     def map(self, items: Iterable[tuple[Any, Chunk]]) -> Iterator[tuple[Any, Judged]]:
         """(context, chunk) -> (context, judged), in order; the context stays in this process."""

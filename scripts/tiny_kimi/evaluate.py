@@ -1,4 +1,4 @@
-"""Sample from the tiny model and check SPEC §5 token structure (a self-contained checker for the build script;
+"""Sample from the tiny model and check the rules of docs/token-rules.md (a self-contained checker for the build script;
 the project's own validator lives in the package)."""
 
 from __future__ import annotations

@@ -196,6 +196,6 @@ def test_emit_repo_is_remembered_by_later_builds(tmp_path):
             "--samples", "--no-progress", "--limit", "1")
     assert "my-org/kimi-eagle" not in (w / "dataset" / "README.md").read_text()
     run_cli("emit", "--workdir", str(w), "--repo", "my-org/kimi-eagle")
-    run_cli("build", "--workdir", str(w), "--no-progress")
+    run_cli("build", "--workdir", str(w), "--no-progress", "--limit", "1")   # --limit is not inherited
     card = (w / "dataset" / "README.md").read_text()
     assert 'load_dataset("my-org/kimi-eagle", "B6", revision="v0.1.0")' in card

@@ -1,4 +1,4 @@
-"""A small local Hugging Face Hub-protocol server for offline push tests (SPEC §9).
+"""A small local Hugging Face Hub-protocol server for offline push tests.
 
 It speaks enough of the Hub's HTTP API for `HfApi.create_repo`, `upload_folder` / `create_commit`
 (preupload, NDJSON commit, the git-LFS batch endpoint with basic PUT uploads and verify), `create_tag`,

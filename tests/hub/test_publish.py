@@ -1,4 +1,4 @@
-"""`kimi-data push` against a local Hub-protocol server, and `kimi-data export` (SPEC §7, §8, §9).
+"""`kimi-data push` against a local Hub-protocol server, and `kimi-data export` (docs/reliability.md).
 
 Every push goes through the real CLI in a subprocess whose environment points huggingface_hub at the
 local server (HF_ENDPOINT, HF_TOKEN, HF_HUB_DISABLE_XET=1 set before anything is imported), and every
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import run_cli
+from tests.emit.test_card import check_card_markdown
 from tests.hub.hub_server import HubServer
 
 TOKEN = "hf_kimiTESTtoken_7c1e9a3f5b2d4e6f8a0b"
@@ -99,11 +101,11 @@ def published(demo_run, tmp_path_factory, hub, hf_home):
     emitted = kd(env, "emit", "--workdir", str(work), "--repo", REPO, "--no-progress")
     assert emitted.returncode == 0, emitted.stderr
     proc = kd(env, "push", str(work), "--repo", REPO)
-    return work, proc
+    return work, proc, emitted
 
 
 def test_push_creates_tagged_commit_that_load_dataset_reads(published, hub, hf_home):
-    work, proc = published
+    work, proc, emitted = published
     assert proc.returncode == 0, proc.stderr
     repo = hub.repos[("dataset", REPO)]
     tag_commit = repo.tags["v0.1.0"]
@@ -111,6 +113,12 @@ def test_push_creates_tagged_commit_that_load_dataset_reads(published, hub, hf_h
     assert f"/datasets/{REPO}/commit/{tag_commit}" in proc.stdout
     assert f'load_dataset("{REPO}", "B4", revision="v0.1.0")' in proc.stdout
     assert "note:" not in proc.stderr                       # the card already names the repo
+    # emit and push count the same files, manifest.json included, and say what they are
+    emitted = re.search(r"^emitted (\d+ files \(.*\)) to ", emitted.stdout, re.MULTILINE)
+    pushed = re.search(r"^pushed (\d+ files \(.*\)), .* to ", proc.stdout, re.MULTILINE)
+    assert emitted and pushed and emitted.group(1) == pushed.group(1)
+    n_files = sum(1 for p in (work / "dataset").rglob("*") if p.is_file())
+    assert emitted.group(1).startswith(f"{n_files} files (") and "manifest.json" in emitted.group(1)
 
     # One commit on top of the repo's initial one, with the version in its message; bytes equal the local tree.
     commit = repo.commits[tag_commit]
@@ -122,6 +130,7 @@ def test_push_creates_tagged_commit_that_load_dataset_reads(published, hub, hf_h
     assert remote == local
     card = local["README.md"].decode()
     assert f'load_dataset("{REPO}", "B4", revision="v0.1.0")' in card
+    check_card_markdown(card, dataset)
     # Parquet and PNG went through the git-LFS batch endpoint with PUT uploads.
     assert any(r.method == "POST" and r.target.endswith(".git/info/lfs/objects/batch") for r in hub.requests)
     assert any(r.method == "PUT" and r.target.startswith("/lfs/objects/") for r in hub.requests)
@@ -137,7 +146,7 @@ def test_push_creates_tagged_commit_that_load_dataset_reads(published, hub, hf_h
 
 
 def test_pushing_the_same_version_again_is_a_no_op(published, hub, hf_home):
-    work, _ = published
+    work, _, _ = published
     repo = hub.repos[("dataset", REPO)]
     commits, n_requests = len(repo.commits), len(hub.requests)
     proc = kd(hub_env(hub, hf_home), "push", str(work / "dataset"), "--repo", REPO)
@@ -174,17 +183,17 @@ def test_other_content_under_a_published_version_is_refused(published, demo_run,
 def test_files_gone_from_the_tree_are_deleted_on_the_hub(published, demo_run, tmp_path_factory, hub, hf_home):
     """A shard the new version no longer has must not survive on main (it would match the split's glob)."""
     work = copy_workdir(demo_run, tmp_path_factory, "shrunk")
-    dataset = work / "dataset"
-    shutil.rmtree(dataset / "data" / "B8")
-    manifest = json.loads((dataset / "manifest.json").read_text())
-    manifest["version"] = "0.2.0"
-    manifest["files"] = {p: h for p, h in manifest["files"].items() if not p.startswith("data/B8/")}
-    manifest["configs"].pop("B8")
-    (dataset / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    proc = kd(hub_env(hub, hf_home), "push", str(work), "--repo", REPO)
+    env = hub_env(hub, hf_home)
+    emitted = kd(env, "emit", *(f"B{i}" for i in range(1, 8)), "--workdir", str(work), "--version", "0.2.0",
+                 "--repo", REPO, "--no-progress")
+    assert emitted.returncode == 0, emitted.stderr
+    assert not (work / "dataset" / "data" / "B8").exists()
+    assert not (work / "dataset" / "assets" / "lengths_B8.png").exists()     # nor its plot
+    proc = kd(env, "push", str(work), "--repo", REPO)
     assert proc.returncode == 0, proc.stderr
     files = hub.files_at(REPO, "v0.2.0")
     assert not any(p.startswith("data/B8/") for p in files) and "data/B4/train-00000-of-00001.parquet" in files
+    assert "assets/lengths_B8.png" not in files
     assert any(p.startswith("data/B8/") for p in hub.files_at(REPO, "v0.1.0"))
 
 
@@ -234,11 +243,59 @@ def test_bad_or_missing_token_is_one_clean_line(demo_run, hub, hf_home, tmp_path
     assert ("dataset", "kimi-org/denied") not in hub.repos
 
     env = hub_env(hub, tmp_path / "empty-hf-home", token=None)
-    proc = kd(env, "push", str(demo_run[0]), "--repo", "kimi-org/denied", "--token-env", "KIMI_HUB_TOKEN")
-    assert proc.returncode == 1 and "no Hub token" in proc.stderr and "KIMI_HUB_TOKEN" in proc.stderr
+    proc = kd(env, "push", str(demo_run[0]), "--repo", "kimi-org/denied")
+    assert proc.returncode == 1 and len(error_lines(proc)) == 1 and "no Hub token" in proc.stderr
 
     proc = kd({**env, "KIMI_HUB_TOKEN": TOKEN}, "push", str(demo_run[0]), "--repo", "not-a-repo-id")
     assert proc.returncode == 2 and "ORG/NAME" in proc.stderr          # a usage error
+
+
+def test_a_named_token_variable_that_is_unset_is_an_error(demo_run, hub, hf_home):
+    """HF_TOKEN holds a valid token, but --token-env names another variable: never fall back to HF_TOKEN."""
+    env = hub_env(hub, hf_home)
+    assert env["HF_TOKEN"] == TOKEN
+    n_requests = len(hub.requests)
+    for extra, state in (({}, "is not set"), ({"KIMI_NOPE": "  "}, "is empty")):
+        for dry in ((), ("--dry-run",)):
+            proc = kd({**env, **extra}, "push", str(demo_run[0]), "--repo", "kimi-org/nope", "--token-env", "KIMI_NOPE",
+                      *dry)
+            lines = error_lines(proc)
+            assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+            assert "KIMI_NOPE" in lines[0] and state in lines[0] and "Traceback" not in proc.stderr
+    assert len(hub.requests) == n_requests and ("dataset", "kimi-org/nope") not in hub.repos
+    proc = kd({**env, "KIMI_NOPE": TOKEN}, "push", str(demo_run[0]), "--repo", "kimi-org/nope", "--token-env",
+              "KIMI_NOPE")
+    assert proc.returncode == 0, proc.stderr
+    assert "v0.1.0" in hub.repos[("dataset", "kimi-org/nope")].tags
+
+
+def test_a_manifest_edited_after_emit_is_refused(demo_run, tmp_path_factory, hub, hf_home):
+    """manifest.json is not among its own hashes: the card records its sha256, and push checks it."""
+    env = hub_env(hub, hf_home)
+    work = copy_workdir(demo_run, tmp_path_factory, "edited")
+    path = work / "dataset" / "manifest.json"
+    original = path.read_bytes()
+    n_requests = len(hub.requests)
+
+    manifest = json.loads(original)
+    manifest["version"] = "9.9.9"                       # would be tagged v9.9.9 over a card that says 0.1.0
+    path.write_text(json.dumps(manifest, indent=2))
+    proc = kd(env, "push", str(work), "--repo", "kimi-org/edited")
+    lines = error_lines(proc)
+    assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+    assert "9.9.9" in lines[0] and "0.1.0" in lines[0] and "kimi-data emit" in lines[0] and "manifest.json" in lines[0]
+
+    manifest = json.loads(original)
+    manifest["configs"]["B4"]["counts"]["valid"] += 1  # any other value: the hash differs
+    path.write_text(json.dumps(manifest))
+    proc = kd(env, "push", str(work), "--repo", "kimi-org/edited", "--dry-run")
+    lines = error_lines(proc)
+    assert proc.returncode == 1 and len(lines) == 1 and "sha256" in lines[0] and "kimi-data emit" in lines[0]
+    assert len(hub.requests) == n_requests and ("dataset", "kimi-org/edited") not in hub.repos
+
+    path.write_text(json.dumps(json.loads(original), indent=4, sort_keys=False))   # reformatted, same content
+    proc = kd(env, "push", str(work), "--repo", "kimi-org/edited", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_export_specforge_rows_equal_the_parquet(demo_run, tmp_path):

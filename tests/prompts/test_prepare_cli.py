@@ -11,6 +11,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kimi_eagle_data.builders.partitions import PARTITIONS
 from kimi_eagle_data.profile import TINY_MODEL_DIR
 
 from tests.conftest import run_cli
@@ -138,3 +139,71 @@ def test_unreadable_source_is_one_line_and_other_configs_still_prepare(tmp_path)
     bad_cfg.write_text("[partitions.B4]\nnn = 1\n")
     proc = run_cli("prepare", "--config", str(bad_cfg), "--workdir", str(tmp_path / "x"), *TINY, check=False)
     assert proc.returncode == 1 and "partitions.B4.nn: unknown key" in proc.stderr
+
+
+def test_a_pilot_limit_is_not_inherited_and_stage_commands_still_read_the_pilot(tmp_path):
+    """--limit belongs to the pilot: a later prepare without it reads the full source (and says so); a stage
+    command that only reads the prepared prompts keeps working on them."""
+    w = tmp_path / "w"
+    rows = sum(1 for line in PARTITIONS["B6"].sample_file.read_text().splitlines() if line.strip())
+    kimi("prepare", "B6", "--samples", "--workdir", str(w), *TINY, "--limit", "3")
+    pilot = orjson.loads((w / "prepared" / "B6.json").read_bytes())
+    assert (pilot["scanned"], pilot["limit"]) == (3, 3)
+    again = kimi("prepare", "B6", "--samples", "--workdir", str(w), *TINY, "--limit", "3")
+    assert "--limit" not in again.stderr          # the same pilot again: nothing to say
+    full = kimi("prepare", "--workdir", str(w))
+    report = orjson.loads((w / "prepared" / "B6.json").read_bytes())
+    assert report["scanned"] == report["selected"] == rows and report["limit"] is None
+    assert report["prepared"] == len(prepared_ids(w, "B6")) > pilot["prepared"]
+    assert "read at most 3 source rows per config (--limit 3, a pilot); this one reads the full sources" \
+        in " ".join(full.stderr.split())
+    run_json = orjson.loads((w / "run.json").read_bytes())
+    assert "limit" not in run_json["options"]
+
+
+
+def write_chats(path, n=20):
+    """Rows a user might hand over: `messages` + `tools` + `id` (the chat schema, not glaive's nor B4's)."""
+    tool = {"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}
+    path.write_text("".join(json.dumps({"id": f"c{i}", "messages": [
+        {"role": "user", "content": f"What is the weather in city number {i}?"}], "tools": [tool]}) + "\n"
+        for i in range(n)))
+    return path
+
+
+def test_columns_an_adapter_does_not_read_are_named_in_a_warning(tmp_path):
+    chats = write_chats(tmp_path / "my-chats.jsonl")
+    w = tmp_path / "w"
+    proc = kimi("prepare", "B4", "B6", "--source", f"B4={chats}", "--samples", "--workdir", str(w), *TINY,
+                "--limit", "4")
+    warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("warning:")]
+    assert len(warnings) == 1, proc.stderr             # B6 reads its bundled rows: nothing to say about them
+    assert warnings[0].startswith(f"warning: B4: column(s) id, tools in {chats} are not read by B4's messages "
+                                  "adapter (it reads: messages; optional prompt_id)"), warnings
+    assert "chat adapter" in warnings[0]
+    report = orjson.loads((w / "prepared" / "B4.json").read_bytes())
+    assert report["ignored_columns"] == ["id", "tools"] and report["prepared"] == 4
+    assert orjson.loads((w / "prepared" / "B6.json").read_bytes())["ignored_columns"] == []
+
+
+def test_a_source_giving_no_prompt_is_an_error_naming_the_expected_columns(tmp_path):
+    chats = write_chats(tmp_path / "my-chats.jsonl")
+    w = tmp_path / "w"
+    proc = kimi("build", "B1", "--source", f"B1={chats}", "--workdir", str(w), *TINY, check=False)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 1, proc.stderr
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    rejects = w / "prepared" / "B1.rejects.jsonl"
+    assert lines[0].startswith(f"error: B1: none of the 20 selected rows of {chats} became a prompt (missing_field 20)")
+    assert "glaive adapter reads system, chat" in lines[0] and "the file has id, messages, tools" in lines[0]
+    assert str(rejects) in lines[0] and len(rejects.read_text().splitlines()) == 20
+    assert "run generate" not in proc.stdout + proc.stderr and not (w / "dataset").exists()
+    assert not (w / "generations.sqlite").exists()
+    # the other configs are still prepared, and the line says so
+    w2 = tmp_path / "w2"
+    proc = kimi("prepare", "B1", "B6", "--source", f"B1={chats}", "--samples", "--workdir", str(w2), *TINY,
+                "--limit", "2", check=False)
+    assert proc.returncode == 1 and proc.stderr.count("error:") == 1, proc.stderr
+    assert " ".join(proc.stderr.split()).endswith("; B6 prepared")
+    assert len(prepared_ids(w2, "B6")) == 2 and (w2 / "prepared" / "B1.rejects.jsonl").exists()

@@ -1,4 +1,4 @@
-"""Tools are declared TypeScript-style for every tokenizer (SPEC §3): render_prompt passes our encoder's
+"""Tools are declared TypeScript-style for every tokenizer (docs/token-rules.md): render_prompt passes our encoder's
 `tools_ts_str`, a tokenizer that renders tools itself must agree with it (start-up self-check), and a schema
 the encoder cannot render is a counted prepare reject, never a JSON-declared prompt."""
 

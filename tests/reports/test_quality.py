@@ -183,14 +183,45 @@ def test_plan_table_defaults_and_throughput_warning(demo_run):
     workdir, _ = demo_run
     got = json.loads(run_cli("plan", "--workdir", str(workdir), "--json").stdout)
     assert got["overall"]["count"] == sum(p.default_n for p in PARTITIONS.values()) == 88_000
-    assert got["throughput"]["source"] == "measured" and got["throughput"]["measured"]["engine"] == "local"
+    measured = got["throughput"]["measured"]
+    assert got["throughput"]["source"] == "measured" and measured["engine"] == "local"
+    assert measured["device"] == "cpu" and measured["gpus"] == 0       # the demo's pilot ran on the CPU
     proc = run_cli("plan", "--workdir", str(workdir))
     out = " ".join(proc.stdout.split())
     assert "95% intervals" in out and "88,000" in out
     assert "says nothing about production speed" in out and "--throughput" in out
+    # a CPU pilot's speed is not called a GPU figure
+    assert "measured in the pilot on the local engine on cpu: no GPU" in out
+    assert "GPU(s)" not in out and "for 8 GPUs" not in out
     assert "chars/3.5" in out
     bad = run_cli("plan", "--workdir", str(workdir), "--counts", "B4", check=False)
     assert bad.returncode == 2
+
+
+def test_plan_counts_a_user_partition_by_the_n_prepare_recorded(demo_run, tmp_path):
+    """A user-defined partition has no built-in default: its count is the `n` its prepared/<CFG>.json
+    records; without one, plan asks for --counts in one line."""
+    import shutil
+
+    workdir, _ = demo_run
+    wd = tmp_path / "pilot"
+    shutil.copytree(workdir, wd, ignore=shutil.ignore_patterns("dataset"))
+    for d in ("validated", "prepared"):
+        for f in (wd / d).glob("B4.*"):
+            f.rename(f.with_name("C1" + f.name[2:]))
+    report_path = wd / "prepared" / "C1.json"
+    report = json.loads(report_path.read_text())
+    report["n"] = 1234
+    report_path.write_text(json.dumps(report))
+    got = json.loads(run_cli("plan", "--workdir", str(wd), "--json").stdout)
+    assert got["configs"]["C1"]["count"] == 1234
+    assert got["configs"]["B1"]["count"] == PARTITIONS["B1"].default_n
+
+    del report["n"]
+    report_path.write_text(json.dumps(report))
+    proc = run_cli("plan", "--workdir", str(wd), check=False)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 1 and len(lines) == 1 and "--counts C1=N" in lines[0], proc.stderr
 
 
 # -- inspect ----------------------------------------------------------------------------------------
@@ -250,6 +281,7 @@ def test_inspect_text_and_dataset_dir(demo_run):
     assert f"loss-mask boundary at position {shortest['prompt_len']}" in out
     for label in ("user", "generation prompt", "reasoning + </think>", "answer", "end of turn"):
         assert label in out
+    assert "end of turn · 1 token ·" in out and " 1 tokens" not in out      # one <|im_end|>: singular
     longest = max(rs, key=lambda r: r["completion_len"])
     got = json.loads(run_cli("inspect", str(workdir), "B4", "--longest", "--json").stdout)
     assert got["completion_len"] == longest["completion_len"]

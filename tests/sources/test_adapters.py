@@ -1,4 +1,4 @@
-"""Source adapters: the bundled sample files and each upstream pitfall of SPEC §2."""
+"""Source adapters: the bundled sample files and each upstream pitfall."""
 
 from __future__ import annotations
 
@@ -573,3 +573,29 @@ def test_glaive_history_call_ids_are_numbered_across_the_conversation():
     ids = [c["id"] for m in msgs for c in m.get("tool_calls") or []]
     assert ids == ["functions.get_weather:0", "functions.play_music:1"]
     assert [m["tool_call_id"] for m in msgs if m["role"] == "tool"] == ids
+
+
+# -- the columns each adapter declares ----------------------------------------------------------------
+
+@pytest.mark.parametrize("config", list(PARTITIONS))
+def test_declared_columns_cover_the_upstream_schema(config):
+    """The bundled rows are in the upstream's exact schema: none of their columns is unknown to the adapter, so a
+    source in that schema gets no warning."""
+    from kimi_eagle_data.sources.adapters import adapter_columns
+
+    cols = adapter_columns(PARTITIONS[config].adapter)
+    seen = {k for row in load(config) for k in row}
+    assert cols.ignored(seen) == []
+    assert set(cols.required) <= seen
+
+
+def test_declared_columns_name_what_an_adapter_drops():
+    from kimi_eagle_data.sources.adapters import adapter_columns
+
+    row = {"id": "c1", "messages": [{"role": "user", "content": "hi"}], "tools": [], "extra": 1}
+    assert adapter_columns("messages").ignored(row) == ["id", "tools", "extra"]
+    assert adapter_columns("messages").reads() == "messages; optional prompt_id"
+    assert adapter_columns("chat").ignored(row) == ["extra"]
+    assert adapter_columns("chat", id_field="extra").ignored(row) == []
+    assert adapter_columns("chat").reads().startswith("messages or conversations; optional system, tools")
+    assert adapter_columns("glaive").ignored(row) == ["id", "messages", "tools", "extra"]

@@ -36,7 +36,7 @@ def _check_json(path: Path, *extra: str) -> tuple[int, list[dict]]:
     proc = run_cli("check", str(path), "--profile", "tiny-kimi", "--json", "--no-progress", *extra, check=False)
     assert proc.returncode in (0, 1), proc.stderr
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
-    assert [v["row"] for v in lines] == list(range(len(lines)))
+    assert [v["row"] for v in lines] == list(range(1, len(lines) + 1))      # numbered from 1
     for v in lines:
         assert v["valid"] == (not v["issues"])
     return proc.returncode, lines
@@ -146,7 +146,9 @@ def test_messages_and_completion_text_rows_and_malformed_rows(tmp_path, demo_spl
     assert issues[11][0] == "loss_mask_length_mismatch"
     # one error line per unreadable row on stderr, the run continues
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-    assert [e.split(" row ")[1].split(":")[0].split(" ")[0] for e in errors] == ["8", "9", "10"]
+    # numbered from 1 by line, as editors and `sed -n Np` count (the blank line 11 is no row but has its number)
+    assert [e.split(" row ")[1].split(":")[0].split(" ")[0] for e in errors] == ["9", "10", "12"]
+    assert [v["row"] for v in verdicts] == [*range(1, 11), 12, 13]
     assert all("mixed.jsonl" in e for e in errors)
 
 

@@ -1,4 +1,4 @@
-"""Token-structure validator (SPEC §5): a hand-built corpus of completions, valid and invalid.
+"""Token-structure validator (docs/token-rules.md): a hand-built corpus of completions, valid and invalid.
 
 Sequences are built from text pieces (encoded with the embedded tiny Kimi-format tokenizer) and special-token
 ids looked up by string; prompts are rendered by the tiny model's chat template. Every invalid case breaks exactly

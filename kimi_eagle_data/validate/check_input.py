@@ -1,0 +1,234 @@
+"""The inputs `kimi-data check` reads, streamed one row at a time so memory stays flat whatever their size:
+
+- JSONL, line by line (a pipe works too: nothing is read ahead of the row being checked);
+- Parquet, one record batch at a time, its pages read through a small buffer (a row group's column
+  chunk is never loaded whole);
+- Arrow IPC: a `.arrow` file as `datasets` writes it (the IPC stream format) or an IPC file, one record
+  batch at a time;
+- a `Dataset.save_to_disk` directory (speculators' `prepare_data` output): its Arrow files in the order
+  state.json lists them.
+
+Each yields (row dict, an `Unreadable`, or None for a blank JSONL line; progress advance). A columnar
+file's schema is checked before its first row: a column check reads with another type, or no column of
+any form check reads, is one error naming the columns found and the types expected.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from kimi_eagle_data.errors import KimiDataError
+
+BATCH_ROWS = 1024
+PARQUET_READ_BUFFER = 1 << 20      # bytes: Parquet pages are read through this buffer, not a column chunk at once
+ARROW_STREAM_MAGIC = b"\xff\xff\xff\xff"
+ARROW_FILE_MAGIC = b"ARROW1"
+
+RowItem = tuple[Any, int]
+
+
+class CheckInputError(KimiDataError, ValueError):
+    """The input as a whole cannot be read (one line: what, where, what to do)."""
+
+
+class Unreadable(ValueError):
+    """One row cannot be read (the run goes on; the row is counted `unreadable_row`)."""
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t)
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _int_list(t: pa.DataType) -> bool:
+    return _is_list(t) and pa.types.is_integer(t.value_type)
+
+
+def _mask_list(t: pa.DataType) -> bool:      # some pipelines store the mask as booleans
+    return _int_list(t) or (_is_list(t) and pa.types.is_boolean(t.value_type))
+
+
+# Every column check reads: the type it must have, and how to tell.
+COLUMN_TYPES: dict[str, tuple[str, Callable[[pa.DataType], bool]]] = {
+    "input_ids": ("list<int>", _int_list),
+    "loss_mask": ("list<int> or list<bool>", _mask_list),
+    "prompt_len": ("int", pa.types.is_integer),
+    "messages": ("list<struct<role, content, …>>", _is_list),
+    "completion": ("string", _is_string),
+    "conversations": ("list<struct<role, content, …>>", _is_list),
+    "tools": ("string (JSON) or list", lambda t: _is_string(t) or _is_list(t)),
+    "finish_reason": ("string", _is_string),
+    "finish_detail": ("string (JSON) or struct", lambda t: _is_string(t) or pa.types.is_struct(t)),
+    "id": ("any scalar", lambda t: not (_is_list(t) or pa.types.is_struct(t) or pa.types.is_map(t))),
+}
+# The row forms, as the columns that make each (the first present wins, as in `Checker`), and the
+# optional columns each reads.
+FORMS = (
+    (("input_ids",), ("loss_mask", "prompt_len", "tools", "finish_reason", "finish_detail", "id")),
+    (("messages", "completion"), ("tools", "finish_reason", "finish_detail", "id")),
+    (("conversations",), ("tools", "id")),
+)
+FORMS_EXPECTED = ("input_ids (list<int>) + loss_mask (list<int>) or prompt_len (int); messages + completion "
+                  "(string); or SpecForge's conversations (list of {role, content})")
+_LIST_COLUMNS = ("input_ids", "loss_mask")     # read as numpy slices, not Python lists
+
+
+def open_input(path: Path) -> tuple[Iterator[RowItem], int]:
+    """(rows, total): total is the progress bar's, in the unit the rows advance it by (bytes, or rows for
+    Parquet). Raises CheckInputError when the input cannot be opened or its schema has no form check reads."""
+    if path.is_dir():
+        files = dataset_dir_files(path)
+        return _arrow_files_rows(files), sum(f.stat().st_size for f in files)
+    try:
+        f = open(path, "rb")        # noqa: SIM115 (closed by the generator that reads it)
+        magic = f.peek(8)[:8]
+    except OSError as e:
+        raise CheckInputError(f"cannot read {path}: {e.strerror}") from None
+    if magic.startswith(b"PAR1"):
+        f.close()
+        return _parquet(path)
+    if magic.startswith(ARROW_STREAM_MAGIC) or magic.startswith(ARROW_FILE_MAGIC):
+        f.close()
+        return _arrow_files_rows([path]), path.stat().st_size
+    return _jsonl_rows(f), path.stat().st_size
+
+
+def dataset_dir_files(path: Path) -> list[Path]:
+    """The Arrow files of a `Dataset.save_to_disk` directory, in its state.json's order."""
+    if (path / "dataset_dict.json").is_file():
+        splits = sorted(p.name for p in path.iterdir() if (p / "state.json").is_file())
+        raise CheckInputError(f"{path} is a DatasetDict (splits: {', '.join(splits) or 'none'}); check one split, "
+                              f"e.g. kimi-data check {path / (splits[0] if splits else 'train')}")
+    state = path / "state.json"
+    if not state.is_file():
+        raise CheckInputError(f"{path} is a directory without state.json, not a `Dataset.save_to_disk` dataset; "
+                              "give a JSONL, Parquet or Arrow file, or a save_to_disk directory")
+    try:
+        names = [d["filename"] for d in json.loads(state.read_text())["_data_files"]]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise CheckInputError(f"{state} cannot be read as a save_to_disk state ({type(e).__name__}: {e}); "
+                              "save the dataset again with save_to_disk") from None
+    files = [path / n for n in names]
+    missing = [f.name for f in files if not f.is_file()]
+    if missing or not files:
+        raise CheckInputError(f"{path}: state.json lists {', '.join(missing) or 'no data file'}, "
+                              "which the directory lacks; save the dataset again with save_to_disk")
+    return files
+
+
+def columns_to_read(schema: pa.Schema, where: Path) -> list[str]:
+    """The columns of the first row form the schema has, each checked against its expected type."""
+    found = {f.name: f.type for f in schema}
+    for required, optional in FORMS:
+        if all(c in found for c in required):
+            names = [c for c in (*required, *optional) if c in found]
+            wrong = [f"{c} is {found[c]} (expected {COLUMN_TYPES[c][0]})" for c in names
+                     if not COLUMN_TYPES[c][1](found[c])]
+            if wrong:
+                raise CheckInputError(f"{where}: column " + "; column ".join(wrong) + "; convert those columns "
+                                      "or drop them")
+            return names
+    shown = ", ".join(f"{f.name} ({f.type})" for f in list(schema)[:12]) or "none"
+    more = f" and {len(schema) - 12} more" if len(schema) > 12 else ""
+    raise CheckInputError(f"{where} has none of the columns check reads (columns: {shown}{more}); expected "
+                          f"{FORMS_EXPECTED}")
+
+
+def batch_rows(batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
+    """The rows of a record batch as dicts; token lists as numpy slices of one buffer (no per-token objects)."""
+    cols: dict[str, Any] = {}
+    for name in batch.schema.names:
+        arr = batch.column(name)
+        if name in _LIST_COLUMNS and arr.null_count == 0 and arr.values.null_count == 0:
+            cols[name] = (arr.offsets.to_numpy(), arr.values.to_numpy(zero_copy_only=False))
+        else:
+            cols[name] = arr.to_pylist()
+    for i in range(batch.num_rows):
+        row = {}
+        for name, col in cols.items():
+            if isinstance(col, tuple):
+                offsets, values = col
+                row[name] = values[offsets[i]:offsets[i + 1]]
+            else:
+                row[name] = col[i]
+        yield row
+
+
+# -- the formats --------------------------------------------------------------------------------
+
+def _jsonl_rows(f) -> Iterator[RowItem]:
+    with f:
+        for line in f:
+            if not line.strip():
+                yield None, len(line)       # blank lines are not rows
+                continue
+            try:
+                yield orjson.loads(line), len(line)
+            except orjson.JSONDecodeError as e:
+                yield Unreadable(f"not valid JSON ({e})"), len(line)
+
+
+def _parquet(path: Path) -> tuple[Iterator[RowItem], int]:
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path, buffer_size=PARQUET_READ_BUFFER, pre_buffer=False)
+    except Exception as e:  # pyarrow raises ArrowInvalid, OSError, …
+        raise CheckInputError(f"{path} is not a readable Parquet file: {' '.join(str(e).split())}") from None
+    columns = columns_to_read(pf.schema_arrow, path)
+
+    def rows() -> Iterator[RowItem]:
+        try:
+            for group in range(pf.num_row_groups):    # one at a time: iter_batches fills a batch across groups
+                for batch in pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=columns,
+                                             use_threads=False):
+                    for row in batch_rows(batch):
+                        yield row, 1
+        except (OSError, pa.ArrowInvalid) as e:   # a file cut short or corrupt past its footer
+            raise CheckInputError(f"{path}: Parquet read failed: {' '.join(str(e).split())}") from None
+
+    return rows(), pf.metadata.num_rows
+
+
+def _arrow_files_rows(files: list[Path]) -> Iterator[RowItem]:
+    for path in files:
+        yield from _arrow_rows(path)
+
+
+def _arrow_rows(path: Path) -> Iterator[RowItem]:
+    """One Arrow IPC file (stream or file format), record batch by record batch; the progress advance is
+    the bytes read, given with each batch's last row."""
+    try:
+        source = pa.OSFile(str(path))
+        if source.read(len(ARROW_FILE_MAGIC)) == ARROW_FILE_MAGIC:
+            source.seek(0)
+            reader = pa.ipc.open_file(source)
+            batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+        else:
+            source.seek(0)
+            reader = pa.ipc.open_stream(source)
+            batches = iter(reader)
+        schema = reader.schema
+    except (OSError, pa.ArrowInvalid) as e:
+        raise CheckInputError(f"{path} is not a readable Arrow IPC file: {' '.join(str(e).split())}") from None
+    columns = columns_to_read(schema, path)
+    done = 0
+    try:
+        with source:
+            for batch in batches:
+                batch = batch.select(columns)
+                position = source.tell()
+                for k, row in enumerate(batch_rows(batch)):
+                    yield row, (position - done if k == batch.num_rows - 1 else 0)
+                done = position
+    except (OSError, pa.ArrowInvalid) as e:   # cut short or corrupt after its schema
+        raise CheckInputError(f"{path}: Arrow read failed: {' '.join(str(e).split())}") from None

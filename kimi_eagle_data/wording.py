@@ -1,0 +1,13 @@
+"""Counts in user-facing messages: `counted(1, "token")` is "1 token", `counted(2, "token")` "2 tokens"."""
+
+from __future__ import annotations
+
+
+def plural(n: int | float, noun: str, plural_form: str | None = None) -> str:
+    """`noun` as `n` of it reads: singular for exactly 1, else `plural_form` (default noun + "s")."""
+    return noun if n == 1 else plural_form or noun + "s"
+
+
+def counted(n: int | float, noun: str, plural_form: str | None = None) -> str:
+    """`n` (thousands separated) and the noun in the form that count takes: "1 token", "1,024 tokens"."""
+    return f"{n:,} {plural(n, noun, plural_form)}"

@@ -1,0 +1,192 @@
+"""The dataset card as a Markdown renderer reads it (markdown-it-py, CommonMark + GFM tables, as the Hub renders
+cards): every table row inside its table with its header's cell count, images and relative links pointing into the
+dataset tree, no template syntax left; prompts named by where they came from; no local path published; the
+model named by --model-label."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import orjson
+
+from kimi_eagle_data.profile import TINY_MODEL_DIR
+from tests.conftest import copy_run, run_cli, tree_hashes
+
+CELL_SPLIT = re.compile(r"(?<!\\)\|")
+
+
+def card_body(card: str) -> str:
+    assert card.startswith("---\n")
+    end = card.index("\n---\n", 4)
+    return card[end + len("\n---\n"):]
+
+
+def cells(line: str) -> int:
+    """Cells of a GFM table row as written (a `\\|` is text, not a separator)."""
+    return len(CELL_SPLIT.split(line.strip().strip("|")))
+
+
+def check_card_markdown(card: str, dataset: Path) -> dict[str, list]:
+    """Render the card body; assert the structure; return its tables (rows of source lines), images and links."""
+    from markdown_it import MarkdownIt
+
+    body = card_body(card)
+    for leak in ("{%", "%}", "{{", "}}", "{#"):
+        assert leak not in body, f"template syntax {leak!r} in the card"
+    lines = body.splitlines()
+    tokens = MarkdownIt("commonmark").enable("table").parse(body)
+    tables, in_table, images, links = [], set(), [], []
+    for i, t in enumerate(tokens):
+        if t.type == "table_open":
+            start, end = t.map
+            rows = [lines[n] for n in range(start, end) if n != start + 1]    # header + body rows
+            assert rows and all(cells(r) == cells(rows[0]) for r in rows), rows
+            tables.append(rows)
+            in_table.update(range(start, end))
+        if t.type == "inline":
+            for c in t.children or []:
+                if c.type == "image":
+                    images.append(c.attrs["src"])
+                if c.type == "link_open":
+                    links.append(c.attrs["href"])
+    # A line that looks like a table row but is not in a table fell out of it (e.g. after a blank line).
+    strays = [line for n, line in enumerate(lines) if line.startswith("|") and n not in in_table]
+    assert not strays, strays
+    for target in images + links:
+        if re.match(r"^[a-z]+://", target):
+            assert target.startswith("https://huggingface.co/"), target
+        else:
+            assert not target.startswith(("/", "#")) and (dataset / target).is_file(), target
+    return {"tables": tables, "images": images, "links": links}
+
+
+def configs_table(found: dict[str, list]) -> list[str]:
+    return next(t for t in found["tables"] if t[0].startswith("| config | prompts from"))
+
+
+def test_demo_card_renders_with_the_totals_row_in_its_table(demo_run):
+    workdir, _ = demo_run
+    dataset = workdir / "dataset"
+    card = (dataset / "README.md").read_text()
+    found = check_card_markdown(card, dataset)
+    table = configs_table(found)
+    manifest = orjson.loads((dataset / "manifest.json").read_bytes())
+    assert [r.split("|")[1].strip() for r in table[1:]] == [*manifest["configs"], "**all**"]
+    totals = [c.strip() for c in table[-1].strip("|").split("|")]
+    train = sum(c["counts"]["valid"] for c in manifest["configs"].values())
+    assert totals[8] == str(train)
+    # every plot in the tree is shown
+    assert sorted(found["images"]) == sorted(p.relative_to(dataset).as_posix() for p in (dataset / "assets").glob("*.png"))
+    # the demo's prompts are the bundled samples, not "public prompts" from the upstream datasets
+    assert "public prompts" not in card and "bundled with kimi-eagle-data" in card
+    assert all("sample rows in the schema of [" in r for r in table[1:-1])
+    assert str(TINY_MODEL_DIR) not in card and str(workdir) not in card
+
+
+def rendered_card(demo_run, sources: dict[str, str], partitions: dict[str, dict], score=None) -> str:
+    """The card of the demo's counts with other row sources (and partitions) than the demo's."""
+    from kimi_eagle_data.cards.card import render_card
+    from kimi_eagle_data.emit.writer import SplitInfo
+
+    workdir, _ = demo_run
+    dataset = workdir / "dataset"
+    manifest = orjson.loads((dataset / "manifest.json").read_bytes())
+    summary = {}
+    for config, c in manifest["configs"].items():
+        report = orjson.loads((workdir / "validated" / f"{config}.json").read_bytes())
+        prepared = orjson.loads((workdir / "prepared" / f"{config}.json").read_bytes())
+        summary[config] = {"report": report, "partition": partitions.get(config, prepared["partition"]),
+                           "source": sources.get(config, prepared["source"]),
+                           "splits": {s: SplitInfo(i["rows"], i["tokens"], i["files"], 1) for s, i in c["splits"].items()}}
+    plots = {f"plot {p.stem}": p.relative_to(dataset).as_posix() for p in sorted((dataset / "assets").glob("*.png"))}
+    return render_card(summary, version="1.2.3", provenance={**manifest["provenance"], "model_path": "org/model"},
+                       plots=plots, repo_id="org/data", score=score, manifest_sha256="0" * 64)
+
+
+def score_report(configs) -> dict:
+    stats = {"samples": 5, "tokens": 500, "nats_per_token": -1.5, "top1": 0.4}
+    gap = {"estimate": 0.2, "low": -0.1, "high": 0.4}
+    return {"threshold_nats": 0.5, "confidence": 0.95, "limit": 200, "engine": {"engine": "local", "version": "x"},
+            "configs": {c: {"upstream": stats, "own": stats, "sampled": 5, "without_answer": 1, "gap": gap,
+                            "verdict": "either", "segments": {"reasoning": {"upstream": stats, "own": stats, "gap": gap},
+                                                              "answer": {"upstream": stats, "own": stats, "gap": gap}}}
+                        for c in configs}}
+
+
+def test_card_names_where_prompts_came_from_and_renders_every_section(demo_run):
+    workdir, _ = demo_run
+    prepared_b8 = orjson.loads((workdir / "prepared" / "B8.json").read_bytes())["partition"]
+    user = {**prepared_b8, "upstream": "trips.jsonl", "builtin": False, "license": "other",
+            "prompt_rule": "first user turn | or the second"}
+    card = rendered_card(demo_run, sources={"B1": "glaiveai/glaive-function-calling-v2@abc123",
+                                            "B4": "open-r1/Mixture-of-Thoughts",
+                                            "B2": "/home/someone/private/opencode.jsonl",
+                                            "B8": "/home/someone/trips.jsonl"},
+                         partitions={"B8": user}, score=score_report(["B1", "B4"]))
+    found = check_card_markdown(card, workdir / "dataset")
+    rows = {r.split("|")[1].strip(): r for r in configs_table(found)[1:]}
+    assert "[glaiveai/glaive-function-calling-v2](https://huggingface.co/datasets/glaiveai/glaive-function-calling-v2)" \
+        " at revision `abc123`" in rows["B1"]
+    assert "[open-r1/Mixture-of-Thoughts](https://huggingface.co/datasets/open-r1/Mixture-of-Thoughts) (" in rows["B4"]
+    assert "a local file in the schema of [nvidia/OpenCodeInstruct]" in rows["B2"]
+    assert "a local file (other)" in rows["B8"] and "first user turn \\| or the second" in rows["B8"]
+    assert "/home/someone" not in card and "trips.jsonl" not in card and "public prompts" not in card
+    assert "prompts from Hub datasets, sample rows bundled with kimi-eagle-data and local files" in card
+    assert "[org/model](https://huggingface.co/org/model)" in card
+    # the score section: its table renders, and nothing points at a README the Hub reader does not have
+    assert "## Where regeneration pays" in card and "README" not in card_body(card)
+    score_table = next(t for t in found["tables"] if t[0].startswith("| config | segment"))
+    assert len(score_table) == 1 + 2 * 3
+
+
+def test_model_label_names_the_model_and_a_local_path_is_never_published(demo_run, tmp_path):
+    workdir, _ = demo_run
+    data = {k: v for k, v in tree_hashes(workdir / "dataset").items() if k.startswith("data/")}
+
+    labelled = copy_run(workdir, tmp_path / "labelled")
+    proc = run_cli("emit", "--workdir", str(labelled), "--model-label", "org/tiny-kimi", "--no-progress")
+    assert "warning" not in proc.stderr
+    card = (labelled / "dataset" / "README.md").read_text()
+    manifest = orjson.loads((labelled / "dataset" / "manifest.json").read_bytes())
+    assert manifest["provenance"]["model_path"] == manifest["provenance"]["tokenizer_path"] == "org/tiny-kimi"
+    assert "**[org/tiny-kimi](https://huggingface.co/org/tiny-kimi)**" in card
+    # the workdir remembers the label; the run stays bound to the model it loaded
+    run = json.loads((labelled / "run.json").read_text())
+    assert run["options"]["model_label"] == "org/tiny-kimi" and run["model"] == str(TINY_MODEL_DIR)
+    run_cli("emit", "--workdir", str(labelled), "--no-progress")
+    assert orjson.loads((labelled / "dataset" / "manifest.json").read_bytes())["provenance"]["model_path"] == \
+        "org/tiny-kimi"
+
+    unlabelled = copy_run(workdir, tmp_path / "unlabelled")
+    run_json = unlabelled / "run.json"
+    run = json.loads(run_json.read_text())
+    run["options"]["model_label"] = None         # as `build --model LOCAL_DIR` without --model-label leaves it
+    run_json.write_text(json.dumps(run))
+    proc = run_cli("emit", "--workdir", str(unlabelled), "--no-progress")
+    warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("warning:")]
+    assert len(warnings) == 1 and "--model-label" in warnings[0] and str(TINY_MODEL_DIR) in warnings[0]
+    dataset = unlabelled / "dataset"
+    for name in ("README.md", "manifest.json"):
+        assert str(TINY_MODEL_DIR) not in (dataset / name).read_text()
+    assert orjson.loads((dataset / "manifest.json").read_bytes())["provenance"]["model_path"] == \
+        "a local model (path not published)"
+    check_card_markdown((dataset / "README.md").read_text(), dataset)
+    for emitted in (labelled, unlabelled):     # only the card and manifest differ from the demo's
+        assert {k: v for k, v in tree_hashes(emitted / "dataset").items() if k.startswith("data/")} == data
+
+
+def test_published_names_never_take_a_local_path(tmp_path):
+    from kimi_eagle_data.emit.model_name import LOCAL_MODEL, LOCAL_TOKENIZER, published_names
+
+    local = tmp_path / "ckpt"
+    local.mkdir()
+    hub = published_names("moonshotai/Kimi-K2.5", None, None)
+    assert (hub.model, hub.tokenizer, hub.warning) == ("moonshotai/Kimi-K2.5", "moonshotai/Kimi-K2.5", None)
+    for path in (str(local), "./ckpt", "~/ckpt", "models/org/name"):
+        names = published_names(path, None, None)
+        assert names.model == names.tokenizer == LOCAL_MODEL and "--model-label" in names.warning, path
+    labelled = published_names(str(local), str(local), "org/name")
+    assert (labelled.model, labelled.tokenizer, labelled.warning) == ("org/name", LOCAL_TOKENIZER, None)
+    assert published_names(str(local), "org/tok", None).tokenizer == "org/tok"

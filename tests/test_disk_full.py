@@ -1,0 +1,137 @@
+"""A full disk at every stage: one line naming the mount and the file, nothing half-written, nothing committed
+lost, and a clean resume once space is freed. The tests mount a small tmpfs (root, as in CI); they fail, not skip,
+where that is impossible."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.engines.test_sglang_engine import completions, prepared_count
+from tests.test_failure_path import error_lines, generated, prepared, tmp_files  # noqa: F401 (fixtures)
+
+
+# -- a full disk -------------------------------------------------------------------------------------
+
+@contextmanager
+def small_disk(where: Path, size: str = "4m"):
+    where.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True,
+                          text=True)
+    if proc.returncode:
+        pytest.fail(f"cannot mount a tmpfs for the disk-full tests ({proc.stderr.strip()}); run them as root")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def fill(disk: Path, leave: int) -> Path:
+    """A file taking all of `disk`'s space but `leave` bytes."""
+    st = os.statvfs(disk)
+    filler = disk / "filler"
+    with open(filler, "wb") as f:
+        os.posix_fallocate(f.fileno(), 0, st.f_bavail * st.f_frsize - leave)
+    assert abs(os.statvfs(disk).f_bavail * st.f_frsize - leave) < 8192
+    return filler
+
+
+def tableless_checkpoints(root: Path) -> list[str]:
+    bad = []
+    for f in root.glob("*.sqlite"):
+        tables = {r[0] for r in sqlite3.connect(f).execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "completions" not in tables and "scores" not in tables:
+            bad.append(f.name)
+    return bad
+
+
+# (command, bytes left free, the workdir it starts from). 40 KB for emit: its dataset alone is about 85 KB.
+DISK_FULL_CASES = [("generate", 98 << 10, "prepared"), ("generate", 0, "prepared"), ("emit", 40 << 10, "generated"),
+                   ("emit", 0, "generated"), ("build", 98 << 10, "prepared"), ("build", 0, "prepared")]
+
+
+@pytest.mark.parametrize("command, free, start", DISK_FULL_CASES)
+def test_disk_full_is_one_line_leaves_nothing_half_written_and_resumes(command, free, start, request, tmp_path):
+    with small_disk(tmp_path / "disk") as disk:
+        w = disk / "w"
+        shutil.copytree(request.getfixturevalue(start), w)
+        before = set(completions(w))
+        filler = fill(disk, free)
+        proc = run_cli(command, "--workdir", str(w), check=False)
+        assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+        assert "Traceback" not in proc.stderr and "not a readable" not in proc.stderr, proc.stderr
+        lines = error_lines(proc)
+        assert len(lines) == 1, proc.stderr
+        assert lines[0].startswith(f"error: no space left on {disk} writing {w}/") and \
+            lines[0].endswith("; free space and rerun"), lines
+        assert tmp_files(w) == [] and tableless_checkpoints(w) == []      # nothing half-written
+        after = completions(w)
+        assert before <= set(after) and len(after) == len(set(after))     # nothing committed lost
+        filler.unlink()
+        run_cli(command, "--workdir", str(w))
+        done = completions(w)
+        assert len(done) == len(set(done)) == prepared_count(w) and set(after) <= set(done)
+        if command != "generate":
+            assert (w / "dataset" / "manifest.json").is_file() and tmp_files(w) == []
+        print(f"{command} with {free} bytes free: {lines[0]}; {len(after) - len(before)} committed before it, "
+              f"resumed: {len(done)} of {prepared_count(w)}")
+
+
+def test_a_new_checkpoint_is_never_left_without_tables(prepared, tmp_path):
+    """0 bytes free: the checkpoint cannot be created; no empty or table-less file is left to be mistaken for one."""
+    from kimi_eagle_data.diskfull import DiskFullError
+    from kimi_eagle_data.engines.checkpoint import Checkpoint
+
+    with small_disk(tmp_path / "disk", size="64k") as disk:
+        fill(disk, 0)
+        with pytest.raises(DiskFullError, match=f"no space left on {disk} writing {disk}/generations.sqlite"):
+            Checkpoint(disk / "generations.sqlite")
+        assert not list(disk.glob("generations.sqlite*"))
+
+
+def test_sqlite_full_is_never_called_corrupt(tmp_path):
+    from kimi_eagle_data.diskfull import DiskFullError
+    from kimi_eagle_data.engines.checkpoint import Checkpoint
+    from kimi_eagle_data.records import Completion
+
+    with small_disk(tmp_path / "disk", size="256k") as disk:
+        ck = Checkpoint(disk / "generations.sqlite")
+        sample = [Completion(id=f"B6-{i:08x}", output_ids=list(range(2000)), finish_reason="stop") for i in range(1000)]
+        for c in sample[:3]:
+            ck.commit("B6", c)
+        fill(disk, 0)
+        with pytest.raises(DiskFullError, match=f"no space left on {disk} writing {disk}/generations.sqlite"):
+            for c in sample[3:]:
+                ck.commit("B6", c)
+        ck.close()
+        (disk / "filler").unlink()
+        kept = Checkpoint(disk / "generations.sqlite")
+        assert {c.id for c in sample[:3]} <= kept.done_ids() and len(kept.done_ids()) < 1000
+        kept.commit("B6", sample[-1])      # writable again once space is freed
+
+
+@pytest.mark.parametrize("error, full", [
+    (OSError(28, "No space left on device", "/x/f"), True),
+    (OSError(122, "Disk quota exceeded"), True),
+    (OSError("Error writing bytes to file. Detail: [errno 28] No space left on device"), True),   # pyarrow's form
+    (sqlite3.OperationalError("database or disk is full"), True),
+    (OSError(13, "Permission denied"), False),
+    (sqlite3.DatabaseError("file is not a database"), False),
+])
+def test_every_form_of_a_full_disk_is_recognised(error, full, tmp_path):
+    from kimi_eagle_data.diskfull import DiskFullError, is_disk_full, writing
+
+    assert is_disk_full(error) is full
+    with pytest.raises(DiskFullError if full else type(error)) as caught:
+        with writing(tmp_path / "f.parquet"):
+            raise error
+    if full:
+        mount = next(p for p in (tmp_path, *tmp_path.parents) if os.path.ismount(p))
+        assert str(caught.value) == f"no space left on {mount} writing {tmp_path}/f.parquet; free space and rerun"

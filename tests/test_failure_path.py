@@ -1,0 +1,208 @@
+"""The failure path: two processes on one workdir, SIGTERM, and emit killed with its workers running (a full
+disk: test_disk_full.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kimi_eagle_data.profile import TINY_MODEL_DIR
+
+from tests.conftest import run_cli
+from tests.engines.test_sglang_engine import Server, completions, prepared_count, sglang_args, wait_for
+
+BASE = ("B6", "--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR), "--samples", "--max-new-tokens", "64",
+        "--no-progress")
+
+
+def error_lines(proc) -> list[str]:
+    return [line for line in proc.stderr.splitlines() if line.startswith("error")]
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory) -> Path:
+    w = tmp_path_factory.mktemp("prepared") / "w"
+    run_cli("prepare", *BASE, "--workdir", str(w))
+    return w
+
+
+@pytest.fixture(scope="module")
+def generated(prepared, tmp_path_factory) -> Path:
+    w = tmp_path_factory.mktemp("generated") / "w"
+    shutil.copytree(prepared, w)
+    run_cli("generate", "--workdir", str(w))
+    return w
+
+
+@pytest.fixture(scope="module")
+def emitted(generated, tmp_path_factory) -> Path:
+    w = tmp_path_factory.mktemp("emitted") / "w"
+    shutil.copytree(generated, w)
+    run_cli("emit", "--workdir", str(w))
+    return w
+
+
+def tmp_files(root: Path) -> list[str]:
+    return [str(p.relative_to(root)) for p in root.rglob("*") if p.name.endswith(".tmp")]
+
+
+# -- two processes on one workdir --------------------------------------------------------------------
+
+WRITERS = [("generate",), ("build",), ("emit",), ("validate",), ("prepare",), ("score", "--limit", "2")]
+READERS = [("stats", "--workdir", "{w}"), ("inspect", "{w}", "B6", "--random"), ("plan", "--workdir", "{w}")]
+
+
+@pytest.mark.parametrize("args", WRITERS, ids=[a[0] for a in WRITERS])
+def test_a_second_writer_is_refused_naming_the_holder(args, emitted, tmp_path):
+    from kimi_eagle_data.workdir_lock import WorkdirLock
+
+    w = tmp_path / "w"
+    shutil.copytree(emitted, w)
+    held = WorkdirLock(w.resolve())     # this test process is the writer at work
+    try:
+        before = {p: p.stat().st_mtime_ns for p in w.rglob("*") if p.is_file() and p.name != ".lock"}
+        proc = run_cli(*args, "--workdir", str(w), check=False)
+    finally:
+        held.release()
+    assert proc.returncode == 1 and len(error_lines(proc)) == 1, proc.stderr
+    assert "is in use by" in proc.stderr and f"(pid {os.getpid()})" in proc.stderr, proc.stderr
+    assert {p: p.stat().st_mtime_ns for p in w.rglob("*") if p.is_file() and p.name != ".lock"} == before
+
+
+@pytest.mark.parametrize("args", READERS, ids=[a[0] for a in READERS])
+def test_readers_work_while_a_writer_holds_the_workdir(args, emitted):
+    from kimi_eagle_data.workdir_lock import WorkdirLock
+
+    held = WorkdirLock(emitted.resolve())
+    try:
+        proc = run_cli(*(a.format(w=emitted) for a in args), check=False)
+    finally:
+        held.release()
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_two_generates_one_refused_and_kill_9_never_leaves_it_locked(tmp_path):
+    slow = Server("--delay", "1.0", "--max-batch", "2").start()
+    w = tmp_path / "w"
+    try:
+        run_cli("prepare", *sglang_args(w, slow.url))
+        n = prepared_count(w)
+        first = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
+                                  "--concurrency", "2", "--no-progress"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: completions(w), 300, "no completion committed", proc=first)
+        second = run_cli("generate", "--workdir", str(w), check=False)
+        assert first.poll() is None, "the first generate ended before the second tried; slow the server down"
+        assert second.returncode == 1 and len(error_lines(second)) == 1, second.stderr
+        assert f"in use by `kimi-data generate` (pid {first.pid})" in second.stderr, second.stderr
+        first.kill()        # SIGKILL: no cleanup runs; the kernel drops the lock with the process
+        first.wait()
+        done = len(completions(w))
+        final = run_cli("generate", "--workdir", str(w))
+        assert f"{n - done} completed, 0 failed, {done} already done" in final.stdout
+        assert len(set(completions(w))) == len(completions(w)) == n
+    finally:
+        slow.kill()
+
+
+def test_shard_generates_share_the_workdir_but_not_a_shard(tmp_path):
+    from kimi_eagle_data.workdir_lock import WorkdirLock
+
+    w = tmp_path.resolve()
+    code = ("from pathlib import Path; from kimi_eagle_data.workdir_lock import WorkdirLock; "
+            f"WorkdirLock(Path({str(w)!r}), {{}}); print('locked')")
+
+    def other_process(shard: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", code.format(shard)], capture_output=True, text=True)
+
+    held = [WorkdirLock(w, (0, 2))]
+    assert other_process("(1, 2)").stdout == "locked\n"          # another shard: side by side
+    for shard in ("(0, 2)", "None"):                              # the same shard, or a whole-workdir writer
+        proc = other_process(shard)
+        assert "WorkdirBusyError" in proc.stderr and f"pid {os.getpid()}" in proc.stderr, proc.stderr
+    held[0].release()
+    held = [WorkdirLock(w)]                                       # a build: no shard may start
+    proc = other_process("(1, 2)")
+    assert "WorkdirBusyError" in proc.stderr and f"pid {os.getpid()}" in proc.stderr, proc.stderr
+    held[0].release()
+    assert other_process("None").stdout == "locked\n"
+
+
+# -- SIGTERM -------------------------------------------------------------------------------------------
+
+def test_sigterm_stops_generate_as_ctrl_c_does_exit_143(tmp_path):
+    slow = Server("--delay", "1.0", "--max-batch", "2").start()
+    w = tmp_path / "w"
+    try:
+        run_cli("prepare", *sglang_args(w, slow.url))
+        n = prepared_count(w)
+        proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
+                                 "--concurrency", "2", "--no-progress"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: completions(w), 300, "no completion committed", proc=proc)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 143, f"exit {proc.returncode}\nstdout: {out}\nstderr: {err}"
+        assert "interrupted by SIGTERM" in err and "rerun the same command to resume" in err, err
+        assert "Traceback" not in err
+        done = len(completions(w))
+        assert 0 < done < n
+        final = run_cli("generate", "--workdir", str(w))
+        assert f"{n - done} completed, 0 failed, {done} already done" in final.stdout
+        assert len(set(completions(w))) == len(completions(w)) == n
+    finally:
+        slow.kill()
+
+
+# -- emit's workers die with it ------------------------------------------------------------------------
+
+def children(pid: int) -> set[int]:
+    """Live (not zombie) processes whose parent is `pid`."""
+    found = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.add(int(d.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
+def test_emit_killed_leaves_no_worker_running(sig, generated, tmp_path):
+    w = tmp_path / "w"
+    shutil.copytree(generated, w)
+    proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "emit", "--workdir", str(w), "--workers", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    workers: set[int] = set()
+
+    def pool_started() -> bool:
+        workers.update(children(proc.pid))
+        return len(workers) >= 2
+
+    wait_for(pool_started, 300, "emit's workers never started", proc=proc)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == (-9 if sig == signal.SIGKILL else 143), (proc.returncode, err)
+    wait_for(lambda: not any(alive(p) for p in workers), 60, f"workers {sorted(workers)} outlived emit")
+    if sig == signal.SIGTERM:
+        assert "interrupted by SIGTERM" in err and "Traceback" not in err, err
+        assert tmp_files(w) == []
+    run_cli("emit", "--workdir", str(w))    # nothing left locked; what a kill -9 left half-written is gone
+    assert (w / "dataset" / "manifest.json").is_file() and tmp_files(w) == []
