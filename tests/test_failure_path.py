@@ -32,20 +32,22 @@ def prepared(tmp_path_factory) -> Path:
     return w
 
 
+def next_stage(previous: Path, tmp_path_factory, command: str) -> Path:
+    """A copy of the previous stage's workdir with `command` run on it."""
+    w = tmp_path_factory.mktemp(command) / "w"
+    shutil.copytree(previous, w)
+    run_cli(command, "--workdir", str(w))
+    return w
+
+
 @pytest.fixture(scope="module")
 def generated(prepared, tmp_path_factory) -> Path:
-    w = tmp_path_factory.mktemp("generated") / "w"
-    shutil.copytree(prepared, w)
-    run_cli("generate", "--workdir", str(w))
-    return w
+    return next_stage(prepared, tmp_path_factory, "generate")
 
 
 @pytest.fixture(scope="module")
 def emitted(generated, tmp_path_factory) -> Path:
-    w = tmp_path_factory.mktemp("emitted") / "w"
-    shutil.copytree(generated, w)
-    run_cli("emit", "--workdir", str(w))
-    return w
+    return next_stage(generated, tmp_path_factory, "emit")
 
 
 def tmp_files(root: Path) -> list[str]:
