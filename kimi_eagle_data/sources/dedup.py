@@ -46,6 +46,14 @@ def normalize(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
+def shingles(text: str, k: int) -> list[str]:
+    """The `k`-word shingles of the normalized text (one shingle when it has k words or fewer; none: no words)."""
+    words = _WORD.findall(normalize(text))
+    if len(words) <= k:
+        return [" ".join(words)] if words else []
+    return [" ".join(words[i:i + k]) for i in range(len(words) - k + 1)]
+
+
 def exact_key(messages: list[dict[str, Any]], tools: Any) -> bytes:
     parts = [f"{m.get('role')}\x1e{normalize(m.get('content') or '')}" for m in messages]
     if tools:
@@ -100,12 +108,7 @@ class MinHashDedup:
         self.configs: list[str] = []
 
     def shingles(self, text: str) -> list[str]:
-        words = _WORD.findall(normalize(text))
-        if not words:
-            return []
-        if len(words) <= self.k:
-            return [" ".join(words)]
-        return [" ".join(words[i:i + self.k]) for i in range(len(words) - self.k + 1)]
+        return shingles(text, self.k)
 
     def signature(self, text: str) -> np.ndarray | None:
         """`num_perm` uint32 minimum hashes of the text's word shingles (None: no words)."""
