@@ -4,8 +4,9 @@ threshold (estimated Jaccard over 5-word shingles of the normalized user turns, 
 
 - `hand`: the numpy MinHash this project wrote first (`(a*x + b) mod (2^31 - 1)` over crc32 shingle hashes, its
   own LSH buckets), kept here as the baseline;
-- `datasketch`: `datasketch.MinHash` (default SHA-1 shingle hash, affine32 permutations) + `MinHashLSH`;
-- `rensa`: `rensa.RMinHash` (Rust) + `RMinHashLSH`.
+- `datasketch`: `datasketch.MinHash` (default SHA-1 shingle hash, affine32 permutations) + `MinHashLSH` (not a
+  project dependency: `pip install datasketch` to run this column);
+- `rensa`: `rensa.RMinHash` (Rust) + `RMinHashLSH`, as kimi_eagle_data/sources/dedup.py uses them.
 
 All three shingle the same way (`kimi_eagle_data.sources.dedup.shingles`: normalized text, word shingles) and verify
 the LSH candidates against the threshold with their own signatures' estimated Jaccard. Each MinHash is a
