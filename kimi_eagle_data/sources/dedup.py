@@ -8,16 +8,16 @@ forms or spacing are the same prompt. The first prompt (in processing order: con
 order of the run, prompts in selection order) is kept; later ones are rejected as
 `duplicate_prompt` naming the kept id.
 
-Near duplicates (opt-in): MinHash over word shingles of the normalized *user turns* (system
-prompts and tools are shared boilerplate in some sources and would make everything look alike),
-through `rensa` (R-MinHash and its LSH index, in Rust; benchmarks/bench_dedup.py compares it
-with datasketch and a numpy MinHash on the same rows: same flags up to the estimate's noise near
-the threshold, 20x the speed). The seed is fixed and rensa hashes tokens with its own seeded hash
-(not Python's `hash`), so one rensa release gives the same signatures, and flags the same rows,
-on every run (pinned: a new release may change its algorithm version and so the flagged rows). Candidates come from LSH
-banding; a candidate counts when the estimated Jaccard similarity (the share of equal signature
-slots) reaches `threshold`; among those the earliest kept prompt is named. Rejected as
-`near_duplicate` naming the kept id.
+Near duplicates (opt-in): MinHash over word shingles of the normalized *user turns* (system prompts
+and tools are shared boilerplate in some sources and would make everything look alike), through
+`rensa` (R-MinHash and its LSH index, in Rust; benchmarks/bench_dedup.py compares it with datasketch
+and a numpy MinHash on the same rows: the same flags up to the estimate's noise near the threshold,
+an order of magnitude faster). The seed is fixed and rensa hashes tokens with its own seeded hash
+(not Python's `hash`), so one rensa release gives the same signatures, and flags the same rows, on
+every run (pinned: a new release may change its algorithm version and so the flagged rows).
+Candidates come from LSH banding; a candidate counts when the estimated Jaccard similarity (the
+share of equal signature slots) reaches `threshold`; among those the earliest kept prompt is named.
+Rejected as `near_duplicate` naming the kept id.
 """
 
 from __future__ import annotations
