@@ -67,7 +67,7 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
 
     profile = get_profile(provenance["profile"])
     plots = dict(plots)
-    vocab = _vocab_section(summary, plots.pop(VOCAB_PLOT[0], None))
+    vocab = _vocab_section(summary, plots.pop(VOCAB_PLOT[0], None)) | {"plot_title": VOCAB_PLOT[0]}
     feats = features()._to_yaml_list()
     configs_yaml, infos_yaml, rows = [], [], []
     for config, s in summary.items():

@@ -55,8 +55,8 @@ class TokenCounts:
 
 
 def write_counts(path: Path, counts: np.ndarray) -> None:
-    """Dense and in id order; delta-encoded, so the token_id column costs next to nothing (~130 KB for
-    Kimi-K2.5's 163,840 ids). Same counts, same bytes."""
+    """Dense and in id order; delta-encoded, so the token_id column costs next to nothing (115-130 KB for
+    Kimi-K2.5's 163,840 ids, measured on synthetic Zipf counts). Same counts, same bytes."""
     table = pa.Table.from_arrays([pa.array(np.arange(len(counts), dtype=np.int32)),
                                   pa.array(np.asarray(counts, dtype=np.int64))], schema=FREQ_SCHEMA)
     with atomic_path(path) as tmp:
@@ -82,7 +82,7 @@ def add_counts(parts: list[np.ndarray]) -> np.ndarray:
 
 
 def ranked_ids(counts: np.ndarray) -> np.ndarray:
-    """Ids by falling count, ties by id (speculators' order: `sorted(…, key=lambda tid: (-freq[tid], tid))`)."""
+    """Ids by falling count, ties by id (speculators' order: `sorted(..., key=lambda tid: (-freq[tid], tid))`)."""
     return np.lexsort((np.arange(len(counts)), -counts))
 
 
