@@ -67,7 +67,8 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
 
     profile = get_profile(provenance["profile"])
     plots = dict(plots)
-    vocab = _vocab_section(summary, plots.pop(VOCAB_PLOT[0], None)) | {"plot_title": VOCAB_PLOT[0]}
+    vocab_plot = plots.pop(VOCAB_PLOT[0], None)
+    vocab = _vocab_section(summary, vocab_plot)
     feats = features()._to_yaml_list()
     configs_yaml, infos_yaml, rows = [], [], []
     for config, s in summary.items():
@@ -117,10 +118,14 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
     return str(card)
 
 
-def _vocab_section(summary: dict[str, Any], plot: str | None) -> dict[str, Any]:
+def _vocab_section(summary: dict[str, Any], plot: str | None) -> dict[str, Any] | None:
     """The draft-vocabulary table: per config and overall, the ids it takes to cover each share of the
-    train split's loss tokens (emit/token_freq.py counted them)."""
+    train split's loss tokens (emit/token_freq.py counted them; None: no counts, the section is left out)."""
+    from kimi_eagle_data.emit.plots import VOCAB_PLOT
     from kimi_eagle_data.emit.token_freq import COVERAGE_SHARES, add_counts, coverage
+
+    if any(s.get("token_counts") is None for s in summary.values()):
+        return None
 
     def row(name: str, counts) -> dict[str, Any]:
         c = coverage(counts)
@@ -131,6 +136,7 @@ def _vocab_section(summary: dict[str, Any], plot: str | None) -> dict[str, Any]:
     parts = {c: s["token_counts"] for c, s in summary.items()}
     total = add_counts(list(parts.values()))
     return {"rows": [row(c, counts) for c, counts in parts.items()], "all": row("all", total), "plot": plot,
+            "plot_title": VOCAB_PLOT[0],
             "shares": [f"{100 * s:g}%" for s in COVERAGE_SHARES], "vocab_size": f"{len(total):,}"}
 
 
