@@ -28,7 +28,10 @@ from kimi_eagle_data.hub.publish import LocalDataset, PublishError, load_local
 from kimi_eagle_data.workdir import atomic_path, dataset_config_dir, dataset_configs, dataset_shards
 
 EXPORT_FORMATS = ("specforge", "speculators")
-SPECFORGE_MAX_LENGTH = 2048     # SpecForge's data.max_length default; longer rows are cut to it, silently
+# SpecForge's data.max_length default (specforge/config/schema.py `max_length: int = Field(default=2048, gt=0)`);
+# specforge/data/prompt_builder.py `_prompt_from_record` cuts pre-tokenized rows to it (`input_ids[:max_length]`)
+# without a word (checked at SPECFORGE_CHECKED).
+SPECFORGE_MAX_LENGTH = 2048
 
 
 @dataclass
