@@ -63,7 +63,12 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
                 manifest_sha256: str, repo_id: str | None = None, score: dict[str, Any] | None = None) -> str:
     from huggingface_hub import DatasetCard, DatasetCardData
 
+    from kimi_eagle_data.emit.plots import VOCAB_PLOT
+
     profile = get_profile(provenance["profile"])
+    plots = dict(plots)
+    vocab_plot = plots.pop(VOCAB_PLOT[0], None)
+    vocab = _vocab_section(summary, vocab_plot)
     feats = features()._to_yaml_list()
     configs_yaml, infos_yaml, rows = [], [], []
     for config, s in summary.items():
@@ -108,9 +113,31 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
         origins=origins_phrase([r["kind"] for r in rows]),
         configs=rows, totals=totals, repo_id=repo_id, load_path=repo_id or "path/to/dataset",
         first_config="B4" if "B4" in summary else next(iter(summary)),
-        score=_score_section(score), manifest_sha256=manifest_sha256,
+        score=_score_section(score), manifest_sha256=manifest_sha256, vocab=vocab,
     )
     return str(card)
+
+
+def _vocab_section(summary: dict[str, Any], plot: str | None) -> dict[str, Any] | None:
+    """The draft-vocabulary table: per config and overall, the ids it takes to cover each share of the
+    train split's loss tokens (emit/token_freq.py counted them; None: no counts, the section is left out)."""
+    from kimi_eagle_data.emit.plots import VOCAB_PLOT
+    from kimi_eagle_data.emit.token_freq import COVERAGE_SHARES, add_counts, coverage
+
+    if any(s.get("token_counts") is None for s in summary.values()):
+        return None
+
+    def row(name: str, counts) -> dict[str, Any]:
+        c = coverage(counts)
+        return {"config": name, "loss_tokens": f"{c['loss_tokens']:,}", "distinct_ids": f"{c['distinct_ids']:,}",
+                "cover": ["–" if c["ids_to_cover"][f"{s:g}"] is None else f"{c['ids_to_cover'][f'{s:g}']:,}"
+                          for s in COVERAGE_SHARES]}
+
+    parts = {c: s["token_counts"] for c, s in summary.items()}
+    total = add_counts(list(parts.values()))
+    return {"rows": [row(c, counts) for c, counts in parts.items()], "all": row("all", total), "plot": plot,
+            "plot_title": VOCAB_PLOT[0],
+            "shares": [f"{100 * s:g}%" for s in COVERAGE_SHARES], "vocab_size": f"{len(total):,}"}
 
 
 def _score_section(score: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -358,7 +358,8 @@ class Pipeline:
         to emit (NothingToEmit). Plots are drawn by workers from the light columns as soon as those are in
         place, while the last rows are still being written; the card, which records the manifest's hash, comes last."""
         from kimi_eagle_data.emit.writer import ConfigShards, check_version, clear_data, finish_dataset
-        from kimi_eagle_data.emit.plots import plot_length_histograms, plot_lengths
+        from kimi_eagle_data.emit.plots import plot_length_histograms, plot_lengths, plot_vocab_coverage
+        from kimi_eagle_data.emit.token_freq import token_freq_path
         from kimi_eagle_data.workdir import read_json
 
         check_version(self.s.version)
@@ -367,7 +368,9 @@ class Pipeline:
             self.console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
         clear_data(self.workdir)
         assets = self.workdir.dataset / "assets"
-        sinks = {c: ConfigShards(dataset_config_dir(self.workdir.dataset, c)) for c in self.s.configs}
+        vocab = self.vocab_size()
+        sinks = {c: ConfigShards(dataset_config_dir(self.workdir.dataset, c), token_freq_path(self.workdir.dataset, c),
+                                 vocab) for c in self.s.configs}
         with_rows: list[str] = []     # a config without rows has no plot (nor data files)
         drawing: list = []            # futures of the card's plots
 
@@ -389,8 +392,11 @@ class Pipeline:
                 self.validate(sinks, pool, light_done=draw)
                 prepared = {c: read_json(self.workdir.prepare_report(c)) for c in sinks}
                 summary = {c: {"report": read_json(self.workdir.validate_report(c)), "splits": sink.finish(),
-                               "partition": prepared[c].get("partition", {}), "source": prepared[c].get("source")}
+                               "partition": prepared[c].get("partition", {}), "source": prepared[c].get("source"),
+                               "token_counts": sink.token_counts.counts}
                            for c, sink in sinks.items()}
+                if with_rows:   # the counts are written: the draft-vocabulary plot reads them
+                    drawing.append(pool.submit(plot_vocab_coverage, self.workdir.dataset, with_rows, assets))
             except BaseException:
                 for sink in sinks.values():
                     sink.abort()

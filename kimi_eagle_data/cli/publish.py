@@ -100,27 +100,55 @@ def push(path: Path, repo_id: str, private: bool, token_env: str | None, dry_run
               help="Configs to export (repeatable or comma-separated; default: all).")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=True, path_type=Path),
               help="Output file (specforge: .jsonl) or directory (speculators); replaced atomically.")
+@click.option("--draft-vocab-size", type=click.IntRange(min=1), metavar="N",
+              help="specforge: also write SpecForge's d2t/t2d mapping of the N most frequent loss-token ids "
+                   "to vocab_mapping.pt beside --out (model.vocab_mapping_path; the draft config's "
+                   "draft_vocab_size must be N).")
+@click.option("--shuffle", is_flag=True,
+              help="Rows in one seeded random order across configs (default: config by config, so a trainer's "
+                   "positional train/eval split would hold out whole configs).")
+@click.option("--seed", type=int, help="The --shuffle order's seed.  [default: 0]")
 @friendly_errors
-def export(path: Path, fmt: str, split: str, configs: tuple[str, ...], out_path: Path):
+def export(path: Path, fmt: str, split: str, configs: tuple[str, ...], out_path: Path, draft_vocab_size: int | None,
+           shuffle: bool, seed: int | None):
     """Export DIR's token rows (a workdir or its dataset/) for an EAGLE-3 trainer.
 
     \b
-    Rows are streamed from the Parquet shards (flat memory) in config order;
-    input_ids and loss_mask are copied exactly (loss_mask: 0 prompt, 1 completion).
-    SpecForge:   data.prompts_path: FILE.jsonl   (pre-tokenized rows)
-    speculators: datasets.load_from_disk(DIR)
+    Rows are streamed from the Parquet shards (flat memory) in config order
+    (--shuffle: one seeded order across configs); input_ids and loss_mask are
+    copied exactly (loss_mask: 0 prompt, 1 completion). Prints the longest
+    row: set the trainer's maximum length to at least that.
+    SpecForge:   data.prompts_path: FILE.jsonl   (pre-tokenized rows);
+                 --draft-vocab-size N: model.vocab_mapping_path: vocab_mapping.pt
+    speculators: datasets.load_from_disk(DIR), DIR/token_freq.pt (loss-token
+                 counts per id, which its trainer's --draft-vocab-size needs)
     """
-    from kimi_eagle_data.hub.export import export_dataset
+    from kimi_eagle_data.hub.export import SPECFORGE_MAX_LENGTH, export_dataset
 
     chosen = [c.strip() for v in configs for c in v.split(",") if c.strip()] or None
     if fmt == "speculators" and out_path.exists() and not out_path.is_dir():
         raise click.BadParameter(f"{out_path} is a file; speculators writes a directory", param_hint="--out")
     if fmt == "specforge" and out_path.is_dir():
         raise click.BadParameter(f"{out_path} is a directory; specforge writes a .jsonl file", param_hint="--out")
-    rep = export_dataset(path, out_path, fmt=fmt, split=split, configs=chosen)
+    if draft_vocab_size is not None and fmt != "specforge":
+        raise click.BadParameter("is for --format specforge; speculators builds its mapping from token_freq.pt "
+                                 "with its trainer's own --draft-vocab-size", param_hint="--draft-vocab-size")
+    if seed is not None and not shuffle:
+        raise click.BadParameter("orders --shuffle; pass --shuffle too", param_hint="--seed")
+    rep = export_dataset(path, out_path, fmt=fmt, split=split, configs=chosen, draft_vocab_size=draft_vocab_size,
+                         shuffle_seed=(seed or 0) if shuffle else None)
     per = ", ".join(f"{c} {n:,}" for c, n in rep.configs.items())
+    order = f", shuffled with seed {seed or 0}" if shuffle else ""
     out.print(f"exported {rep.rows:,} {split} {plural(rep.rows, 'row')} ({counted(rep.tokens, 'token')}, "
               f"{rep.loss_tokens:,} with loss) to "
-              f"{rep.out} ({fmt}): {per}", highlight=False, soft_wrap=True)
+              f"{rep.out} ({fmt}{order}): {per}", highlight=False, soft_wrap=True)
+    for written in rep.written:
+        out.print(f"wrote {written}", highlight=False, soft_wrap=True)
+    length, config, row_id = rep.longest
+    over = (f"; {rep.over_specforge_max:,} {plural(rep.over_specforge_max, 'row')} exceed SpecForge's default "
+            f"data.max_length of {SPECFORGE_MAX_LENGTH:,}, which cuts them silently") if rep.over_specforge_max else ""
+    out.print(f"longest row: {length:,} tokens ({config} {row_id}): set the trainer's maximum length "
+              f"(SpecForge data.max_length, speculators --total-seq-len) to at least that{over}",
+              highlight=False, soft_wrap=True)
     if rep.skipped:
         out.print(f"no {split} rows in {', '.join(rep.skipped)}", highlight=False)

@@ -31,6 +31,10 @@ S = counts {selected, rejected_at_prepare, prepared, generated, failed,
       hit_share} or null when the engine reported no cached_tokens,
     tokens {prompt, completion, total, train},
     rejection_reasons {code: n}
+draft_vocab: null before emit, else {top_k (32000), from (the dataset's
+  token_freq/), configs: {CONFIG: V or null}, overall: V}
+V = loss_tokens, distinct_ids (train split, loss_mask 1), ids_to_cover
+    {0.9, 0.95, 0.99, 0.999: ids or null}, top_k, top_k_share
 Shares are fractions in [0, 1] (null when there are no rows)."""
 
 PLAN_JSON_HELP = """\b
@@ -188,9 +192,30 @@ def _print_stats(r: dict[str, Any]) -> None:
     out.print(d)
     if r["overall"]["cache"] is None:
         out.print("cache hit: – (the engine reported no cached_tokens)", highlight=False)
+    _print_draft_vocab(r.get("draft_vocab"))
     if r.get("plots"):
         first = next(iter(r["plots"].values()))
         out.print(f"histograms: {len(r['plots'])} PNG(s) in {Path(first).parent}", highlight=False, soft_wrap=True)
+
+
+def _print_draft_vocab(v: dict[str, Any] | None) -> None:
+    from rich.table import Table
+
+    if v is None:
+        out.print("draft vocabulary: – (counted by emit; run `kimi-data emit`)", highlight=False)
+        return
+    k = f"{v['top_k'] // 1000}k" if v["top_k"] % 1000 == 0 else f"{v['top_k']:,}"
+    t = Table(title=f"draft vocabulary (train loss tokens, from {v['from']})")
+    for col in ("config", "loss tokens", "distinct ids", f"top {k} cover"):
+        t.add_column(col, justify="left" if col == "config" else "right")
+    for name, c in list(v["configs"].items()) + [("all", v["overall"])]:
+        if c is None:
+            t.add_row(name, "–", "–", "– (not emitted)")
+        else:
+            t.add_row(name, _n(c["loss_tokens"]), _n(c["distinct_ids"]),
+                      "–" if c["top_k_share"] is None else f"{100 * c['top_k_share']:.2f}%",
+                      style="bold" if name == "all" else None)
+    out.print(t)
 
 
 # -- plan ---------------------------------------------------------------------------------------

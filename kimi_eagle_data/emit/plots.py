@@ -53,11 +53,16 @@ def _histograms_plot(config: str) -> tuple[str, str]:
     return f"{config} token lengths", f"lengths_{config}.png"
 
 
+VOCAB_PLOT = ("Loss tokens covered by the most frequent ids", "vocab_coverage.png")
+
+
 def card_plots(configs: list[str], prefix: str = "assets") -> dict[str, str]:
     """The card's plots for these configs, {title: relative path}, in the card's order: known before they are
     drawn (emit hashes the shards while workers draw them)."""
     title, name = LENGTHS_PLOT
-    return {title: f"{prefix}/{name}"} | {t: f"{prefix}/{n}" for t, n in map(_histograms_plot, configs)}
+    vocab_title, vocab_name = VOCAB_PLOT
+    return ({title: f"{prefix}/{name}"} | {t: f"{prefix}/{n}" for t, n in map(_histograms_plot, configs)}
+            | {vocab_title: f"{prefix}/{vocab_name}"})
 
 
 def plot_lengths(workdir: Workdir, configs: list[str], out_dir: Path) -> dict[str, str]:
@@ -77,6 +82,42 @@ def plot_lengths(workdir: Workdir, configs: list[str], out_dir: Path) -> dict[st
     axes.flat[0].legend(fontsize=7)
     fig.suptitle("Completion length per config", fontsize=10)
     title, name = LENGTHS_PLOT
+    _save(plt, fig, out_dir / name)
+    return {title: f"assets/{name}"}
+
+
+def plot_vocab_coverage(dataset_root: Path, configs: list[str], out_dir: Path) -> dict[str, str]:
+    """The share of a config's loss tokens (train split) that its k most frequent ids cover, against k (log
+    scale), one line per config and one for all of them, from dataset/token_freq/ (emit/token_freq.py)."""
+    from kimi_eagle_data.emit.token_freq import COVERAGE_SHARES, DRAFT_VOCAB_SIZE, add_counts, read_counts, \
+        token_freq_path
+
+    counts = {c: read_counts(token_freq_path(dataset_root, c)) for c in configs}
+    plt, fig, axes = _figure(1, 1, 6.4, 3.8, left=0.7)
+    ax = axes[0, 0]
+    lines = list(counts.items()) + ([("all", add_counts(list(counts.values())))] if len(counts) > 1 else [])
+    drawn = 0
+    for name, c in lines:
+        ranked = np.sort(c[c > 0])[::-1]
+        if not ranked.size:
+            continue
+        drawn += 1
+        covered = np.cumsum(ranked) / ranked.sum()
+        ax.step(np.arange(1, ranked.size + 1), covered, where="post", label=name,
+                **({"color": "black", "linewidth": 1.6} if name == "all" else {"linewidth": 0.9}))
+    for share in COVERAGE_SHARES:
+        ax.axhline(share, color="grey", linestyle=":", linewidth=0.6)
+    if max(len(c) for c in counts.values()) > DRAFT_VOCAB_SIZE:   # a vocabulary larger than a usual draft one
+        ax.axvline(DRAFT_VOCAB_SIZE, color="grey", linestyle="--", linewidth=0.6)
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.01)
+    ax.set_xlabel("most frequent ids (draft vocabulary size)", fontsize=8)
+    ax.set_ylabel("share of loss tokens", fontsize=8)
+    ax.tick_params(labelsize=7)
+    if drawn:
+        ax.legend(fontsize=6, ncol=2)
+    title, name = VOCAB_PLOT
+    fig.suptitle(title, fontsize=10)
     _save(plt, fig, out_dir / name)
     return {title: f"assets/{name}"}
 

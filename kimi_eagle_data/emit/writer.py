@@ -4,6 +4,7 @@
     dataset/README.md                               card: YAML (configs, dataset_info, license) + body
     dataset/data/<CFG>/<split>-0000i-of-0000N.parquet
     dataset/assets/*.png                            plots referenced by the card (from validated/'s light columns)
+    dataset/token_freq/<CFG>.parquet                loss-token count per id of the train split (emit/token_freq.py)
     dataset/manifest.json                           version, content hashes, provenance, counts
 
 The rows come from validate's pass (validate/assemble.py) with `ConfigShards` as its sink. Everything written is a
@@ -24,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kimi_eagle_data.diskfull import writing
+from kimi_eagle_data.emit.token_freq import TOKEN_FREQ_DIR, TokenCounts, write_counts
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data import __version__
 from kimi_eagle_data.schema import ROW_SCHEMA, SPLITS
@@ -109,18 +111,24 @@ class SplitShards:
 
 class ConfigShards:
     """The sink validate streams one config's rows into: a split exists only where it has rows
-    (`datasets` cannot load an empty split)."""
+    (`datasets` cannot load an empty split). The train rows' loss tokens are counted per id on the way
+    (`freq_path`: where finish() writes the counts; `vocab_size`: the model's, the file's length)."""
 
-    def __init__(self, out_dir: Path):
-        self.out_dir = out_dir
+    def __init__(self, out_dir: Path, freq_path: Path | None = None, vocab_size: int = 0):
+        self.out_dir, self.freq_path = out_dir, freq_path
         self.splits: dict[str, SplitShards] = {}
+        self.token_counts = TokenCounts(vocab_size)
 
     def write(self, split: str, table: pa.Table) -> None:
         if split not in self.splits:
             self.splits[split] = SplitShards(self.out_dir, split)
         self.splits[split].write(table)
+        if split == "train":
+            self.token_counts.add_rows(table)
 
     def finish(self) -> dict[str, SplitInfo]:
+        if self.splits and self.freq_path is not None:
+            write_counts(self.freq_path, self.token_counts.counts)
         return {s: self.splits[s].finish() for s in SPLITS if s in self.splits}
 
     def abort(self) -> None:
@@ -134,10 +142,12 @@ def check_version(version: str) -> None:
 
 
 def clear_data(workdir: Workdir) -> Path:
-    """Configs may have shrunk or been re-sharded since the last emit: the data tree is rebuilt whole."""
+    """Configs may have shrunk or been re-sharded since the last emit: the data tree (and the token counts
+    per config) is rebuilt whole."""
     data_dir = dataset_data_dir(workdir.dataset)
-    if data_dir.exists():
-        shutil.rmtree(data_dir)
+    for d in (data_dir, workdir.dataset / TOKEN_FREQ_DIR):
+        if d.exists():
+            shutil.rmtree(d)
     return data_dir
 
 

@@ -1,9 +1,11 @@
 """`kimi-data export`: an emitted dataset's token rows in another trainer's format.
 
 `--format specforge`: JSONL rows `{"id", "input_ids", "loss_mask"}` (SpecForge's pre-tokenized
-`data.prompts_path` format); `--format speculators`: a torch-format Arrow dataset (`save_to_disk`) with
-`input_ids`, `loss_mask`, `seq_len`. Both stream record batches from the Parquet shards (flat memory)
-and appear atomically (temp + rename).
+`data.prompts_path` format), and with `--draft-vocab-size N` SpecForge's `d2t`/`t2d` vocabulary mapping beside
+it; `--format speculators`: a torch-format Arrow dataset (`save_to_disk`) with `input_ids`, `loss_mask`,
+`seq_len`, and the `token_freq.pt` speculators' trainer reads from the same directory. Both stream record
+batches from the Parquet shards (flat memory) and appear atomically (temp + rename); `shuffle` mixes the
+configs' rows in one seeded order.
 """
 
 from __future__ import annotations
@@ -21,10 +23,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kimi_eagle_data.emit.token_freq import TokenCounts, ranked_ids, token_freq_path
 from kimi_eagle_data.hub.publish import LocalDataset, PublishError, load_local
 from kimi_eagle_data.workdir import atomic_path, dataset_config_dir, dataset_configs, dataset_shards
 
 EXPORT_FORMATS = ("specforge", "speculators")
+# SpecForge's data.max_length default (specforge/config/schema.py `max_length: int = Field(default=2048, gt=0)`);
+# specforge/data/prompt_builder.py `_prompt_from_record` cuts pre-tokenized rows to it (`input_ids[:max_length]`)
+# without a word (checked at SPECFORGE_CHECKED).
+SPECFORGE_MAX_LENGTH = 2048
 
 
 @dataclass
@@ -37,6 +44,21 @@ class ExportReport:
     loss_tokens: int = 0
     configs: dict[str, int] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    longest: tuple[int, str, str] = (0, "", "")    # (tokens, config, id) of the longest row
+    over_specforge_max: int = 0                   # rows longer than SPECFORGE_MAX_LENGTH
+    token_counts: TokenCounts = field(default_factory=TokenCounts)
+    written: list[Path] = field(default_factory=list)    # files beside the rows (token_freq.pt, vocab_mapping.pt)
+
+    def count(self, config: str, ids: list[str], offsets: np.ndarray, values: np.ndarray, mask: np.ndarray) -> None:
+        """A batch of exported rows: its tokens, loss tokens per id, and its longest row."""
+        lens = np.diff(offsets)
+        self.tokens += int(offsets[-1] - offsets[0])
+        self.loss_tokens += int(mask.sum(dtype="int64"))
+        self.token_counts.add_ids(values[mask == 1])
+        self.over_specforge_max += int((lens > SPECFORGE_MAX_LENGTH).sum())
+        if len(lens) and int(lens.max()) > self.longest[0]:
+            i = int(lens.argmax())
+            self.longest = (int(lens[i]), config, ids[i])
 
 
 def _shards(ds: LocalDataset, config: str, split: str) -> list[Path]:
@@ -72,11 +94,20 @@ def iter_token_batches(paths: list[Path], batch_rows: int = 1024) -> Iterator[tu
 
 
 def export_dataset(path: str | os.PathLike, out: str | os.PathLike, *, fmt: str = "specforge", split: str = "train",
-                   configs: list[str] | None = None) -> ExportReport:
+                   configs: list[str] | None = None, draft_vocab_size: int | None = None,
+                   shuffle_seed: int | None = None) -> ExportReport:
+    """`draft_vocab_size` (specforge only): also write SpecForge's vocab_mapping.pt beside the rows;
+    `shuffle_seed`: rows in one seeded random order across configs (None: config by config, in id order)."""
     if fmt not in EXPORT_FORMATS:
         raise PublishError(f"--format {fmt!r}: expected one of {', '.join(EXPORT_FORMATS)}")
     ds = load_local(path, verify=False)
     chosen = _pick_configs(ds, configs)
+    target_vocab = None
+    if draft_vocab_size is not None:
+        target_vocab = _target_vocab_size(ds, chosen)
+        if draft_vocab_size > target_vocab:
+            raise PublishError(f"--draft-vocab-size {draft_vocab_size:,} is larger than the model's vocabulary "
+                               f"({target_vocab:,} ids); pass at most {target_vocab:,}")
     report = ExportReport(out=Path(out), format=fmt, split=split)
     plan: list[tuple[str, list[Path]]] = []
     for c in chosen:
@@ -91,26 +122,127 @@ def export_dataset(path: str | os.PathLike, out: str | os.PathLike, *, fmt: str 
     if not plan:
         raise PublishError(f"no {split!r} rows in {', '.join(chosen)} of {ds.root}")
     if fmt == "specforge":
-        _export_specforge(plan, report)
+        _export_specforge(plan, report, shuffle_seed)
+        if draft_vocab_size is not None:
+            path = report.out.parent / SPECFORGE_VOCAB_MAPPING
+            write_specforge_vocab_mapping(path, report.token_counts.counts, draft_vocab_size, target_vocab)
+            report.written.append(path)
     else:
-        _export_speculators(plan, report)
+        _export_speculators(plan, report, shuffle_seed)
     return report
 
 
-def _export_specforge(plan: list[tuple[str, list[Path]]], report: ExportReport) -> None:
+def _target_vocab_size(ds: LocalDataset, configs: list[str]) -> int:
+    """The model's vocabulary size, as emit recorded it: the length of the token_freq files."""
+    sizes = set()
+    for c in configs:
+        path = token_freq_path(ds.root, c)
+        if not path.is_file():
+            raise PublishError(f"{path} is missing (emitted by an older kimi-data); re-run `kimi-data emit` "
+                               f"to count the draft vocabulary")
+        sizes.add(pq.ParquetFile(path).metadata.num_rows)
+    if len(sizes) != 1:
+        raise PublishError(f"the token_freq files of {', '.join(configs)} in {ds.root} disagree on the vocabulary "
+                           f"size ({sorted(sizes)}); re-run `kimi-data emit`")
+    return sizes.pop()
+
+
+def shuffled_order(rows: int, seed: int) -> np.ndarray:
+    """The export's row order under --shuffle --seed (the same for both formats)."""
+    return np.random.default_rng(seed).permutation(rows)
+
+
+def _export_specforge(plan: list[tuple[str, list[Path]]], report: ExportReport, shuffle_seed: int | None) -> None:
+    """Rows as JSONL lines; shuffled, they are written in order to a temp file first (keeping each line's
+    offset) and copied from it in the seeded order: memory holds offsets, not rows."""
     opt = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
-    with atomic_path(report.out) as tmp, open(tmp, "wb", buffering=1 << 22) as f:
-        for config, shards in plan:
-            n = 0
-            for ids, offs, values, mask in iter_token_batches(shards):
-                for i, rid in enumerate(ids):
-                    a, b = offs[i], offs[i + 1]
-                    f.write(orjson.dumps({"id": rid, "input_ids": values[a:b], "loss_mask": mask[a:b]}, option=opt))
-                n += len(ids)
-                report.tokens += int(offs[-1])
-                report.loss_tokens += int(mask.sum(dtype="int64"))
-            report.configs[config] = n
-            report.rows += n
+    with atomic_path(report.out) as tmp:
+        staged = tmp.with_name(tmp.name + ".rows") if shuffle_seed is not None else tmp
+        starts = [0]
+        try:
+            with open(staged, "wb", buffering=1 << 22) as f:
+                for config, shards in plan:
+                    n = 0
+                    for ids, offs, values, mask in iter_token_batches(shards):
+                        for i, rid in enumerate(ids):
+                            a, b = offs[i], offs[i + 1]
+                            line = orjson.dumps({"id": rid, "input_ids": values[a:b], "loss_mask": mask[a:b]},
+                                                option=opt)
+                            f.write(line)
+                            starts.append(starts[-1] + len(line))
+                        n += len(ids)
+                        report.count(config, ids, offs, values, mask)
+                    report.configs[config] = n
+                    report.rows += n
+            if shuffle_seed is not None:
+                _copy_lines_in_order(staged, tmp, np.asarray(starts, dtype=np.int64),
+                                     shuffled_order(report.rows, shuffle_seed))
+        finally:
+            if staged != tmp:
+                staged.unlink(missing_ok=True)
+
+
+def _copy_lines_in_order(src: Path, dst: Path, starts: np.ndarray, order: np.ndarray) -> None:
+    import mmap
+
+    with open(src, "rb") as f, open(dst, "wb", buffering=1 << 22) as out:
+        if starts[-1] == 0:
+            return
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            for i in order:
+                out.write(m[starts[i]:starts[i + 1]])
+
+
+# SpecForge's vocabulary mapping (sgl-project/SpecForge, checked at commit a6b6b023, August 2026):
+# specforge/data/preprocessing.py `generate_vocab_mapping_file` saves `torch.save({"d2t": d2t, "t2d": t2d},
+# f"{cache_key}.pt")` (cache_key "vocab_mapping" by default) from `process_token_dict_to_mappings`: the
+# draft_vocab_size most frequent loss-token ids, sorted; d2t = `torch.tensor([used[i] - i ...])` (int64,
+# shape [draft_vocab_size]: target id = draft id + d2t[draft id]), t2d = `torch.tensor([i in used ...])`
+# (bool, shape [target_vocab_size]). Ids seen fewer than draft_vocab_size times are padded with the lowest
+# unseen ids. specforge/modeling/draft/base.py `load_vocab_mapping` reads it with `torch.load(path)` into the
+# draft model's `t2d`/`d2t` buffers (config key model.vocab_mapping_path). Ties at the cut are broken by id
+# here (SpecForge: by first occurrence in its dataset's order, which a shuffle changes).
+SPECFORGE_VOCAB_MAPPING = "vocab_mapping.pt"
+SPECFORGE_CHECKED = "sgl-project/SpecForge@a6b6b0230009d15ec2a97a57384e6f53f0f96946"
+
+
+def specforge_vocab_mapping(counts: np.ndarray, draft_vocab_size: int, target_vocab_size: int):
+    """(d2t, t2d) as SpecForge builds them."""
+    import torch
+
+    dense = np.zeros(target_vocab_size, dtype=np.int64)
+    dense[:len(counts)] = counts[:target_vocab_size]
+    used = np.sort(ranked_ids(dense)[:draft_vocab_size])
+    d2t = torch.from_numpy(used.astype(np.int64) - np.arange(draft_vocab_size, dtype=np.int64))
+    t2d = torch.zeros(target_vocab_size, dtype=torch.bool)
+    t2d[torch.from_numpy(used.astype(np.int64))] = True
+    return d2t, t2d
+
+
+def write_specforge_vocab_mapping(path: Path, counts: np.ndarray, draft_vocab_size: int,
+                                  target_vocab_size: int) -> None:
+    import torch
+
+    d2t, t2d = specforge_vocab_mapping(counts, draft_vocab_size, target_vocab_size)
+    with atomic_path(path) as tmp:
+        torch.save({"d2t": d2t, "t2d": t2d}, tmp)
+
+
+# speculators' token frequencies (same commit as below): src/speculators/train/vocab_mapping.py
+# `save_token_frequency_distribution` counts `input_ids[loss_mask.to(torch.bool)]` over the prepared dataset
+# and `torch.save`s a plain dict {token id (int): count (int)} of the ids seen; scripts/train.py
+# `parse_vocab_mappings` loads `<data-path>/token_freq.pt` with `torch.load(path, weights_only=True)` and,
+# given --draft-vocab-size, builds d2t/t2d from it (`build_vocab_mappings_from_distribution`). Without the
+# file it falls back to the full verifier vocabulary with only a log warning.
+SPECULATORS_TOKEN_FREQ = "token_freq.pt"
+
+
+def write_speculators_token_freq(path: Path, counts: np.ndarray) -> None:
+    import torch
+
+    seen = np.flatnonzero(counts)
+    with atomic_path(path) as tmp:
+        torch.save(dict(zip(seen.tolist(), counts[seen].tolist())), tmp)
 
 
 # What speculators' own prepare_data writes (vllm-project/speculators, checked at commit c05b95b3:
@@ -123,9 +255,10 @@ SPECULATORS_SCHEMA = pa.schema([("input_ids", pa.list_(pa.int64())), ("loss_mask
 SPECULATORS_CHECKED = "vllm-project/speculators@c05b95b303f7d4f21e8d7624e0ffa1c2d9b4d73b"
 
 
-def _export_speculators(plan: list[tuple[str, list[Path]]], report: ExportReport) -> None:
-    """An Arrow dataset directory (`Dataset.save_to_disk` layout): streamed into one Arrow file with
-    `datasets`' ArrowWriter, then `save_to_disk` from the memory-mapped file into a temp dir renamed into place."""
+def _export_speculators(plan: list[tuple[str, list[Path]]], report: ExportReport, shuffle_seed: int | None) -> None:
+    """An Arrow dataset directory (`Dataset.save_to_disk` layout) with token_freq.pt: streamed into one Arrow
+    file with `datasets`' ArrowWriter, then `save_to_disk` from the memory-mapped file (in the seeded order when
+    shuffled) into a temp dir renamed into place."""
     from datasets import Dataset, Features
     from datasets.arrow_writer import ArrowWriter
 
@@ -137,18 +270,22 @@ def _export_speculators(plan: list[tuple[str, list[Path]]], report: ExportReport
         with ArrowWriter(features=Features.from_arrow_schema(SPECULATORS_SCHEMA), path=str(arrow)) as writer:
             for config, shards in plan:
                 n = 0
-                for batch in _speculators_batches(shards):
+                for ids, offs, values, mask in iter_token_batches(shards):
+                    batch = _speculators_table(offs, values, mask)
                     writer.write_table(batch)
                     n += batch.num_rows
-                    report.tokens += int(pc.sum(batch.column("seq_len")).as_py() or 0)
-                    report.loss_tokens += int(pc.sum(pc.list_flatten(batch.column("loss_mask"))).as_py() or 0)
+                    report.count(config, ids, offs, values, mask)
                 report.configs[config] = n
                 report.rows += n
             writer.finalize()
         staged = work / "dataset"
         ds = Dataset.from_file(str(arrow))
+        if shuffle_seed is not None:
+            ds = ds.select(shuffled_order(len(ds), shuffle_seed))
         ds.set_format("torch")   # recorded in state.json: load_from_disk yields tensors, as speculators expects
         ds.save_to_disk(str(staged))
+        write_speculators_token_freq(staged / SPECULATORS_TOKEN_FREQ, report.token_counts.counts)
+        report.written.append(out / SPECULATORS_TOKEN_FREQ)
         old = None
         if out.exists():
             old = work / "previous"
@@ -158,9 +295,8 @@ def _export_speculators(plan: list[tuple[str, list[Path]]], report: ExportReport
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _speculators_batches(shards: list[Path]) -> Iterator[pa.Table]:
-    for path in shards:
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=1024, columns=["input_ids", "loss_mask"]):
-            seq_len = pc.cast(pc.list_value_length(batch.column(0)), pa.int64())
-            ids, mask = (pc.cast(batch.column(i), pa.list_(pa.int64())) for i in (0, 1))
-            yield pa.Table.from_arrays([ids, mask, seq_len], schema=SPECULATORS_SCHEMA)
+def _speculators_table(offsets: np.ndarray, values: np.ndarray, mask: np.ndarray) -> pa.Table:
+    off = pa.array(offsets - offsets[0], pa.int32())
+    ids = pa.ListArray.from_arrays(off, pa.array(values.astype(np.int64)))
+    loss = pa.ListArray.from_arrays(off, pa.array(mask.astype(np.int64)))
+    return pa.Table.from_arrays([ids, loss, pa.array(np.diff(offsets).astype(np.int64))], schema=SPECULATORS_SCHEMA)

@@ -5,7 +5,8 @@ distributions, the share of short (< 300 tokens) and truncated completions, fini
 arguments-valid rate, the engine's prefix-cache hit share, and token totals.
 
 Everything is computed column-wise (pyarrow / numpy) over the light columns of `validated/<CFG>.parquet`;
-`input_ids` and `loss_mask` are never read. Lengths are *reported*, never judged: a short completion is often
+`input_ids` and `loss_mask` are never read. The draft vocabulary's coverage comes from the loss-token counts
+per id that emit wrote (dataset/token_freq/, emit/token_freq.py). Lengths are *reported*, never judged: a short completion is often
 a valid one (docs/token-rules.md).
 """
 
@@ -260,5 +261,21 @@ def collect_stats(workdir: str | Path, configs: list[str] | tuple[str, ...] = ()
             total_reasons[k] = total_reasons.get(k, 0) + v
         result["configs"][config] = _summarize(cols, report, report.get("reasons") or {}, ckpt)
     result["overall"] = _summarize(_Columns.concat(parts), total_counts, total_reasons, ckpt)
+    result["draft_vocab"] = draft_vocab_coverage(wd, names)
     return result
+
+
+def draft_vocab_coverage(wd: Workdir, configs: list[str]) -> dict[str, Any] | None:
+    """How much of the train split's loss tokens the DRAFT_VOCAB_SIZE most frequent ids cover, per config and
+    overall, from the counts the last emit wrote (dataset/token_freq/; None when it wrote none)."""
+    from kimi_eagle_data.emit.token_freq import DRAFT_VOCAB_SIZE, add_counts, coverage, read_counts, \
+        token_freq_path
+
+    paths = {c: token_freq_path(wd.dataset, c) for c in configs}
+    counts = {c: read_counts(p) for c, p in paths.items() if p.is_file()}
+    if not counts:
+        return None
+    return {"top_k": DRAFT_VOCAB_SIZE, "from": str(wd.dataset / "token_freq"),
+            "configs": {c: coverage(counts[c]) if c in counts else None for c in configs},
+            "overall": coverage(add_counts(list(counts.values())))}
 

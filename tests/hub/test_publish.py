@@ -357,6 +357,202 @@ def test_export_speculators_matches_speculators_prepare_data(demo_run, tmp_path)
     assert list(ds.with_format(None)["seq_len"]) == [len(r["input_ids"]) for r in want]
 
 
+def speculators_token_freq(dataset) -> dict[int, int]:
+    """speculators' own counting, vllm-project/speculators@c05b95b303f7d4f21e8d7624e0ffa1c2d9b4d73b
+    src/speculators/train/vocab_mapping.py `save_token_frequency_distribution` (its package cannot be
+    installed here), over the rows of a `load_from_disk` dataset in torch format."""
+    from collections import Counter
+
+    import torch
+
+    token_freq: Counter = Counter()
+    for item in dataset:
+        input_ids = item["input_ids"]
+        loss_mask = item["loss_mask"]
+        masked_token_ids = input_ids[loss_mask.to(torch.bool)]
+        unique_ids, counts = masked_token_ids.unique(return_counts=True)
+        token_freq.update(dict(zip(unique_ids.tolist(), counts.tolist(), strict=True)))
+    return dict(token_freq)
+
+
+def speculators_build_vocab_mappings(token_freq_dict, draft_vocab_size, target_vocab_size):
+    """speculators@c05b95b3 src/speculators/train/vocab_mapping.py `build_vocab_mappings_from_distribution`,
+    which scripts/train.py `parse_vocab_mappings` runs on `torch.load(token_freq_path, weights_only=True)`."""
+    import torch
+
+    sorted_tokens = sorted(token_freq_dict, key=lambda tid: (-token_freq_dict[tid], tid))
+    selected_token_ids = sorted_tokens[:min(draft_vocab_size, len(sorted_tokens))]
+    if len(selected_token_ids) < draft_vocab_size:
+        current_ids = set(selected_token_ids)
+        for tid in range(draft_vocab_size):
+            if tid not in current_ids:
+                selected_token_ids.append(tid)
+            if len(selected_token_ids) >= draft_vocab_size:
+                break
+    selected_token_ids.sort()
+    draft_to_target = torch.tensor(selected_token_ids, dtype=torch.long) - torch.arange(draft_vocab_size,
+                                                                                        dtype=torch.long)
+    target_to_draft = torch.zeros(target_vocab_size, dtype=torch.bool)
+    target_to_draft[selected_token_ids] = True
+    return draft_to_target, target_to_draft
+
+
+def test_export_speculators_writes_the_token_freq_its_trainer_reads(demo_run, tmp_path):
+    import torch
+    from datasets import load_from_disk
+
+    work, _ = demo_run
+    out = tmp_path / "spec"
+    proc = kd(dict(os.environ), "export", str(work), "--format", "speculators", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert f"wrote {out / 'token_freq.pt'}" in proc.stdout
+    # scripts/train.py parse_vocab_mappings: `data_path / "token_freq.pt"`, `torch.load(..., weights_only=True)`
+    freq = torch.load(out / "token_freq.pt", weights_only=True)
+    assert type(freq) is dict and all(type(k) is int and type(v) is int and v > 0 for k, v in freq.items())
+    assert freq == speculators_token_freq(load_from_disk(str(out)))     # what prepare_data would have saved
+    # ... the sum of the dataset's own counts (token_freq/<CFG>.parquet, train split) over every config
+    total = sum(pq.read_table(p)["count"].to_numpy() for p in sorted((work / "dataset" / "token_freq").glob("*")))
+    assert freq == {i: int(total[i]) for i in range(len(total)) if total[i]}
+    d2t, t2d = speculators_build_vocab_mappings(freq, 64, len(total))
+    assert d2t.shape == (64,) and int(t2d.sum()) == 64
+    assert not [p.name for p in out.parent.iterdir() if p.name.startswith(".")]
+
+
+def specforge_process_token_dict_to_mappings(token_dict, draft_vocab_size, target_vocab_size):
+    """SpecForge's own mapping, sgl-project/SpecForge@a6b6b0230009d15ec2a97a57384e6f53f0f96946
+    specforge/data/preprocessing.py `process_token_dict_to_mappings` (its prints left out; SpecForge needs
+    sglang and CUDA, so it is not installed here)."""
+    import torch
+
+    if len(token_dict) < draft_vocab_size:
+        existing_tokens = set(token_dict.keys())
+        missing_tokens = set(range(draft_vocab_size)) - existing_tokens
+        for token in missing_tokens:
+            token_dict[token] = 0
+            if len(token_dict) >= draft_vocab_size:
+                break
+    top_N = token_dict.most_common(draft_vocab_size)
+    used_tokens = [key for key, freq in top_N]
+    used_tokens.sort()
+    d2t = [used_tokens[i] - i for i in range(len(used_tokens))]
+    t2d = [i in used_tokens for i in range(target_vocab_size)]
+    return torch.tensor(d2t), torch.tensor(t2d)
+
+
+def specforge_token_dict(jsonl_rows):
+    """SpecForge's counting in `generate_vocab_mapping_file` (same file): `input_ids[loss_mask == 1]`,
+    `unique(return_counts=True)`, a Counter updated row by row, in the dataset's order."""
+    from collections import Counter
+
+    import torch
+
+    token_dict = Counter()
+    for r in jsonl_rows:
+        input_ids, loss_mask = torch.tensor(r["input_ids"]), torch.tensor(r["loss_mask"])
+        unique_ids, counts = input_ids[loss_mask == 1].unique(return_counts=True)
+        token_dict.update(dict(zip(unique_ids.tolist(), counts.tolist())))
+    return token_dict
+
+
+@pytest.mark.parametrize("draft_vocab_size", [100, 2000])
+def test_export_specforge_writes_the_vocab_mapping_specforge_loads(demo_run, tmp_path, draft_vocab_size):
+    """100: a cut through the counted ids; 2000: more than the demo's distinct loss ids, so padded with the
+    lowest unseen ids, as SpecForge pads."""
+    import torch
+
+    work, _ = demo_run
+    out = tmp_path / "sf" / "train.jsonl"
+    proc = kd(dict(os.environ), "export", str(work), "--format", "specforge", "--out", str(out),
+              "--draft-vocab-size", str(draft_vocab_size))
+    assert proc.returncode == 0, proc.stderr
+    path = out.parent / "vocab_mapping.pt"
+    assert f"wrote {path}" in proc.stdout
+    vocab = pq.ParquetFile(work / "dataset" / "token_freq" / "B1.parquet").metadata.num_rows
+    # specforge/modeling/draft/llama3_eagle.py registers the buffers (t2d: ones(vocab_size, bool), d2t:
+    # zeros(draft_vocab_size, int64)); base.py `load_vocab_mapping` fills them with `torch.load(file_path)`.
+    t2d, d2t = torch.ones(vocab, dtype=torch.bool), torch.zeros(draft_vocab_size, dtype=torch.int64)
+    mapping = torch.load(path)
+    assert set(mapping) == {"d2t", "t2d"}
+    assert mapping["t2d"].dtype == t2d.dtype and mapping["t2d"].shape == t2d.shape
+    assert mapping["d2t"].dtype == d2t.dtype and mapping["d2t"].shape == d2t.shape
+    t2d.copy_(mapping["t2d"])
+    d2t.copy_(mapping["d2t"])
+    # specforge/core/compact_teacher.py `validate_vocab_mapping_consistency`: nonzero(t2d) == d2t + arange
+    assert torch.equal(torch.nonzero(t2d).flatten(), d2t + torch.arange(draft_vocab_size))
+
+    rows = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    token_dict = specforge_token_dict(rows)
+    want_d2t, want_t2d = specforge_process_token_dict_to_mappings(token_dict.copy(), draft_vocab_size, vocab)
+    assert want_d2t.dtype == d2t.dtype and want_t2d.dtype == t2d.dtype
+    ours, theirs = torch.nonzero(t2d).flatten().tolist(), torch.nonzero(want_t2d).flatten().tolist()
+    # The same counts are selected; which of several ids tied at the cut differs only in tie order (SpecForge
+    # takes the first seen in its dataset's order, we the lowest id).
+    assert sorted(token_dict[i] for i in ours) == sorted(token_dict[i] for i in theirs)
+    cut = sorted((token_dict[i] for i in ours))[0]
+    assert set(ours) ^ set(theirs) <= {i for i in range(vocab) if token_dict[i] == cut}
+    if draft_vocab_size > len(token_dict):
+        assert ours == theirs and torch.equal(d2t, want_d2t)
+
+
+def test_export_shuffle_mixes_configs_in_one_seeded_order(demo_run, tmp_path):
+    import torch
+    from datasets import load_from_disk
+
+    work, _ = demo_run
+    env = dict(os.environ)
+
+    def specforge(name: str, *extra: str) -> tuple[bytes, list[dict], str]:
+        out = tmp_path / name / "train.jsonl"
+        proc = kd(env, "export", str(work), "--format", "specforge", "--out", str(out), *extra)
+        assert proc.returncode == 0, proc.stderr
+        return out.read_bytes(), [orjson.loads(x) for x in out.read_bytes().splitlines()], proc.stdout
+
+    plain, plain_rows, _ = specforge("plain")
+    raw, rows, printed = specforge("a", "--shuffle", "--seed", "7")
+    assert "shuffled with seed 7" in printed
+    assert sorted(map(orjson.dumps, rows)) == sorted(map(orjson.dumps, plain_rows)) and rows != plain_rows
+    first_tenth = {r["id"].split("-")[0] for r in rows[:len(rows) // 10]}
+    assert len(first_tenth) > 2                         # configs are mixed, not one after another
+    assert specforge("b", "--shuffle", "--seed", "7")[0] == raw     # same seed, same bytes
+    assert specforge("c", "--shuffle", "--seed", "8")[1] != rows
+    assert specforge("d", "--shuffle")[1] == specforge("e", "--shuffle", "--seed", "0")[1]
+
+    out = tmp_path / "spec"
+    proc = kd(env, "export", str(work), "--format", "speculators", "--out", str(out), "--shuffle", "--seed", "7")
+    assert proc.returncode == 0, proc.stderr
+    ds = load_from_disk(str(out))
+    assert ds.format["type"] == "torch" and len(ds) == len(rows)
+    for i in (0, len(rows) // 2, len(rows) - 1):        # the same order as the JSONL's
+        assert torch.equal(ds[i]["input_ids"], torch.tensor(rows[i]["input_ids"]))
+
+
+def test_export_prints_the_longest_row(demo_run, tmp_path):
+    work, _ = demo_run
+    out = tmp_path / "train.jsonl"
+    proc = kd(dict(os.environ), "export", str(work), "--format", "specforge", "--configs", "B1,B5", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = [orjson.loads(x) for x in out.read_bytes().splitlines()]
+    longest = max(rows, key=lambda r: len(r["input_ids"]))
+    m = re.search(r"longest row: ([\d,]+) tokens \((B\d) (\S+)\)", proc.stdout)
+    assert m, proc.stdout
+    assert int(m.group(1).replace(",", "")) == len(longest["input_ids"]) and m.group(3) == longest["id"]
+    over = sum(len(r["input_ids"]) > 2048 for r in rows)
+    assert ("exceed SpecForge's default data.max_length of 2,048" in proc.stdout) == (over > 0)
+
+
+def test_export_vocabulary_options_are_checked(demo_run, tmp_path):
+    work, _ = demo_run
+    env = dict(os.environ)
+    proc = kd(env, "export", str(work), "--format", "speculators", "--out", str(tmp_path / "s"),
+              "--draft-vocab-size", "64")
+    assert proc.returncode == 2 and "--draft-vocab-size" in proc.stderr
+    proc = kd(env, "export", str(work), "--out", str(tmp_path / "a.jsonl"), "--seed", "3")
+    assert proc.returncode == 2 and "--shuffle" in proc.stderr
+    proc = kd(env, "export", str(work), "--out", str(tmp_path / "a.jsonl"), "--draft-vocab-size", "999999")
+    assert proc.returncode == 1 and len(error_lines(proc)) == 1 and "at most" in proc.stderr
+    assert not (tmp_path / "a.jsonl").exists()
+
+
 HUB_API_SCRIPT = """
 import io, sys
 from huggingface_hub import HfApi

@@ -121,6 +121,53 @@ def test_stats_table_prints_the_same_numbers(demo_run):
     assert f"{100 * got['overall']['truncated_share']:.1f}%" in proc.stdout
 
 
+def test_stats_reports_the_draft_vocabulary_coverage(demo_run, tmp_path):
+    """The share of the train split's loss tokens the 32,000 most frequent ids cover, per config and overall,
+    against counts made here from the emitted shards; before any emit, stats says where they come from."""
+    from tests.conftest import copy_run
+
+    workdir, _ = demo_run
+    got = json.loads(run_cli("stats", "--workdir", str(workdir), "--json", "--no-plots").stdout)["draft_vocab"]
+    assert got["top_k"] == 32000
+    per_config = {}
+    for config in PARTITIONS:
+        counts = np.bincount(np.concatenate([np.array(r["input_ids"])[np.array(r["loss_mask"]) == 1]
+                                             for r in rows(workdir, config, ["split", "input_ids", "loss_mask"])
+                                             if r["split"] == "train"]))
+        per_config[config] = counts
+        v = got["configs"][config]
+        ranked = np.sort(counts)[::-1]
+        assert v["loss_tokens"] == int(counts.sum()) == sum(r["completion_len"] for r in rows(workdir, config, LIGHT)
+                                                            if r["split"] == "train")
+        assert v["distinct_ids"] == int(np.count_nonzero(counts))
+        assert close(v["top_k_share"], ranked[:32000].sum() / counts.sum(), 1e-9)
+        assert v["ids_to_cover"]["0.9"] == int(np.argmax(np.cumsum(ranked) >= 0.9 * counts.sum())) + 1
+    n = max(len(c) for c in per_config.values())
+    total = sum(np.pad(c, (0, n - len(c))) for c in per_config.values())
+    assert got["overall"]["loss_tokens"] == int(total.sum())
+    assert got["overall"]["distinct_ids"] == int(np.count_nonzero(total))
+    assert close(got["overall"]["top_k_share"], np.sort(total)[::-1][:32000].sum() / total.sum(), 1e-9)
+
+    proc = run_cli("stats", "--workdir", str(workdir), "--no-plots")
+    table = proc.stdout.split("draft vocabulary", 1)[1]
+    assert "top 32k cover" in table
+    all_row = next(ln for ln in table.splitlines() if ln.strip("│ ").startswith("all"))
+    assert f"{100 * got['overall']['top_k_share']:.2f}%" in all_row and f"{int(total.sum()):,}" in all_row
+
+    w = copy_run(workdir, tmp_path / "not-emitted")
+    run_cli("validate", "B4", "--workdir", str(w))
+    assert json.loads(run_cli("stats", "--workdir", str(w), "--json", "--no-plots").stdout)["draft_vocab"] is None
+    assert "draft vocabulary: – (counted by emit; run `kimi-data emit`)" in \
+        run_cli("stats", "--workdir", str(w), "--no-plots").stdout
+
+
+def test_top_k_share_of_a_cut_vocabulary():
+    from kimi_eagle_data.emit.token_freq import coverage
+
+    c = coverage(np.array([0, 7, 1, 2, 0, 10]), top_k=2)
+    assert c == {"loss_tokens": 20, "distinct_ids": 4, "ids_to_cover": {"0.9": 3, "0.95": 3, "0.99": 4, "0.999": 4},
+                 "top_k": 2, "top_k_share": 17 / 20}
+
 def test_length_histograms_are_deterministic(demo_run, tmp_path):
     from kimi_eagle_data.emit.plots import plot_length_histograms
     from kimi_eagle_data.workdir import Workdir
