@@ -72,17 +72,23 @@ def test_generation_honours_max_tokens_and_stops_with_the_stop_id(engine):
     assert full.finish_reason == "stop" and full.output_ids[-1] == END, full
     assert full.finish_detail == {"type": "stop", "matched": END}
     assert full.prompt_tokens == len(PROMPT) and full.completion_tokens == len(full.output_ids)
-    # logprobs 2: each token's log-prob and the top-1, which greedy decoding always picks
+    # logprobs 2: each token's log-prob and the top-1, which greedy decoding picks (bf16 logits tie often:
+    # a tied token may be ranked first instead, with the same log-prob)
     assert len(full.output_logprobs) == len(full.output_ids) and max(full.output_logprobs) <= 0
-    assert full.output_top1_ids == full.output_ids
-    assert full.output_top1_logprobs == pytest.approx(full.output_logprobs)
+    assert len(full.output_top1_ids) == len(full.output_ids)
+    for t, top, lp, top_lp in zip(full.output_ids, full.output_top1_ids, full.output_logprobs,
+                                  full.output_top1_logprobs):
+        assert t == top or lp == pytest.approx(top_lp, abs=1e-6), (t, top, lp, top_lp)
+    assert sum(t == top for t, top in zip(full.output_ids, full.output_top1_ids)) > len(full.output_ids) // 2
 
 
 def test_a_repeated_prompt_reports_cached_tokens(engine):
-    first = one(engine.generate([GenerationRequest("a", OTHER + PROMPT, greedy(4))]))
-    again = one(engine.generate([GenerationRequest("b", OTHER + PROMPT, greedy(4))]))
+    # vLLM on CPU caches whole blocks of 128 tokens: a prompt longer than one block
+    long_prompt = (OTHER + PROMPT) * 5
+    first = one(engine.generate([GenerationRequest("a", long_prompt, greedy(4))]))
+    again = one(engine.generate([GenerationRequest("b", long_prompt, greedy(4))]))
     assert first.cached_tokens is not None and again.cached_tokens is not None
-    assert 0 < again.cached_tokens <= len(OTHER + PROMPT) - 1, (first.cached_tokens, again.cached_tokens)
+    assert 0 < again.cached_tokens <= len(long_prompt) - 1, (first.cached_tokens, again.cached_tokens)
 
 
 def test_scoring_matches_what_greedy_generation_reported(engine):
