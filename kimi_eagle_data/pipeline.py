@@ -209,23 +209,27 @@ class Pipeline:
             from kimi_eagle_data.engines.local import LocalEngine
 
             return LocalEngine(self.s.model_path, batch_size=self.s.batch_size)
-        if self.s.engine == "sglang":
-            from kimi_eagle_data.engines.sglang import RetryPolicy, SGLangEngine
+        if self.s.engine in ("sglang", "vllm"):
+            from kimi_eagle_data.engines.http_client import RetryPolicy
 
-            engine = SGLangEngine(
+            if self.s.engine == "sglang":
+                from kimi_eagle_data.engines.sglang import SGLangEngine as ServerEngine
+            else:
+                from kimi_eagle_data.engines.vllm import VLLMEngine as ServerEngine
+            engine = ServerEngine(
                 self.s.servers, concurrency=self.s.concurrency, health_timeout_s=self.s.health_timeout,
                 retry=RetryPolicy(max_attempts=self.s.max_attempts, backoff_s=self.s.retry_backoff,
                                   request_timeout_s=self.s.request_timeout),
                 allow_old_server=self.s.allow_old_server, vocab_size=self.vocab_size())
             engine.check_served_model(self.s.model_path, self.tokens)
             ctx = engine.info().context_length
-            # SGLang refuses input + max_new_tokens >= context length (HTTP 400) and clips to
-            # context - input - 2: a prompt prepare accepted must fit.
-            if ctx and ctx < self.max_seq_len + 2:
-                raise EngineError(f"the server's context length {ctx} is below max_seq_len {self.max_seq_len} + 2; "
-                                  f"relaunch with --context-length {self.max_seq_len + 2} or more, or lower --max-seq-len")
+            need = self.max_seq_len + engine.context_margin     # a prompt prepare accepted must fit
+            if ctx and ctx < need:
+                raise EngineError(f"the server's context length {ctx} is below the {need} tokens max_seq_len "
+                                  f"{self.max_seq_len} needs on {engine.name}; relaunch with {engine.context_flag} "
+                                  f"{need} or more, or lower --max-seq-len")
             return engine
-        raise EngineError(f"unknown engine {self.s.engine!r}; use local or sglang")
+        raise EngineError(f"unknown engine {self.s.engine!r}; use local, sglang or vllm")
 
     def vocab_size(self) -> int:
         """Token ids a prompt or completion may hold are below this (profile.model_vocab_size)."""

@@ -62,6 +62,8 @@ class ModelProfile:
     max_seq_len: int = 16384
     # SGLang launch flags specific to this model.
     sglang_flags: tuple[str, ...] = ()
+    # vLLM launch flags specific to this model (`kimi-data serve --engine vllm`).
+    vllm_flags: tuple[str, ...] = ()
     # How the dataset card names the model, and its Hub tags.
     display_name: str = ""
     card_tags: tuple[str, ...] = ()
@@ -160,6 +162,10 @@ KIMI_K25 = ModelProfile(
     display_name="Kimi-K2.5",
     card_tags=("kimi-k2.5",),
     sglang_flags=("--trust-remote-code", "--tool-call-parser", "kimi_k2", "--reasoning-parser", "kimi_k2"),
+    # vLLM's parser names for Kimi-K2.x are kimi_k2 too (vllm/tool_parsers, vllm/reasoning); a tool-call parser
+    # acts on chat requests only with --enable-auto-tool-choice.
+    vllm_flags=("--trust-remote-code", "--tool-call-parser", "kimi_k2", "--enable-auto-tool-choice",
+                "--reasoning-parser", "kimi_k2"),
 )
 
 TINY_MODEL_DIR = Path(str(resources.files("kimi_eagle_data") / "assets" / "tiny-kimi"))

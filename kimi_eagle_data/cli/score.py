@@ -43,7 +43,7 @@ SAVED = ("profile", "model", "model_label", "tokenizer", "samples", "sources", "
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the sample and the bootstrap.")
 @click.option("--threshold", default=REGENERATE_GAP, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="nats/token: verdict `either` only when the gap's whole interval lies within ±this.")
-@click.option("--engine", type=click.Choice(["local", "sglang"]), help="Default: the workdir's engine.")
+@click.option("--engine", type=click.Choice(["local", "sglang", "vllm"]), help="Default: the workdir's engine.")
 @click.option("--server", "servers", multiple=True, metavar="URL", help="SGLang server or router URL (repeatable).")
 @click.option("--concurrency", default=64, show_default=True, type=click.IntRange(min=1),
               help="SGLang requests kept in flight.")

@@ -1,5 +1,5 @@
-"""`kimi-data serve`: launch SGLang for the profile's model, or serve a local model over SGLang's protocol
-(registered at the end of cli/main.py)."""
+"""`kimi-data serve`: launch SGLang or vLLM for the profile's model, or serve a local model over SGLang's
+protocol (registered at the end of cli/main.py)."""
 
 from __future__ import annotations
 
@@ -11,21 +11,23 @@ from kimi_eagle_data.cli.common import UserError, friendly_errors, out
 
 
 @click.command()
-@click.option("--engine", type=click.Choice(["sglang", "local"]), default="sglang", show_default=True,
-              help="sglang: launch SGLang (GPU). local: serve any HF model over SGLang's /generate protocol on CPU.")
+@click.option("--engine", type=click.Choice(["sglang", "vllm", "local"]), default="sglang", show_default=True,
+              help="sglang: launch SGLang (GPU). vllm: launch vLLM (GPU) with its token-in endpoint. local: serve any "
+                   "HF model over SGLang's /generate protocol on CPU.")
 @click.option("--profile", default="kimi-k2.5", show_default=True, help="Model profile (launch flags, tokens).")
 @click.option("--model", help="Model path or Hub id (default: the profile's model).")
 @click.option("--tokenizer", help="Tokenizer for /tokenize and `text` (local engine; default: --model).")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=30000, show_default=True, type=int)
-@click.option("--tp", default=8, show_default=True, type=click.IntRange(min=1), help="Tensor parallel GPUs (sglang).")
-@click.option("--context-length", type=click.IntRange(min=1), help="SGLang --context-length.")
-@click.option("--mem-fraction-static", type=click.FloatRange(0, 1), default=0.85, show_default=True,
-              help="SGLang --mem-fraction-static.")
-@click.option("--no-metrics", is_flag=True, help="Do not pass --enable-metrics.")
-@click.option("--extra", "extra", multiple=True, metavar="ARG", help="Extra argument passed to SGLang (repeatable).")
-@click.option("--health-timeout", default=1800.0, show_default=True, help="Seconds to wait for SGLang to load.")
-@click.option("--dry-run", is_flag=True, help="Print the SGLang launch command and exit.")
+@click.option("--tp", default=8, show_default=True, type=click.IntRange(min=1), help="Tensor parallel GPUs (sglang, vllm).")
+@click.option("--context-length", type=click.IntRange(min=1), help="SGLang --context-length; vLLM --max-model-len.")
+@click.option("--mem-fraction-static", type=click.FloatRange(0, 1),
+              help="SGLang --mem-fraction-static (default 0.85); vLLM --gpu-memory-utilization (default vLLM's).")
+@click.option("--no-metrics", is_flag=True, help="SGLang: do not pass --enable-metrics (vLLM always serves /metrics).")
+@click.option("--extra", "extra", multiple=True, metavar="ARG",
+              help="Extra argument passed to SGLang or vLLM (repeatable).")
+@click.option("--health-timeout", default=1800.0, show_default=True, help="Seconds to wait for the server to load.")
+@click.option("--dry-run", is_flag=True, help="Print the SGLang (or, with --engine vllm, vLLM) launch command and exit.")
 @click.option("--max-batch", default=16, show_default=True, help="local: requests decoded together.")
 @click.option("--error-rate", default=0.0, type=click.FloatRange(0, 1), help="local: share of /generate answered 500.")
 @click.option("--drop-rate", default=0.0, type=click.FloatRange(0, 1),
@@ -44,31 +46,39 @@ from kimi_eagle_data.cli.common import UserError, friendly_errors, out
 def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem_fraction_static, no_metrics, extra,
           health_timeout, dry_run, max_batch, error_rate, drop_rate, delay, fault_seed, bad_output, skip_tokenizer_init,
           record_requests):
-    """Launch SGLang for Kimi-K2.5 (or serve a local model over the same protocol).
+    """Launch SGLang or vLLM for Kimi-K2.5 (or serve a local model over SGLang's protocol).
 
     \b
     Production, one 8-GPU node:
       kimi-data serve --tp 8 --context-length 32768
       kimi-data build --engine sglang --server http://127.0.0.1:30000 --workdir run1
+    The same with vLLM:
+      kimi-data serve --engine vllm --tp 8 --context-length 32768
+      kimi-data build --engine vllm --server http://127.0.0.1:30000 --workdir run1
     CPU stand-in (tests, demos): kimi-data serve --engine local --model DIR --port 30001
     """
     import shlex
 
     from kimi_eagle_data.profile import get_profile
-    from kimi_eagle_data.engines.serve import SGLangLaunch, run_sglang
+    from kimi_eagle_data.engines.serve import SGLangLaunch, VLLMLaunch, run_server
 
     prof = get_profile(profile)
     model = model or prof.model_path
-    if engine == "sglang" or dry_run:
-        launch = SGLangLaunch(model=model, tp=tp, host=host, port=port, context_length=context_length,
-                              mem_fraction_static=mem_fraction_static, metrics=not no_metrics, extra=list(extra))
+    if engine in ("sglang", "vllm") or dry_run:
+        if engine == "vllm":
+            launch = VLLMLaunch(model=model, tp=tp, host=host, port=port, max_model_len=context_length,
+                                gpu_memory_utilization=mem_fraction_static, extra=list(extra))
+        else:
+            launch = SGLangLaunch(model=model, tp=tp, host=host, port=port, context_length=context_length,
+                                  mem_fraction_static=0.85 if mem_fraction_static is None else mem_fraction_static,
+                                  metrics=not no_metrics, extra=list(extra))
         if dry_run:
-            out.print(shlex.join(launch.command(prof, python="python")), highlight=False, soft_wrap=True)
+            out.print(shlex.join(launch.shown(prof)), highlight=False, soft_wrap=True)
             return
         try:
-            sys.exit(run_sglang(launch, prof, health_timeout_s=health_timeout, echo=out.print))
+            sys.exit(run_server(launch, prof, health_timeout_s=health_timeout, echo=out.print))
         except (RuntimeError, TimeoutError) as e:
-            raise UserError(f"SGLang did not start: {e}") from e
+            raise UserError(f"{launch.display_name} did not start: {e}") from e
     from kimi_eagle_data.engines.local import LocalEngine
     from kimi_eagle_data.engines.protocol_server import Faults, ProtocolServer, run_server
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer

@@ -71,7 +71,7 @@ class ScoreResult:
 class EngineInfo:
     """Provenance of the engine, recorded in the manifest and card."""
 
-    engine: str                      # "local" / "sglang"
+    engine: str                      # "local" / "sglang" / "vllm"
     version: str                     # engine software version
     model_path: str
     context_length: int | None = None
@@ -95,7 +95,7 @@ class Engine(abc.ABC):
     def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoreResult]:
         """Prefill-only scoring: yield one ScoreResult per request as each finishes (any order).
         A request that keeps failing comes back with `error` set, not as an exception."""
-        raise EngineError(f"the {self.name} engine cannot score token log-probs; use --engine local or sglang")
+        raise EngineError(f"the {self.name} engine cannot score token log-probs; use --engine local, sglang or vllm")
 
     def in_flight(self) -> int | None:
         """Requests currently being served (for the progress bar); None when not meaningful."""

