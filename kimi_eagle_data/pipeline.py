@@ -135,8 +135,8 @@ class Pipeline:
                          and read_json(p).get("fingerprint") == fingerprint for c, p in reports.items()):
             return {c: PrepareReport.from_json(read_json(p)) for c, p in reports.items()}
         self.note_earlier_limit([read_json(p).get("limit") for p in reports.values() if p.exists()])
-        gen_prompt = self.tokenizer.encode(self.profile.generation_prompt, add_special_tokens=False)
-        run = prepare_configs(self.s, self.tokenizer, gen_prompt_ids=gen_prompt,
+        run = prepare_configs(self.s, self.tokenizer,
+                              gen_prompt_ids=self.profile.generation_prompt_ids(self.tokenizer),
                               max_new_tokens=self.sampling.max_new_tokens, max_seq_len=self.max_seq_len,
                               workdir=self.workdir)
         for warning in run.warnings:
