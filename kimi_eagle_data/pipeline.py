@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import asdict, make_dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from kimi_eagle_data.validate.assemble import ValidateReport, validate_config
 from kimi_eagle_data.engines.checkpoint import Checkpoint, CheckpointSet, in_shard, shard_checkpoint_name
 from kimi_eagle_data.engines.base import Engine, EngineError, SamplingParams
 from kimi_eagle_data.engines.generate import GenerateReport, generate_records
+from kimi_eagle_data.grammar import reasoning_length
 from kimi_eagle_data.prompts.prepare import PrepareReport, read_prepared
 from kimi_eagle_data.profile import ModelProfile, ProfileTokens, get_profile
 from kimi_eagle_data.settings import BOUND, INHERITED, dataclass_fields
@@ -265,7 +267,8 @@ class Pipeline:
             ckpt.set_meta("engine", asdict(engine.info()))
             return generate_records(records, engine, ckpt, self.sampling, done=done, failed=failed,
                                     retry_failed=self.s.retry_failed, console=self.console,
-                                    show_progress=self.s.progress, think_close=self.tokens.think_close)
+                                    show_progress=self.s.progress,
+                                    reasoning_length=partial(reasoning_length, tokens=self.tokens))
         finally:
             if own and engine is not None:
                 engine.close()
