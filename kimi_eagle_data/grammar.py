@@ -33,7 +33,7 @@ The tolerance, i.e. how a malformed completion is read:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -97,7 +97,7 @@ class SectionFault:
 class ParsedCompletion:
     """One completion as the grammar reads it; positions are indices into `ids`."""
 
-    ids: np.ndarray                         # the completion's ids, as given
+    ids: np.ndarray = field(compare=False)  # the completion's ids, as given (equal parses: equal parts)
     has_out_of_range_ids: bool              # an id outside [0, vocab_size) (left out of decoded text)
     at: list[list[int]]                     # Role -> positions of the tokens with that role, in order
     ends_with_end_of_turn: bool             # the last token is the end token
