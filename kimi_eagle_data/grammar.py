@@ -126,9 +126,6 @@ class ParsedCompletion:
         """How many tokens are reasoning: those before the first `</think>`, else the whole body."""
         return self.think_close if self.think_close is not None else self.body_end
 
-    def positions(self, role: int) -> list[int]:
-        return self.at[role]
-
 
 class CompletionGrammar:
     """Parses completions of one tokenizer + profile: construct once (builds the id -> role table)."""

@@ -81,7 +81,7 @@ class Validator:
         reported = "stop" if s.kind == COMPLETE and s.finish_reason == "length" else s.finish_reason
         return Verdict(
             issues=issues, details=details, reasoning_len=c.reasoning_end,
-            num_tool_calls=len(c.positions(Role.CALL_BEGIN)),
+            num_tool_calls=len(c.at[Role.CALL_BEGIN]),
             args_valid=all(call.arguments_ok for call in c.calls),
             assistant=assistant, finish_reason=reported,
         )
