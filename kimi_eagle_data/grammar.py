@@ -43,22 +43,19 @@ from kimi_eagle_data.prompts.tokenizer import SegmentDecoder
 from kimi_eagle_data.wording import excerpt
 
 
-class Role:
-    """Structural roles of token ids (the values of the id -> role table); TEXT is every other id."""
-
-    TEXT, THINK_OPEN, THINK_CLOSE, END_OF_TURN, SECTION_BEGIN, SECTION_END, CALL_BEGIN, ARGUMENT_BEGIN, \
-        CALL_END, FORBIDDEN = range(10)
-    COUNT = 10
-
+# Structural roles of token ids (the values of the id -> role table); TEXT is every other id. Plain module
+# constants: the walk and the rules read them per token and per sample.
+TEXT, THINK_OPEN, THINK_CLOSE, END_OF_TURN, SECTION_BEGIN, SECTION_END, CALL_BEGIN, ARGUMENT_BEGIN, CALL_END, \
+    FORBIDDEN = range(10)
+N_ROLES = 10
 
 # The five tool-call roles are consecutive: one range test picks them out of the structural positions.
-assert (Role.SECTION_BEGIN, Role.SECTION_END, Role.CALL_BEGIN, Role.ARGUMENT_BEGIN, Role.CALL_END) == \
-    tuple(range(Role.SECTION_BEGIN, Role.CALL_END + 1))
+assert (SECTION_BEGIN, SECTION_END, CALL_BEGIN, ARGUMENT_BEGIN, CALL_END) == tuple(range(SECTION_BEGIN, CALL_END + 1))
 _ROLE_OF_TOKEN = {   # ProfileTokens attribute -> role
-    "think_open": Role.THINK_OPEN, "think_close": Role.THINK_CLOSE, "end_of_turn": Role.END_OF_TURN,
-    "tool_calls_section_begin": Role.SECTION_BEGIN, "tool_calls_section_end": Role.SECTION_END,
-    "tool_call_begin": Role.CALL_BEGIN, "tool_call_argument_begin": Role.ARGUMENT_BEGIN,
-    "tool_call_end": Role.CALL_END,
+    "think_open": THINK_OPEN, "think_close": THINK_CLOSE, "end_of_turn": END_OF_TURN,
+    "tool_calls_section_begin": SECTION_BEGIN, "tool_calls_section_end": SECTION_END,
+    "tool_call_begin": CALL_BEGIN, "tool_call_argument_begin": ARGUMENT_BEGIN,
+    "tool_call_end": CALL_END,
 }
 
 
@@ -98,9 +95,11 @@ class ParsedCompletion:
     """One completion as the grammar reads it; positions are indices into `ids`."""
 
     ids: np.ndarray = field(compare=False)  # the completion's ids, as given (equal parses: equal parts)
+    n: int                                  # len(ids)
     has_out_of_range_ids: bool              # an id outside [0, vocab_size) (left out of decoded text)
-    at: list[list[int]]                     # Role -> positions of the tokens with that role, in order
+    at: list[list[int]]                     # role -> positions of the tokens with that role, in order
     ends_with_end_of_turn: bool             # the last token is the end token
+    body_end: int                           # end of the turn's body: the completion without its final end token
     think_close: int | None                 # position of the first `</think>`
     reasoning: str                          # the reasoning text (decoded `ids[:reasoning_end]`)
     answer: str                             # the answer text: before the section + after it
@@ -111,15 +110,6 @@ class ParsedCompletion:
     tool_tokens_outside_section: list[int]  # call tokens after `</think>` before the section
     faults: list[SectionFault]              # what in the section breaks the grammar, in order
     empty_section: bool                     # a closed, well-formed section that holds no call
-
-    @property
-    def n(self) -> int:
-        return int(self.ids.size)
-
-    @property
-    def body_end(self) -> int:
-        """End of the turn's body: the completion without its final end token."""
-        return self.n - 1 if self.ends_with_end_of_turn else self.n
 
     @property
     def reasoning_end(self) -> int:
@@ -141,7 +131,7 @@ class CompletionGrammar:
         for role, tid in self._id_of_role.items():
             table[tid] = role
         for tid in tokens.forbidden_ids:
-            table[tid] = Role.FORBIDDEN
+            table[tid] = FORBIDDEN
         self._role_table = table
 
     def parse(self, ids: Sequence[int] | np.ndarray) -> ParsedCompletion:
@@ -169,18 +159,18 @@ class CompletionGrammar:
 
     def _parse(self, ids: np.ndarray, oob: bool, pos: list[int], roles: list[int]) -> ParsedCompletion:
         n = int(ids.size)
-        at: list[list[int]] = [[] for _ in range(Role.COUNT)]
+        at: list[list[int]] = [[] for _ in range(N_ROLES)]
         for p, r in zip(pos, roles):
             at[r].append(p)
-        eots = at[Role.END_OF_TURN]
+        eots = at[END_OF_TURN]
         ends_with_eot = bool(eots) and eots[-1] == n - 1
         body_end = n - 1 if ends_with_eot else n
-        closes = at[Role.THINK_CLOSE]
+        closes = at[THINK_CLOSE]
         think_close = closes[0] if closes else None
         r_end = think_close if think_close is not None else body_end
-        tool_events = [(p, r) for p, r in zip(pos, roles) if Role.SECTION_BEGIN <= r <= Role.CALL_END]
+        tool_events = [(p, r) for p, r in zip(pos, roles) if SECTION_BEGIN <= r <= CALL_END]
         c = ParsedCompletion(
-            ids=ids, has_out_of_range_ids=oob, at=at, ends_with_end_of_turn=ends_with_eot,
+            ids=ids, n=n, has_out_of_range_ids=oob, at=at, ends_with_end_of_turn=ends_with_eot, body_end=body_end,
             think_close=think_close, reasoning=self._decode(ids, oob, 0, r_end), answer="",
             section_begin=None, section_end=None, calls=[],
             tool_tokens_in_reasoning=[p for p, _ in tool_events if p < r_end], tool_tokens_outside_section=[],
@@ -193,10 +183,10 @@ class CompletionGrammar:
         """The answer region (after `</think>`, before the final end token): text, then at most one section."""
         a_lo = c.think_close + 1
         k = 0      # before the section: stray call tokens, or a section end with no begin
-        while k < len(events) and events[k][1] != Role.SECTION_BEGIN:
+        while k < len(events) and events[k][1] != SECTION_BEGIN:
             p, r = events[k]
-            if r == Role.SECTION_END:
-                c.faults.append(SectionFault(Fault.END_WITHOUT_BEGIN, p, f"{self._name(Role.SECTION_END)} at {p} "
+            if r == SECTION_END:
+                c.faults.append(SectionFault(Fault.END_WITHOUT_BEGIN, p, f"{self._name(SECTION_END)} at {p} "
                                                                          f"without a section begin"))
             else:
                 c.tool_tokens_outside_section.append(p)
@@ -205,7 +195,7 @@ class CompletionGrammar:
             c.answer = self._decode(c.ids, c.has_out_of_range_ids, a_lo, a_hi)
             return
         c.section_begin = events[k][0]
-        ends = [p for p, r in events[k + 1:] if r == Role.SECTION_END]
+        ends = [p for p, r in events[k + 1:] if r == SECTION_END]
         c.section_end = ends[0] if ends else None
         sec_hi = c.section_end if c.section_end is not None else a_hi
         self._parse_section(c, [(p, r) for p, r in events[k + 1:] if p < sec_hi])
@@ -214,7 +204,7 @@ class CompletionGrammar:
 
     def _parse_section(self, c: ParsedCompletion, events: list[tuple[int, int]]) -> None:
         """SECTION_BEGIN (CALL_BEGIN id ARGUMENT_BEGIN args CALL_END)+ SECTION_END over the section's tokens."""
-        expect = Role.CALL_BEGIN      # next role the grammar allows (CALL_BEGIN also allows the section end)
+        expect = CALL_BEGIN      # next role the grammar allows (CALL_BEGIN also allows the section end)
         gap_lo = c.section_begin + 1  # start of the text run that must be blank (between calls)
         begin = arg = -1
         for p, r in events:
@@ -222,19 +212,19 @@ class CompletionGrammar:
                 c.faults.append(SectionFault(Fault.OUT_OF_ORDER, p, f"{self.tokens.token_name(int(c.ids[p]))} at "
                                                                     f"{p} where {self._name(expect)} was expected"))
                 return
-            if r == Role.CALL_BEGIN:
+            if r == CALL_BEGIN:
                 self._check_gap(c, gap_lo, p)
-                begin, expect = p, Role.ARGUMENT_BEGIN
-            elif r == Role.ARGUMENT_BEGIN:
-                arg, expect = p, Role.CALL_END
+                begin, expect = p, ARGUMENT_BEGIN
+            elif r == ARGUMENT_BEGIN:
+                arg, expect = p, CALL_END
             else:   # CALL_END
                 c.calls.append(self._call(c, begin, arg, p))
-                gap_lo, expect = p + 1, Role.CALL_BEGIN
+                gap_lo, expect = p + 1, CALL_BEGIN
         if c.section_end is None:
             c.faults.append(SectionFault(Fault.UNCLOSED, c.section_begin,
                                          f"tool-call section opened at {c.section_begin} is never closed"))
             return
-        if expect != Role.CALL_BEGIN:
+        if expect != CALL_BEGIN:
             c.faults.append(SectionFault(Fault.CLOSED_INSIDE_CALL, c.section_end,
                                          f"tool-call section closed at {c.section_end} inside a tool call"))
             return

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kimi_eagle_data.grammar import CompletionGrammar, Fault, Role, pack, reasoning_length
+from kimi_eagle_data.grammar import CALL_BEGIN, CompletionGrammar, Fault, pack, reasoning_length
 from kimi_eagle_data.profile import TINY_KIMI, TINY_MODEL_DIR, ProfileTokens, model_vocab_size
 from kimi_eagle_data.prompts.tokenizer import SegmentDecoder, load_tokenizer
 from kimi_eagle_data.reports.inspect import Segmenter
@@ -75,7 +75,7 @@ def test_a_well_formed_completion_parses_into_its_parts():
     assert out[first.begin] == TOKENS.tool_call_begin and out[first.argument_begin] == TOKENS.tool_call_argument_begin
     assert out[first.end] == TOKENS.tool_call_end and out[c.section_begin] == TOKENS.tool_calls_section_begin
     assert out[c.section_end] == TOKENS.tool_calls_section_end
-    assert c.at[Role.CALL_BEGIN] == [first.begin, c.calls[1].begin]
+    assert c.at[CALL_BEGIN] == [first.begin, c.calls[1].begin]
 
 
 @pytest.mark.parametrize("name,kinds", [

@@ -22,7 +22,8 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from kimi_eagle_data.grammar import Fault, ParsedCompletion, Role
+from kimi_eagle_data.grammar import (
+    CALL_BEGIN, END_OF_TURN, FORBIDDEN, THINK_CLOSE, THINK_OPEN, Fault, ParsedCompletion)
 from kimi_eagle_data.profile import KIMI_K25, ModelProfile, ProfileTokens
 from kimi_eagle_data.prompts.tokenizer import SegmentDecoder
 from kimi_eagle_data.wording import counted, excerpt
@@ -214,7 +215,7 @@ def _truncated(run: RunLimits, s: Sample) -> list[str]:
 
 @_rule("think_open_in_completion", _GENERATED, "the completion contains `{think_open}` (the prompt opened it)")
 def _think_open(run: RunLimits, s: Sample) -> list[str]:
-    at = s.completion.at[Role.THINK_OPEN]
+    at = s.completion.at[THINK_OPEN]
     if not at:
         return []
     return [f"{run.tokens.profile.think_open} at completion position(s) {_positions(at)}"]
@@ -222,7 +223,7 @@ def _think_open(run: RunLimits, s: Sample) -> list[str]:
 
 @_rule("multiple_think_close", _GENERATED, "the completion contains more than one `{think_close}`")
 def _multiple_think_close(run: RunLimits, s: Sample) -> list[str]:
-    at = s.completion.at[Role.THINK_CLOSE]
+    at = s.completion.at[THINK_CLOSE]
     if len(at) <= 1:
         return []
     return [f"{len(at)}× {run.tokens.profile.think_close} at positions {_positions(at)}"]
@@ -232,7 +233,7 @@ def _multiple_think_close(run: RunLimits, s: Sample) -> list[str]:
        "a role, control or media token in the completion ({forbidden})")
 def _forbidden(run: RunLimits, s: Sample) -> list[str]:
     found: dict[int, list[int]] = {}                      # distinct ids, in order of appearance
-    for p in s.completion.at[Role.FORBIDDEN]:
+    for p in s.completion.at[FORBIDDEN]:
         found.setdefault(int(s.completion.ids[p]), []).append(p)
     return [f"{run.tokens.token_name(tid)} at position(s) {_positions(where)}" for tid, where in found.items()]
 
@@ -325,7 +326,7 @@ def _args(run: RunLimits, s: Sample) -> list[str]:
 
 @_rule("end_of_turn_not_last", _GENERATED, "an `{end_of_turn}` that is not the last completion token")
 def _eot_not_last(run: RunLimits, s: Sample) -> list[str]:
-    at = s.completion.at[Role.END_OF_TURN]
+    at = s.completion.at[END_OF_TURN]
     if not at or at[-1] == s.completion.n - 1:
         return []
     return [f"{run.tokens.profile.end_of_turn} at {_positions(at)}, completion length {s.completion.n}"]
@@ -333,7 +334,7 @@ def _eot_not_last(run: RunLimits, s: Sample) -> list[str]:
 
 @_rule("multiple_end_of_turn", _GENERATED, "more than one `{end_of_turn}` in the completion")
 def _multiple_eot(run: RunLimits, s: Sample) -> list[str]:
-    at = s.completion.at[Role.END_OF_TURN]
+    at = s.completion.at[END_OF_TURN]
     if len(at) <= 1:
         return []
     return [f"{len(at)}× {run.tokens.profile.end_of_turn} at {_positions(at)}"]
@@ -350,7 +351,7 @@ def _missing_think_close(run: RunLimits, s: Sample) -> list[str]:
 
 @_rule("missing_end_of_turn", _WHOLE, "a finished completion without `{end_of_turn}`")
 def _missing_eot(run: RunLimits, s: Sample) -> list[str]:
-    if s.completion.at[Role.END_OF_TURN]:
+    if s.completion.at[END_OF_TURN]:
         return []
     n = s.completion.n
     last = excerpt(_text(run, s, n - 1, n)) if n else "nothing (empty completion)"
@@ -360,7 +361,7 @@ def _missing_eot(run: RunLimits, s: Sample) -> list[str]:
 @_rule("empty_answer", _WHOLE, "no answer text after `{think_close}` and no tool call")
 def _empty_answer(run: RunLimits, s: Sample) -> list[str]:
     c = s.completion
-    if c.think_close is None or c.at[Role.CALL_BEGIN] or c.answer.strip():
+    if c.think_close is None or c.at[CALL_BEGIN] or c.answer.strip():
         return []
     return [f"answer after {run.tokens.profile.think_close} is empty ({excerpt(c.answer)}) and there is no "
             "tool call"]

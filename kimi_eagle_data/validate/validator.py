@@ -10,7 +10,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from kimi_eagle_data.grammar import CompletionGrammar, ParsedCompletion, Role, pack, rows_with
+from kimi_eagle_data.grammar import CALL_BEGIN, CompletionGrammar, ParsedCompletion, pack, rows_with
 from kimi_eagle_data.profile import ProfileTokens, model_vocab_size
 from kimi_eagle_data.prompts.tokenizer import SegmentDecoder
 from kimi_eagle_data.validate.rules import COMPLETE, RunLimits, Sample, Verdict, completion_kind, judge
@@ -81,7 +81,7 @@ class Validator:
         reported = "stop" if s.kind == COMPLETE and s.finish_reason == "length" else s.finish_reason
         return Verdict(
             issues=issues, details=details, reasoning_len=c.reasoning_end,
-            num_tool_calls=len(c.at[Role.CALL_BEGIN]),
+            num_tool_calls=len(c.at[CALL_BEGIN]),
             args_valid=all(call.arguments_ok for call in c.calls),
             assistant=assistant, finish_reason=reported,
         )
