@@ -1,6 +1,7 @@
-"""Validator throughput: the numpy validator (`kimi_eagle_data.validate.rules.Validator`) against a naive per-token
-Python loop implementing the same checks, on a synthetic corpus built from the embedded tiny Kimi-format
-tokenizer's ids (mostly valid samples of 100–2,000 completion tokens; plain answers, tool calls, ~10% broken).
+"""Validator throughput: the numpy validator (`kimi_eagle_data.validate.validator.Validator`, which parses through
+`kimi_eagle_data.grammar`) against a naive per-token Python loop implementing the same checks, on a synthetic
+corpus built from the embedded tiny Kimi-format tokenizer's ids (mostly valid samples of 100–2,000 completion
+tokens; plain answers, tool calls, ~10% broken).
 
 Both implementations produce the full verdict (reason codes, counts, the decoded assistant turn); the benchmark
 first checks that they agree on every sample, then times each (best of --repeat) and prints a table.
@@ -357,7 +358,7 @@ def main(argv=None):
         assert [_key(v) for v in fast.validate_many(*c)] == [_key(fast.validate(*s)) for s in corpus[i:i + 256]]
     t_chunks = _time(lambda *c: list(fast.validate_many(*c)), chunks, args.repeat)
     # The decoding both must do, alone: one decode of each whole completion (as an array, the fast way).
-    t_decode = _time(lambda p, o, *_: fast._decode(o), corpus, args.repeat)
+    t_decode = _time(lambda p, o, *_: fast.decoder.decode(o), corpus, args.repeat)
 
     # Structure only: the same two implementations with decoding stubbed out (constant text).
     stub = _StubTokenizer(tok)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import asdict, make_dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from kimi_eagle_data.validate.assemble import ValidateReport, validate_config
 from kimi_eagle_data.engines.checkpoint import Checkpoint, CheckpointSet, in_shard, shard_checkpoint_name
 from kimi_eagle_data.engines.base import Engine, EngineError, SamplingParams
 from kimi_eagle_data.engines.generate import GenerateReport, generate_records
+from kimi_eagle_data.grammar import reasoning_length
 from kimi_eagle_data.prompts.prepare import PrepareReport, read_prepared
 from kimi_eagle_data.profile import ModelProfile, ProfileTokens, get_profile
 from kimi_eagle_data.settings import BOUND, INHERITED, dataclass_fields
@@ -135,8 +137,8 @@ class Pipeline:
                          and read_json(p).get("fingerprint") == fingerprint for c, p in reports.items()):
             return {c: PrepareReport.from_json(read_json(p)) for c, p in reports.items()}
         self.note_earlier_limit([read_json(p).get("limit") for p in reports.values() if p.exists()])
-        gen_prompt = self.tokenizer.encode(self.profile.generation_prompt, add_special_tokens=False)
-        run = prepare_configs(self.s, self.tokenizer, gen_prompt_ids=gen_prompt,
+        run = prepare_configs(self.s, self.tokenizer,
+                              gen_prompt_ids=self.profile.generation_prompt_ids(self.tokenizer),
                               max_new_tokens=self.sampling.max_new_tokens, max_seq_len=self.max_seq_len,
                               workdir=self.workdir)
         for warning in run.warnings:
@@ -269,7 +271,8 @@ class Pipeline:
             ckpt.set_meta("engine", asdict(engine.info()))
             return generate_records(records, engine, ckpt, self.sampling, done=done, failed=failed,
                                     retry_failed=self.s.retry_failed, console=self.console,
-                                    show_progress=self.s.progress, think_close=self.tokens.think_close)
+                                    show_progress=self.s.progress,
+                                    reasoning_length=partial(reasoning_length, tokens=self.tokens))
         finally:
             if own and engine is not None:
                 engine.close()

@@ -84,6 +84,11 @@ class ModelProfile:
             "with JSON-object arguments and call indices continuing the conversation's count "
             "(`{tool_call_id_shape}`), and ends with one `{end_of_turn}`.")
 
+    def generation_prompt_ids(self, tokenizer) -> list[int]:
+        """The generation prompt as `tokenizer` encodes it: what every prompt ends with (prepare checks each
+        rendered prompt against it, the validator each sample's prompt, inspect finds it to split it off)."""
+        return list(tokenizer.encode(self.generation_prompt, add_special_tokens=False))
+
     def tool_call_id(self, name: str, index: int) -> str:
         return self.tool_call_id_format.format(name=name, index=index)
 
@@ -218,6 +223,10 @@ class ProfileTokens:
         if role in structural:
             return self.ids[structural[role]]
         raise AttributeError(role)
+
+    def token_name(self, token_id: int) -> str:
+        """The profile's name of one of its token ids (for messages)."""
+        return next(t for t, i in self.ids.items() if i == token_id)
 
     @classmethod
     def from_tokenizer(cls, profile: ModelProfile, tokenizer) -> "ProfileTokens":

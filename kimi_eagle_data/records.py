@@ -85,6 +85,6 @@ class Completion:
     output_top1_ids: Sequence[int] | None = None
     output_top1_logprobs: Sequence[float] | None = None   # the top-1 token's log-prob (protocol server)
     # Their per-sample sums (generate.logprob_stats), what the checkpoint stores: {"n", "sum", "top1"} over
-    # the whole completion, and "reasoning_n", "reasoning_sum", "reasoning_top1" over the tokens before the
-    # profile's think_close. None when the engine reported no log-probs (or an older checkpoint).
+    # the whole completion, and "reasoning_n", "reasoning_sum", "reasoning_top1" over its reasoning (the
+    # completion grammar's `reasoning_length`). None when the engine reported no log-probs (or an older checkpoint).
     logprob_stats: dict[str, Any] | None = None

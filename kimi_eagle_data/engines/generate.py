@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -45,17 +46,17 @@ def request_seed(id_: str) -> int:
     return int(id_.rsplit("-", 1)[-1][:8], 16) if "-" in id_ else 0
 
 
-def logprob_stats(c: Completion, think_close: int | None) -> dict | None:
+def logprob_stats(c: Completion, reasoning_length: Callable[[list[int]], int] | None) -> dict | None:
     """Per-sample sums of the log-probs the engine reported for `c.output_ids` (None without them):
     n, sum, top1 (tokens that were the target's top-1) over the completion, and the same over the
-    reasoning, the tokens before the first `think_close` (the rest, think_close included, is the answer)."""
+    reasoning, its first `reasoning_length(ids)` tokens (the completion grammar's boundary; the rest is the
+    answer)."""
     lps = c.output_logprobs
     if lps is None or len(lps) != len(c.output_ids) or not len(lps):
         return None
     ids = [int(t) for t in c.output_ids]
     top = c.output_top1_ids if c.output_top1_ids is not None and len(c.output_top1_ids) == len(ids) else None
-    # The prompt ends with think_open: everything up to think_close is reasoning (all of a truncated one).
-    k = 0 if think_close is None else ids.index(think_close) if think_close in ids else len(ids)
+    k = 0 if reasoning_length is None else reasoning_length(ids)
     hits = [int(t == a) for t, a in zip(ids, top)] if top is not None else None
     return {"n": len(ids), "sum": float(sum(lps)), "top1": sum(hits) if hits is not None else None,
             "reasoning_n": k, "reasoning_sum": float(sum(lps[:k])),
@@ -65,7 +66,7 @@ def logprob_stats(c: Completion, think_close: int | None) -> dict | None:
 def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Checkpoint, sampling: SamplingParams,
                      *, done: set[str] | None = None, failed: dict | None = None, retry_failed: bool = False,
                      console: Console | None = None, show_progress: bool = True,
-                     think_close: int | None = None) -> GenerateReport:
+                     reasoning_length: Callable[[list[int]], int] | None = None) -> GenerateReport:
     """Generate every record not in `done` (nor in `failed`, unless `retry_failed`); commit each result."""
     report = GenerateReport()
     done = checkpoint.done_ids() if done is None else done
@@ -103,7 +104,7 @@ def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Ch
                 checkpoint.record_failure(config, c.id, reason, message, attempts)
                 report.failed += 1
             else:
-                c.logprob_stats = logprob_stats(c, think_close)
+                c.logprob_stats = logprob_stats(c, reasoning_length)
                 checkpoint.commit(config, c)
                 report.completed += 1
                 report.output_tokens += len(c.output_ids)

@@ -408,10 +408,9 @@ def dry_run(settings) -> PrepareRun:
 
     profile = get_profile(settings.profile)
     tokenizer = load_tokenizer(settings.tokenizer_path)
-    gen = tokenizer.encode(profile.generation_prompt, add_special_tokens=False)
     max_new = settings.max_new_tokens or profile.sampling.max_new_tokens
-    return prepare_configs(settings, tokenizer, gen_prompt_ids=gen, max_new_tokens=max_new,
-                           max_seq_len=settings.resolved_max_seq_len(), workdir=None)
+    return prepare_configs(settings, tokenizer, gen_prompt_ids=profile.generation_prompt_ids(tokenizer),
+                           max_new_tokens=max_new, max_seq_len=settings.resolved_max_seq_len(), workdir=None)
 
 
 def funnel_table(run: PrepareRun, title: str = "prepare --dry-run: prompts left after each stage"):

@@ -283,6 +283,36 @@ def token_byte_table(tokenizer):
     return table
 
 
+class SegmentDecoder:
+    """Id segments -> text, exactly as `tokenizer.decode(ids, skip_special_tokens=False)` gives it: the one
+    decode of completion segments (the validator, the completion grammar, inspect). Construct once per
+    tokenizer: it builds the tiktoken core's byte table when the tokenizer has one."""
+
+    def __init__(self, tokenizer, vocab_size: int):
+        self.tokenizer = tokenizer
+        self.vocab_size = int(vocab_size)
+        self.token_bytes = token_byte_table(tokenizer)
+
+    def decode(self, ids, may_be_out_of_range: bool = False) -> str:
+        """`ids` a 1-D integer numpy array. With `may_be_out_of_range`, ids outside [0, vocab_size) are left out
+        (a sample with such ids is rejected for them; its text is still shown)."""
+        if may_be_out_of_range:
+            ids = ids[(ids >= 0) & (ids < self.vocab_size)]
+        if ids.size == 0:
+            return ""
+        if self.token_bytes is not None and ids.min() >= 0:
+            # The tiktoken core's bytes of each id, joined and decoded as the core does (errors="replace"):
+            # the same text as decode(..., skip_special_tokens=False) (tested), without transformers'
+            # per-token Python path through a slow PreTrainedTokenizer.
+            try:
+                return b"".join(self.token_bytes[ids].tolist()).decode("utf-8", errors="replace")
+            except (IndexError, TypeError):
+                pass   # an id the core does not name: let the tokenizer say what it decodes to
+        # transformers checks a list's elements one by one in Python; an array converts in C. Short segments
+        # (ids, arguments) are cheaper as lists.
+        return self.tokenizer.decode(ids if ids.size > 64 else ids.tolist(), skip_special_tokens=False)
+
+
 def tokenizer_fingerprint(tokenizer) -> dict[str, str]:
     """Hashes of the vocabulary (string -> id, incl. added tokens), of the chat template and of the tokenizer's
     own Python code files."""

@@ -2,8 +2,9 @@
 
 Segments are found from token ids, never by matching decoded text: turn-opening role tokens split the
 prompt into turns (system, tool declarations, user, past assistant turns, tool results, the generation
-prompt), and the profile's structural tokens split the completion (reasoning up to `</think>`, the answer,
-each tool call `<|tool_call_begin|>…<|tool_call_end|>`, the final `<|im_end|>`). Every token belongs to
+prompt), and the completion grammar (kimi_eagle_data/grammar.py, what the validator reads too) splits the
+completion (reasoning up to `</think>`, the answer, each tool call `<|tool_call_begin|>…<|tool_call_end|>`,
+the final `<|im_end|>`). Every token belongs to
 exactly one segment, so the segments concatenated are the row's `input_ids`, and the loss-mask boundary
 (`prompt_len`) always falls between two segments. Only a turn's header name (the one or two tokens between
 its role token and `<|im_middle|>`, e.g. `tool_declare`) is decoded, to tell a system turn from the tool
@@ -24,7 +25,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kimi_eagle_data.engines.checkpoint import CorruptCheckpointError, open_workdir_checkpoints
-from kimi_eagle_data.profile import ModelProfile, ProfileTokens, get_profile
+from kimi_eagle_data.grammar import CompletionGrammar, ParsedCompletion
+from kimi_eagle_data.profile import ModelProfile, ProfileTokens, get_profile, model_vocab_size
+from kimi_eagle_data.prompts.tokenizer import SegmentDecoder
 from kimi_eagle_data.run_checks import config_name_problem
 from kimi_eagle_data.reports.stats import QualityError
 from kimi_eagle_data.validate.rules import REASONS
@@ -75,15 +78,12 @@ class Segmenter:
                                f"{missing} of profile {profile.name}; pass --tokenizer with the run's tokenizer")
         self.role_of = {vocab[t]: role for role, t in turn_tokens.items()}
         self.header_end = vocab[header_end]
-        self.gen_prompt = tokenizer.encode(profile.generation_prompt, add_special_tokens=False)
-        t = self.tokens
-        self.eot, self.think_close = t.end_of_turn, t.think_close
-        self.sec_begin, self.sec_end = t.tool_calls_section_begin, t.tool_calls_section_end
-        self.call_begin, self.call_end = t.tool_call_begin, t.tool_call_end
-        self.arg_begin = t.tool_call_argument_begin
+        self.gen_prompt = profile.generation_prompt_ids(tokenizer)
+        self.decoder = SegmentDecoder(tokenizer, model_vocab_size(profile, tokenizer))
+        self.grammar = CompletionGrammar(self.tokens, self.decoder)
 
     def decode(self, ids) -> str:
-        return self.tokenizer.decode(list(ids), skip_special_tokens=False) if len(ids) else ""
+        return self.decoder.decode(np.asarray(ids, dtype=np.int64))
 
     def segment(self, input_ids, prompt_len: int) -> list[Segment]:
         ids = np.asarray(input_ids, dtype=np.int64)
@@ -127,69 +127,45 @@ class Segmenter:
                 return "tool_result", name
         return role, name
 
-    # the completion: reasoning, answer, tool-call section, end
+    # the completion: as the completion grammar parses it (the validator reads the same parts)
     def _completion(self, ids: np.ndarray, p: int, n: int, segs: list) -> None:
         if n <= p:
             return
-        body_end = n - 1 if int(ids[n - 1]) == self.eot else n
-        closes = np.flatnonzero(ids[p:body_end] == self.think_close)
-        if not closes.size:
+        c = self.grammar.parse(ids[p:])
+        body_end = p + c.body_end
+        if c.think_close is None:
             label = "reasoning (no </think>: truncated)" if body_end == n else "reasoning (no </think>)"
             segs.append(("reasoning", label, p, body_end))
         else:
-            tc = p + int(closes[0])
-            segs.append(("reasoning", "reasoning + </think>", p, tc + 1))
-            self._answer(ids, tc + 1, body_end, segs)
+            segs.append(("reasoning", "reasoning + </think>", p, p + c.think_close + 1))
+            self._answer(c, p, segs)
         if body_end < n:
             segs.append(("end", "end of turn", body_end, n))
 
-    def _answer(self, ids: np.ndarray, lo: int, hi: int, segs: list) -> None:
-        region = ids[lo:hi]
-        marks = {self.sec_begin, self.sec_end, self.call_begin, self.call_end}
-        events = [(lo + int(i), int(region[i])) for i in np.flatnonzero(np.isin(region, list(marks)))]
-        state = {"section": "before"}     # before / inside / after the tool-call section
-        a, ncalls, j = lo, 0, 0
-
-        def text(upto: int) -> None:
-            if upto > a:
-                kind, label = {"before": ("answer", "answer"),
-                               "inside": ("text", "text inside the tool-call section"),
-                               "after": ("text", "text after the tool-call section")}[state["section"]]
-                segs.append((kind, label, a, upto))
-
-        while j < len(events):
-            pos, tid = events[j]
-            if tid == self.call_begin:
-                text(pos)
-                end = hi
-                k = j + 1
-                while k < len(events) and events[k][1] not in (self.call_end, self.call_begin, self.sec_end):
-                    k += 1
-                if k < len(events) and events[k][1] == self.call_end:
-                    end, j = events[k][0] + 1, k + 1
-                elif k < len(events):
-                    end, j = events[k][0], k          # unclosed call: stops at the next marker
-                else:
-                    j = k
-                segs.append(("tool_call", f"tool call {ncalls}: {self._call_name(ids, pos, end)}", pos, end))
-                ncalls += 1
-                a = end
-                continue
-            if tid in (self.sec_begin, self.sec_end):
-                text(pos)
-                opening = tid == self.sec_begin
-                segs.append(("tool_section", "tool-call section " + ("begin" if opening else "end"), pos, pos + 1))
-                state["section"] = "inside" if opening else "after"
-                a = pos + 1
-            # a stray call_end outside a call stays in the text run
-            j += 1
-        text(hi)
-
-    def _call_name(self, ids: np.ndarray, lo: int, hi: int) -> str:
-        arg = np.flatnonzero(ids[lo + 1:hi] == self.arg_begin)
-        stop = lo + 1 + int(arg[0]) if arg.size else min(hi, lo + 16)
-        m = self.profile.tool_call_id_pattern.match(self.decode(ids[lo + 1:stop].tolist()))
-        return m["name"] if m else "malformed id"
+    @staticmethod
+    def _answer(c: ParsedCompletion, p: int, segs: list) -> None:
+        """The answer text, then the tool-call section: its complete calls, and what else stands in it as text
+        (blank runs between calls, or what follows the first token out of the grammar's order)."""
+        lo, hi = p + c.think_close + 1, p + c.body_end
+        if c.section_begin is None:
+            segs.append(("answer", "answer", lo, hi))
+            return
+        begin = p + c.section_begin
+        segs.append(("answer", "answer", lo, begin))
+        segs.append(("tool_section", "tool-call section begin", begin, begin + 1))
+        at = begin + 1
+        for k, call in enumerate(c.calls):
+            segs.append(("text", "text inside the tool-call section", at, p + call.begin))
+            name = call.name if call.name is not None else "malformed id"
+            segs.append(("tool_call", f"tool call {k}: {name}", p + call.begin, p + call.end + 1))
+            at = p + call.end + 1
+        if c.section_end is None:
+            segs.append(("text", "text inside the tool-call section", at, hi))
+            return
+        end = p + c.section_end
+        segs.append(("text", "text inside the tool-call section", at, end))
+        segs.append(("tool_section", "tool-call section end", end, end + 1))
+        segs.append(("text", "text after the tool-call section", end + 1, hi))
 
 
 # -- finding rows -------------------------------------------------------------------------------------

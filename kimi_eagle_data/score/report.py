@@ -4,7 +4,8 @@ Per partition: the mean log-prob per token (nats/token, token-weighted: the sum 
 of tokens) of the upstream answers and of the target's own completions, their top-1 agreement (share of
 tokens that are the target's most likely token), and the gap = own − upstream with a 95% percentile
 bootstrap interval (the prompts of each set resampled, 2,000 times, seeded). Where both sets have
-reasoning, the same for the reasoning (tokens before think_close) and the answer (the rest) separately.
+reasoning, the same for the reasoning (`grammar.reasoning_length`: the tokens before think_close) and the answer
+(the rest) separately.
 
 Verdict (one word), threshold `REGENERATE_GAP` = 0.5 nats/token (override: `--threshold`):
   either      the whole interval lies within ±0.5 nats/token: the upstream answers are text the

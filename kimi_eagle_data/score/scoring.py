@@ -49,6 +49,7 @@ from rich.progress import (
 from kimi_eagle_data.diskfull import writing
 from kimi_eagle_data.engines.checkpoint import CorruptCheckpointError, open_store
 from kimi_eagle_data.engines.base import Engine, ScoreRequest
+from kimi_eagle_data.grammar import reasoning_length
 from kimi_eagle_data.profile import ProfileTokens
 from kimi_eagle_data.prompts.answer import render_answer  # noqa: F401  (score renders upstream answers with it)
 from kimi_eagle_data.records import PromptRecord
@@ -175,11 +176,9 @@ def plan_items(config: str, picked: list[PromptRecord], own: dict[str, Any], tok
         c = own.get(r.id)
         if c is not None and len(c.output_ids) and (rescore_own or c.logprob_stats is None):
             out = [int(t) for t in c.output_ids]
-            close = tokens.think_close
-            k_own = out.index(close) if close in out else len(out)
             full = list(r.prompt_ids) + out
             yield Item(config, r.id, "own", ScoreRequest(f"{r.id}:own", full[:max_len], len(r.prompt_ids)),
-                       k_own, len(full) > max_len)
+                       reasoning_length(out, tokens), len(full) > max_len)
 
 
 def run_scoring(items: list[Item], engine: Engine, ckpt: ScoreCheckpoint, *, retry_failed: bool,

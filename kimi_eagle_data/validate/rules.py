@@ -1,11 +1,8 @@
 """The token-structure rules (docs/token-rules.md), one function and reason code each (validator.py runs them).
 
-The validator looks at ids, never at re-encoded text: one vectorised pass classifies every
-completion token through a lookup table (id -> structural role), `np.flatnonzero` yields the few
-positions that carry structure, and a short walk over those positions parses the turn. Only text
-*segments* (reasoning, answer, tool-call id, arguments) are decoded, with
-`tokenizer.decode(ids, skip_special_tokens=False)` (through the tokenizer's tiktoken core when it has one,
-which gives the same text much faster); the ids themselves are never modified.
+A rule reads one `Sample` (the prompt's ids and the completion as the completion grammar parsed it,
+kimi_eagle_data/grammar.py) and the run's `RunLimits`, and returns one human line per problem it finds; it
+never parses or re-reads the completion itself, so every rule sees the structure every other reader sees.
 
 Every rule lives in exactly one place: one `@_rule` function below, registered with its reason
 code, the completions it applies to, and a one-line description (collected in `REASONS`).
@@ -20,30 +17,16 @@ Completion kinds (what rules apply to):
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from kimi_eagle_data.profile import KIMI_K25, ModelProfile
-from kimi_eagle_data.wording import counted
-
-if TYPE_CHECKING:   # the rules take the validator that runs them (validator.py imports this module)
-    from kimi_eagle_data.validate.validator import Validator
-
-# --------------------------------------------------------------------------------------------
-# Token roles (values of the id -> role lookup table)
-
-_TEXT, _THINK_OPEN, _THINK_CLOSE, _EOT, _SEC_BEGIN, _SEC_END, _CALL_BEGIN, _ARG_BEGIN, _CALL_END, \
-    _FORBIDDEN = range(10)
-_N_ROLES = 10
-assert (_SEC_BEGIN, _SEC_END, _CALL_BEGIN, _ARG_BEGIN, _CALL_END) == tuple(range(_SEC_BEGIN, _CALL_END + 1))
-_ROLE_OF_ATTR = {
-    "think_open": _THINK_OPEN, "think_close": _THINK_CLOSE, "end_of_turn": _EOT,
-    "tool_calls_section_begin": _SEC_BEGIN, "tool_calls_section_end": _SEC_END,
-    "tool_call_begin": _CALL_BEGIN, "tool_call_argument_begin": _ARG_BEGIN, "tool_call_end": _CALL_END,
-}
+from kimi_eagle_data.grammar import (
+    CALL_BEGIN, END_OF_TURN, FORBIDDEN, THINK_CLOSE, THINK_OPEN, Fault, ParsedCompletion)
+from kimi_eagle_data.profile import KIMI_K25, ModelProfile, ProfileTokens
+from kimi_eagle_data.prompts.tokenizer import SegmentDecoder
+from kimi_eagle_data.wording import counted, excerpt
 
 COMPLETE, TRUNCATED, FAILED = "complete", "truncated", "failed"
 _ALL = frozenset({COMPLETE, TRUNCATED, FAILED})
@@ -54,7 +37,7 @@ _MAX_MSGS_PER_LINE = 3
 
 
 # --------------------------------------------------------------------------------------------
-# Results
+# What the rules read
 
 
 @dataclass
@@ -74,36 +57,49 @@ class Verdict:
         return not self.issues
 
 
-@dataclass
-class _Call:
-    begin: int          # position of tool_call_begin
-    arg: int            # position of tool_call_argument_begin
-    end: int            # position of tool_call_end
-    id_text: str
-    name: str | None    # None when the id does not match the profile's pattern
-    index: int | None
-    args_text: str
-    args_ok: bool
+@dataclass(frozen=True)
+class RunLimits:
+    """What the rules know of the run (the same for every sample)."""
+
+    tokens: ProfileTokens
+    decoder: SegmentDecoder               # for the text a message quotes
+    generation_prompt_ids: list[int]
+    max_seq_len: int
+    vocab_size: int
+    keep_truncated: bool
 
 
-class _Sample:
-    """One sample during validation: the ids, the structure found in them, decoded segments."""
+@dataclass(slots=True)
+class Sample:
+    """One sample as the rules see it: the prompt's ids and the parsed completion."""
 
-    __slots__ = (
-        "v", "prompt", "c", "n", "finish_reason", "finish_detail", "tools", "declared", "kind",
-        "oob", "prompt_oob", "pos", "roles", "at", "body_end", "think_close_at", "sec_begin", "sec_end",
-        "in_reasoning", "outside", "calls", "malformed", "empty_section",
-        "reasoning", "content",
-    )
+    prompt: np.ndarray
+    prompt_has_out_of_range_ids: bool
+    completion: ParsedCompletion
+    kind: str                             # COMPLETE / TRUNCATED / FAILED (`completion_kind`)
+    finish_reason: str
+    finish_detail: dict
+    declared: frozenset[str]              # the tool names the prompt's `tools` declare
 
-    def decode(self, lo: int, hi: int) -> str:
-        return self.v._decode(self.c[lo:hi], self.oob)
+
+def completion_kind(finish_reason: str, completion: ParsedCompletion) -> str:
+    """Which rules apply (the module docstring): complete, truncated or failed."""
+    if finish_reason == "stop" or (finish_reason == "length" and completion.ends_with_end_of_turn):
+        return COMPLETE
+    return TRUNCATED if finish_reason == "length" else FAILED
 
 
 # --------------------------------------------------------------------------------------------
 # The rule table
 
-_RULES: list[tuple[str, frozenset[str], Callable[["Validator", _Sample], list[str]]]] = []
+
+class Rule(NamedTuple):
+    code: str
+    applies_to: frozenset[str]
+    check: Callable[[RunLimits, Sample], list[str]]
+
+
+RULES: list[Rule] = []
 # code -> description with the profile's token names as `{fields}` (ModelProfile.describe fills them in).
 REASON_TEMPLATES: dict[str, str] = {}
 
@@ -111,10 +107,25 @@ REASON_TEMPLATES: dict[str, str] = {}
 def _rule(code: str, applies_to: frozenset[str], description: str):
     def register(fn):
         assert code not in REASON_TEMPLATES, code
-        _RULES.append((code, applies_to, fn))
+        RULES.append(Rule(code, applies_to, fn))
         REASON_TEMPLATES[code] = description
         return fn
     return register
+
+
+def judge(run: RunLimits, s: Sample) -> tuple[list[str], list[str]]:
+    """(reason codes, one detail line each) of every rule that applies to `s` and finds something."""
+    issues: list[str] = []
+    details: list[str] = []
+    for code, applies_to, check in RULES:
+        if s.kind not in applies_to:
+            continue
+        msgs = check(run, s)
+        if msgs:
+            issues.append(code)
+            extra = len(msgs) - _MAX_MSGS_PER_LINE
+            details.append("; ".join(msgs[:_MAX_MSGS_PER_LINE]) + (f"; … ({extra} more)" if extra > 0 else ""))
+    return issues, details
 
 
 def reason_descriptions(profile: ModelProfile = KIMI_K25) -> dict[str, str]:
@@ -122,58 +133,49 @@ def reason_descriptions(profile: ModelProfile = KIMI_K25) -> dict[str, str]:
     return {code: profile.describe(text) for code, text in REASON_TEMPLATES.items()}
 
 
-def _show(text: str, limit: int = 60) -> str:
-    return repr(text if len(text) <= limit else text[:limit] + "…")
-
-
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not JSON")
-
-
-def _is_json_object(text: str) -> bool:
-    try:
-        return isinstance(json.loads(text, parse_constant=_reject_constant), dict)   # strict: no NaN/Infinity
-    except (ValueError, RecursionError):
-        return False
+def _text(run: RunLimits, s: Sample, lo: int, hi: int) -> str:
+    return run.decoder.decode(s.completion.ids[lo:hi], s.completion.has_out_of_range_ids)
 
 
 # -- sample-level rules (every finish reason) ---------------------------------------------------
 
 @_rule("prompt_not_generation_prompt", _ALL,
        "the prompt does not end with the model's generation prompt (last token `{think_open}`)")
-def _prompt_suffix(v: "Validator", s: _Sample) -> list[str]:
-    k = len(v.generation_prompt_ids)
+def _prompt_suffix(run: RunLimits, s: Sample) -> list[str]:
+    k = len(run.generation_prompt_ids)
     p = s.prompt
-    if len(p) >= k and p[len(p) - k:].tolist() == v.generation_prompt_ids:
+    if len(p) >= k and p[len(p) - k:].tolist() == run.generation_prompt_ids:
         return []
     tail = p[max(0, len(p) - k):]
-    return [f"prompt ends with {_show(v._decode(tail, oob=True))}, expected the generation prompt "
-            f"{v.tokens.profile.generation_prompt!r}"]
+    return [f"prompt ends with {excerpt(run.decoder.decode(tail, True))}, expected the generation prompt "
+            f"{run.tokens.profile.generation_prompt!r}"]
 
 
 @_rule("exceeds_max_seq_len", _ALL, "prompt_len + completion_len is larger than max_seq_len")
-def _max_seq_len(v: "Validator", s: _Sample) -> list[str]:
-    total = len(s.prompt) + s.n
-    if total <= v.max_seq_len:
+def _max_seq_len(run: RunLimits, s: Sample) -> list[str]:
+    n = s.completion.n
+    total = len(s.prompt) + n
+    if total <= run.max_seq_len:
         return []
-    return [f"prompt_len {len(s.prompt)} + completion_len {s.n} = {total} > max_seq_len {v.max_seq_len}"]
+    return [f"prompt_len {len(s.prompt)} + completion_len {n} = {total} > max_seq_len {run.max_seq_len}"]
 
 
 @_rule("id_out_of_range", _ALL, "a token id outside [0, vocab_size)")
-def _id_range(v: "Validator", s: _Sample) -> list[str]:
+def _id_range(run: RunLimits, s: Sample) -> list[str]:
     msgs = []
-    for what, ids, oob in (("prompt", s.prompt, s.prompt_oob), ("completion", s.c, s.oob)):
+    for what, ids, oob in (("prompt", s.prompt, s.prompt_has_out_of_range_ids),
+                           ("completion", s.completion.ids, s.completion.has_out_of_range_ids)):
         if not oob:
             continue
-        bad = np.flatnonzero((ids < 0) | (ids >= v.vocab_size))
+        bad = np.flatnonzero((ids < 0) | (ids >= run.vocab_size))
         if bad.size:
-            msgs.append(f"{bad.size} {what} id(s) outside [0, {v.vocab_size}), first {int(ids[bad[0]])} "
+            msgs.append(f"{bad.size} {what} id(s) outside [0, {run.vocab_size}), first {int(ids[bad[0]])} "
                         f"at {int(bad[0])}")
     return msgs
 
 
 @_rule("aborted", _ALL, "the engine aborted the request: a failure, not a sample")
-def _aborted(v: "Validator", s: _Sample) -> list[str]:
+def _aborted(run: RunLimits, s: Sample) -> list[str]:
     if s.finish_reason != "abort":
         return []
     msg = s.finish_detail.get("message")
@@ -181,7 +183,7 @@ def _aborted(v: "Validator", s: _Sample) -> list[str]:
 
 
 @_rule("unknown_finish_reason", _ALL, "a finish reason other than stop / length / abort")
-def _unknown_finish(v: "Validator", s: _Sample) -> list[str]:
+def _unknown_finish(run: RunLimits, s: Sample) -> list[str]:
     if s.finish_reason in ("stop", "length", "abort"):
         return []
     return [f"unknown finish_reason {s.finish_reason!r}"]
@@ -189,170 +191,180 @@ def _unknown_finish(v: "Validator", s: _Sample) -> list[str]:
 
 @_rule("length_mismatch", _ALL,
        "a `length` completion whose token count differs from the length the engine reported")
-def _length_mismatch(v: "Validator", s: _Sample) -> list[str]:
+def _length_mismatch(run: RunLimits, s: Sample) -> list[str]:
     if s.finish_reason != "length" or s.finish_detail.get("length") is None:
         return []
     reported = s.finish_detail["length"]
     try:
-        if int(reported) == s.n:
+        if int(reported) == s.completion.n:
             return []
     except (TypeError, ValueError):
         pass
-    return [f"completion has {counted(s.n, 'token')}, the engine reported length {reported!r}"]
+    return [f"completion has {counted(s.completion.n, 'token')}, the engine reported length {reported!r}"]
 
 
 @_rule("truncated", frozenset({TRUNCATED}),
        "generation hit max_new_tokens before the end of the turn (kept only with --keep-truncated)")
-def _truncated(v: "Validator", s: _Sample) -> list[str]:
-    if v.keep_truncated:
+def _truncated(run: RunLimits, s: Sample) -> list[str]:
+    if run.keep_truncated:
         return []
-    return [f"finish_reason length after {counted(s.n, 'token')}, no end-of-turn token"]
+    return [f"finish_reason length after {counted(s.completion.n, 'token')}, no end-of-turn token"]
 
 
 # -- completion rules that do not need the end of the turn ---------------------------------------
 
 @_rule("think_open_in_completion", _GENERATED, "the completion contains `{think_open}` (the prompt opened it)")
-def _think_open(v: "Validator", s: _Sample) -> list[str]:
-    at = s.at[_THINK_OPEN]
+def _think_open(run: RunLimits, s: Sample) -> list[str]:
+    at = s.completion.at[THINK_OPEN]
     if not at:
         return []
-    return [f"{v.tokens.profile.think_open} at completion position(s) {_positions(at)}"]
+    return [f"{run.tokens.profile.think_open} at completion position(s) {_positions(at)}"]
 
 
 @_rule("multiple_think_close", _GENERATED, "the completion contains more than one `{think_close}`")
-def _multiple_think_close(v: "Validator", s: _Sample) -> list[str]:
-    at = s.at[_THINK_CLOSE]
+def _multiple_think_close(run: RunLimits, s: Sample) -> list[str]:
+    at = s.completion.at[THINK_CLOSE]
     if len(at) <= 1:
         return []
-    return [f"{len(at)}× {v.tokens.profile.think_close} at positions {_positions(at)}"]
+    return [f"{len(at)}× {run.tokens.profile.think_close} at positions {_positions(at)}"]
 
 
 @_rule("forbidden_token", _GENERATED,
        "a role, control or media token in the completion ({forbidden})")
-def _forbidden(v: "Validator", s: _Sample) -> list[str]:
+def _forbidden(run: RunLimits, s: Sample) -> list[str]:
     found: dict[int, list[int]] = {}                      # distinct ids, in order of appearance
-    for p in s.at[_FORBIDDEN]:
-        found.setdefault(int(s.c[p]), []).append(p)
-    return [f"{v.id_to_token[tid]} at position(s) {_positions(where)}" for tid, where in found.items()]
+    for p in s.completion.at[FORBIDDEN]:
+        found.setdefault(int(s.completion.ids[p]), []).append(p)
+    return [f"{run.tokens.token_name(tid)} at position(s) {_positions(where)}" for tid, where in found.items()]
 
 
 @_rule("tool_section_in_reasoning", _GENERATED, "tool-call tokens before `{think_close}` (inside the reasoning)")
-def _tool_in_reasoning(v: "Validator", s: _Sample) -> list[str]:
-    if not s.in_reasoning:
+def _tool_in_reasoning(run: RunLimits, s: Sample) -> list[str]:
+    at = s.completion.tool_tokens_in_reasoning
+    if not at:
         return []
-    return [f"{len(s.in_reasoning)} tool-call token(s) before {v.tokens.profile.think_close}, first "
-            f"{v.id_to_token[int(s.c[s.in_reasoning[0]])]} at {s.in_reasoning[0]}"]
+    return [f"{len(at)} tool-call token(s) before {run.tokens.profile.think_close}, first "
+            f"{run.tokens.token_name(int(s.completion.ids[at[0]]))} at {at[0]}"]
 
 
 @_rule("tool_call_outside_section", _GENERATED,
        "a tool-call token after `{think_close}` but outside `{tool_calls_section_begin}…{tool_calls_section_end}`")
-def _outside(v: "Validator", s: _Sample) -> list[str]:
-    if not s.outside:
+def _outside(run: RunLimits, s: Sample) -> list[str]:
+    at = s.completion.tool_tokens_outside_section
+    if not at:
         return []
-    return [f"{len(s.outside)} tool-call token(s) after {v.tokens.profile.think_close} outside a tool-call "
-            f"section, first {v.id_to_token[int(s.c[s.outside[0]])]} at {s.outside[0]}"]
+    return [f"{len(at)} tool-call token(s) after {run.tokens.profile.think_close} outside a tool-call "
+            f"section, first {run.tokens.token_name(int(s.completion.ids[at[0]]))} at {at[0]}"]
 
 
 @_rule("malformed_tool_section", _GENERATED,
        "the tool-call section does not follow SECTION_BEGIN (CALL_BEGIN id ARG_BEGIN args CALL_END)+ "
        "SECTION_END (tokens out of order, nested, unclosed, or text between calls)")
-def _malformed(v: "Validator", s: _Sample) -> list[str]:
-    return s.malformed
+def _malformed(run: RunLimits, s: Sample) -> list[str]:
+    # A section still open when generation stopped short is not malformed: the turn is not over.
+    return [f.message for f in s.completion.faults if f.kind != Fault.UNCLOSED or s.kind == COMPLETE]
 
 
 @_rule("empty_tool_section", _GENERATED, "a tool-call section with no tool call in it")
-def _empty_section(v: "Validator", s: _Sample) -> list[str]:
-    if not s.empty_section:
+def _empty_section(run: RunLimits, s: Sample) -> list[str]:
+    c = s.completion
+    if not c.empty_section:
         return []
-    return [f"tool-call section at {s.sec_begin}–{s.sec_end} holds no call"]
+    return [f"tool-call section at {c.section_begin}–{c.section_end} holds no call"]
 
 
 @_rule("text_after_tool_section", _GENERATED,
        "tokens between `{tool_calls_section_end}` and the final `{end_of_turn}`")
-def _text_after(v: "Validator", s: _Sample) -> list[str]:
-    if s.sec_end is None or s.sec_end + 1 >= s.body_end:
+def _text_after(run: RunLimits, s: Sample) -> list[str]:
+    c = s.completion
+    if c.section_end is None or c.section_end + 1 >= c.body_end:
         return []
-    k = s.body_end - s.sec_end - 1
-    return [f"{k} token(s) after the tool-call section: {_show(s.decode(s.sec_end + 1, s.body_end))}"]
+    k = c.body_end - c.section_end - 1
+    return [f"{k} token(s) after the tool-call section: {excerpt(_text(run, s, c.section_end + 1, c.body_end))}"]
 
 
 @_rule("bad_tool_call_id", _GENERATED, "a tool-call id that does not match `{tool_call_id_shape}`")
-def _bad_id(v: "Validator", s: _Sample) -> list[str]:
-    return [f"call {k}: id {_show(c.id_text)} does not match {v.tokens.profile.tool_call_id_regex}"
-            for k, c in enumerate(s.calls) if c.name is None]
+def _bad_id(run: RunLimits, s: Sample) -> list[str]:
+    return [f"call {k}: id {excerpt(c.id_text)} does not match {run.tokens.profile.tool_call_id_regex}"
+            for k, c in enumerate(s.completion.calls) if c.name is None]
 
 
 @_rule("tool_call_index_out_of_order", _GENERATED,
        "tool-call IDX values do not continue the conversation's count: the first call's IDX must equal the "
        "number of tool calls already in the prompt's history (0 for a fresh conversation), then +1 per call")
-def _index_order(v: "Validator", s: _Sample) -> list[str]:
-    if not s.calls:
+def _index_order(run: RunLimits, s: Sample) -> list[str]:
+    calls = s.completion.calls
+    if not calls:
         return []
-    first = int(np.count_nonzero(s.prompt == v.tokens.tool_call_begin))
-    return [f"call {k}: id {_show(c.id_text)} has index {c.index}, expected {first + k}"
+    first = int(np.count_nonzero(s.prompt == run.tokens.tool_call_begin))
+    return [f"call {k}: id {excerpt(c.id_text)} has index {c.index}, expected {first + k}"
             + (f" ({first} call(s) in the prompt's history)" if first else "")
-            for k, c in enumerate(s.calls) if c.index is not None and c.index != first + k]
+            for k, c in enumerate(calls) if c.index is not None and c.index != first + k]
 
 
 @_rule("undeclared_tool", _GENERATED, "a tool call naming a tool the prompt did not declare")
-def _undeclared(v: "Validator", s: _Sample) -> list[str]:
+def _undeclared(run: RunLimits, s: Sample) -> list[str]:
     if not s.declared:
         return []
     return [f"call {k}: tool {c.name!r} is not declared (declared: {', '.join(sorted(s.declared))})"
-            for k, c in enumerate(s.calls) if c.name is not None and c.name not in s.declared]
+            for k, c in enumerate(s.completion.calls) if c.name is not None and c.name not in s.declared]
 
 
 @_rule("tool_call_without_tools", _GENERATED, "a tool call in a sample whose prompt declared no tools")
-def _call_without_tools(v: "Validator", s: _Sample) -> list[str]:
-    if s.declared or not s.calls:
+def _call_without_tools(run: RunLimits, s: Sample) -> list[str]:
+    calls = s.completion.calls
+    if s.declared or not calls:
         return []
-    return [f"{len(s.calls)} tool call(s) but no tools were declared"]
+    return [f"{len(calls)} tool call(s) but no tools were declared"]
 
 
 @_rule("args_not_json_object", _GENERATED, "tool-call arguments that do not decode to a JSON object")
-def _args(v: "Validator", s: _Sample) -> list[str]:
-    return [f"call {k}: arguments {_show(c.args_text)} are not a JSON object"
-            for k, c in enumerate(s.calls) if not c.args_ok]
+def _args(run: RunLimits, s: Sample) -> list[str]:
+    return [f"call {k}: arguments {excerpt(c.arguments)} are not a JSON object"
+            for k, c in enumerate(s.completion.calls) if not c.arguments_ok]
 
 
 @_rule("end_of_turn_not_last", _GENERATED, "an `{end_of_turn}` that is not the last completion token")
-def _eot_not_last(v: "Validator", s: _Sample) -> list[str]:
-    at = s.at[_EOT]
-    if not at or at[-1] == s.n - 1:
+def _eot_not_last(run: RunLimits, s: Sample) -> list[str]:
+    at = s.completion.at[END_OF_TURN]
+    if not at or at[-1] == s.completion.n - 1:
         return []
-    return [f"{v.tokens.profile.end_of_turn} at {_positions(at)}, completion length {s.n}"]
+    return [f"{run.tokens.profile.end_of_turn} at {_positions(at)}, completion length {s.completion.n}"]
 
 
 @_rule("multiple_end_of_turn", _GENERATED, "more than one `{end_of_turn}` in the completion")
-def _multiple_eot(v: "Validator", s: _Sample) -> list[str]:
-    at = s.at[_EOT]
+def _multiple_eot(run: RunLimits, s: Sample) -> list[str]:
+    at = s.completion.at[END_OF_TURN]
     if len(at) <= 1:
         return []
-    return [f"{len(at)}× {v.tokens.profile.end_of_turn} at {_positions(at)}"]
+    return [f"{len(at)}× {run.tokens.profile.end_of_turn} at {_positions(at)}"]
 
 
 # -- completion rules that need the whole turn ---------------------------------------------------
 
 @_rule("missing_think_close", _WHOLE, "a finished completion without `{think_close}`")
-def _missing_think_close(v: "Validator", s: _Sample) -> list[str]:
-    if s.think_close_at is not None:
+def _missing_think_close(run: RunLimits, s: Sample) -> list[str]:
+    if s.completion.think_close is not None:
         return []
-    return [f"no {v.tokens.profile.think_close} in {s.n} completion tokens"]
+    return [f"no {run.tokens.profile.think_close} in {s.completion.n} completion tokens"]
 
 
 @_rule("missing_end_of_turn", _WHOLE, "a finished completion without `{end_of_turn}`")
-def _missing_eot(v: "Validator", s: _Sample) -> list[str]:
-    if s.at[_EOT]:
+def _missing_eot(run: RunLimits, s: Sample) -> list[str]:
+    if s.completion.at[END_OF_TURN]:
         return []
-    last = _show(s.decode(s.n - 1, s.n)) if s.n else "nothing (empty completion)"
-    return [f"no {v.tokens.profile.end_of_turn}; the completion ends with {last}"]
+    n = s.completion.n
+    last = excerpt(_text(run, s, n - 1, n)) if n else "nothing (empty completion)"
+    return [f"no {run.tokens.profile.end_of_turn}; the completion ends with {last}"]
 
 
 @_rule("empty_answer", _WHOLE, "no answer text after `{think_close}` and no tool call")
-def _empty_answer(v: "Validator", s: _Sample) -> list[str]:
-    if s.think_close_at is None or s.at[_CALL_BEGIN] or s.content.strip():
+def _empty_answer(run: RunLimits, s: Sample) -> list[str]:
+    c = s.completion
+    if c.think_close is None or c.at[CALL_BEGIN] or c.answer.strip():
         return []
-    return [f"answer after {v.tokens.profile.think_close} is empty ({_show(s.content)}) and there is no tool call"]
+    return [f"answer after {run.tokens.profile.think_close} is empty ({excerpt(c.answer)}) and there is no "
+            "tool call"]
 
 
 def _positions(at: list[int], limit: int = 5) -> str:

@@ -1,7 +1,7 @@
 """Validation in parallel: chunks of consecutive samples judged by the Validator in worker processes.
 
 The main process reads the checkpoint and the prepared prompts into contiguous buffers, cuts them into
-chunks and writes the results; workers run what costs per token: the Validator (whose `_decode` is the one
+chunks and writes the results; workers run what costs per token: the Validator (whose `SegmentDecoder` is the one
 decode, through the tokenizer's fastest correct path) and the `messages` column built from its verdicts.
 Token ids go to the workers but never come back (the main process has them): pickling through a pipe costs
 more than building the token columns.

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from kimi_eagle_data.profile import TINY_KIMI, TINY_MODEL_DIR, ProfileTokens
-from kimi_eagle_data.prompts.tokenizer import TokenizerLoadError, fast_decoder, load_tokenizer, tokenizer_fingerprint
-from kimi_eagle_data.validate.validator import Validator
+from kimi_eagle_data.prompts.tokenizer import (SegmentDecoder, TokenizerLoadError, fast_decoder, load_tokenizer,
+                                              tokenizer_fingerprint)
 
 BASE = 1792   # BPE ranks in tiktoken.model; 256 reserved special ids follow
 
@@ -154,12 +154,12 @@ def test_fast_decode_equals_the_tokenizers_decode_on_text_segments(tiny_tokenize
     rng = random.Random(0)
     segments = [ids] + [ids[a:b] for a, b in (sorted(rng.sample(range(len(ids) + 1), 2)) for _ in range(200))]
     segments.append(list(range(0, BASE + 256, 7)))       # every kind of id, reserved ones included
-    v = Validator(ProfileTokens.from_tokenizer(TINY_KIMI, tok), tok, max_seq_len=512)
-    assert v._token_bytes is not None     # the byte-table path is the one under test
+    decoder = SegmentDecoder(tok, len(tok))
+    assert decoder.token_bytes is not None     # the byte-table path is the one under test
     for seg in segments:   # multi-byte characters cut in half too: both replace them the same way
         want = tok.decode(seg, skip_special_tokens=False)
         assert core.decode(seg) == want
-        assert v._decode(np.asarray(seg, dtype=np.int64)) == want
+        assert decoder.decode(np.asarray(seg, dtype=np.int64)) == want
 
 
 def test_changed_tokenizer_code_changes_the_fingerprint(tmp_path):

@@ -289,8 +289,13 @@ def test_segments_rebuild_every_row(demo_run):
             assert r["prompt_len"] in {s.start for s in ss} | {len(r["input_ids"])}
             assert [t for s in ss for t in [s.loss] * s.n_tokens] == r["loss_mask"]
             kinds = [s.kind for s in ss]
-            assert kinds.count("tool_call") == r["num_tool_calls"]
+            # inspect shows the calls the validator decoded into the row's assistant turn: one grammar
+            calls = [s for s in ss if s.kind == "tool_call"]
+            decoded = r["messages"][-1]["tool_calls"] or []
+            assert [s.label for s in calls] == [f"tool call {k}: {c['function']['name'] or 'malformed id'}"
+                                                for k, c in enumerate(decoded)]
             if r["split"] == "train":
+                assert len(calls) == r["num_tool_calls"]
                 assert kinds[-1] == "end" and "user" in kinds and "generation_prompt" in kinds
                 assert (r["tools"] != "") == ("tools" in kinds)
 

@@ -1,0 +1,199 @@
+"""The package's import graph, read from the source with `ast` (nothing is imported): no module imports itself
+through others (an import circle), and nothing outside `kimi_eagle_data.cli` imports the CLI (the CLI sits on
+top: it parses options and prints; everything else works without it).
+
+Every import counts, wherever it stands: at the top, inside a function (a lazy import still makes the two
+modules depend on each other) or under `if TYPE_CHECKING:` (a reader still has to read both together)."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:   # pragma: no cover - the project's Python 3.10 path
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "kimi_eagle_data"
+
+# The one circle that may stay for now: being removed in the engines work (issue 19).
+KNOWN_CIRCLES = [frozenset({"kimi_eagle_data.engines.sglang", "kimi_eagle_data.engines.sglang_logprobs"})]
+# Entry points above the CLI: `python -m kimi_eagle_data` runs the CLI's main.
+ENTRY_POINTS = {"kimi_eagle_data.__main__"}
+
+
+def package_dirs(root: Path) -> dict[str, Path]:
+    """Package name -> its folder, as pyproject.toml maps them (some subpackages live outside the package)."""
+    cfg = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    mapped = cfg.get("tool", {}).get("setuptools", {}).get("package-dir", {})
+    return {name: root / folder for name, folder in mapped.items()} or {PACKAGE: root / PACKAGE}
+
+
+def module_files(dirs: dict[str, Path]) -> dict[str, Path]:
+    """Module name -> file for every .py file of the package (folders that are not importable names, such as
+    model assets, are skipped)."""
+    out: dict[str, Path] = {}
+    # Deeper mappings win: a subpackage mapped to its own folder is named from that mapping.
+    for pkg, folder in sorted(dirs.items(), key=lambda kv: kv[0].count(".")):
+        for f in folder.rglob("*.py"):
+            parts = list(f.relative_to(folder).with_suffix("").parts)
+            if not all(p.isidentifier() for p in parts):
+                continue
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join([pkg, *parts])] = f
+    return out
+
+
+def imports_of(name: str, path: Path, modules: set[str]) -> set[str]:
+    """The package's modules that module `name` imports (an imported name that is a submodule counts as it)."""
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:    # relative: from the module's own package, up `level - 1` more
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[:len(base) - (node.level - 1)]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            targets = [f"{origin}.{a.name}" if f"{origin}.{a.name}" in modules else origin for a in node.names]
+        else:
+            continue
+        for t in targets:
+            while t and t not in modules:     # `import a.b.c` where only a.b is ours, etc.
+                t = t.rpartition(".")[0]
+            if t and t != name:
+                found.add(t)
+    return found
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    files = module_files(package_dirs(root))
+    names = set(files)
+    return {name: imports_of(name, path, names) for name, path in files.items()}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module, each as one circle through it (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [_cycle_through(sorted(g)[0], g, graph) for g in groups]
+
+
+def _cycle_through(start: str, group: set[str], graph: dict[str, set[str]]) -> list[str]:
+    """A shortest path start -> … -> start inside the group (breadth first), to name the circle."""
+    came_from: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph[v] & group):
+                if w == start:
+                    path = [v]
+                    while path[-1] != start:
+                        path.append(came_from[path[-1]])
+                    return [start, *reversed(path[:-1]), start]
+                if w not in came_from:
+                    came_from[w] = v
+                    nxt.append(w)
+        frontier = nxt
+    raise AssertionError(f"{sorted(group)} is not a circle")   # pragma: no cover - Tarjan groups are
+
+
+def upward_imports(graph: dict[str, set[str]], top: str = f"{PACKAGE}.cli") -> list[str]:
+    """`a -> b` for each module outside `top` (and not an entry point) that imports a module of `top`."""
+    def inside(m: str) -> bool:
+        return m == top or m.startswith(top + ".")
+    return [f"{a} -> {b}" for a in sorted(graph) if not inside(a) and a not in ENTRY_POINTS
+            for b in sorted(graph[a]) if inside(b)]
+
+
+# -- the package -------------------------------------------------------------------------------------
+
+GRAPH = import_graph()
+
+
+def test_the_walk_sees_the_package():
+    assert len(GRAPH) > 60
+    assert "kimi_eagle_data.grammar" in GRAPH["kimi_eagle_data.validate.validator"]
+    assert "kimi_eagle_data.grammar" in GRAPH["kimi_eagle_data.validate.rules"]
+    assert "kimi_eagle_data.builders.partitions" in GRAPH["kimi_eagle_data.cli.main"]   # a remapped folder
+    assert "kimi_eagle_data.validate.validator" in GRAPH["kimi_eagle_data.reports.inspect"]   # a lazy import
+
+
+def test_no_import_circle():
+    found = [c for c in circles(GRAPH) if frozenset(c) not in KNOWN_CIRCLES]
+    assert not found, "import circles: " + "; ".join(" -> ".join(c) for c in found)
+
+
+def test_nothing_imports_the_cli_from_below():
+    found = upward_imports(GRAPH)
+    assert not found, "modules outside kimi_eagle_data.cli import it: " + "; ".join(found)
+
+
+# -- the checker itself, on a package made for it ------------------------------------------------------
+
+def _fake_package(tmp_path: Path, files: dict[str, str]) -> Path:
+    (tmp_path / "pyproject.toml").write_text('[tool.setuptools]\npackage-dir = { "kimi_eagle_data" = "pkg" }\n')
+    for rel, text in {"__init__.py": "", "cli/__init__.py": "", **files}.items():
+        f = tmp_path / "pkg" / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text)
+    return tmp_path
+
+
+def test_the_checker_names_a_circle_and_an_upward_import(tmp_path):
+    root = _fake_package(tmp_path, {
+        "a.py": "from kimi_eagle_data import b\n",
+        "b.py": "def f():\n    from .c import g\n",                      # lazy and relative: still an edge
+        "c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import kimi_eagle_data.a\n",
+        "d.py": "from kimi_eagle_data.cli.main import run\n",
+        "cli/main.py": "from kimi_eagle_data import b\n",               # the CLI may import anything
+        "e.py": "import kimi_eagle_data.b as b\nfrom kimi_eagle_data.cli import main\n",
+    })
+    graph = import_graph(root)
+    assert graph["kimi_eagle_data.b"] == {"kimi_eagle_data.c"}
+    found = circles(graph)
+    assert found == [["kimi_eagle_data.a", "kimi_eagle_data.b", "kimi_eagle_data.c", "kimi_eagle_data.a"]]
+    assert upward_imports(graph) == ["kimi_eagle_data.d -> kimi_eagle_data.cli.main",
+                                     "kimi_eagle_data.e -> kimi_eagle_data.cli.main"]
+
+
+def test_the_checker_passes_a_package_without_circles(tmp_path):
+    root = _fake_package(tmp_path, {"a.py": "import kimi_eagle_data.b\n", "b.py": "import json\n"})
+    graph = import_graph(root)
+    assert circles(graph) == [] and upward_imports(graph) == []
