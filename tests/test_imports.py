@@ -19,8 +19,6 @@ else:   # pragma: no cover - the project's Python 3.10 path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "kimi_eagle_data"
 
-# The one circle that may stay for now: being removed in the engines work (issue 19).
-KNOWN_CIRCLES = [frozenset({"kimi_eagle_data.engines.sglang", "kimi_eagle_data.engines.sglang_logprobs"})]
 # Entry points above the CLI: `python -m kimi_eagle_data` runs the CLI's main.
 ENTRY_POINTS = {"kimi_eagle_data.__main__"}
 
@@ -156,7 +154,7 @@ def test_the_walk_sees_the_package():
 
 
 def test_no_import_circle():
-    found = [c for c in circles(GRAPH) if frozenset(c) not in KNOWN_CIRCLES]
+    found = circles(GRAPH)
     assert not found, "import circles: " + "; ".join(" -> ".join(c) for c in found)
 
 

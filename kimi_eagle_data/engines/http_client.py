@@ -33,7 +33,7 @@ from typing import Any, Awaitable, Callable, Iterable, Iterator
 
 import orjson
 
-from kimi_eagle_data.engines.base import Engine, EngineError, EngineInfo
+from kimi_eagle_data.engines.base import Engine, EngineError, EngineInfo, ScoreRequest, ScoreResult
 from kimi_eagle_data.run_checks import url_problem
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
@@ -295,6 +295,28 @@ class HTTPEngine(Engine):
                 t.add_done_callback(tasks.discard)
             if tasks:
                 await asyncio.gather(*tasks)
+
+    def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoreResult]:
+        """Prompt log-probs over the same servers, concurrency and retries as generation."""
+        return self._stream(requests, self._score_one, f"{self.name}-score")
+
+    async def _score_one(self, session, req: ScoreRequest) -> ScoreResult:
+        def read(url: str, answer: dict, _seconds: float) -> ScoreResult:
+            try:
+                return self._parse_score(req, answer)
+            except ValueError as e:   # the same request would get the same answer: not retried
+                raise Failure("bad_response", f"{url}: {e}", False) from None
+
+        return await self._with_retries(session, req.input_ids, self._score_payload(req), read,
+                                        lambda f, attempts, url: ScoreResult(req.id, error=f.detail(attempts, url)))
+
+    @abc.abstractmethod
+    def _score_payload(self, req: ScoreRequest) -> bytes:
+        """The body of a prefill-only request for `req`'s log-probs, in the server's protocol."""
+
+    @abc.abstractmethod
+    def _parse_score(self, req: ScoreRequest, answer: dict) -> ScoreResult:
+        """`req`'s result from the server's answer; ValueError when the answer does not answer it."""
 
     def in_flight(self) -> int:
         return sum(self.in_flight_by_url.values())

@@ -22,7 +22,8 @@ from kimi_eagle_data.records import Completion
 from kimi_eagle_data.engines.base import EngineError, EngineInfo, GenerationRequest, ScoreRequest, ScoreResult
 from kimi_eagle_data.engines.http_client import (  # noqa: F401 - RetryPolicy: re-exported for callers
     Failure, HTTPEngine, RetryPolicy, check_output_ids, storable)
-from kimi_eagle_data.engines.sglang_logprobs import LOGPROB_FIELDS, with_output_logprobs
+from kimi_eagle_data.engines.sglang_logprobs import (LOGPROB_FIELDS, parse_score, score_payload,
+                                                    with_output_logprobs)
 
 MIN_SGLANG = (0, 5, 5)
 
@@ -102,11 +103,11 @@ class SGLangEngine(HTTPEngine):
                 raise Failure("no_tokenize", f"/tokenize answered {r.status}", False)
             return orjson.loads(await r.read())["tokens"]
 
-    def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoreResult]:
-        """Prefill-only scoring (sglang_logprobs.py) over the same servers, concurrency and retries."""
-        from kimi_eagle_data.engines.sglang_logprobs import score_with_retries
+    def _score_payload(self, req: ScoreRequest) -> bytes:
+        return score_payload(req)
 
-        return self._stream(requests, lambda session, req: score_with_retries(self, session, req), "sglang-score")
+    def _parse_score(self, req: ScoreRequest, answer: dict) -> ScoreResult:
+        return parse_score(req, answer)      # BadLogprobs is a ValueError: not retried
 
     def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion]:
         return self._stream(requests, self._request_with_retries, "sglang-client")

@@ -21,16 +21,12 @@ scheduler_output_processor_mixin.py `_process_input_token_logprobs` / `_process_
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from kimi_eagle_data.records import Completion
 from kimi_eagle_data.engines.base import ScoreRequest, ScoreResult
-from kimi_eagle_data.engines.http_client import Failure
-
-if TYPE_CHECKING:
-    from kimi_eagle_data.engines.sglang import SGLangEngine
 
 # Log-probs on generation requests: each sampled token's, and the top-1 token at its position.
 LOGPROB_FIELDS = {"return_logprob": True, "top_logprobs_num": 1}
@@ -101,14 +97,3 @@ def score_payload(req: ScoreRequest) -> bytes:
         "sampling_params": {"max_new_tokens": 0, "temperature": 1.0},
         "return_logprob": True, "logprob_start_len": req.start - 1, "top_logprobs_num": 1,
     })
-
-
-async def score_with_retries(engine: SGLangEngine, session, req: ScoreRequest) -> ScoreResult:
-    def read(url: str, answer: dict, _seconds: float) -> ScoreResult:
-        try:
-            return parse_score(req, answer)
-        except BadLogprobs as e:
-            raise Failure("bad_response", f"{url}: {e}", False) from None
-
-    return await engine._with_retries(session, req.input_ids, score_payload(req), read,
-                                      lambda f, attempts, url: ScoreResult(req.id, error=f.detail(attempts, url)))

@@ -191,9 +191,11 @@ class VLLMEngine(HTTPEngine):
     def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion]:
         return self._stream(requests, self._generate_one, "vllm-client")
 
-    def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoreResult]:
-        """Prompt log-probs over the same servers, concurrency and retries."""
-        return self._stream(requests, self._score_one, "vllm-score")
+    def _score_payload(self, req: ScoreRequest) -> bytes:
+        return score_payload(req)
+
+    def _parse_score(self, req: ScoreRequest, answer: dict) -> ScoreResult:
+        return parse_score(req, answer)
 
     async def _generate_one(self, session, req: GenerationRequest) -> Completion:
         return await self._with_retries(
@@ -201,16 +203,6 @@ class VLLMEngine(HTTPEngine):
             lambda url, answer, seconds: self._completion(req, answer, seconds),
             lambda f, attempts, url: Completion(id=req.id, output_ids=[], finish_reason="error", engine=self.name,
                                                 finish_detail={"type": "error", **f.detail(attempts, url)}))
-
-    async def _score_one(self, session, req: ScoreRequest) -> ScoreResult:
-        def read(url: str, answer: dict, _seconds: float) -> ScoreResult:
-            try:
-                return parse_score(req, answer)
-            except ValueError as e:   # the same request would get the same answer: not retried
-                raise Failure("bad_response", f"{url}: {e}", False) from None
-
-        return await self._with_retries(session, req.input_ids, score_payload(req), read,
-                                         lambda f, attempts, url: ScoreResult(req.id, error=f.detail(attempts, url)))
 
     def _completion(self, req: GenerationRequest, body: dict[str, Any], latency: float) -> Completion:
         choices = body.get("choices")
