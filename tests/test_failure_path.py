@@ -12,46 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from kimi_eagle_data.profile import TINY_MODEL_DIR
-
-from tests.conftest import run_cli
-from tests.engines.test_sglang_engine import Server, completions, prepared_count, sglang_args, wait_for
-
-BASE = ("B6", "--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR), "--samples", "--max-new-tokens", "64",
-        "--no-progress")
-
-
-def error_lines(proc) -> list[str]:
-    return [line for line in proc.stderr.splitlines() if line.startswith("error")]
-
+from tests.helpers.cli import error_lines, run_cli, tmp_files
+from tests.helpers.servers import Server, wait_for
+from tests.helpers.workdirs import completions, next_stage, prepared_count, sglang_args
 
 @pytest.fixture(scope="module")
-def prepared(tmp_path_factory) -> Path:
-    w = tmp_path_factory.mktemp("prepared") / "w"
-    run_cli("prepare", *BASE, "--workdir", str(w))
-    return w
-
-
-def next_stage(previous: Path, tmp_path_factory, command: str) -> Path:
-    """A copy of the previous stage's workdir with `command` run on it."""
-    w = tmp_path_factory.mktemp(command) / "w"
-    shutil.copytree(previous, w)
-    run_cli(command, "--workdir", str(w))
-    return w
-
-
-@pytest.fixture(scope="module")
-def generated(prepared, tmp_path_factory) -> Path:
-    return next_stage(prepared, tmp_path_factory, "generate")
-
-
-@pytest.fixture(scope="module")
-def emitted(generated, tmp_path_factory) -> Path:
-    return next_stage(generated, tmp_path_factory, "emit")
-
-
-def tmp_files(root: Path) -> list[str]:
-    return [str(p.relative_to(root)) for p in root.rglob("*") if p.name.endswith(".tmp")]
+def emitted(generated_b6, tmp_path_factory) -> Path:
+    return next_stage(generated_b6, tmp_path_factory.mktemp("emitted") / "w", "emit")
 
 
 # -- two processes on one workdir --------------------------------------------------------------------
@@ -187,9 +154,9 @@ def alive(pid: int) -> bool:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
-def test_emit_killed_leaves_no_worker_running(sig, generated, tmp_path):
+def test_emit_killed_leaves_no_worker_running(sig, generated_b6, tmp_path):
     w = tmp_path / "w"
-    shutil.copytree(generated, w)
+    shutil.copytree(generated_b6, w)
     proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "emit", "--workdir", str(w), "--workers", "2"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     workers: set[int] = set()

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from kimi_eagle_data.builders.partitions import PARTITIONS
 from kimi_eagle_data.schema import LIGHT_SCHEMA, ROW_SCHEMA
 
-from tests.conftest import copy_run, run_cli, tree_hashes
+from tests.helpers.cli import copy_run, run_cli, tree_hashes
 
 
 def test_emit_is_byte_identical_across_workers(demo_run, tmp_path):

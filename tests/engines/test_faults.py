@@ -18,13 +18,9 @@ from kimi_eagle_data.engines.protocol_server import BAD_OUTPUT_MODES
 from kimi_eagle_data.engines.sglang import check_output_ids
 from kimi_eagle_data.run_checks import url_problem
 
-from tests.conftest import run_cli
-from tests.engines.test_sglang_engine import (Server, completions, free_port, get_json, prepared_count,
-                                             sglang_args)
-
-
-def error_lines(proc) -> list[str]:
-    return [line for line in proc.stderr.splitlines() if line.startswith("error")]
+from tests.helpers.cli import error_lines, run_cli
+from tests.helpers.servers import Server, free_port, get_json
+from tests.helpers.workdirs import completions, prepared_count, sglang_args
 
 
 # -- the response check, unit by unit ----------------------------------------------------------------

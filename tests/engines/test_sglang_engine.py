@@ -8,88 +8,16 @@ import os
 import random
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 
-from kimi_eagle_data.profile import TINY_MODEL_DIR
-
-from tests.conftest import run_cli
-
-TINY = str(TINY_MODEL_DIR)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get_json(url: str):
-    with urllib.request.urlopen(url, timeout=5) as r:
-        return json.loads(r.read())
-
-
-class Server:
-    """A `kimi-data serve --engine local` subprocess."""
-
-    def __init__(self, *args: str, port: int | None = None):
-        self.fixed_port = port is not None
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.args = args
-        self.proc = None
-
-    def start(self) -> "Server":
-        """Up when it answers /server_info with its own pid: with tests running side by side, a port picked
-        free may be taken by another test's server first (this one then exits; it is started again on
-        another port, unless the port was asked for)."""
-        for _ in range(3):
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "kimi_eagle_data", "serve", "--engine", "local", "--model", TINY,
-                 "--port", str(self.port), *self.args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and self.proc.poll() is None:
-                try:
-                    if get_json(self.url + "/server_info").get("pid") == self.proc.pid:
-                        return self
-                except OSError:
-                    pass
-                time.sleep(0.2)
-            self.kill()
-            if self.fixed_port:
-                break
-            self.port = free_port()
-            self.url = f"http://127.0.0.1:{self.port}"
-        raise RuntimeError(f"server on {self.port} did not start")
-
-    def kill(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-    def served(self) -> int:
-        return get_json(self.url + "/server_info")["requests_served"]
-
-
-def wait_for(condition, timeout_s: float, what: str, proc=None) -> None:
-    """Poll `condition` until it holds; fail after `timeout_s`, or at once when `proc` exited first."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if condition():
-                return
-        except OSError:   # a server not answering yet
-            pass
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"{what}: the process exited ({proc.returncode}) first")
-        time.sleep(0.1)
-    raise AssertionError(f"{what} after {timeout_s:.0f}s")
+from tests.helpers.cli import run_cli
+from tests.helpers.servers import TINY, Server, free_port, get_json, wait_for
+from tests.helpers.workdirs import CONFIGS, completions, prepared_count, report, sglang_args
 
 
 @pytest.fixture
@@ -97,36 +25,6 @@ def server():
     s = Server().start()
     yield s
     s.kill()
-
-
-# Protocol tests need many requests, not long ones: one config, short completions.
-CONFIGS = ("B6",)
-
-
-def sglang_args(workdir, *urls, extra=()):
-    return [*CONFIGS, "--workdir", str(workdir), "--profile", "tiny-kimi", "--model", TINY, "--samples",
-            "--engine", "sglang", *(a for u in urls for a in ("--server", u)), "--retry-backoff", "0.05",
-            "--max-new-tokens", "64", "--no-progress", *extra]
-
-
-def completions(workdir) -> list[str]:
-    ids = []
-    for f in sorted(workdir.glob("generations*.sqlite")):
-        try:
-            ids += [r[0] for r in sqlite3.connect(f).execute("SELECT id FROM completions")]
-        except sqlite3.OperationalError:   # a file created this instant, schema not written yet
-            pass
-    return ids
-
-
-def prepared_count(workdir) -> int:
-    import pyarrow.parquet as pq
-
-    return sum(pq.read_metadata(workdir / "prepared" / f"{c}.parquet").num_rows for c in CONFIGS)
-
-
-def report(workdir, config):
-    return json.loads((workdir / "validated" / f"{config}.json").read_text())
 
 
 def test_greedy_tokens_equal_the_in_process_engine(server, tiny_tokenizer):

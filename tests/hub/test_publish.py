@@ -19,8 +19,8 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import run_cli
-from tests.emit.test_card import check_card_markdown
+from tests.helpers.cli import run_cli
+from tests.helpers.card import check_card_markdown
 from tests.hub.hub_server import HubServer
 
 TOKEN = "hf_kimiTESTtoken_7c1e9a3f5b2d4e6f8a0b"

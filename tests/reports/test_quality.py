@@ -14,7 +14,7 @@ import pytest
 from kimi_eagle_data.builders.partitions import PARTITIONS
 from kimi_eagle_data.validate.rules import REASONS
 
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 # Student-t 0.975 quantiles (printed tables), to check the plan's 95% intervals without its own code.
 T975 = {14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074,
