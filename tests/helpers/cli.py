@@ -11,10 +11,20 @@ from pathlib import Path
 
 def run_cli(*args: str, check: bool = True, timeout: float = 900, env: dict[str, str] | None = None
             ) -> subprocess.CompletedProcess:
-    """Run the real `kimi-data` CLI (`python -m kimi_eagle_data`) in a subprocess."""
-    env = {**os.environ, "COLUMNS": "200", **(env or {})}
-    proc = subprocess.run([sys.executable, "-m", "kimi_eagle_data", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    """Run the real `kimi-data` CLI (`python -m kimi_eagle_data`) in a process of its own.
+
+    With this process's environment (the usual case) the process is forked from a warm copy of this one
+    (forked_cli.py: the interpreter start and the torch/transformers imports, most of each command's CPU time,
+    are paid once per test process); with another environment, which modules read as they are imported, it
+    is a fresh interpreter. KIMI_TEST_FRESH_CLI=1 makes every run a fresh interpreter."""
+    full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    if full_env == {**os.environ, "COLUMNS": "200"} and not os.environ.get("KIMI_TEST_FRESH_CLI"):
+        from tests.helpers.forked_cli import run_forked
+
+        proc = run_forked(list(args), full_env, timeout)
+    else:
+        proc = subprocess.run([sys.executable, "-m", "kimi_eagle_data", *args], capture_output=True, text=True,
+                              timeout=timeout, env=full_env)
     if check and proc.returncode != 0:
         raise AssertionError(f"kimi-data {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
