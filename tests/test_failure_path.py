@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.cli import error_lines, run_cli, tmp_files
+from tests.helpers.cli import error_lines, popen_cli, run_cli, tmp_files
 from tests.helpers.servers import Server, wait_for
 from tests.helpers.workdirs import completions, next_stage, prepared_count, sglang_args
 
@@ -62,9 +62,7 @@ def test_two_generates_one_refused_and_kill_9_never_leaves_it_locked(tmp_path):
     try:
         run_cli("prepare", *sglang_args(w, slow.url))
         n = prepared_count(w)
-        first = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
-                                  "--concurrency", "2", "--no-progress"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        first = popen_cli("generate", "--workdir", str(w), "--concurrency", "2", "--no-progress")
         wait_for(lambda: completions(w), 300, "no completion committed", proc=first)
         second = run_cli("generate", "--workdir", str(w), check=False)
         assert first.poll() is None, "the first generate ended before the second tried; slow the server down"
@@ -111,9 +109,8 @@ def test_sigterm_stops_generate_as_ctrl_c_does_exit_143(tmp_path):
     try:
         run_cli("prepare", *sglang_args(w, slow.url))
         n = prepared_count(w)
-        proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
-                                 "--concurrency", "2", "--no-progress"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = popen_cli("generate", "--workdir", str(w), "--concurrency", "2", "--no-progress",
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         wait_for(lambda: completions(w), 300, "no completion committed", proc=proc)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
@@ -157,8 +154,7 @@ def alive(pid: int) -> bool:
 def test_emit_killed_leaves_no_worker_running(sig, generated_b6, tmp_path):
     w = tmp_path / "w"
     shutil.copytree(generated_b6, w)
-    proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "emit", "--workdir", str(w), "--workers", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = popen_cli("emit", "--workdir", str(w), "--workers", "2", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     workers: set[int] = set()
 
     def pool_started() -> bool:

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from tests.helpers.cli import run_cli
+from tests.helpers.cli import popen_cli, run_cli
 from tests.helpers.servers import TINY, Server, free_port, get_json, wait_for
 from tests.helpers.workdirs import CONFIGS, completions, prepared_count, report, sglang_args
 
@@ -103,11 +103,9 @@ def test_kill_9_at_random_moments_loses_nothing_and_duplicates_nothing(tmp_path)
     try:
         run_cli("prepare", *sglang_args(w, slow.url))
         n = prepared_count(w)
-        cmd = [sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w), "--concurrency", "2",
-               "--no-progress"]
         for trial in range(4):
             before = len(completions(w))
-            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = popen_cli("generate", "--workdir", str(w), "--concurrency", "2", "--no-progress")
             # mid-run: after this process has committed something, at a random point of the next request
             wait_for(lambda: len(completions(w)) > before, 300, "no completion committed", proc=proc)
             time.sleep(rng.uniform(0.0, 1.5))   # a random moment, not a wait: the condition above is the wait
@@ -133,9 +131,8 @@ def test_server_killed_and_restarted_mid_run(tmp_path):
     w = tmp_path / "w"
     run_cli("prepare", *sglang_args(w, first.url))
     n = prepared_count(w)
-    gen = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
-                            "--concurrency", "2", "--max-attempts", "30", "--retry-backoff", "0.2", "--no-progress"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    gen = popen_cli("generate", "--workdir", str(w), "--concurrency", "2", "--max-attempts", "30", "--retry-backoff",
+                    "0.2", "--no-progress", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_for(lambda: first.served() >= 1, 300, "the first server served nothing", proc=gen)
     first.kill()   # the client now sees connection refused until the second server is up (seconds)
     second = Server(port=port).start()
@@ -170,9 +167,8 @@ def test_real_sglang_router_in_front_of_two_servers(tmp_path):
         else:
             raise AssertionError("router did not register both workers")
         w = tmp_path / "w"
-        gen = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "build",
-                                *sglang_args(w, url, extra=("--concurrency", "4", "--max-attempts", "20"))],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        gen = popen_cli("build", *sglang_args(w, url, extra=("--concurrency", "4", "--max-attempts", "20")),
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         # Kill b once it has served something (the build is past start-up), not after a fixed time.
         wait_for(lambda: b.served() >= 1, 300, "worker b served nothing", proc=gen)
         served_b = b.served()
@@ -234,12 +230,10 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path):
     try:
         run_cli("prepare", *sglang_args(w, slow.url))
         n = prepared_count(w)
-        # Ctrl-C as a terminal delivers it: a test run started in the background (`cmd &` in a script) has
-        # SIGINT ignored, and a child would inherit that, so the child gets the default disposition back.
-        proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
-                                 "--concurrency", "2", "--no-progress"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        # Ctrl-C as a terminal delivers it (popen_cli's child raises KeyboardInterrupt on SIGINT, as an
+        # interpreter started from a terminal does, even when this test run ignores SIGINT).
+        proc = popen_cli("generate", "--workdir", str(w), "--concurrency", "2", "--no-progress",
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert n > 2, f"too few prompts ({n}) for a run to be interrupted mid-way"
         # Interrupt mid-run, after some work; a process that ends first fails here, with its output.
         try:

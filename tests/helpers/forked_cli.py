@@ -54,62 +54,106 @@ def warm_up() -> None:
 
 
 def run_forked(args: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
-    warm_up()
-    command = [sys.executable, "-m", "kimi_eagle_data", *args]
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:   # the child: never returns
-        try:
-            os.close(out_r)
-            os.close(err_r)
-            _run_cli_in_child(args, env, out_w, err_w)
-        finally:
-            os._exit(70)
-    os.close(out_w)
-    os.close(err_w)
+    """subprocess.run(…, capture_output=True, text=True, timeout=…) of `kimi-data ARGS`, forked."""
+    proc = ForkedCli(args, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        out, err = _read_until_closed(out_r, err_r, time.monotonic() + timeout)
+        out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        raise subprocess.TimeoutExpired(command, timeout) from None
-    _, status = os.waitpid(pid, 0)
-    return subprocess.CompletedProcess(command, os.waitstatus_to_exitcode(status), out.decode(errors="replace"),
-                                       err.decode(errors="replace"))
+        proc.kill()
+        proc.wait()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def _read_until_closed(out_fd: int, err_fd: int, deadline: float) -> tuple[bytes, bytes]:
-    """Both pipes to their end (every writer gone), as subprocess.run's communicate reads them."""
-    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
-    with selectors.DefaultSelector() as sel:
-        for fd in chunks:
-            sel.register(fd, selectors.EVENT_READ)
-        try:
+class ForkedCli:
+    """`kimi-data ARGS` forked from this process, with what the tests use of subprocess.Popen (text mode):
+    pid, poll, wait, send_signal, terminate, kill, communicate, returncode. stdout and stderr: PIPE or
+    DEVNULL."""
+
+    def __init__(self, args: list[str], env: dict[str, str], *, stdout=subprocess.DEVNULL,
+                 stderr=subprocess.DEVNULL):
+        warm_up()
+        self.args = [sys.executable, "-m", "kimi_eagle_data", *args]
+        self.returncode: int | None = None
+        self._pipes: dict[str, int] = {}
+        child_fds = {}
+        for name, how in (("stdout", stdout), ("stderr", stderr)):
+            if how == subprocess.PIPE:
+                self._pipes[name], child_fds[name] = os.pipe()
+            elif how == subprocess.DEVNULL:
+                child_fds[name] = os.open(os.devnull, os.O_WRONLY)
+            else:
+                raise ValueError(f"{name}: PIPE or DEVNULL, not {how!r}")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.pid = os.fork()
+        if self.pid == 0:   # the child: never returns
+            try:
+                for fd in self._pipes.values():
+                    os.close(fd)
+                _run_cli_in_child(args, env, child_fds["stdout"], child_fds["stderr"])
+            finally:
+                os._exit(70)
+        for fd in child_fds.values():
+            os.close(fd)
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None and timeout is None:
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        deadline = time.monotonic() + (timeout or 0)
+        while self.poll() is None:
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(0.05)
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def communicate(self, timeout: float | None = None) -> tuple[str | None, str | None]:
+        """Both pipes read to their end (every writer gone), then the exit status, as Popen.communicate."""
+        deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
+        chunks: dict[int, list[bytes]] = {fd: [] for fd in self._pipes.values()}
+        with selectors.DefaultSelector() as sel:
+            for fd in chunks:
+                sel.register(fd, selectors.EVENT_READ)
             while sel.get_map():
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise subprocess.TimeoutExpired("kimi-data", 0)
+                    raise subprocess.TimeoutExpired(self.args, timeout)
                 for key, _ in sel.select(timeout=left):
                     data = os.read(key.fd, 1 << 16)
                     if data:
                         chunks[key.fd].append(data)
                     else:
                         sel.unregister(key.fd)
-        finally:
-            os.close(out_fd)
-            os.close(err_fd)
-    return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
+                        os.close(key.fd)
+        texts = {name: b"".join(chunks[fd]).decode(errors="replace") for name, fd in self._pipes.items()}
+        self._pipes = {}
+        self.wait(max(0.0, deadline - time.monotonic()) if timeout is not None else None)
+        return texts.get("stdout"), texts.get("stderr")
 
 
-def _run_cli_in_child(args: list[str], env: dict[str, str], out_w: int, err_w: int) -> None:
+def _run_cli_in_child(args: list[str], env: dict[str, str], out_fd: int, err_fd: int) -> None:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
-    os.dup2(out_w, 1)
-    os.dup2(err_w, 2)
-    for fd in (devnull, out_w, err_w):
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    for fd in (devnull, out_fd, err_fd):
         os.close(fd)
     stale = {id(s) for s in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)}
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import time
 import urllib.request
 
 from kimi_eagle_data.profile import TINY_MODEL_DIR
+
+from tests.helpers.cli import popen_cli
 
 TINY = str(TINY_MODEL_DIR)
 
@@ -26,7 +26,7 @@ def get_json(url: str):
 
 
 class Server:
-    """A `kimi-data serve --engine local` subprocess."""
+    """A `kimi-data serve --engine local` process (helpers.cli.popen_cli)."""
 
     def __init__(self, *args: str, port: int | None = None):
         self.fixed_port = port is not None
@@ -40,9 +40,7 @@ class Server:
         free may be taken by another test's server first (this one then exits; it is started again on
         another port, unless the port was asked for)."""
         for _ in range(3):
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "kimi_eagle_data", "serve", "--engine", "local", "--model", TINY,
-                 "--port", str(self.port), *self.args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.proc = popen_cli("serve", "--engine", "local", "--model", TINY, "--port", str(self.port), *self.args)
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline and self.proc.poll() is None:
                 try:
