@@ -321,5 +321,5 @@ def test_plan_throughput_counts_busy_time_not_idle_gaps_between_sessions():
 
     # two overlapping requests, then a resumed session an hour later
     starts, ends = np.array([0.0, 5.0, 3600.0]), np.array([10.0, 12.0, 3610.0])
-    assert busy_seconds(starts, ends) == 22.0
+    assert busy_seconds(starts, ends) == 22.0          # busy 0-12 s, then 3600-3610 s
     assert busy_seconds(np.array([1.0]), np.array([1.0])) == 0.0
