@@ -3,7 +3,7 @@
 Every push goes through the real CLI in a subprocess whose environment points huggingface_hub at the
 local server (HF_ENDPOINT, HF_TOKEN, HF_HUB_DISABLE_XET=1 set before anything is imported), and every
 load is `datasets.load_dataset` in a fresh process. The token test checks where the token travelled in a push,
-a repeated push, a refused push and a load of its own.
+a refused push and a load of its own.
 """
 
 from __future__ import annotations
@@ -401,16 +401,14 @@ def test_hub_server_speaks_the_hub_api(hub, hf_home):
 
 @pytest.fixture
 def token_traffic(demo_run, tmp_path):
-    """What a push, the same push again, a push with a wrong token and a load_dataset leave, against a Hub of
-    their own: (everything the processes printed, every directory they could write to, the Hub's requests)."""
+    """What a push, a push with a wrong token and a load_dataset leave, against a Hub of their own: (everything
+    the processes printed, every directory they could write to, the Hub's requests)."""
     home, work = tmp_path / "hf-home", tmp_path / "work"
     home.mkdir()
     shutil.copytree(demo_run[0], work)
     with HubServer(token=TOKEN) as hub:
         env, outputs = hub_env(hub, home), []
-        for run_env, args in ((env, ("emit", "--workdir", str(work), "--repo", REPO, "--no-progress")),
-                              (env, ("push", str(work), "--repo", REPO)),
-                              (env, ("push", str(work), "--repo", REPO)),
+        for run_env, args in ((env, ("push", str(work), "--repo", REPO)),
                               (hub_env(hub, home, WRONG_TOKEN), ("push", str(work), "--repo", "kimi-org/denied"))):
             proc = kd(run_env, *args)
             outputs += [proc.stdout, proc.stderr]
