@@ -1,41 +1,17 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import run_cli
+from tests.helpers.workdirs import next_stage
+
 # Tests never reach the network: the Hub stays offline unless a test points HF_ENDPOINT at a local server.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-
-
-def run_cli(*args: str, check: bool = True, timeout: float = 900, env: dict[str, str] | None = None
-            ) -> subprocess.CompletedProcess:
-    """Run the real `kimi-data` CLI (`python -m kimi_eagle_data`) in a subprocess."""
-    env = {**os.environ, "COLUMNS": "200", **(env or {})}
-    proc = subprocess.run([sys.executable, "-m", "kimi_eagle_data", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"kimi-data {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
-
-
-def tree_hashes(root: Path) -> dict[str, str]:
-    from kimi_eagle_data.workdir import file_sha256
-
-    return {str(p.relative_to(root)): file_sha256(p) for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-def copy_run(src: Path, dst: Path) -> Path:
-    """A workdir with the demo's prompts and completions, nothing validated or emitted."""
-    dst.mkdir()
-    for name in ("prepared", "generations.sqlite", "run.json"):
-        (shutil.copytree if (src / name).is_dir() else shutil.copy2)(src / name, dst / name)
-    return dst
 
 
 @pytest.fixture(scope="session")
@@ -52,3 +28,23 @@ def tiny_tokenizer():
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 
     return load_tokenizer(str(TINY_MODEL_DIR))
+
+
+# The bundled B6 prompts through each stage with the local engine (tiny model, in the CLI's own process): the
+# workdirs that failure tests copy and then break (a full disk, a second writer, a kill).
+LOCAL_B6 = ("B6", "--profile", "tiny-kimi", "--model", "{tiny}", "--samples", "--max-new-tokens", "64",
+            "--no-progress")
+
+
+@pytest.fixture(scope="session")
+def prepared_b6(tmp_path_factory) -> Path:
+    from kimi_eagle_data.profile import TINY_MODEL_DIR
+
+    w = tmp_path_factory.mktemp("prepared-b6") / "w"
+    run_cli("prepare", *(a.format(tiny=TINY_MODEL_DIR) for a in LOCAL_B6), "--workdir", str(w))
+    return w
+
+
+@pytest.fixture(scope="session")
+def generated_b6(prepared_b6, tmp_path_factory) -> Path:
+    return next_stage(prepared_b6, tmp_path_factory.mktemp("generated-b6") / "w", "generate")

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.engines.test_sglang_engine import completions, prepared_count
-from tests.test_failure_path import error_lines, generated, prepared, tmp_files  # noqa: F401 (fixtures)
+from tests.helpers.cli import error_lines, run_cli, tmp_files
+from tests.helpers.workdirs import completions, prepared_count
 
 
 # -- a full disk -------------------------------------------------------------------------------------
@@ -52,9 +51,11 @@ def tableless_checkpoints(root: Path) -> list[str]:
     return bad
 
 
-# (command, bytes left free, the workdir it starts from). 40 KB for emit: its dataset alone is about 85 KB.
-DISK_FULL_CASES = [("generate", 98 << 10, "prepared"), ("generate", 0, "prepared"), ("emit", 40 << 10, "generated"),
-                   ("emit", 0, "generated"), ("build", 98 << 10, "prepared"), ("build", 0, "prepared")]
+# (command, bytes left free, the workdir it starts from). 40 KB for emit: its dataset alone is about 85 KB. 98 KB
+# for generate and build: room for the first few completions (3 when it was chosen), so the disk fills mid-run.
+DISK_FULL_CASES = [("generate", 98 << 10, "prepared_b6"), ("generate", 0, "prepared_b6"),
+                   ("emit", 40 << 10, "generated_b6"), ("emit", 0, "generated_b6"),
+                   ("build", 98 << 10, "prepared_b6"), ("build", 0, "prepared_b6")]
 
 
 @pytest.mark.parametrize("command, free, start", DISK_FULL_CASES)
@@ -84,7 +85,7 @@ def test_disk_full_is_one_line_leaves_nothing_half_written_and_resumes(command, 
               f"resumed: {len(done)} of {prepared_count(w)}")
 
 
-def test_a_new_checkpoint_is_never_left_without_tables(prepared, tmp_path):
+def test_a_new_checkpoint_is_never_left_without_tables(tmp_path):
     """0 bytes free: the checkpoint cannot be created; no empty or table-less file is left to be mistaken for one."""
     from kimi_eagle_data.diskfull import DiskFullError
     from kimi_eagle_data.engines.checkpoint import Checkpoint

@@ -12,46 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from kimi_eagle_data.profile import TINY_MODEL_DIR
-
-from tests.conftest import run_cli
-from tests.engines.test_sglang_engine import Server, completions, prepared_count, sglang_args, wait_for
-
-BASE = ("B6", "--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR), "--samples", "--max-new-tokens", "64",
-        "--no-progress")
-
-
-def error_lines(proc) -> list[str]:
-    return [line for line in proc.stderr.splitlines() if line.startswith("error")]
-
+from tests.helpers.cli import error_lines, popen_cli, run_cli, tmp_files
+from tests.helpers.servers import Server, wait_for
+from tests.helpers.workdirs import completions, next_stage, prepared_count, sglang_args
 
 @pytest.fixture(scope="module")
-def prepared(tmp_path_factory) -> Path:
-    w = tmp_path_factory.mktemp("prepared") / "w"
-    run_cli("prepare", *BASE, "--workdir", str(w))
-    return w
-
-
-def next_stage(previous: Path, tmp_path_factory, command: str) -> Path:
-    """A copy of the previous stage's workdir with `command` run on it."""
-    w = tmp_path_factory.mktemp(command) / "w"
-    shutil.copytree(previous, w)
-    run_cli(command, "--workdir", str(w))
-    return w
-
-
-@pytest.fixture(scope="module")
-def generated(prepared, tmp_path_factory) -> Path:
-    return next_stage(prepared, tmp_path_factory, "generate")
-
-
-@pytest.fixture(scope="module")
-def emitted(generated, tmp_path_factory) -> Path:
-    return next_stage(generated, tmp_path_factory, "emit")
-
-
-def tmp_files(root: Path) -> list[str]:
-    return [str(p.relative_to(root)) for p in root.rglob("*") if p.name.endswith(".tmp")]
+def emitted(generated_b6, tmp_path_factory) -> Path:
+    return next_stage(generated_b6, tmp_path_factory.mktemp("emitted") / "w", "emit")
 
 
 # -- two processes on one workdir --------------------------------------------------------------------
@@ -95,9 +62,7 @@ def test_two_generates_one_refused_and_kill_9_never_leaves_it_locked(tmp_path):
     try:
         run_cli("prepare", *sglang_args(w, slow.url))
         n = prepared_count(w)
-        first = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
-                                  "--concurrency", "2", "--no-progress"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        first = popen_cli("generate", "--workdir", str(w), "--concurrency", "2", "--no-progress")
         wait_for(lambda: completions(w), 300, "no completion committed", proc=first)
         second = run_cli("generate", "--workdir", str(w), check=False)
         assert first.poll() is None, "the first generate ended before the second tried; slow the server down"
@@ -144,9 +109,8 @@ def test_sigterm_stops_generate_as_ctrl_c_does_exit_143(tmp_path):
     try:
         run_cli("prepare", *sglang_args(w, slow.url))
         n = prepared_count(w)
-        proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
-                                 "--concurrency", "2", "--no-progress"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = popen_cli("generate", "--workdir", str(w), "--concurrency", "2", "--no-progress",
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         wait_for(lambda: completions(w), 300, "no completion committed", proc=proc)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
@@ -187,11 +151,10 @@ def alive(pid: int) -> bool:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
-def test_emit_killed_leaves_no_worker_running(sig, generated, tmp_path):
+def test_emit_killed_leaves_no_worker_running(sig, generated_b6, tmp_path):
     w = tmp_path / "w"
-    shutil.copytree(generated, w)
-    proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "emit", "--workdir", str(w), "--workers", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    shutil.copytree(generated_b6, w)
+    proc = popen_cli("emit", "--workdir", str(w), "--workers", "2", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     workers: set[int] = set()
 
     def pool_started() -> bool:

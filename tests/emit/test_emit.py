@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from kimi_eagle_data.builders.partitions import PARTITIONS
 from kimi_eagle_data.schema import LIGHT_SCHEMA, ROW_SCHEMA
 
-from tests.conftest import copy_run, run_cli, tree_hashes
+from tests.helpers.cli import copy_run, run_cli, tree_hashes
 
 
 def test_emit_is_byte_identical_across_workers(demo_run, tmp_path):
@@ -74,7 +74,7 @@ def test_shards_roll_over_by_token_bytes(tmp_path, monkeypatch):
     info = shards.finish()
     assert list(info) == ["train"]
     assert info["train"].files == ["train-00000-of-00002.parquet", "train-00001-of-00002.parquet"]
-    assert info["train"].rows == 7 and info["train"].tokens == 280
+    assert info["train"].rows == 7 and info["train"].tokens == 280      # 7 rows of 40 ids, written above
     back = pa.concat_tables([pq.read_table(tmp_path / "B9" / f) for f in info["train"].files])
     assert back.column("id").to_pylist() == [r["id"] for r in rows]
     assert sorted(p.name for p in (tmp_path / "B9").iterdir()) == info["train"].files   # no temp file left

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from kimi_eagle_data.builders.partitions import PARTITIONS
 from kimi_eagle_data.workdir import file_sha256
 
-from tests.conftest import copy_run, run_cli, tree_hashes
+from tests.helpers.cli import copy_run, run_cli, tree_hashes
 
 
 def test_demo_dataset_loads_in_a_fresh_process(demo_run):

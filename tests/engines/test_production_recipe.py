@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 
 from kimi_eagle_data.builders.partitions import PARTITIONS
 
-from tests.conftest import run_cli
-from tests.engines.test_sglang_engine import Server, TINY
+from tests.helpers.cli import run_cli
+from tests.helpers.servers import TINY, Server
 
 PILOT_ROWS = 5
 

@@ -8,88 +8,16 @@ import os
 import random
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 
-from kimi_eagle_data.profile import TINY_MODEL_DIR
-
-from tests.conftest import run_cli
-
-TINY = str(TINY_MODEL_DIR)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get_json(url: str):
-    with urllib.request.urlopen(url, timeout=5) as r:
-        return json.loads(r.read())
-
-
-class Server:
-    """A `kimi-data serve --engine local` subprocess."""
-
-    def __init__(self, *args: str, port: int | None = None):
-        self.fixed_port = port is not None
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.args = args
-        self.proc = None
-
-    def start(self) -> "Server":
-        """Up when it answers /server_info with its own pid: with tests running side by side, a port picked
-        free may be taken by another test's server first (this one then exits; it is started again on
-        another port, unless the port was asked for)."""
-        for _ in range(3):
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "kimi_eagle_data", "serve", "--engine", "local", "--model", TINY,
-                 "--port", str(self.port), *self.args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and self.proc.poll() is None:
-                try:
-                    if get_json(self.url + "/server_info").get("pid") == self.proc.pid:
-                        return self
-                except OSError:
-                    pass
-                time.sleep(0.2)
-            self.kill()
-            if self.fixed_port:
-                break
-            self.port = free_port()
-            self.url = f"http://127.0.0.1:{self.port}"
-        raise RuntimeError(f"server on {self.port} did not start")
-
-    def kill(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-    def served(self) -> int:
-        return get_json(self.url + "/server_info")["requests_served"]
-
-
-def wait_for(condition, timeout_s: float, what: str, proc=None) -> None:
-    """Poll `condition` until it holds; fail after `timeout_s`, or at once when `proc` exited first."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if condition():
-                return
-        except OSError:   # a server not answering yet
-            pass
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"{what}: the process exited ({proc.returncode}) first")
-        time.sleep(0.1)
-    raise AssertionError(f"{what} after {timeout_s:.0f}s")
+from tests.helpers.cli import popen_cli, run_cli
+from tests.helpers.servers import TINY, Server, free_port, get_json, wait_for
+from tests.helpers.workdirs import CONFIGS, completions, prepared_count, report, sglang_args
 
 
 @pytest.fixture
@@ -97,36 +25,6 @@ def server():
     s = Server().start()
     yield s
     s.kill()
-
-
-# Protocol tests need many requests, not long ones: one config, short completions.
-CONFIGS = ("B6",)
-
-
-def sglang_args(workdir, *urls, extra=()):
-    return [*CONFIGS, "--workdir", str(workdir), "--profile", "tiny-kimi", "--model", TINY, "--samples",
-            "--engine", "sglang", *(a for u in urls for a in ("--server", u)), "--retry-backoff", "0.05",
-            "--max-new-tokens", "64", "--no-progress", *extra]
-
-
-def completions(workdir) -> list[str]:
-    ids = []
-    for f in sorted(workdir.glob("generations*.sqlite")):
-        try:
-            ids += [r[0] for r in sqlite3.connect(f).execute("SELECT id FROM completions")]
-        except sqlite3.OperationalError:   # a file created this instant, schema not written yet
-            pass
-    return ids
-
-
-def prepared_count(workdir) -> int:
-    import pyarrow.parquet as pq
-
-    return sum(pq.read_metadata(workdir / "prepared" / f"{c}.parquet").num_rows for c in CONFIGS)
-
-
-def report(workdir, config):
-    return json.loads((workdir / "validated" / f"{config}.json").read_text())
 
 
 def test_greedy_tokens_equal_the_in_process_engine(server, tiny_tokenizer):
@@ -205,11 +103,9 @@ def test_kill_9_at_random_moments_loses_nothing_and_duplicates_nothing(tmp_path)
     try:
         run_cli("prepare", *sglang_args(w, slow.url))
         n = prepared_count(w)
-        cmd = [sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w), "--concurrency", "2",
-               "--no-progress"]
         for trial in range(4):
             before = len(completions(w))
-            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = popen_cli("generate", "--workdir", str(w), "--concurrency", "2", "--no-progress")
             # mid-run: after this process has committed something, at a random point of the next request
             wait_for(lambda: len(completions(w)) > before, 300, "no completion committed", proc=proc)
             time.sleep(rng.uniform(0.0, 1.5))   # a random moment, not a wait: the condition above is the wait
@@ -235,9 +131,8 @@ def test_server_killed_and_restarted_mid_run(tmp_path):
     w = tmp_path / "w"
     run_cli("prepare", *sglang_args(w, first.url))
     n = prepared_count(w)
-    gen = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
-                            "--concurrency", "2", "--max-attempts", "30", "--retry-backoff", "0.2", "--no-progress"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    gen = popen_cli("generate", "--workdir", str(w), "--concurrency", "2", "--max-attempts", "30", "--retry-backoff",
+                    "0.2", "--no-progress", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_for(lambda: first.served() >= 1, 300, "the first server served nothing", proc=gen)
     first.kill()   # the client now sees connection refused until the second server is up (seconds)
     second = Server(port=port).start()
@@ -272,9 +167,8 @@ def test_real_sglang_router_in_front_of_two_servers(tmp_path):
         else:
             raise AssertionError("router did not register both workers")
         w = tmp_path / "w"
-        gen = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "build",
-                                *sglang_args(w, url, extra=("--concurrency", "4", "--max-attempts", "20"))],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        gen = popen_cli("build", *sglang_args(w, url, extra=("--concurrency", "4", "--max-attempts", "20")),
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         # Kill b once it has served something (the build is past start-up), not after a fixed time.
         wait_for(lambda: b.served() >= 1, 300, "worker b served nothing", proc=gen)
         served_b = b.served()
@@ -336,12 +230,10 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path):
     try:
         run_cli("prepare", *sglang_args(w, slow.url))
         n = prepared_count(w)
-        # Ctrl-C as a terminal delivers it: a test run started in the background (`cmd &` in a script) has
-        # SIGINT ignored, and a child would inherit that, so the child gets the default disposition back.
-        proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
-                                 "--concurrency", "2", "--no-progress"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        # Ctrl-C as a terminal delivers it (popen_cli's child raises KeyboardInterrupt on SIGINT, as an
+        # interpreter started from a terminal does, even when this test run ignores SIGINT).
+        proc = popen_cli("generate", "--workdir", str(w), "--concurrency", "2", "--no-progress",
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert n > 2, f"too few prompts ({n}) for a run to be interrupted mid-way"
         # Interrupt mid-run, after some work; a process that ends first fails here, with its output.
         try:

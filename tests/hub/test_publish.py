@@ -2,7 +2,8 @@
 
 Every push goes through the real CLI in a subprocess whose environment points huggingface_hub at the
 local server (HF_ENDPOINT, HF_TOKEN, HF_HUB_DISABLE_XET=1 set before anything is imported), and every
-load is `datasets.load_dataset` in a fresh process. The last test checks where the token travelled.
+load is `datasets.load_dataset` in a fresh process. The token test checks where the token travelled in a push,
+a refused push and a load of its own.
 """
 
 from __future__ import annotations
@@ -19,17 +20,13 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import run_cli
-from tests.emit.test_card import check_card_markdown
+from tests.helpers.cli import run_cli
+from tests.helpers.card import check_card_markdown
 from tests.hub.hub_server import HubServer
 
 TOKEN = "hf_kimiTESTtoken_7c1e9a3f5b2d4e6f8a0b"
 WRONG_TOKEN = "hf_wrongTOKEN_0000111122223333"
 REPO = "kimi-org/eagle3-demo"
-
-OUTPUTS: list[str] = []          # everything the CLI printed, for the token check
-SCAN_DIRS: list[Path] = []       # every directory a pushing process could have written to
-
 
 @pytest.fixture(scope="module")
 def hub():
@@ -39,9 +36,7 @@ def hub():
 
 @pytest.fixture(scope="module")
 def hf_home(tmp_path_factory) -> Path:
-    home = tmp_path_factory.mktemp("hf-home")
-    SCAN_DIRS.append(home)
-    return home
+    return tmp_path_factory.mktemp("hf-home")
 
 
 def hub_env(hub: HubServer, hf_home: Path, token: str | None = TOKEN) -> dict[str, str]:
@@ -51,9 +46,7 @@ def hub_env(hub: HubServer, hf_home: Path, token: str | None = TOKEN) -> dict[st
 
 
 def kd(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    proc = run_cli(*args, check=False, timeout=600, env=env)
-    OUTPUTS.extend([proc.stdout, proc.stderr])
-    return proc
+    return run_cli(*args, check=False, timeout=600, env=env)
 
 
 def copy_workdir(demo_run, tmp_path_factory, name: str) -> Path:
@@ -61,7 +54,6 @@ def copy_workdir(demo_run, tmp_path_factory, name: str) -> Path:
     src, _ = demo_run
     dst = tmp_path_factory.mktemp(name) / "work"
     shutil.copytree(src, dst)
-    SCAN_DIRS.append(dst)
     return dst
 
 
@@ -578,7 +570,7 @@ try:
 except EntryNotFoundError:
     pass
 info = {e.path: e for e in api.get_paths_info(repo, ["a/c.parquet", "a", "nope"], repo_type="dataset")}
-assert set(info) == {"a/c.parquet", "a"} and info["a/c.parquet"].lfs.size == 260
+assert set(info) == {"a/c.parquet", "a"} and info["a/c.parquet"].lfs.size == 260   # the 4 + 256 bytes uploaded
 assert api.dataset_info(repo, revision="v1").sha == c1.oid
 assert api.file_exists(repo, "a/b.txt", repo_type="dataset", revision="v1")
 assert not api.file_exists(repo, "a/c.parquet", repo_type="dataset", revision="v1")
@@ -600,23 +592,40 @@ print("ok")
 def test_hub_server_speaks_the_hub_api(hub, hf_home):
     proc = subprocess.run([sys.executable, "-c", HUB_API_SCRIPT], capture_output=True, text=True,
                           env=hub_env(hub, hf_home), timeout=300)
-    OUTPUTS.extend([proc.stdout, proc.stderr])
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
 
 
-def test_the_token_never_leaves_the_authorization_header(published, hub):
-    """Runs last: every CLI output, every file a pushing process could write, every request the Hub saw."""
-    assert OUTPUTS and SCAN_DIRS
-    for text in OUTPUTS:
+@pytest.fixture
+def token_traffic(demo_run, tmp_path):
+    """What a push, a push with a wrong token and a load_dataset leave, against a Hub of their own: (everything
+    the processes printed, every directory they could write to, the Hub's requests)."""
+    home, work = tmp_path / "hf-home", tmp_path / "work"
+    home.mkdir()
+    shutil.copytree(demo_run[0], work)
+    with HubServer(token=TOKEN) as hub:
+        env, outputs = hub_env(hub, home), []
+        for run_env, args in ((env, ("push", str(work), "--repo", REPO)),
+                              (hub_env(hub, home, WRONG_TOKEN), ("push", str(work), "--repo", "kimi-org/denied"))):
+            proc = kd(run_env, *args)
+            outputs += [proc.stdout, proc.stderr]
+        assert "v0.1.0" in hub.repos[("dataset", REPO)].tags and "401" in outputs[-1]
+        assert hub_load(env, REPO, "B4", "v0.1.0")["train"]
+        yield outputs, [home, work, hub.root], hub.requests
+
+
+def test_the_token_never_leaves_the_authorization_header(token_traffic):
+    """Every CLI output, every file a pushing or loading process could write, every request the Hub saw."""
+    outputs, dirs, requests = token_traffic
+    for text in outputs:
         assert TOKEN not in text and WRONG_TOKEN not in text
     secrets = (TOKEN.encode(), WRONG_TOKEN.encode())
-    for root in [*SCAN_DIRS, hub.root]:
+    for root in dirs:
         for f in Path(root).rglob("*"):
             if f.is_file() and not f.is_symlink():
                 data = f.read_bytes()
                 assert not any(s in data for s in secrets), f
     carried = 0
-    for r in hub.requests:
+    for r in requests:
         assert not any(s in r.body for s in secrets), r.target
         assert TOKEN not in r.target and WRONG_TOKEN not in r.target
         for name, value in r.headers:

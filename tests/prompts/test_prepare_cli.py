@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from kimi_eagle_data.builders.partitions import PARTITIONS
 from kimi_eagle_data.profile import TINY_MODEL_DIR
 
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 TINY = ["--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR), "--max-new-tokens", "64", "--max-seq-len", "512",
         "--no-progress"]

@@ -8,7 +8,7 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from kimi_eagle_data.prompts.tokenizer import TOKENIZER_HINT
 
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 
 class CountingListener:

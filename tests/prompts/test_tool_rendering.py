@@ -16,7 +16,7 @@ from kimi_eagle_data.prompts.tokenizer import (TOOL_PROBES, ToolRenderingError, 
                                        render_text)
 from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported, encode_tools
 
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the weather",

@@ -11,7 +11,7 @@ import pytest
 
 from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams, ScoreRequest
 from kimi_eagle_data.engines.sglang_logprobs import LOGPROB_FIELDS, score_payload
-from tests.engines.test_sglang_engine import Server
+from tests.helpers.servers import Server
 from tests.real_engines.servers import http
 
 # Real servers start in tens of seconds idle, minutes on a shared 2-core machine; decoding there runs at a few

@@ -12,8 +12,9 @@ import signal
 import subprocess
 import sys
 
-from tests.conftest import run_cli
-from tests.engines.test_sglang_engine import completions, wait_for
+from tests.helpers.cli import run_cli
+from tests.helpers.servers import wait_for
+from tests.helpers.workdirs import completions
 from tests.real_engines.servers import REPO, TINY, free_port, http, sglang_server
 
 # Real servers start in tens of seconds idle, minutes on a shared 2-core machine; decoding there runs at a few

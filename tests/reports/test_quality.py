@@ -14,7 +14,7 @@ import pytest
 from kimi_eagle_data.builders.partitions import PARTITIONS
 from kimi_eagle_data.validate.rules import REASONS
 
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 # Student-t 0.975 quantiles (printed tables), to check the plan's 95% intervals without its own code.
 T975 = {14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074,
@@ -373,5 +373,5 @@ def test_plan_throughput_counts_busy_time_not_idle_gaps_between_sessions():
 
     # two overlapping requests, then a resumed session an hour later
     starts, ends = np.array([0.0, 5.0, 3600.0]), np.array([10.0, 12.0, 3610.0])
-    assert busy_seconds(starts, ends) == 22.0
+    assert busy_seconds(starts, ends) == 22.0          # busy 0-12 s, then 3600-3610 s
     assert busy_seconds(np.array([1.0]), np.array([1.0])) == 0.0

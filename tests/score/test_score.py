@@ -17,8 +17,8 @@ import pytest
 
 from kimi_eagle_data.profile import TINY_KIMI, TINY_MODEL_DIR, ProfileTokens
 
-from tests.conftest import run_cli
-from tests.engines.test_sglang_engine import Server
+from tests.helpers.cli import run_cli
+from tests.helpers.servers import Server
 
 TINY = str(TINY_MODEL_DIR)
 

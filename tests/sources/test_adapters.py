@@ -183,6 +183,7 @@ def test_b1_tools_come_from_the_pool_and_requests_name_them():
         user = sp.messages[-1]["content"]
         if any(user in POOL["example_requests"].get(t["function"]["name"], []) for t in sp.tools):
             example += 1
+    # counted in the bundled builders/samples/B1-glaive.jsonl (written by scripts/make_samples.py)
     assert no_access == 3
     assert with_tools == 28
     assert 0.6 <= example / len(rows) <= 0.8
@@ -366,7 +367,7 @@ def test_b3_has_repeated_questions_with_one_id_each():
     rows = load("B3")
     ok, _ = outcomes("B3")
     by_input = collections.Counter(r["input"] for r in rows)
-    assert len(by_input) == 20 and max(by_input.values()) == 3
+    assert len(by_input) == 20 and max(by_input.values()) == 3    # as scripts/make_samples.py writes B3's samples
     assert len({sp.source_id for sp in ok}) == len(by_input)      # dedup by input == dedup by id
     assert {r["split"] for r in rows} == {"train"}
 

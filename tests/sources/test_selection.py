@@ -74,6 +74,7 @@ def test_rejected_rows_are_consumed_until_n_prompts(tiny_tokenizer):
 def test_repeated_rows_are_selected_once_and_counted(tiny_tokenizer):
     part = PARTITIONS["B5"]
     records, rejections, report = run(tiny_tokenizer, part, list(iter_jsonl(part.sample_file)))
+    # builders/samples/B5-openthoughts.jsonl (scripts/make_samples.py): 30 rows, 8 of them repeats
     assert report.scanned == 30 and report.repeated_rows == 8 and report.prepared == 22
     assert len({r.source_id for r in records}) == 22 and not rejections
 

@@ -17,7 +17,7 @@ import pytest
 from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.prompts.tokenizer import render_prompt
 
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 P = TINY_KIMI
 TOOLS = [{"type": "function", "function": {

@@ -1,0 +1,80 @@
+"""`kimi-data serve --engine local` (the SGLang-protocol stand-in) as a test's server, and waiting on events."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import urllib.request
+
+from kimi_eagle_data.profile import TINY_MODEL_DIR
+
+from tests.helpers.cli import popen_cli
+
+TINY = str(TINY_MODEL_DIR)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get_json(url: str):
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return json.loads(r.read())
+
+
+class Server:
+    """A `kimi-data serve --engine local` process (helpers.cli.popen_cli)."""
+
+    def __init__(self, *args: str, port: int | None = None):
+        self.fixed_port = port is not None
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.args = args
+        self.proc = None
+
+    def start(self) -> "Server":
+        """Up when it answers /server_info with its own pid: with tests running side by side, a port picked
+        free may be taken by another test's server first (this one then exits; it is started again on
+        another port, unless the port was asked for)."""
+        for _ in range(3):
+            self.proc = popen_cli("serve", "--engine", "local", "--model", TINY, "--port", str(self.port), *self.args)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                try:
+                    if get_json(self.url + "/server_info").get("pid") == self.proc.pid:
+                        return self
+                except OSError:
+                    pass
+                time.sleep(0.2)
+            self.kill()
+            if self.fixed_port:
+                break
+            self.port = free_port()
+            self.url = f"http://127.0.0.1:{self.port}"
+        raise RuntimeError(f"server on {self.port} did not start")
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def served(self) -> int:
+        return get_json(self.url + "/server_info")["requests_served"]
+
+
+def wait_for(condition, timeout_s: float, what: str, proc=None) -> None:
+    """Poll `condition` until it holds; fail after `timeout_s`, or at once when `proc` exited first."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if condition():
+                return
+        except OSError:   # a server not answering yet
+            pass
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"{what}: the process exited ({proc.returncode}) first")
+        time.sleep(0.1)
+    raise AssertionError(f"{what} after {timeout_s:.0f}s")
