@@ -9,8 +9,8 @@ import pytest
 from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams, ScoreRequest
 from kimi_eagle_data.engines.http_client import Failure
 from kimi_eagle_data.engines.vllm import VLLMEngine, finish_record, generate_payload, parse_score, score_payload
-from tests.conftest import run_cli
-from tests.engines.test_sglang_engine import TINY, Server, free_port
+from tests.helpers.cli import run_cli
+from tests.helpers.servers import TINY, Server, free_port
 
 import orjson
 

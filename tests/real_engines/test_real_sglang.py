@@ -14,16 +14,14 @@ import sys
 
 from tests.helpers.cli import run_cli
 from tests.helpers.servers import wait_for
-from tests.helpers.workdirs import completions
-from tests.real_engines.servers import REPO, TINY, free_port, http, sglang_server
+from tests.helpers.workdirs import completions, prepared_count
+from tests.real_engines.servers import CLI_TIMEOUT_S, REPO, TINY, free_port, http, sglang_server
 
 # Real servers start in tens of seconds idle, minutes on a shared 2-core machine; decoding there runs at a few
 # tokens per second: the suite's 600 s per test would cut these short (a guard, not a measure).
 pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(3 * 3600)]
 
 
-# A guard, not a measure: a shared 2-core machine decodes the tiny model at a few tokens per second.
-CLI_TIMEOUT_S = 3600
 
 
 def build_args(workdir, url: str, *extra: str) -> list[str]:
@@ -31,12 +29,6 @@ def build_args(workdir, url: str, *extra: str) -> list[str]:
     # serves the tiny model at ~1,000 tok/s idle, at tens when its cores are shared.
     return ["B6", "--workdir", str(workdir), "--profile", "tiny-kimi", "--model", TINY, "--samples", "--limit", "10",
             "--engine", "sglang", "--server", url, "--no-progress", *extra]
-
-
-def prepared_count(workdir) -> int:
-    import pyarrow.parquet as pq
-
-    return pq.read_metadata(workdir / "prepared" / "B6.parquet").num_rows
 
 
 def assert_built_and_checked(workdir, build_stdout: str) -> None:

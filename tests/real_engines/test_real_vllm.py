@@ -16,9 +16,9 @@ from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams, Scor
 from kimi_eagle_data.engines.vllm import VLLMEngine
 from kimi_eagle_data.engines.base import EngineError
 from kimi_eagle_data.profile import TINY_KIMI, ProfileTokens
-from tests.conftest import run_cli
-from tests.real_engines.servers import TINY, http, installed_venv, sglang_server, vllm_server
-from tests.real_engines.test_real_sglang import CLI_TIMEOUT_S, prepared_count
+from tests.helpers.cli import run_cli
+from tests.real_engines.servers import CLI_TIMEOUT_S, TINY, http, installed_venv, sglang_server, vllm_server
+from tests.helpers.workdirs import prepared_count
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(3 * 3600)]
 

@@ -124,7 +124,7 @@ def test_stats_table_prints_the_same_numbers(demo_run):
 def test_stats_reports_the_draft_vocabulary_coverage(demo_run, tmp_path):
     """The share of the train split's loss tokens the 32,000 most frequent ids cover, per config and overall,
     against counts made here from the emitted shards; before any emit, stats says where they come from."""
-    from tests.conftest import copy_run
+    from tests.helpers.cli import copy_run
 
     workdir, _ = demo_run
     got = json.loads(run_cli("stats", "--workdir", str(workdir), "--json", "--no-plots").stdout)["draft_vocab"]
