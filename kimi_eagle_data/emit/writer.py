@@ -98,15 +98,18 @@ class SplitShards:
         return self.info
 
     def abort(self) -> None:
-        if self._writer is not None:
-            writer, self._writer = self._writer, None
+        """Remove every temp shard of this split, whatever state the stop left the writer in."""
+        writer, self._writer = self._writer, None
+        if self._path is not None and self._path not in self._done:   # stopped while its writer was opening
             self._done.append(self._path)
-            try:
+        try:
+            if writer is not None:
                 writer.close()
-            except OSError:   # e.g. the full disk that stopped the run: the file goes anyway
-                pass
-        for tmp in self._done:
-            tmp.unlink(missing_ok=True)
+        except Exception:   # a write cut short (SIGTERM mid-write_table, a full disk): the file goes anyway
+            pass
+        finally:
+            for tmp in self._done:
+                tmp.unlink(missing_ok=True)
 
 
 class ConfigShards:

@@ -248,7 +248,13 @@ class _Blocks:
                 while self._pending:
                     self._pending.popleft().result()
         finally:
-            self._thread.shutdown(wait=True, cancel_futures=True)
+            try:
+                self._thread.shutdown(wait=True, cancel_futures=True)
+            except BaseException:
+                # A stop (SIGTERM, Ctrl-C) that lands while waiting: wait again, or the writer thread would go on
+                # opening shards while the caller removes them.
+                self._thread.shutdown(wait=True)
+                raise
 
 
 def validate_config(workdir: Workdir, config: str, checkpoint: CheckpointSet, pool: VerdictPool,
