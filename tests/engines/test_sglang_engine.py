@@ -3,6 +3,8 @@ and against the real `sglang-router` in front of two of them."""
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 import os
 import random
@@ -204,14 +206,20 @@ def test_serve_dry_run_prints_the_kimi_launch_command():
     assert "--trust-remote-code" in cmd and "--enable-metrics" in cmd
 
 
+def ids_in(checkpoint) -> set[str]:
+    # Closed at once: a connection left to the garbage collector removes the -shm file whenever it goes, e.g.
+    # in the middle of the copytree below.
+    with contextlib.closing(sqlite3.connect(checkpoint)) as db:
+        return {r[0] for r in db.execute("SELECT id FROM completions")}
+
+
 def test_shards_generate_disjoint_sets_that_build_merges(server, tmp_path):
     w = tmp_path / "w"
     run_cli("prepare", *sglang_args(w, server.url))
     n = prepared_count(w)
     run_cli("generate", "--workdir", str(w), "--shard", "0/2")
     run_cli("generate", "--workdir", str(w), "--shard", "1/2")
-    a = {r[0] for r in sqlite3.connect(w / "generations.shard-0-of-2.sqlite").execute("SELECT id FROM completions")}
-    b = {r[0] for r in sqlite3.connect(w / "generations.shard-1-of-2.sqlite").execute("SELECT id FROM completions")}
+    a, b = (ids_in(w / f"generations.shard-{k}-of-2.sqlite") for k in (0, 1))
     assert a and b and not (a & b) and len(a | b) == n
     proc = run_cli("build", "--workdir", str(w))
     assert f"generate: 0 completed, 0 failed, {n} already done" in proc.stdout
