@@ -16,7 +16,7 @@ only, overlap (both / either), same kept row (of those flagged by both); `exact>
 shingle-set Jaccard with the kept row reaches the threshold; `planted`: planted variants (exact Jaccard to the row
 they copy at or above the threshold, counted on the line above the table) that were flagged.
 
-The rows: the user turns of the bundled samples (builders/samples/*.jsonl, read through the real adapters),
+The rows: the user turns of the bundled samples (kimi_eagle_data/sources/samples/*.jsonl, read through the real adapters),
 concatenated 1-12 at a time with 10% of their words swapped for others from the samples' vocabulary (a fresh
 prompt), and a `--variant-share` of rows that copy an earlier row with each word edited (replaced, dropped or
 a word inserted) with a probability drawn from U(0, `--max-edit`), so the pairs straddle the threshold.
@@ -38,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kimi_eagle_data.builders.partitions import PARTITIONS  # noqa: E402
+from kimi_eagle_data.sources.partitions import PARTITIONS  # noqa: E402
 from kimi_eagle_data.sources.dedup import shingles  # noqa: E402
 from kimi_eagle_data.sources.filters import user_text  # noqa: E402
 from kimi_eagle_data.sources.readers import iter_source  # noqa: E402

@@ -1,4 +1,4 @@
-"""Write the bundled sample rows: builders/samples/{config}-{name}.jsonl, one file per partition.
+"""Write the bundled sample rows: kimi_eagle_data/sources/samples/{config}-{name}.jsonl, one file per partition.
 
 Rows are written by this project, in each upstream dataset's exact column schema
 (as each upstream's dataset card and files show it), with short prompts (the embedded demo model has a 512-token
@@ -6,7 +6,7 @@ context) and the upstream pitfalls the adapters handle in a few rows each. B1 (g
 only from the tiny model's tool pool (scripts/tiny_kimi/tool_pool.json), and most of its user
 turns are the pool's example requests, because the tiny model only learned to call pool tools
 when asked that way. The output is deterministic: run `python scripts/make_samples.py` and
-`git diff --exit-code builders/samples` shows nothing.
+`git diff --exit-code kimi_eagle_data/sources/samples` shows nothing.
 
 Usage: python scripts/make_samples.py [--out DIR] [--pool PATH]
 """
@@ -276,7 +276,7 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "builders" / "samples")
+    ap.add_argument("--out", type=Path, default=ROOT / "kimi_eagle_data" / "sources" / "samples")
     ap.add_argument("--pool", type=Path, default=ROOT / "scripts" / "tiny_kimi" / "tool_pool.json")
     args = ap.parse_args(argv)
     pool = json.loads(args.pool.read_text(encoding="utf-8"))

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from kimi_eagle_data.builders.partitions import PARTITIONS
+from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.cli.common import UserError, console, friendly_errors, out
 from kimi_eagle_data.settings import BY_NAME, INHERITED, check_servers, option_for, run_options
 from kimi_eagle_data.wording import counted

@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kimi_eagle_data.errors import KimiDataError, MissingInputError
-from kimi_eagle_data.builders.partitions import Partition
+from kimi_eagle_data.sources.partitions import Partition
 from kimi_eagle_data.sources.decontam import DecontamSettings, Decontaminator
 from kimi_eagle_data.sources.dedup import DedupSettings, ExactDedup, MinHashDedup, exact_key
 from kimi_eagle_data.sources.filters import check_chars, check_content, check_language, check_tools, max_row_bytes, user_text

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kimi_eagle_data.builders.partitions import PARTITIONS
+from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.engines.checkpoint import CorruptCheckpointError, open_workdir_checkpoints
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.workdir import Workdir, read_json

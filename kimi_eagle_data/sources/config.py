@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from kimi_eagle_data.errors import KimiDataError
-from kimi_eagle_data.builders.partitions import PARTITIONS, POLICIES, Filters, Partition
+from kimi_eagle_data.sources.partitions import PARTITIONS, POLICIES, Filters, Partition
 from kimi_eagle_data.sources.decontam import DecontamSettings, EvalSet
 from kimi_eagle_data.sources.dedup import DedupSettings
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kimi_eagle_data.builders.partitions import Filters
+from kimi_eagle_data.sources.partitions import Filters
 from kimi_eagle_data.profile import KIMI_K25
 
 Failure = "tuple[str, str] | None"

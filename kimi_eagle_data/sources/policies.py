@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kimi_eagle_data.builders.partitions import POLICIES
+from kimi_eagle_data.sources.partitions import POLICIES
 from kimi_eagle_data.records import SourcePrompt, SourceRowError
 from kimi_eagle_data.sources.adapters import ADAPTERS
 from kimi_eagle_data.sources.rows import Conversation

@@ -26,7 +26,7 @@ from typing import Iterator
 import orjson
 
 from kimi_eagle_data.errors import KimiDataError
-from kimi_eagle_data.builders.partitions import Partition
+from kimi_eagle_data.sources.partitions import Partition
 from kimi_eagle_data.records import SourceRowError
 
 SourceRow = tuple[int, "dict[str, Any] | SourceRowError"]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from kimi_eagle_data.sources.policies import PrefixItem, adapt_row
-from kimi_eagle_data.builders.partitions import Partition
+from kimi_eagle_data.sources.partitions import Partition
 from kimi_eagle_data.records import SourceRowError
 from kimi_eagle_data.sources.readers import SourceRow
 

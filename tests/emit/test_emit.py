@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kimi_eagle_data.builders.partitions import PARTITIONS
+from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.schema import LIGHT_SCHEMA, ROW_SCHEMA
 
 from tests.helpers.cli import copy_run, run_cli, tree_hashes

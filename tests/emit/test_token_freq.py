@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from kimi_eagle_data.builders.partitions import PARTITIONS
+from kimi_eagle_data.sources.partitions import PARTITIONS
 
 
 def emitted_loss_bincount(dataset, config: str, vocab: int) -> np.ndarray:

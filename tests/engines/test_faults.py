@@ -151,7 +151,7 @@ HUGE_ROW_SCRIPT = textwrap.dedent("""
     import resource, sys, orjson
     import kimi_eagle_data.prompts.prepare as prepare_module
     import kimi_eagle_data.sources.readers as readers
-    from kimi_eagle_data.builders.partitions import PARTITIONS
+    from kimi_eagle_data.sources.partitions import PARTITIONS
     from kimi_eagle_data.sources.filters import max_row_bytes
     from kimi_eagle_data.prompts.prepare import prepare_rows
     from kimi_eagle_data.profile import TINY_MODEL_DIR, get_profile
@@ -223,7 +223,7 @@ def test_a_50_mb_row_is_rejected_unparsed_with_flat_memory(fmt, tmp_path):
 
 
 def test_default_max_chars_rejects_before_rendering(tiny_tokenizer):
-    from kimi_eagle_data.builders.partitions import PARTITIONS
+    from kimi_eagle_data.sources.partitions import PARTITIONS
     from kimi_eagle_data.sources.filters import default_max_chars
     from kimi_eagle_data.prompts.prepare import prepare_rows
 

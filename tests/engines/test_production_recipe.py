@@ -9,7 +9,7 @@ import sqlite3
 
 import pyarrow.parquet as pq
 
-from kimi_eagle_data.builders.partitions import PARTITIONS
+from kimi_eagle_data.sources.partitions import PARTITIONS
 
 from tests.helpers.cli import run_cli
 from tests.helpers.servers import TINY, Server

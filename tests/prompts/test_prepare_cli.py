@@ -11,7 +11,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kimi_eagle_data.builders.partitions import PARTITIONS
+from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.profile import TINY_MODEL_DIR
 
 from tests.helpers.cli import run_cli

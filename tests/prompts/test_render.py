@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kimi_eagle_data.builders.partitions import PARTITIONS
+from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.prompts.prepare import prepare_rows, sample_id
 from kimi_eagle_data.profile import TINY_KIMI, ProfileTokens
 from kimi_eagle_data.sources.readers import iter_jsonl

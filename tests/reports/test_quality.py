@@ -11,7 +11,7 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from kimi_eagle_data.builders.partitions import PARTITIONS
+from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.validate.rules import REASONS
 
 from tests.helpers.cli import run_cli

@@ -15,7 +15,7 @@ from kimi_eagle_data.sources.adapters import ADAPTERS
 from kimi_eagle_data.sources.glaive import glaive, parse_glaive_call, parse_glaive_system
 from kimi_eagle_data.sources.policies import adapt_row, after_tool_result, first_user
 from kimi_eagle_data.sources.rows import content_text
-from kimi_eagle_data.builders.partitions import PARTITIONS
+from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.records import SourcePrompt, SourceRowError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -183,7 +183,7 @@ def test_b1_tools_come_from_the_pool_and_requests_name_them():
         user = sp.messages[-1]["content"]
         if any(user in POOL["example_requests"].get(t["function"]["name"], []) for t in sp.tools):
             example += 1
-    # counted in the bundled builders/samples/B1-glaive.jsonl (written by scripts/make_samples.py)
+    # counted in the bundled kimi_eagle_data/sources/samples/B1-glaive.jsonl (written by scripts/make_samples.py)
     assert no_access == 3
     assert with_tools == 28
     assert 0.6 <= example / len(rows) <= 0.8

@@ -12,7 +12,7 @@ import pytest
 from kimi_eagle_data.sources.adapters import ADAPTERS
 from kimi_eagle_data.sources.policies import adapt_row, first_user
 from kimi_eagle_data.sources.rows import split_reasoning
-from kimi_eagle_data.builders.partitions import PARTITIONS, POLICIES, Filters, Partition
+from kimi_eagle_data.sources.partitions import PARTITIONS, POLICIES, Filters, Partition
 from kimi_eagle_data.sources.decontam import DecontamError, DecontamSettings, Decontaminator, EvalSet
 from kimi_eagle_data.sources.dedup import DedupSettings, MinHashDedup, exact_key, normalize
 from kimi_eagle_data.sources.filters import check_content, check_language, check_tools, script_share
@@ -74,7 +74,7 @@ def test_rejected_rows_are_consumed_until_n_prompts(tiny_tokenizer):
 def test_repeated_rows_are_selected_once_and_counted(tiny_tokenizer):
     part = PARTITIONS["B5"]
     records, rejections, report = run(tiny_tokenizer, part, list(iter_jsonl(part.sample_file)))
-    # builders/samples/B5-openthoughts.jsonl (scripts/make_samples.py): 30 rows, 8 of them repeats
+    # kimi_eagle_data/sources/samples/B5-openthoughts.jsonl (scripts/make_samples.py): 30 rows, 8 of them repeats
     assert report.scanned == 30 and report.repeated_rows == 8 and report.prepared == 22
     assert len({r.source_id for r in records}) == 22 and not rejections
 

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kimi_eagle_data.builders.partitions import PARTITIONS, Filters, Partition
+from kimi_eagle_data.sources.partitions import PARTITIONS, Filters, Partition
 from kimi_eagle_data.sources.config import DEFAULT, ConfigError, load_config
 from kimi_eagle_data.prompts.prepare import prepare_rows
 from kimi_eagle_data.profile import TINY_KIMI
