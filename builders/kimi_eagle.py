@@ -1,24 +1,32 @@
-"""A `datasets` reader over an emitted kimi-eagle-data dataset (`kimi-data emit` / `build` / `demo` write it).
+"""`KimiEagleData`: the `datasets` builder that generates the data, one config (partition) at a time.
 
-It is not what emit runs on: emit streams validated rows straight into the Parquet shards. This builder reads
-those shards back, config by config, and declares only the splits that have files (a config whose every sample
-passed has no `rejected` split). It gives the same rows, in the same order, as
-`load_dataset(<dataset dir>, CONFIG)` (tested for every demo config); use it where the card's YAML is not at
-hand, e.g. a user-defined config of a workdir, or to point at a workdir instead of its dataset/:
+`download_and_prepare()` runs prepare -> generate -> validate for its config through the project's Pipeline,
+against the engine the config names, in `workdir` (where the resumable checkpoint lives: kill it, run it again,
+and no completion is generated twice); the table generator then streams the validated rows, `train` and
+`rejected` when there are any. The rows are those `kimi-data build CONFIG` writes with the same settings
+(`load_dataset(<its dataset dir>, CONFIG)`):
 
     from kimi_eagle_data.builders.kimi_eagle import KimiEagleData
-    b = KimiEagleData(config_name="B4", dataset="runs/demo")     # a workdir, or runs/demo/dataset
-    b.download_and_prepare(); ds = b.as_dataset()
+    b = KimiEagleData(config_name="B4", engine="sglang", server="http://node1:30000", workdir="runs/b4")
+    b.download_and_prepare(); ds = b.as_dataset()          # DatasetDict: train (+ rejected)
+
+Config fields are the run settings under their CLI option's name (`server`, `source`, `config` for --server,
+--source, --config; the others as `max_new_tokens` is for --max-new-tokens); None means the run's default.
+The `datasets` cache is keyed by what the rows depend on: the workdir and every setting except those that only
+steer how the run goes (RUN_ONLY), so the same settings are a cache hit and a changed one is another entry.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import shutil
+from contextlib import suppress
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
+from datasets.fingerprint import Hasher
 
 try:
     from datasets.builder import Key
@@ -26,34 +34,90 @@ except ImportError:  # datasets < 4.1 used plain keys
     def Key(shard, i):  # noqa: N802
         return i
 
-from kimi_eagle_data.schema import ROW_SCHEMA, SPLITS, features
+from kimi_eagle_data import __version__
+from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.schema import features
 
 BATCH_ROWS = 1024
+STAGING = ".builder"    # <workdir>/.builder/<CONFIG>/: the validated rows, until the table generator streamed them
+# Settings that change how the run goes, never which rows it gives: not part of the cache key.
+RUN_ONLY = ("engine", "server", "concurrency", "max_attempts", "retry_backoff", "request_timeout", "health_timeout",
+            "allow_old_server", "retry_failed", "batch_size", "workers", "progress")
 
 
-def split_files(dataset: str | Path, config: str) -> dict[str, list[Path]]:
-    """{split: its shards in order} for the splits of `config` that have rows, in the dataset dir `dataset`
-    (or in `dataset`/dataset when given a workdir)."""
-    root = Path(dataset)
-    if not (root / "data").is_dir() and (root / "dataset" / "data").is_dir():
-        root = root / "dataset"
-    cfg_dir = root / "data" / config
-    found = {split: sorted(cfg_dir.glob(f"{split}-*.parquet")) for split in SPLITS}
-    found = {split: files for split, files in found.items() if files}
-    if not found:
-        have = sorted(p.name for p in (root / "data").glob("*") if p.is_dir())
-        raise FileNotFoundError(f"no Parquet shards of config {config!r} under {root}/data (configs there: "
-                                f"{', '.join(have) or 'none'}); run `kimi-data emit` on the workdir first")
-    return found
+class AccountingError(KimiDataError, RuntimeError):
+    pass
 
 
 @dataclass
 class KimiEagleConfig(datasets.BuilderConfig):
-    dataset: str | None = None    # an emitted dataset dir, or the workdir that holds it
+    workdir: str | None = None              # required: the run's directory (checkpoint, prepared prompts)
+    engine: str | None = None               # local | sglang | vllm
+    server: str | list[str] | None = None
+    model: str | None = None
+    tokenizer: str | None = None
+    profile: str | None = None
+    samples: bool | None = None
+    source: str | None = None               # this config's rows from a local file (--source CONFIG=PATH)
+    config: str | None = None               # partition config file (TOML): user partitions, sampling, filters
+    revision: str | None = None
+    limit: int | None = None
+    max_new_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_seq_len: int | None = None
+    keep_truncated: bool | None = None
+    retry_failed: bool | None = None
+    batch_size: int | None = None
+    concurrency: int | None = None
+    max_attempts: int | None = None
+    retry_backoff: float | None = None
+    request_timeout: float | None = None
+    health_timeout: float | None = None
+    allow_old_server: bool | None = None
+    workers: int | None = None
+    progress: bool | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.workdir:
+            raise ValueError("KimiEagleData needs workdir=<the run's directory>: its checkpoint makes the run resumable")
+        _run_settings(self)   # unknown partition, setting out of range: one line now, not after loading a model
+
+    def run_fields(self) -> dict:
+        """The fields set on this config, beyond datasets' own (name, version, data_dir, …)."""
+        own = {f.name for f in fields(datasets.BuilderConfig)}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in own
+                and getattr(self, f.name) is not None}
+
+    def create_config_id(self, config_kwargs: dict, custom_features=None) -> str:
+        key = {k: v for k, v in self.run_fields().items() if k not in RUN_ONLY}
+        key["workdir"] = str(Path(self.workdir).resolve())
+        for k in ("config", "source"):      # a file's contents change the rows: keyed by its size and mtime
+            if k in key and Path(key[k]).is_file():
+                st = Path(key[k]).stat()
+                key[k] = [str(Path(key[k]).resolve()), st.st_size, st.st_mtime_ns]
+        return f"{self.name}-{Hasher.hash({**key, 'project_version': __version__})}"
+
+
+def _run_settings(config: KimiEagleConfig):
+    """The one place the builder makes its RunSettings: the config's fields under their setting names."""
+    from kimi_eagle_data.pipeline import RunSettings
+
+    given = config.run_fields()
+    given.update(workdir=str(config.workdir), configs=[config.name])
+    if "server" in given:
+        server = given.pop("server")
+        given["servers"] = [server] if isinstance(server, str) else list(server)
+    if "source" in given:
+        given["sources"] = {config.name: str(given.pop("source"))}
+    if "config" in given:
+        given["config_file"] = str(Path(given.pop("config")).resolve())
+    return RunSettings(**given)
 
 
 class KimiEagleData(datasets.ArrowBasedBuilder):
-    """Config names are the dataset's own (B1-B8 and any user-defined partition), so none is declared here."""
+    """Config names are the partitions (B1-B8, and those a `config=` file defines), so none is declared here."""
 
     BUILDER_CONFIG_CLASS = KimiEagleConfig
 
@@ -61,12 +125,42 @@ class KimiEagleData(datasets.ArrowBasedBuilder):
         return datasets.DatasetInfo(features=features())
 
     def _split_generators(self, dl_manager):
-        if not self.config.dataset:
-            raise ValueError("KimiEagleData needs dataset=<an emitted dataset dir or its workdir>")
-        return [datasets.SplitGenerator(name=split, gen_kwargs={"files": files})
-                for split, files in split_files(self.config.dataset, self.config.name).items()]
+        from kimi_eagle_data.emit.writer import ConfigShards
+        from kimi_eagle_data.pipeline import Pipeline
+
+        name = self.config.name
+        pipeline = Pipeline(_run_settings(self.config))
+        try:
+            pipeline.prepare(reuse=True)
+            pipeline.generate()
+            staging = pipeline.workdir.root / STAGING / name
+            shutil.rmtree(staging, ignore_errors=True)     # what a stopped run left
+            sink = ConfigShards(staging)
+            try:
+                report = pipeline.validate({name: sink})[name]
+                splits = sink.finish()
+            except BaseException:
+                sink.abort()
+                raise
+        finally:
+            pipeline.lock.release()
+        if not report.balanced:
+            raise AccountingError(f"accounting does not balance for {name}; this is a bug, please report it")
+        if report.failed:
+            pipeline.console.print(
+                f"[yellow]warning:[/] {report.failed} samples of {name} failed ("
+                f"{', '.join(f'{r} {n}' for r, n in report.failure_reasons.most_common())}) and "
+                "are not in the dataset; to retry them, build again with retry_failed=True and "
+                "download_mode='force_redownload'", highlight=False, soft_wrap=True)
+        return [datasets.SplitGenerator(name=split, gen_kwargs={"files": [staging / f for f in info.files]})
+                for split, info in splits.items()]
 
     def _generate_tables(self, files: list[Path]):
         for shard, path in enumerate(files):
-            for i, batch in enumerate(pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS)):
-                yield Key(shard, i), pa.Table.from_batches([batch]).cast(ROW_SCHEMA)
+            with pq.ParquetFile(path) as f:
+                for i, batch in enumerate(f.iter_batches(batch_size=BATCH_ROWS)):
+                    yield Key(shard, i), pa.Table.from_batches([batch])
+            path.unlink()
+        with suppress(OSError):   # the last split streamed: the staging folder goes
+            files[0].parent.rmdir()
+            files[0].parent.parent.rmdir()
