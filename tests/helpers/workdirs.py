@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import closing
 
 from tests.helpers.servers import TINY
 
@@ -25,6 +26,18 @@ def completions(workdir) -> list[str]:
         except sqlite3.OperationalError:   # a file created this instant, schema not written yet
             pass
     return ids
+
+
+def completion_stamps(workdir) -> dict[str, float]:
+    """{id: the time its completion was committed} over the workdir's checkpoint files."""
+    stamps = {}
+    for f in sorted(workdir.glob("generations*.sqlite")):
+        try:
+            with closing(sqlite3.connect(f)) as db:
+                stamps.update(db.execute("SELECT id, created_at FROM completions").fetchall())
+        except sqlite3.OperationalError:   # a file created this instant, schema not written yet
+            pass
+    return stamps
 
 
 def prepared_count(workdir) -> int:

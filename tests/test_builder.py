@@ -1,0 +1,143 @@
+"""The `datasets` builder generates: `KimiEagleData(...).download_and_prepare()` gives the rows `kimi-data build` +
+`load_dataset(dir, CONFIG)` give for the same settings (local engine and the SGLang-protocol stand-in), resumes
+after a kill -9 without generating a completion twice, and keys the `datasets` cache by the settings the rows
+depend on."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers.cli import run_cli
+from tests.helpers.servers import TINY, Server, wait_for
+from tests.helpers.workdirs import completion_stamps, prepared_count
+
+CONFIG = "B6"
+# Tiny settings that still give both splits (3 train, 3 rejected with the local engine).
+SETTINGS = {"profile": "tiny-kimi", "model": TINY, "samples": True, "limit": 6, "max_new_tokens": 64}
+
+
+def cli_options(settings: dict) -> list[str]:
+    """The builder's fields as `kimi-data` options: a field is named as its option (max_new_tokens:
+    --max-new-tokens; True: a flag)."""
+    out = []
+    for name, value in settings.items():
+        flag = "--" + name.replace("_", "-")
+        out += [flag] if value is True else [flag, str(value)]
+    return out
+
+
+def built_rows(tmp_path, name: str, **settings) -> dict[str, list[dict]]:
+    """`kimi-data build CONFIG` with these settings, loaded back as `load_dataset(dir, CONFIG)`: {split: rows}."""
+    import datasets
+
+    w = tmp_path / name
+    run_cli("build", CONFIG, "--workdir", str(w), "--no-progress", *cli_options(settings))
+    ds = datasets.load_dataset(str(w / "dataset"), CONFIG, cache_dir=str(tmp_path / f"{name}-hf"))
+    return {split: ds[split].to_list() for split in ds}
+
+
+def builder(tmp_path, **settings):
+    from kimi_eagle_data.builders.kimi_eagle import KimiEagleData
+
+    return KimiEagleData(config_name=CONFIG, cache_dir=str(tmp_path / "hf"), progress=False, **settings)
+
+
+def builder_rows(b) -> dict[str, list[dict]]:
+    from kimi_eagle_data.schema import features
+
+    b.download_and_prepare()
+    ds = b.as_dataset()
+    assert all(ds[split].features == features() for split in ds)
+    return {split: ds[split].to_list() for split in ds}
+
+
+@pytest.fixture(scope="module")
+def stand_in():
+    """The SGLang-protocol stand-in, one request per engine batch (each completion seeded by its own id, so
+    two runs give the same completions whatever their concurrency) and slow enough to be killed mid-run."""
+    server = Server("--max-batch", "1", "--delay", "0.5").start()
+    yield server
+    server.kill()
+
+
+def test_local_engine_gives_the_rows_of_build(tmp_path):
+    expected = built_rows(tmp_path, "cli", **SETTINGS)
+    assert set(expected) == {"train", "rejected"}, "the settings should give both splits"
+    b = builder(tmp_path, workdir=str(tmp_path / "w"), **SETTINGS)
+    assert builder_rows(b) == expected
+
+    # The same settings again: a cache hit, the pipeline does not run (its workdir is not made again).
+    import shutil
+
+    shutil.rmtree(tmp_path / "w")
+    again = builder(tmp_path, workdir=str(tmp_path / "w"), **SETTINGS)
+    assert again.cache_dir == b.cache_dir
+    assert builder_rows(again) == expected
+    assert not (tmp_path / "w").exists()
+
+
+@pytest.fixture(scope="module")
+def stand_in_build(stand_in, tmp_path_factory) -> dict[str, list[dict]]:
+    """The uninterrupted `kimi-data build` against the stand-in."""
+    return built_rows(tmp_path_factory.mktemp("stand-in-build"), "cli", engine="sglang", server=stand_in.url,
+                      concurrency=6, **SETTINGS)
+
+
+def test_sglang_engine_gives_the_rows_of_build(stand_in, stand_in_build, tmp_path):
+    b = builder(tmp_path, workdir=str(tmp_path / "w"), engine="sglang", server=stand_in.url, concurrency=6,
+                **SETTINGS)
+    assert builder_rows(b) == stand_in_build
+
+
+def test_killed_and_run_again_resumes_without_generating_twice(stand_in, stand_in_build, tmp_path, capfd):
+    w = tmp_path / "w"
+    settings = {"workdir": str(w), "engine": "sglang", "server": stand_in.url, "concurrency": 1, **SETTINGS}
+    code = ("from kimi_eagle_data.builders.kimi_eagle import KimiEagleData; "
+            f"KimiEagleData(config_name={CONFIG!r}, cache_dir={str(tmp_path / 'hf')!r}, progress=False, "
+            f"**{settings!r}).download_and_prepare()")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: completion_stamps(w), 300, "no completion committed", proc=proc)
+    finally:
+        proc.kill()        # SIGKILL: no cleanup runs
+        proc.wait()
+    before = completion_stamps(w)
+    n = prepared_count(w)
+    assert 0 < len(before) < n, "the builder finished before it was killed; slow the stand-in down"
+
+    rows = builder_rows(builder(tmp_path, **settings))
+    assert rows == stand_in_build
+    after = completion_stamps(w)
+    assert len(after) == n
+    # What was committed before the kill is kept as it was (same commit time), not generated again.
+    assert {i: after[i] for i in before} == before
+    assert f"reusing {len(before)} completed samples from an earlier run" in capfd.readouterr().err
+
+
+def test_the_cache_is_keyed_by_the_settings_the_rows_depend_on(tmp_path):
+    base = builder(tmp_path, workdir=str(tmp_path / "w"), **SETTINGS)
+    # The same settings, given in another order, the workdir spelled another way, and how the run goes changed: one entry.
+    same = builder(tmp_path, **dict(reversed(list(SETTINGS.items()))), workdir=str(tmp_path / "w" / ".." / "w"),
+                   batch_size=2, workers=1)
+    assert same.config_id == base.config_id and same.cache_dir == base.cache_dir
+    for changed in ({"max_new_tokens": 32}, {"limit": 5}, {"workdir": str(tmp_path / "other")}):
+        other = builder(tmp_path, **{"workdir": str(tmp_path / "w"), **SETTINGS, **changed})
+        assert other.config_id != base.config_id and other.cache_dir != base.cache_dir, changed
+        assert other.config_id.startswith(f"{CONFIG}-")
+
+
+def test_bad_settings_fail_when_the_builder_is_made(tmp_path):
+    from kimi_eagle_data.errors import KimiDataError
+
+    with pytest.raises(KimiDataError, match="max_new_tokens: must be at least 1"):
+        builder(tmp_path, workdir=str(tmp_path / "w"), **{**SETTINGS, "max_new_tokens": 0})
+    with pytest.raises(ValueError, match="unknown config 'Z9'"):
+        from kimi_eagle_data.builders.kimi_eagle import KimiEagleData
+
+        KimiEagleData(config_name="Z9", workdir=str(tmp_path / "w"), cache_dir=str(tmp_path / "hf"))
+    with pytest.raises(ValueError, match="needs workdir="):
+        builder(tmp_path, **SETTINGS)
+    assert not (tmp_path / "w").exists()
