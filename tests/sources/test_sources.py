@@ -183,7 +183,7 @@ def write(tmp_path, text: str):
 def test_example_config_is_the_builtin_defaults():
     conf = load_config(ROOT / "examples" / "partitions.toml")
     assert conf.partitions == DEFAULT.partitions and conf.configs == tuple(PARTITIONS)
-    # default_n of each partition in builders/partitions.py (88,000 prompts in all, as the README says)
+    # default_n of each partition in sources/partitions.py (88,000 prompts in all, as the README says)
     assert [p.n for p in conf.partitions.values()] == [10_000, 14_000, 8_000, 12_000, 10_000, 14_000, 12_000, 8_000]
     assert sum(p.n for p in conf.partitions.values()) == 88_000
     assert load_config(None) is DEFAULT
