@@ -45,7 +45,7 @@ RUN_ONLY = ("engine", "server", "concurrency", "max_attempts", "retry_backoff", 
             "allow_old_server", "retry_failed", "batch_size", "workers", "progress")
 
 
-class AccountingError(KimiDataError, RuntimeError):
+class BuildError(KimiDataError, RuntimeError):
     pass
 
 
@@ -116,6 +116,21 @@ def _run_settings(config: KimiEagleConfig):
     return RunSettings(**given)
 
 
+def _validate_into(pipeline, config: str, out_dir: Path):
+    """Validate `config`'s completions, streaming its rows into Parquet shards in `out_dir` (emit's writer, without
+    the card): (the validation report, {split: its shards}, only the splits with rows)."""
+    from kimi_eagle_data.emit.writer import ConfigShards
+
+    shutil.rmtree(out_dir, ignore_errors=True)     # what a stopped run left
+    sink = ConfigShards(out_dir)
+    try:
+        report = pipeline.validate({config: sink})[config]
+        return report, sink.finish()
+    except BaseException:
+        sink.abort()
+        raise
+
+
 class KimiEagleData(datasets.ArrowBasedBuilder):
     """Config names are the partitions (B1-B8, and those a `config=` file defines), so none is declared here."""
 
@@ -125,7 +140,6 @@ class KimiEagleData(datasets.ArrowBasedBuilder):
         return datasets.DatasetInfo(features=features())
 
     def _split_generators(self, dl_manager):
-        from kimi_eagle_data.emit.writer import ConfigShards
         from kimi_eagle_data.pipeline import Pipeline
 
         name = self.config.name
@@ -134,24 +148,16 @@ class KimiEagleData(datasets.ArrowBasedBuilder):
             pipeline.prepare(reuse=True)
             pipeline.generate()
             staging = pipeline.workdir.root / STAGING / name
-            shutil.rmtree(staging, ignore_errors=True)     # what a stopped run left
-            sink = ConfigShards(staging)
-            try:
-                report = pipeline.validate({name: sink})[name]
-                splits = sink.finish()
-            except BaseException:
-                sink.abort()
-                raise
+            report, splits = _validate_into(pipeline, name, staging)
         finally:
             pipeline.lock.release()
         if not report.balanced:
-            raise AccountingError(f"accounting does not balance for {name}; this is a bug, please report it")
-        if report.failed:
-            pipeline.console.print(
-                f"[yellow]warning:[/] {report.failed} samples of {name} failed ("
-                f"{', '.join(f'{r} {n}' for r, n in report.failure_reasons.most_common())}) and "
-                "are not in the dataset; to retry them, build again with retry_failed=True and "
-                "download_mode='force_redownload'", highlight=False, soft_wrap=True)
+            raise BuildError(f"accounting does not balance for {name}; this is a bug, please report it")
+        if report.failed or report.pending:   # as `build` exits 3: nothing incomplete goes into the cache
+            reasons = ", ".join(f"{r} {n}" for r, n in report.failure_reasons.items())
+            raise BuildError(f"{name}: {report.failed} samples failed ({reasons}), {report.pending} pending; the "
+                             f"{report.generated} generated are kept in {pipeline.workdir.root}: build again with "
+                             "retry_failed=True once the server is healthy")
         return [datasets.SplitGenerator(name=split, gen_kwargs={"files": [staging / f for f in info.files]})
                 for split, info in splits.items()]
 

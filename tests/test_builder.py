@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from tests.helpers.cli import run_cli
 from tests.helpers.servers import TINY, Server, wait_for
-from tests.helpers.workdirs import completion_stamps, prepared_count
+from tests.helpers.workdirs import completion_stamps, failure_reasons, prepared_count
 
 CONFIG = "B6"
 # Tiny settings that still give both splits (3 train, 3 rejected with the local engine).
@@ -141,3 +142,31 @@ def test_bad_settings_fail_when_the_builder_is_made(tmp_path):
     with pytest.raises(ValueError, match="needs workdir="):
         builder(tmp_path, **SETTINGS)
     assert not (tmp_path / "w").exists()
+
+
+def test_failed_samples_stop_the_build_then_are_retried_into_the_rows_of_build(stand_in, stand_in_build, tmp_path,
+                                                                                capfd):
+    from kimi_eagle_data.builders.kimi_eagle import BuildError
+
+    faulty = Server("--max-batch", "1", "--error-rate", "0.5", "--fault-seed", "1").start()
+    w = tmp_path / "w"
+    settings = {"workdir": str(w), "engine": "sglang", "concurrency": 1, "max_attempts": 1, **SETTINGS}
+    b = builder(tmp_path, server=faulty.url, **settings)
+    try:
+        with pytest.raises(BuildError) as stopped:
+            b.download_and_prepare()
+    finally:
+        faulty.kill()
+    reasons = failure_reasons(w)
+    failed, n = sum(reasons.values()), prepared_count(w)
+    assert 0 < failed < n, "the injected faults should fail some samples, not all"
+    assert str(stopped.value) == (
+        f"{CONFIG}: {failed} samples failed ({', '.join(f'{r} {k}' for r, k in reasons.items())}), 0 pending; "
+        f"the {n - failed} generated are kept in {w.resolve()}: build again with retry_failed=True once the server "
+        "is healthy")
+    assert not Path(b.cache_dir).exists()      # nothing incomplete was cached
+
+    capfd.readouterr()
+    rows = builder_rows(builder(tmp_path, server=stand_in.url, retry_failed=True, **settings))
+    assert rows == stand_in_build
+    assert f"reusing {n - failed} completed samples from an earlier run" in capfd.readouterr().err

@@ -40,6 +40,17 @@ def completion_stamps(workdir) -> dict[str, float]:
     return stamps
 
 
+def failure_reasons(workdir) -> dict[str, int]:
+    """{reason: failed samples} over the workdir's checkpoint files."""
+    from collections import Counter
+
+    reasons = Counter()
+    for f in sorted(workdir.glob("generations*.sqlite")):
+        with closing(sqlite3.connect(f)) as db:
+            reasons.update(r for (r,) in db.execute("SELECT reason FROM failures"))
+    return dict(reasons)
+
+
 def prepared_count(workdir) -> int:
     import pyarrow.parquet as pq
 
