@@ -69,6 +69,7 @@ def test_local_engine_gives_the_rows_of_build(tmp_path):
     assert set(expected) == {"train", "rejected"}, "the settings should give both splits"
     b = builder(tmp_path, workdir=str(tmp_path / "w"), **SETTINGS)
     assert builder_rows(b) == expected
+    assert not (tmp_path / "w" / ".builder").exists()     # the staged rows went into the cache
 
     # The same settings again: a cache hit, the pipeline does not run (its workdir is not made again).
     import shutil
