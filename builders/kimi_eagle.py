@@ -37,6 +37,7 @@ except ImportError:  # datasets < 4.1 used plain keys
 from kimi_eagle_data import __version__
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.schema import features
+from kimi_eagle_data.workdir import file_sha256
 
 BATCH_ROWS = 1024
 STAGING = ".builder"    # <workdir>/.builder/<CONFIG>/: the validated rows, until the table generator streamed them
@@ -93,10 +94,11 @@ class KimiEagleConfig(datasets.BuilderConfig):
     def create_config_id(self, config_kwargs: dict, custom_features=None) -> str:
         key = {k: v for k, v in self.run_fields().items() if k not in RUN_ONLY}
         key["workdir"] = str(Path(self.workdir).resolve())
-        for k in ("config", "source"):      # a file's contents change the rows: keyed by its size and mtime
-            if k in key and Path(key[k]).is_file():
-                st = Path(key[k]).stat()
-                key[k] = [str(Path(key[k]).resolve()), st.st_size, st.st_mtime_ns]
+        if "config" in key:                 # the files' contents change the rows: the config file by its hash,
+            key["config"] = file_sha256(Path(key["config"]))
+        if "source" in key and Path(key["source"]).is_file():    # a source (maybe large) by size and mtime
+            st = Path(key["source"]).stat()
+            key["source"] = [str(Path(key["source"]).resolve()), st.st_size, st.st_mtime_ns]
         return f"{self.name}-{Hasher.hash({**key, 'project_version': __version__})}"
 
 

@@ -171,3 +171,20 @@ def test_failed_samples_stop_the_build_then_are_retried_into_the_rows_of_build(s
     rows = builder_rows(builder(tmp_path, server=stand_in.url, retry_failed=True, **settings))
     assert rows == stand_in_build
     assert f"reusing {n - failed} completed samples from an earlier run" in capfd.readouterr().err
+
+
+def test_a_config_file_partition_is_a_config_and_its_contents_key_the_cache(tmp_path):
+    from kimi_eagle_data.builders.kimi_eagle import KimiEagleData
+
+    (tmp_path / "chats.jsonl").write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
+    toml = tmp_path / "partitions.toml"
+    toml.write_text('[partitions.C1]\nsource = "chats.jsonl"\nn = 1\n')
+    first = KimiEagleData(config_name="C1", config=str(toml), workdir=str(tmp_path / "w"),
+                          cache_dir=str(tmp_path / "hf"))
+    assert first.config_id.startswith("C1-")
+    toml.write_text('[partitions.C1]\nsource = "chats.jsonl"\nn = 2\n')
+    edited = KimiEagleData(config_name="C1", config=str(toml), workdir=str(tmp_path / "w"),
+                           cache_dir=str(tmp_path / "hf"))
+    assert edited.config_id != first.config_id
+    with pytest.raises(ValueError, match="unknown config 'C1'"):     # without the file, C1 is no partition
+        KimiEagleData(config_name="C1", workdir=str(tmp_path / "w"), cache_dir=str(tmp_path / "hf"))
