@@ -36,6 +36,7 @@ except ImportError:  # datasets < 4.1 used plain keys
 
 from kimi_eagle_data import __version__
 from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.run_checks import SettingError
 from kimi_eagle_data.schema import features
 from kimi_eagle_data.workdir import file_sha256
 
@@ -82,7 +83,8 @@ class KimiEagleConfig(datasets.BuilderConfig):
     def __post_init__(self):
         super().__post_init__()
         if not self.workdir:
-            raise ValueError("KimiEagleData needs workdir=<the run's directory>: its checkpoint makes the run resumable")
+            raise SettingError("workdir: KimiEagleData needs workdir=<the run's directory>, where its checkpoint "
+                               "makes the run resumable")
         _run_settings(self)   # unknown partition, setting out of range: one line now, not after loading a model
 
     def run_fields(self) -> dict:

@@ -140,7 +140,7 @@ def test_bad_settings_fail_when_the_builder_is_made(tmp_path):
         from kimi_eagle_data.builders.kimi_eagle import KimiEagleData
 
         KimiEagleData(config_name="Z9", workdir=str(tmp_path / "w"), cache_dir=str(tmp_path / "hf"))
-    with pytest.raises(ValueError, match="needs workdir="):
+    with pytest.raises(KimiDataError, match="needs workdir="):
         builder(tmp_path, **SETTINGS)
     assert not (tmp_path / "w").exists()
 
