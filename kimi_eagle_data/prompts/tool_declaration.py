@@ -358,10 +358,10 @@ def _encode_function(function: dict) -> str:
     return "\n".join(part for part in parts if part)
 
 
-def _tool_name(tool: Any) -> str | None:
+def _label(tool: Any, index: int) -> str:
     function = tool.get("function") if isinstance(tool, dict) else None
     name = function.get("name") if isinstance(function, dict) else None
-    return name if isinstance(name, str) and name else None
+    return f"tool {name!r}" if isinstance(name, str) and name else f"tool #{index}"
 
 
 def _check_tool(tool: Any) -> dict:
@@ -386,8 +386,7 @@ def encode_tools_to_typescript(tools: list[dict]) -> str:
         return ""
     functions = []
     for index, tool in enumerate(tools):
-        name = _tool_name(tool)
-        label = f"tool {name!r}" if name else f"tool #{index}"
+        label = _label(tool, index)
         try:
             functions.append(_encode_function(_check_tool(tool)))
         except _Reject as err:
@@ -404,8 +403,10 @@ def _one_line(message: str) -> str:
 
 def encode_tools(tools: list[dict]) -> str:
     """What K2.5's tokenizer passes as `tools_ts_str`: deep-sort the tools by key, then encode them."""
-    try:
-        ordered = deep_sort(tools)
-    except RecursionError:
-        raise ToolSchemaUnsupported("tools nested deeper than Python's recursion limit") from None
+    ordered = []
+    for index, tool in enumerate(tools or []):
+        try:
+            ordered.append(deep_sort(tool))
+        except RecursionError:
+            raise ToolSchemaUnsupported(f"{_label(tool, index)}: nested deeper than Python's recursion limit") from None
     return encode_tools_to_typescript(ordered)
