@@ -374,6 +374,89 @@ class Gen:
         return [self.tool() for _ in range(self.rng.choice([1, 1, 1, 2, 3]))]
 
 
+# ---- which constructs a case holds (to show the cases the original renders cover them all) ---------------------
+
+def kind(schema: Any) -> str:
+    if isinstance(schema, bool) or not isinstance(schema, dict):
+        return f"{schema!r:.10}" if isinstance(schema, bool) else "not a schema"
+    for key, name in (("$ref", "$ref"), ("anyOf", "anyOf"), ("enum", "enum")):
+        if key in schema:
+            return name
+    typ = schema.get("type", "(none)")
+    if isinstance(typ, list):
+        return "type list"
+    if typ in TYPE_NAMES or typ == "(none)":
+        return "empty {}" if not schema else f"type {typ}"
+    return "unknown type name" if isinstance(typ, str) else "non-string type"
+
+
+def features(tools: list) -> set[str]:
+    found: set[str] = set()
+
+    def walk(schema: Any, where: str) -> None:
+        k = kind(schema)
+        found.add(f"{where}{k}")
+        if not isinstance(schema, dict):
+            return
+        if k == "$ref":
+            ref = schema["$ref"]
+            found.add("$ref '#'" if ref == "#" else "$ref to a definition" if str(ref).startswith("#/$defs/")
+                      else "$ref of another form")
+        if k == "enum":
+            values = schema["enum"]
+            found.add("enum with a type list" if isinstance(schema.get("type"), list) else
+                      "enum with a type" if "type" in schema else "enum without a type")
+            if not isinstance(values, list):
+                found.add("enum that is not a list")
+            elif any(isinstance(v, str) and ('"' in v or "\n" in v) for v in values):
+                found.add("enum string with a quote or newline")
+            elif any(isinstance(v, (list, dict)) for v in values):
+                found.add("enum with a list/object value")
+        if k == "type list" and ("properties" in schema or "items" in schema):
+            found.add("type list with properties/items")
+        for key in ("oneOf", "allOf"):
+            if key in schema:
+                found.add(f"{key} (the original ignores it)")
+        if isinstance(schema.get("description"), str) and "\n" in schema["description"]:
+            found.add("multi-line description")
+        if "default" in schema:
+            found.add(f"default {type(schema['default']).__name__}")
+        if any(key in schema for key in ("maxLength", "minLength", "pattern", "maximum", "minimum", "minItems",
+                                           "maxItems")):
+            found.add("constraint")
+        extra = schema.get("additionalProperties", "absent")
+        if extra != "absent":
+            found.add(f"additionalProperties {kind(extra) if isinstance(extra, dict) else repr(extra):.20}")
+        if isinstance(schema.get("required"), (str, dict)):
+            found.add("required given as a string/object")
+        defs = schema.get("$defs")
+        if isinstance(defs, dict):
+            for d in defs.values():
+                walk(d, "$defs entry: ")
+                if where == "$defs entry: ":
+                    found.add("$defs inside a definition")
+        for key in ("properties",):
+            if isinstance(schema.get(key), dict):
+                for prop in schema[key].values():
+                    walk(prop, "")
+        if isinstance(schema.get("items"), (dict, bool)):
+            walk(schema["items"], "")
+        if isinstance(schema.get("anyOf"), list):
+            for branch in schema["anyOf"]:
+                walk(branch, "")
+        if isinstance(extra, dict):
+            walk(extra, "")
+
+    for tool in tools:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("parameters"), dict):
+            params = function["parameters"]
+            if params.get("type", "object") != "object":
+                found.add("root whose type is not object")
+            walk(params, "root: ")
+    return found
+
+
 # ---- running ----------------------------------------------------------------------------------------------
 
 def run(module, cases: int, seed: int, show: int) -> dict[str, Counter]:
@@ -381,6 +464,7 @@ def run(module, cases: int, seed: int, show: int) -> dict[str, Counter]:
     gen = Gen(rng)
     tables = {"deep-sorted, as K2.5's tokenizer calls it": Counter(), "input order (raw encoders)": Counter()}
     reasons: Counter = Counter()
+    covered: Counter = Counter()
     shown = 0
     for index in range(cases):
         tools = gen.tools()
@@ -392,6 +476,11 @@ def run(module, cases: int, seed: int, show: int) -> dict[str, Counter]:
             table[outcome] += 1
             if sort and not original[0]:
                 reasons[original[1]] += 1
+            if sort and original[0]:
+                try:
+                    covered.update(features(tools))
+                except RecursionError:
+                    covered["nesting deeper than 50 levels"] += 1
             if outcome == "we render, original refuses" and original[1] == "raises RecursionError":
                 table[RECURSION] += 1
             if outcome in SHOWN and shown < show:
@@ -400,6 +489,7 @@ def run(module, cases: int, seed: int, show: int) -> dict[str, Counter]:
                       f"tools: {_dump(tools)}\n"
                       f"original: {original[1]!r:.1500}\nours: {ours[1]!r:.1500}\n")
     tables["why the original cannot render (deep-sorted)"] = reasons
+    tables["constructs present in the cases the original renders (cases holding each; some sit where it never looks)"] = covered
     return tables
 
 
@@ -427,7 +517,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     for title, counts in tables.items():
         print(f"\n{title}")
-        rows = OUTCOMES if title.startswith(("deep", "input")) else sorted(counts, key=lambda k: -counts[k])
+        rows = OUTCOMES if title.startswith(("deep", "input")) else \
+            sorted(counts, key=lambda k: -counts[k]) if title.startswith("why") else sorted(counts)
         for row in rows:
             print(f"  {row:<42} {counts[row]:>7}")
             failed |= row in FAILING and counts[row] > 0
