@@ -19,7 +19,8 @@ No third-party code is in this repository: the original is loaded at run time fr
 (it is `tool_declaration_ts.py` in the moonshotai/Kimi-K2.5 model repository).
 
 Usage: python scripts/tool_schema_fuzz.py --original PATH/tool_declaration_ts.py [--cases N] [--seed S] [--show K]
-Exit 0 when no case differs and none is rendered by the original but refused by us; 1 otherwise; 2 on usage errors.
+Exit 0 when no case differs, none is rendered by the original but refused by us, and none it cannot render is
+rendered by us (nesting past its recursion limit aside); 1 otherwise; 2 on usage errors.
 """
 
 from __future__ import annotations
@@ -48,13 +49,17 @@ RECURSION = "  of which: the original ran out of recursion"
 # ---- the original, loaded from a path ------------------------------------------------------------------------
 
 def load_original(path: Path):
+    """K2.5's encoder module from `path`; ValueError (one line) when the file is not it."""
     spec = importlib.util.spec_from_file_location("k25_tool_declaration_ts", path)
     if spec is None or spec.loader is None:
-        raise SystemExit(f"error: {path} is not a Python file; give the path of K2.5's tool_declaration_ts.py")
+        raise ValueError(f"{path} is not a Python file; give the path of K2.5's tool_declaration_ts.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    if not hasattr(module, "encode_tools_to_typescript_style"):
-        raise SystemExit(f"error: {path} has no encode_tools_to_typescript_style; is it K2.5's tool_declaration_ts.py?")
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:  # noqa: BLE001 - whatever the file does wrong, one line says so
+        raise ValueError(f"{path} cannot be loaded ({type(err).__name__}: {err})") from None
+    if not hasattr(module, "encode_tools_to_typescript_style") or not hasattr(module, "logger"):
+        raise ValueError(f"{path} has no encode_tools_to_typescript_style/logger; is it K2.5's tool_declaration_ts.py?")
     return module
 
 
@@ -92,9 +97,9 @@ def original_outcome(module, tools: list, sort: bool) -> tuple[bool, str]:
     if handler.messages:
         return False, "false schema printed as null"
     for tool in tools:
-        if tool.get("type") != "function" or not tool.get("function"):
+        if not isinstance(tool, dict) or tool.get("type") != "function" or not tool.get("function"):
             return False, "skips a tool"
-        if "name" not in tool["function"]:
+        if not isinstance(tool["function"], dict) or "name" not in tool["function"]:
             return False, "names a function 'function'"
     return True, text
 
@@ -505,13 +510,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--original", type=Path, required=True, help="K2.5's tool_declaration_ts.py")
     parser.add_argument("--cases", type=int, default=20000, help="tool lists to generate (default 20000)")
     parser.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
-    parser.add_argument("--show", type=int, default=3, help="print up to this many failing cases (default 3)")
+    parser.add_argument("--show", type=int, default=3, help="print up to this many mismatching cases (default 3)")
     args = parser.parse_args(argv)
     if not args.original.is_file():
         parser.error(f"--original {args.original}: no such file")
     if args.cases < 1:
         parser.error("--cases must be at least 1")
-    module = load_original(args.original)
+    try:
+        module = load_original(args.original)
+    except ValueError as err:
+        parser.error(f"--original: {err}")
     tables = run(module, args.cases, args.seed, args.show)
     print(f"tool-schema fuzz: {args.cases} cases, seed {args.seed}, original {args.original}")
     failed = False
@@ -522,7 +530,10 @@ def main(argv: list[str] | None = None) -> int:
         for row in rows:
             print(f"  {row:<42} {counts[row]:>7}")
             failed |= row in FAILING and counts[row] > 0
-    print("\nFAIL" if failed else "\nOK: nothing differs, and nothing the original renders is refused")
+        # What the original cannot render must stay a reject here too (recursion aside: see RECURSION).
+        failed |= counts["we render, original refuses"] > counts[RECURSION]
+    print("\nFAIL" if failed else "\nOK: nothing differs, nothing the original renders is refused, and nothing it"
+          " cannot render is rendered (but for nesting past its recursion limit)")
     return 1 if failed else 0
 
 
