@@ -131,7 +131,8 @@ class _Enum(_Node):
 
     def ts(self, indent: str) -> str:
         # Python spelling for non-strings (None, True, [1, 2]), strings quoted as they are (as the original).
-        return " | ".join(f'"{v}"' if isinstance(v, str) else str(v) for v in _iterate(self.values, f"{self.path}.enum"))
+        values = _iterate(self.values, f"{self.path}.enum")
+        return " | ".join(f'"{v}"' if isinstance(v, str) else str(v) for v in values)
 
 
 def _check_enum(values: Any, typ: Any, path: str) -> None:
