@@ -280,19 +280,17 @@ class Gen:
 
     def ref(self) -> dict:
         r = self.rng.random()
-        if r < 0.25:
+        if r < 0.25 or r < 0.92 and not self.def_names:
             target = "#"
-        elif r < 0.9 and self.def_names:
+        elif r < 0.92:
             target = "#/$defs/" + self.rng.choice(self.def_names)
         else:
             target = self.rng.choice(["#/$defs/Missing", "#/definitions/Item", "#/$defs/Item/properties/x",
                                       "#/$defs/", "other.json#/X", 5, None, "#/$defs/a/b/Z"])
         schema: dict = {"$ref": target}
-        if self.rng.random() < 0.3:
-            schema["description"] = self.text()
         if self.odd(0.1):
             schema["type"] = "object"
-        return schema
+        return self.decorate(schema)
 
     def object(self, depth: int, root: bool = False) -> dict:
         schema: dict = {"type": "object"}
