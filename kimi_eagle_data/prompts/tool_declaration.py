@@ -3,8 +3,8 @@
 K2.5's tokenizer (`trust_remote_code`) deep-sorts `tools` by key, then calls `encode_tools_to_typescript_style`
 (tool_declaration_ts.py) and hands the result to the template as `tools_ts_str`. This module is our own
 implementation of that encoder: every tool list the original renders, we render byte for byte — its quirks
-included (an enum string printed unquoted-inside, a definition of any kind printed as `interface NAME <type>`, a
-type list that prints `{}` for object, constraint values in Python spelling, ...), because that text is the prompt
+included (an enum string's quotes printed unescaped, a definition of any kind printed as `interface NAME <type>`,
+a type list that prints `{}` for object, constraint values in Python spelling, ...), because that text is the prompt
 the real model reads. `encode_tools` is what the pipeline calls: deep sort, then encode. The differential fuzz
 `scripts/tool_schema_fuzz.py` measures both directions against the original.
 
@@ -15,8 +15,9 @@ JSON path), and the prompt is a counted reject instead of a JSON-declared one:
   object or `true`, one with neither `type`, `enum`, `anyOf`, `$ref` nor emptiness, a `$ref` other than `#` or
   `#/$defs/...` or to an unknown (or non-object) definition, an enum that contradicts its type, an unknown name in
   a type list, a printed description that is not a string, a printed scalar `type` that is not a string where the
-  original concatenates it, `properties`/`$defs` that are not objects, `required` that is not a list of names,
-  a printed `additionalProperties` that is neither a bool nor a schema, a definition that is not an object;
+  original concatenates it, `properties`/`$defs` that are not objects, an `enum`/`anyOf`/`required` that is not a
+  list (or a string or object, which it iterates as Python does), `required` holding lists/objects, a printed
+  `additionalProperties` that is neither a bool nor a schema, a definition that is not an object;
 - wherever the original falls back itself: a `false` schema (printed as `null`, with a "not supported" warning),
   a tool it skips (its `type` is not "function", or its `function` is empty: missing from the declaration), a
   function without `name` (declared as `function`);
