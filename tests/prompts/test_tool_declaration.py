@@ -1,4 +1,5 @@
-"""K2.5 TypeScript tool declarations: renderings of our own schemas, the deep sort, and every rejected case."""
+"""K2.5 TypeScript tool declarations: renderings of our own schemas, every construct K2.5's own encoder renders
+(its output as the golden text), the deep sort, and every case it cannot render (a counted reject here)."""
 
 from __future__ import annotations
 
@@ -203,6 +204,109 @@ def test_shuffled_key_order_gives_identical_output():
     assert expected.index("interface A") < expected.index("interface B")
 
 
+# ---- what K2.5's encoder renders, however odd, we render byte for byte -------------------------------------
+# Each expected text is the original encoder's output for this schema (K2.5's tool_declaration_ts.py, called as its
+# tokenizer calls it: deep sort, then encode), between the `namespace functions {` line and its closing `}`.
+
+RENDERED_AS_ORIGINAL = [
+    ("enum values in Python spelling, bools for an integer type",
+     tool("t", obj({"n": {"type": "integer", "enum": [True, 1, None]},
+                    "m": {"enum": [[1, 2], {"a": 1}, 1.5]}}, ["n", "m"])),
+     "type t = (_: {\n  m: [1, 2] | {'a': 1} | 1.5,\n  n: True | 1 | None\n}) => any;"),
+    ("enum strings printed unescaped",
+     tool("t", obj({"q": {"enum": ['say "hi"', "two\nlines"]}}, ["q"])),
+     'type t = (_: {\n  q: "say "hi"" | "two\nlines"\n}) => any;'),
+    ("enum given as a string or an object",
+     tool("t", obj({"s": {"enum": "ab"}, "d": {"enum": {"x": 1, "y": 2}, "type": "string"}, "e": {"enum": []}},
+                   ["s", "d", "e"])),
+     'type t = (_: {\n  d: "x" | "y",\n  e: ,\n  s: "a" | "b"\n}) => any;'),
+    ("empty name and any root type",
+     tool("", {"type": "string", "properties": {"a": {"type": "string"}}, "required": ["a"]}),
+     "type  = (_: {\n  a: string\n}) => any;"),
+    ("scalar type names printed as given",
+     tool("t", obj({"u": {"type": "uuid"}, "e": {"type": ""}, "n": {"type": None}, "five": {"type": 5}},
+                   ["u", "e", "n", "five"])),
+     "type t = (_: {\n  e: ,\n  five: 5,\n  n: None,\n  u: uuid\n}) => any;"),
+    ("type list prints object and array as {} and Array<any>",
+     tool("t", obj({"p": {"type": ["object", "null"], "properties": {"k": {"type": "string"}}},
+                    "q": {"type": ["array"], "items": {"type": "string"}}, "r": {"type": []}}, ["p", "q", "r"])),
+     "type t = (_: {\n  p: {} | null,\n  q: Array<any>,\n  r: \n}) => any;"),
+    ("anyOf empty, and branch descriptions never printed",
+     tool("t", obj({"a": {"anyOf": []},
+                    "b": {"anyOf": [{"type": "string", "description": 5}, {"type": "null", "description": "gone"}],
+                          "description": "Kept."}}, ["a", "b"])),
+     "type t = (_: {\n  a: ,\n  // Kept.\n  b: string | null\n}) => any;"),
+    ("required given as a string or an object",
+     tool("t", {"type": "object", "required": "ab",
+                "properties": {"a": {"type": "string"}, "b": {"type": "string"}, "ab": {"type": "string"}}}),
+     "type t = (_: {\n  a: string,\n  b: string,\n  ab?: string\n}) => any;"),
+    ("constraint values in Python spelling, newlines raw",
+     tool("t", obj({"s": {"type": "string", "maxLength": [3], "pattern": "a\nb", "minLength": None},
+                    "n": {"type": "number", "minimum": True, "maximum": {"v": 1}},
+                    "l": {"type": "array", "minItems": 1.5}}, ["s", "n", "l"])),
+     "type t = (_: {\n  // minItems: 1.5\n  l: Array<any>,\n  // maximum: {'v': 1}, minimum: True\n"
+     "  n: number,\n  // maxLength: [3], minLength: None, pattern: a\nb\n  s: string\n}) => any;"),
+    ("array items false, [], {} print Array<any>",
+     tool("t", obj({"f": {"type": "array", "items": False}, "e": {"type": "array", "items": []},
+                    "o": {"type": "array", "items": {}}}, ["f", "e", "o"])),
+     "type t = (_: {\n  e: Array<any>,\n  f: Array<any>,\n  o: Array<any>\n}) => any;"),
+    ("definitions of every kind",
+     tool("t", {"type": "object", "properties": {"box": {"$ref": "#/$defs/Box"}}, "required": ["box"], "$defs": {
+         "Color": {"enum": ["red", "blue"], "description": "A colour."},
+         "Name": {"type": "string", "maxLength": 9},
+         "List": {"type": "array", "items": {"$ref": "#/$defs/Name"}},
+         "Either": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+         "Pair": {"type": ["string", "null"]},
+         "Alias": {"$ref": "#/$defs/Color"},
+         "Anything": {},
+         "Box": obj({"c": {"$ref": "#/$defs/Color"}}, ["c"])}}),
+     'interface Alias Color\ninterface Anything any\ninterface Box {\n  c: Color\n}\n// A colour.\n'
+     'interface Color "red" | "blue"\ninterface Either string | null\ninterface List Array<Name>\n'
+     "interface Name string\ninterface Pair string | null\ntype t = (_: {\n  box: Box\n}) => any;"),
+    ("a definition's own $defs are used but never declared",
+     tool("t", {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {
+         "A": {"type": "object", "$defs": {"B": obj({})}, "properties": {"b": {"$ref": "#/$defs/B"}}}}}),
+     "interface A {\n  b?: B\n}\ntype t = (_: {\n  a?: A\n}) => any;"),
+    ("a reference names its last segment",
+     tool("t", {"type": "object", "$defs": {"P": obj({}), "x": obj({"v": {"type": "string"}})},
+                "properties": {"p": {"$ref": "#/$defs/P/properties/x"}}}),
+     "interface P {}\ninterface x {\n  v?: string\n}\ntype t = (_: {\n  p?: x\n}) => any;"),
+    ("a definition given twice keeps its first place and its last schema",
+     tool("t", {"type": "object", "$defs": {"A": obj({}), "B": obj({})},
+                "properties": {"x": {"type": "object", "$defs": {"A": obj({"z": {"type": "string"}})}}}}),
+     "interface A {\n  z?: string\n}\ninterface B {}\ntype t = (_: {\n  x?: {}\n}) => any;"),
+    ("a definition marked $self_ref is referenced as parameters",
+     tool("t", {"type": "object", "$defs": {"S": {"$self_ref": True, "type": "object"}},
+                "properties": {"s": {"$ref": "#/$defs/S"}}}),
+     "interface S {}\ntype t = (_: {\n  s?: parameters\n}) => any;"),
+    ("'#' only inside a definition leaves the root inline",
+     tool("t", {"type": "object", "$defs": {"A": obj({"up": {"$ref": "#"}})},
+                "properties": {"a": {"$ref": "#/$defs/A"}}}),
+     "interface A {\n  up?: parameters\n}\ntype t = (_: {\n  a?: A\n}) => any;"),
+    ("a self-referencing root drops additionalProperties, even an invalid one",
+     tool("t", {"type": "object", "additionalProperties": "yes", "properties": {"me": {"$ref": "#"}}}),
+     "interface parameters {\n  me?: parameters\n}\ntype t = (_: parameters) => any;"),
+    ("additionalProperties {} prints any",
+     tool("t", obj({}, additionalProperties={})),
+     "type t = (_: {\n  [k: string]: any\n}) => any;"),
+    ("odd property names and falsy descriptions",
+     tool("t", obj({"": {"type": "string", "description": 0}, "new\nline": {"type": "string", "description": []}},
+                   [""]), description=0),
+     "type t = (_: {\n  : string,\n  new\nline?: string\n}) => any;"),
+]
+
+
+@pytest.mark.parametrize("case,tool_def,expected", RENDERED_AS_ORIGINAL, ids=[r[0] for r in RENDERED_AS_ORIGINAL])
+def test_renders_what_the_original_renders(case, tool_def, expected):
+    assert render(tool_def) == HEAD + expected + "\n}\n"
+
+
+def test_nesting_within_pythons_recursion_renders():
+    # the original's output for 80 nested arrays: each level one `Array<`, none of them commented
+    assert render(tool("t", obj({"p": _nest(80)}))) == HEAD + (
+        "type t = (_: {\n  p?: " + "Array<" * 80 + "string" + ">" * 80 + "\n}) => any;\n}\n")
+
+
 # ---- rejected schemas: one line naming the tool and the JSON path --------------------------------------------
 
 def _nest(depth: int) -> dict:
@@ -218,54 +322,43 @@ REJECTED = [
     ("unknown $ref", tool("t", obj({"p": {"$ref": "#/$defs/Missing"}})), "parameters.properties.p.$ref: reference"),
     ("foreign $ref", tool("t", obj({"p": {"$ref": "#/definitions/P"}})), "unsupported reference"),
     ("nested $ref path", tool("t", {"type": "object", "$defs": {"P": obj({})},
-                                    "properties": {"p": {"$ref": "#/$defs/P/properties/x"}}}), "does not name"),
+                                    "properties": {"p": {"$ref": "#/$defs/P/properties/x"}}}), "not found in $defs"),
     ("enum vs type", tool("t", obj({"n": {"type": "integer", "enum": [1, "two"]}})), "parameters.properties.n.enum[1]"),
-    ("bool enum as integer", tool("t", obj({"n": {"type": "integer", "enum": [True]}})), "not of type integer"),
     ("enum type pair", tool("t", obj({"n": {"type": ["string", "integer"], "enum": ["a"]}})), "enum type"),
-    ("empty enum", tool("t", obj({"n": {"enum": []}})), "enum is not a non-empty list"),
-    ("object enum value", tool("t", obj({"n": {"enum": [{"a": 1}]}})), "enum value is not a scalar"),
-    ("quote in enum", tool("t", obj({"n": {"enum": ['say "hi"']}})), "quote or newline"),
     ("no name", {"type": "function", "function": {"parameters": obj({})}}, "tool #0: function.name"),
-    ("empty name", {"type": "function", "function": {"name": "", "parameters": obj({})}}, "function.name"),
     ("non-dict parameters", tool("t", ["a", "b"]), "tool 't': parameters: parameters is not an object"),
-    ("root not object", tool("t", {"type": "string"}), "parameters.type"),
     ("not a function tool", {"type": "retrieval"}, "tool #0: type: tool type 'retrieval'"),
     ("missing function", {"type": "function"}, "function: missing or empty function object"),
     ("tool not a dict", "get_weather", "tool #0: tool is str"),
-    ("false schema", tool("t", obj({"p": False})), "parameters.properties.p: schema is bool"),
+    ("false schema", tool("t", obj({"p": False})), "parameters.properties.p: schema `false`"),
     ("string schema", tool("t", obj({"p": "string"})), "parameters.properties.p: schema is str"),
-    ("empty type", tool("t", obj({"p": {"type": ""}})), "parameters.properties.p.type"),
     ("unknown type in list", tool("t", obj({"p": {"type": ["string", "uuid"]}})), "type list"),
-    ("type list drops properties", tool("t", obj({"p": {"type": ["object", "null"], "properties": {}}})),
-     "drop its shape"),
-    ("empty anyOf", tool("t", obj({"p": {"anyOf": []}})), "parameters.properties.p.anyOf"),
     ("tuple items", tool("t", obj({"p": {"type": "array", "items": [{"type": "string"}]}})), "p.items"),
-    ("required not a list", tool("t", {"type": "object", "properties": {"a": {"type": "string"}}, "required": "a"}),
-     "parameters.required"),
     ("properties not a dict", tool("t", {"type": "object", "properties": ["a"]}), "parameters.properties"),
     ("bad additionalProperties", tool("t", obj({}, additionalProperties="yes")), "parameters.additionalProperties"),
-    ("bad constraint", tool("t", obj({"p": {"type": "string", "maxLength": [3]}})), "parameters.properties.p.maxLength"),
-    ("newline constraint", tool("t", obj({"p": {"type": "string", "pattern": "a\nb"}})), "p.pattern"),
     ("non-string description", tool("t", obj({"p": {"type": "string", "description": 5}})), "p.description"),
-    ("non-object definition", tool("t", {"type": "object", "$defs": {"Color": {"enum": ["red"]}},
-                                         "properties": {"c": {"$ref": "#/$defs/Color"}}}), "parameters.$defs.Color"),
     ("definition not a dict", tool("t", {"type": "object", "$defs": {"X": 3}}), "definition is not a schema object"),
-    ("$defs in a definition", tool("t", {"type": "object", "$defs": {"A": {
-        "type": "object", "$defs": {"B": obj({})}, "properties": {"b": {"$ref": "#/$defs/B"}}}}}), "$defs.B"),
-    ("conflicting definitions", tool("t", {"type": "object", "$defs": {"A": obj({})}, "properties": {
-        "x": {"type": "object", "$defs": {"A": obj({"z": {"type": "string"}})}}}}), "already used"),
-    ("'#' only in a definition", tool("t", {"type": "object", "$defs": {"A": obj({"up": {"$ref": "#"}})},
-                                            "properties": {"a": {"$ref": "#/$defs/A"}}}), "referenced only"),
-    ("root additionalProperties with '#'", tool("t", {"type": "object", "additionalProperties": False,
-                                                      "properties": {"me": {"$ref": "#"}}}), "additionalProperties"),
-    ("too deep", tool("t", obj({"p": _nest(80)})), "nested deeper than 64"),
+    # a tool the original skips when others are declared, and more places where the original raises
+    ("skipped tool among others", [{"type": "retrieval"}, tool("t", obj({}))], "tool #0: type: tool type 'retrieval'"),
+    ("non-string type in an anyOf", tool("t", obj({"p": {"anyOf": [{"type": 5}]}})), "p.anyOf[0].type: type 5"),
+    ("non-string type of a commented array item",
+     tool("t", obj({"p": {"type": "array", "items": {"type": 5, "description": "d"}}})), "p.items.type: type 5"),
+    ("reference to a non-object definition",
+     tool("t", {"type": "object", "$defs": {"X": 3}, "properties": {"x": {"$ref": "#/$defs/X"}}}), "x.$ref: reference"),
+    ("enum not a list, with a type", tool("t", obj({"p": {"enum": 5, "type": "integer"}})), "p.enum: int 5 is not a list"),
+    ("required holds a list", tool("t", {"type": "object", "properties": {"a": {"type": "string"}}, "required": [["a"]]}),
+     "parameters.required"),
+    ("non-string function description", tool("t", obj({}), description=5), "tool 't': description: description is int"),
+    ("non-string definition description",
+     tool("t", {"type": "object", "$defs": {"A": {"type": "object", "description": ["x"]}}}), "$defs.A.description"),
+    ("deeper than Python's recursion", tool("t", obj({"p": _nest(5000)})), "tool 't': nested deeper than Python's recursion limit"),
 ]
 
 
 @pytest.mark.parametrize("case,tool_def,fragment", REJECTED, ids=[r[0] for r in REJECTED])
 def test_rejected_schema_raises_one_line(case, tool_def, fragment):
     with pytest.raises(ToolSchemaUnsupported) as info:
-        encode_tools([tool_def])
+        encode_tools(tool_def if isinstance(tool_def, list) else [tool_def])
     message = str(info.value)
     assert fragment in message and "\n" not in message and message.startswith("tool ")
     assert isinstance(info.value, ValueError)
