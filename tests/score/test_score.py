@@ -195,7 +195,7 @@ def test_own_samples_rank_above_answers_in_another_style(tiny_tokenizer):
 
 
 def test_old_checkpoint_gains_the_column(tmp_path):
-    from kimi_eagle_data.engines.checkpoint import Checkpoint, _checksum, ids_to_blob
+    from kimi_eagle_data.store.checkpoint import Checkpoint, _checksum, ids_to_blob
 
     path = tmp_path / "generations.sqlite"
     db = sqlite3.connect(path)
