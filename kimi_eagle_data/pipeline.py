@@ -14,7 +14,7 @@ from rich.console import Console
 from kimi_eagle_data import __version__
 from kimi_eagle_data.errors import MissingInputError
 from kimi_eagle_data.validate.assemble import ValidateReport, validate_config
-from kimi_eagle_data.store.checkpoint import Checkpoint, CheckpointSet, in_shard, shard_checkpoint_name
+from kimi_eagle_data.store.checkpoint import Checkpoint, CheckpointSet, in_shard
 from kimi_eagle_data.engines.base import Engine, EngineError, SamplingParams
 from kimi_eagle_data.engines.generate import GenerateReport, generate_records
 from kimi_eagle_data.grammar import reasoning_length
@@ -264,7 +264,7 @@ class Pipeline:
         if not any(r.id not in done and (self.s.retry_failed or r.id not in failed) for r in records):
             return GenerateReport(skipped_done=sum(r.id in done for r in records),
                                   skipped_failed=sum(r.id in failed and r.id not in done for r in records))
-        ckpt = Checkpoint(self.workdir.root / shard_checkpoint_name(self.s.shard))
+        ckpt = Checkpoint(self.workdir.shard_checkpoint(self.s.shard))
         own = engine is None
         try:
             engine = engine or self.make_engine()

@@ -212,11 +212,6 @@ class Checkpoint(SQLiteStore):
         return None if row[0] is None else (row[0], row[1])
 
 
-def shard_checkpoint_name(shard: tuple[int, int] | None) -> str:
-    """One checkpoint file per shard, so nodes sharing one workdir never write the same SQLite file."""
-    return "generations.sqlite" if shard is None else f"generations.shard-{shard[0]}-of-{shard[1]}.sqlite"
-
-
 def in_shard(id_: str, shard: tuple[int, int] | None) -> bool:
     """Deterministic split of sample ids into N disjoint shards (same answer on every machine)."""
     if shard is None:

@@ -65,6 +65,11 @@ class Workdir:
     def checkpoint(self) -> Path:
         return self.root / "generations.sqlite"
 
+    def shard_checkpoint(self, shard: tuple[int, int] | None) -> Path:
+        """One checkpoint file per shard (`--shard i/N`), so nodes sharing one workdir never write the same
+        SQLite file; the main one without a shard."""
+        return self.checkpoint if shard is None else self.root / f"generations.shard-{shard[0]}-of-{shard[1]}.sqlite"
+
     def validated(self, config: str) -> Path:
         return self.root / "validated" / f"{check_config_name(config)}.parquet"
 
