@@ -161,8 +161,8 @@ class LocalEngine(Engine):
         bad = [r for r in batch if not 1 <= r.start <= len(r.input_ids)
                or (self.context_length and len(r.input_ids) > self.context_length)]
         results: list[ScoreResult | RequestFailure] = [
-            RequestFailure(r.id, "bad_request",
-                           f"cannot score {len(r.input_ids)} ids from position {r.start} (context {self.context_length})")
+            RequestFailure(r.id, "bad_request", f"cannot score {len(r.input_ids)} ids from position {r.start} "
+                                                f"(context {self.context_length})")
             for r in bad]
         batch = [r for r in batch if r not in bad]
         if not batch:
