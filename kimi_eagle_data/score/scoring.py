@@ -19,9 +19,10 @@ checkpoint, or sampling at a temperature other than 1, where the recorded log-pr
 distribution) is scored prefill-only as well. An answer that does not fit `max_seq_len` is scored on the
 prefix that fits (counted as `clipped`).
 
-Checkpointed like generate: `<workdir>/score.sqlite`, one transaction per scored item, keyed by
-(sample id, kind); a rerun scores only what is missing (kill -9 safe); failures are recorded with their
-reason and skipped until `--retry-failed`. The report (score/report.py) lands in `<workdir>/score.json`,
+Checkpointed like generate, through the same request loop (engines/request_loop.py) into
+`<workdir>/score.sqlite` (store/scores.py): one transaction per scored item, keyed by (sample id, kind); a
+rerun scores only what is missing (kill -9 safe); failures are recorded with their reason and skipped until
+`--retry-failed`. The report (score/report.py) lands in `<workdir>/score.json`,
 which `plan` and the dataset card read.
 """
 

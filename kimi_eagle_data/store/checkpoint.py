@@ -18,7 +18,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, NamedTuple
 
 import numpy as np
 import orjson
@@ -75,8 +75,15 @@ def ids_to_blob(ids: Iterable[int]) -> bytes:
     return np.asarray(ids, dtype="<i4").tobytes()
 
 
-# A stored completion as read back: (id, output_ids blob, finish_reason, finish_detail JSON, checksum, file).
-StoredRow = tuple[str, bytes, str, str, str, str]
+class StoredRow(NamedTuple):
+    """A stored completion as read back, tokens still bytes (a named tuple: built from the SQL row at no cost)."""
+
+    id: str
+    output_ids: bytes                 # little-endian int32
+    finish_reason: str
+    finish_detail: str                # JSON text
+    checksum: str
+    file: str                         # the checkpoint file it came from
 
 
 def _corrupt_record(path: str | Path, id_: str) -> CorruptCheckpointError:
@@ -107,17 +114,17 @@ class CompletionBatch:
     @classmethod
     def from_rows(cls, rows: list[StoredRow]) -> "CompletionBatch":
         for r in rows:
-            if not isinstance(r[1], bytes) or len(r[1]) % 4:
-                raise _corrupt_record(r[5], r[0])
-        lengths = np.fromiter((len(r[1]) >> 2 for r in rows), dtype=np.int64, count=len(rows))
+            if not isinstance(r.output_ids, bytes) or len(r.output_ids) % 4:
+                raise _corrupt_record(r.file, r.id)
+        lengths = np.fromiter((len(r.output_ids) >> 2 for r in rows), dtype=np.int64, count=len(rows))
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        values = np.frombuffer(b"".join(r[1] for r in rows), dtype="<i4")
-        return cls([r[0] for r in rows], [r[2] for r in rows], [r[3] for r in rows], offsets, values,
-                   [r[4] for r in rows], [r[5] for r in rows])
+        values = np.frombuffer(b"".join(r.output_ids for r in rows), dtype="<i4")
+        return cls([r.id for r in rows], [r.finish_reason for r in rows], [r.finish_detail for r in rows], offsets,
+                   values, [r.checksum for r in rows], [r.file for r in rows])
 
     def row(self, i: int) -> StoredRow:
-        return (self.ids[i], self.values[self.offsets[i]:self.offsets[i + 1]].tobytes(), self.finish_reason[i],
+        return StoredRow(self.ids[i], self.values[self.offsets[i]:self.offsets[i + 1]].tobytes(), self.finish_reason[i],
                 self.finish_detail[i], self.checksums[i], self.files[i])
 
     def take(self, rows: list[int]) -> "CompletionBatch":
@@ -203,7 +210,7 @@ class Checkpoint(SQLiteStore):
             cur = self.db.execute("SELECT id, output_ids, finish_reason, finish_detail, checksum FROM completions "
                                   "WHERE config=? ORDER BY id", (config,))
             while chunk := cur.fetchmany(rows):
-                yield CompletionBatch.from_rows([(*r, path) for r in chunk])
+                yield CompletionBatch.from_rows([StoredRow(*r, path) for r in chunk])
         except sqlite3.Error as e:
             raise self.unreadable(e) from e
 
@@ -253,11 +260,11 @@ class CheckpointSet:
                     yield b.row(i)
 
         last, pending = None, []
-        for r in heapq.merge(*(records(p) for p in self.parts), key=lambda r: r[0]):
-            if r[0] == last:
+        for r in heapq.merge(*(records(p) for p in self.parts), key=lambda r: r.id):
+            if r.id == last:
                 self.duplicates += 1
                 continue
-            last = r[0]
+            last = r.id
             pending.append(r)
             if len(pending) == rows:
                 yield CompletionBatch.from_rows(pending)
