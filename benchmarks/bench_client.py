@@ -23,7 +23,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from kimi_eagle_data.engines.checkpoint import Checkpoint
+from kimi_eagle_data.store.checkpoint import Checkpoint
 from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams
 from kimi_eagle_data.engines.sglang import SGLangEngine
 

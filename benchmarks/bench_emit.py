@@ -48,7 +48,7 @@ def make_workdir(root: Path, million_tokens: float, seed: int = 0) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from kimi_eagle_data.engines.checkpoint import Checkpoint
+    from kimi_eagle_data.store.checkpoint import Checkpoint
     from kimi_eagle_data.pipeline import Pipeline, RunSettings
     from kimi_eagle_data.profile import TINY_MODEL_DIR
     from kimi_eagle_data.records import Completion
@@ -124,7 +124,7 @@ def worker_baseline(root: Path, workers: int | None) -> dict:
     import numpy as np
     import pyarrow.parquet as pq
 
-    from kimi_eagle_data.engines.checkpoint import Checkpoint
+    from kimi_eagle_data.store.checkpoint import Checkpoint
 
     datasets.disable_progress_bars()
     cache = root / "hf-cache"

@@ -34,7 +34,7 @@ import orjson
 from kimi_eagle_data.engines.sglang_logprobs import LOGPROB_FIELDS
 from kimi_eagle_data.profile import TINY_MODEL_DIR
 from kimi_eagle_data.prompts.prepare import read_prepared
-from kimi_eagle_data.workdir import Workdir
+from kimi_eagle_data.store.workdir import Workdir
 
 
 def kimi(*args: str) -> str:

@@ -14,7 +14,7 @@ from rich.console import Console
 from kimi_eagle_data import __version__
 from kimi_eagle_data.errors import MissingInputError
 from kimi_eagle_data.validate.assemble import ValidateReport, validate_config
-from kimi_eagle_data.engines.checkpoint import Checkpoint, CheckpointSet, in_shard, shard_checkpoint_name
+from kimi_eagle_data.store.checkpoint import Checkpoint, CheckpointSet, in_shard
 from kimi_eagle_data.engines.base import Engine, EngineError, SamplingParams
 from kimi_eagle_data.engines.generate import GenerateReport, generate_records
 from kimi_eagle_data.grammar import reasoning_length
@@ -24,8 +24,8 @@ from kimi_eagle_data.settings import BOUND, INHERITED, dataclass_fields
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
 from kimi_eagle_data.prompts.tool_declaration import ENCODER_VERSION as TOOL_ENCODER_VERSION
 from kimi_eagle_data.validate.validator import Validator
-from kimi_eagle_data.workdir import Workdir, dataset_config_dir
-from kimi_eagle_data.workdir_lock import WorkdirLock
+from kimi_eagle_data.store.workdir import Workdir, dataset_config_dir
+from kimi_eagle_data.store.lock import WorkdirLock
 
 # What the run is bound to: a workdir started with one value refuses another (settings.py marks the
 # bound settings; sampling is bound as the request it makes, the tokenizer by its fingerprints).
@@ -129,7 +129,7 @@ class Pipeline:
         With `reuse` (build, demo), prepared prompts made with the same inputs and settings are kept:
         resuming a run must not re-stream its upstream datasets, nor re-select its prompts."""
         from kimi_eagle_data.prompts.prepare import PrepareError, prepare_configs
-        from kimi_eagle_data.workdir import read_json, write_json
+        from kimi_eagle_data.store.workdir import read_json, write_json
 
         fingerprint = self.prepare_fingerprint()
         reports = {c: self.workdir.prepare_report(c) for c in self.s.configs}
@@ -264,7 +264,7 @@ class Pipeline:
         if not any(r.id not in done and (self.s.retry_failed or r.id not in failed) for r in records):
             return GenerateReport(skipped_done=sum(r.id in done for r in records),
                                   skipped_failed=sum(r.id in failed and r.id not in done for r in records))
-        ckpt = Checkpoint(self.workdir.root / shard_checkpoint_name(self.s.shard))
+        ckpt = Checkpoint(self.workdir.shard_checkpoint(self.s.shard))
         own = engine is None
         try:
             engine = engine or self.make_engine()
@@ -281,7 +281,7 @@ class Pipeline:
     def accounting(self) -> dict[str, dict[str, int]]:
         """The accounting identity (docs/reliability.md) before validation:
         selected = rejected at prepare + generated + failed + pending."""
-        from kimi_eagle_data.workdir import read_json
+        from kimi_eagle_data.store.workdir import read_json
 
         ckpt = CheckpointSet(self.checkpoint_paths())
         try:
@@ -367,7 +367,7 @@ class Pipeline:
         from kimi_eagle_data.emit.writer import ConfigShards, check_version, clear_data, finish_dataset
         from kimi_eagle_data.emit.plots import plot_length_histograms, plot_lengths, plot_vocab_coverage
         from kimi_eagle_data.emit.token_freq import token_freq_path
-        from kimi_eagle_data.workdir import read_json
+        from kimi_eagle_data.store.workdir import read_json
 
         check_version(self.s.version)
         warning = self.published_names().warning

@@ -3,6 +3,8 @@
     source row --adapter--> SourcePrompt --prepare--> PromptRecord --generate--> Completion
     --validate--> Sample (the emitted row)
 
+An engine answers each request with its result (a Completion, a score) or a RequestFailure.
+
 Messages and tools use the OpenAI/HF chat shape that `apply_chat_template` takes:
 messages `[{"role": "system"|"user"|"assistant"|"tool", "content": str, ...}]`, tools
 `[{"type": "function", "function": {"name", "description", "parameters"}}]`.
@@ -65,6 +67,48 @@ class Rejection:
     id: str = ""
 
 
+@dataclass(frozen=True)
+class RequestFailure:
+    """A request the engine gave up on (retries spent, refused, aborted): data, not an exception. The stores
+    keep it as the request's failure row, and a rerun skips it until `--retry-failed`."""
+
+    id: str                                # the request's id
+    reason: str                            # machine-readable: http_500, connection, abort, bad_response, ...
+    message: str                           # the last one human line
+    attempts: int = 1                      # tries made (0: never sent)
+
+
+@dataclass(frozen=True)
+class LogprobSums:
+    """The target's log-probs of a run of sampled or scored tokens, summed: `n` tokens, their log-prob `sum`
+    (natural log), `top1` of them the target's own top-1 (None when the engine named no top-1 ids); the same
+    over the reasoning, the first `reasoning_n` tokens (the completion grammar's boundary; the rest is the
+    answer)."""
+
+    n: int
+    sum: float
+    top1: int | None
+    reasoning_n: int
+    reasoning_sum: float
+    reasoning_top1: int | None
+
+    @classmethod
+    def of(cls, ids: Sequence[int], logprobs: Sequence[float], top1_ids: Sequence[int] | None,
+           reasoning_n: int) -> "LogprobSums":
+        """Sums of `logprobs` (one per id of `ids`); `top1_ids` that do not line up with `ids` count as none."""
+        hits = [int(t == a) for t, a in zip(ids, top1_ids)] \
+            if top1_ids is not None and len(top1_ids) == len(ids) else None
+        k = min(reasoning_n, len(ids))
+        return cls(n=len(ids), sum=float(sum(logprobs)), top1=sum(hits) if hits is not None else None,
+                   reasoning_n=k, reasoning_sum=float(sum(logprobs[:k])),
+                   reasoning_top1=sum(hits[:k]) if hits is not None else None)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form (`Completion.logprob_stats`, the score report)."""
+        return {"n": self.n, "sum": self.sum, "top1": self.top1, "reasoning_n": self.reasoning_n,
+                "reasoning_sum": self.reasoning_sum, "reasoning_top1": self.reasoning_top1}
+
+
 @dataclass
 class Completion:
     """One engine answer for one prompt, exactly as produced."""
@@ -84,7 +128,7 @@ class Completion:
     output_logprobs: Sequence[float] | None = None
     output_top1_ids: Sequence[int] | None = None
     output_top1_logprobs: Sequence[float] | None = None   # the top-1 token's log-prob (protocol server)
-    # Their per-sample sums (generate.logprob_stats), what the checkpoint stores: {"n", "sum", "top1"} over
+    # Their per-sample sums (LogprobSums.as_dict()), what the checkpoint stores: {"n", "sum", "top1"} over
     # the whole completion, and "reasoning_n", "reasoning_sum", "reasoning_top1" over its reasoning (the
     # completion grammar's `reasoning_length`). None when the engine reported no log-probs (or an older checkpoint).
     logprob_stats: dict[str, Any] | None = None

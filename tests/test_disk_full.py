@@ -88,7 +88,7 @@ def test_disk_full_is_one_line_leaves_nothing_half_written_and_resumes(command, 
 def test_a_new_checkpoint_is_never_left_without_tables(tmp_path):
     """0 bytes free: the checkpoint cannot be created; no empty or table-less file is left to be mistaken for one."""
     from kimi_eagle_data.diskfull import DiskFullError
-    from kimi_eagle_data.engines.checkpoint import Checkpoint
+    from kimi_eagle_data.store.checkpoint import Checkpoint
 
     with small_disk(tmp_path / "disk", size="64k") as disk:
         fill(disk, 0)
@@ -99,7 +99,7 @@ def test_a_new_checkpoint_is_never_left_without_tables(tmp_path):
 
 def test_sqlite_full_is_never_called_corrupt(tmp_path):
     from kimi_eagle_data.diskfull import DiskFullError
-    from kimi_eagle_data.engines.checkpoint import Checkpoint
+    from kimi_eagle_data.store.checkpoint import Checkpoint
     from kimi_eagle_data.records import Completion
 
     with small_disk(tmp_path / "disk", size="256k") as disk:

@@ -29,7 +29,7 @@ READERS = [("stats", "--workdir", "{w}"), ("inspect", "{w}", "B6", "--random"), 
 
 @pytest.mark.parametrize("args", WRITERS, ids=[a[0] for a in WRITERS])
 def test_a_second_writer_is_refused_naming_the_holder(args, emitted, tmp_path):
-    from kimi_eagle_data.workdir_lock import WorkdirLock
+    from kimi_eagle_data.store.lock import WorkdirLock
 
     w = tmp_path / "w"
     shutil.copytree(emitted, w)
@@ -46,7 +46,7 @@ def test_a_second_writer_is_refused_naming_the_holder(args, emitted, tmp_path):
 
 @pytest.mark.parametrize("args", READERS, ids=[a[0] for a in READERS])
 def test_readers_work_while_a_writer_holds_the_workdir(args, emitted):
-    from kimi_eagle_data.workdir_lock import WorkdirLock
+    from kimi_eagle_data.store.lock import WorkdirLock
 
     held = WorkdirLock(emitted.resolve())
     try:
@@ -79,10 +79,10 @@ def test_two_generates_one_refused_and_kill_9_never_leaves_it_locked(tmp_path):
 
 
 def test_shard_generates_share_the_workdir_but_not_a_shard(tmp_path):
-    from kimi_eagle_data.workdir_lock import WorkdirLock
+    from kimi_eagle_data.store.lock import WorkdirLock
 
     w = tmp_path.resolve()
-    code = ("from pathlib import Path; from kimi_eagle_data.workdir_lock import WorkdirLock; "
+    code = ("from pathlib import Path; from kimi_eagle_data.store.lock import WorkdirLock; "
             f"WorkdirLock(Path({str(w)!r}), {{}}); print('locked')")
 
     def other_process(shard: str) -> subprocess.CompletedProcess:

@@ -163,6 +163,30 @@ def test_nothing_imports_the_cli_from_below():
     assert not found, "modules outside kimi_eagle_data.cli import it: " + "; ".join(found)
 
 
+STORE = f"{PACKAGE}.store"
+# What the storage layer may build on: the shared ground, nothing of a stage.
+STORE_GROUND = {f"{PACKAGE}.{m}" for m in ("records", "errors", "diskfull", "run_checks")}
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_the_store_sits_below_every_stage():
+    found = [f"{a} -> {b}" for a in sorted(GRAPH) if _inside(a, STORE)
+             for b in sorted(GRAPH[a]) if not _inside(b, STORE) and b not in STORE_GROUND]
+    assert not found, "the store imports above itself: " + "; ".join(found)
+
+
+def test_engines_do_not_know_the_store():
+    """Only the generate stage stores what engines answer; the engines themselves never see a checkpoint."""
+    stage = f"{PACKAGE}.engines.generate"
+    found = [f"{a} -> {b}" for a in sorted(GRAPH) if _inside(a, f"{PACKAGE}.engines") and a != stage
+             for b in sorted(GRAPH[a]) if _inside(b, STORE)]
+    assert not found, "engines import the store: " + "; ".join(found)
+    assert f"{PACKAGE}.store.checkpoint" in GRAPH[f"{PACKAGE}.engines.generate"]   # the walk sees the edge
+
+
 # -- the checker itself, on a package made for it ------------------------------------------------------
 
 def _fake_package(tmp_path: Path, files: dict[str, str]) -> Path:

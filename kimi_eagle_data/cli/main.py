@@ -36,7 +36,7 @@ def parse_sources(values: tuple[str, ...], known=PARTITIONS) -> dict[str, str]:
 
 
 def settings_from(kw: dict):
-    from kimi_eagle_data.workdir import Workdir, read_json
+    from kimi_eagle_data.store.workdir import Workdir, read_json
 
     run_json = Workdir(Path(kw["workdir"]).resolve()).settings_path
     saved = read_json(run_json).get("options", {}) if run_json.exists() else {}

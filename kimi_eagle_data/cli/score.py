@@ -84,7 +84,7 @@ def _score(configs, workdir: Path, limit, seed, threshold, engine, servers, conc
            request_timeout, health_timeout, allow_old_server, batch_size, retry_failed, as_json, no_progress):
     from kimi_eagle_data.pipeline import Pipeline, RunSettings
     from kimi_eagle_data.score.report import rich_table, score_workdir, threshold_note
-    from kimi_eagle_data.workdir import Workdir, read_json
+    from kimi_eagle_data.store.workdir import Workdir, read_json
 
     wd = Workdir(Path(workdir).resolve())
     if not wd.settings_path.exists():

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from kimi_eagle_data.workdir import Workdir, atomic_path
+from kimi_eagle_data.store.workdir import Workdir, atomic_path
 
 
 COLORS = {"train": "#4C72B0", "rejected": "#DD8452"}

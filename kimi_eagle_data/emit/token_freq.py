@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kimi_eagle_data.workdir import atomic_path
+from kimi_eagle_data.store.workdir import atomic_path
 
 TOKEN_FREQ_DIR = "token_freq"
 FREQ_SCHEMA = pa.schema([("token_id", pa.int32()), ("count", pa.int64())])

@@ -29,7 +29,7 @@ from kimi_eagle_data.emit.token_freq import TOKEN_FREQ_DIR, TokenCounts, write_c
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data import __version__
 from kimi_eagle_data.schema import ROW_SCHEMA, SPLITS
-from kimi_eagle_data.workdir import Workdir, atomic_path, dataset_data_dir, file_sha256, move_into_place, write_json
+from kimi_eagle_data.store.workdir import Workdir, atomic_path, dataset_data_dir, file_sha256, move_into_place, write_json
 
 SEMVER = re.compile(r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$")
 SHARD_TARGET_BYTES = 512 << 20     # token bytes (4 id + 1 mask) after which a new shard starts (~150-250 MB)

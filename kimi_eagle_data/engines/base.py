@@ -1,8 +1,9 @@
 """The one small interface every generation engine implements.
 
-An engine takes `GenerationRequest`s (token ids in) and yields `Completion`s (token ids out,
-exactly as produced) in whatever order they finish. The generate stage owns checkpointing,
-retries-as-accounting and progress; engines own only talking to a model.
+An engine takes `GenerationRequest`s (token ids in) and yields, in whatever order they finish, a
+`Completion` (token ids out, exactly as produced) or a `RequestFailure` (why it gave up) for each. The
+generate and score stages own storing them and progress (request_loop.py); engines own only talking to a
+model, and know nothing of how their results are stored.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Iterator
 
 from kimi_eagle_data.errors import KimiDataError
-from kimi_eagle_data.records import Completion
+from kimi_eagle_data.records import Completion, RequestFailure
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class ScoreRequest:
 @dataclass
 class ScoreResult:
     """One answer to a ScoreRequest: per scored token (positions start..end-1) its log-prob (natural log)
-    and the id the target ranks first there; or, on failure, `error` = {reason, message, attempts}."""
+    and the id the target ranks first there. (A request that failed is answered by a RequestFailure.)"""
 
     id: str
     logprobs: list[float] = field(default_factory=list)
@@ -64,7 +65,6 @@ class ScoreResult:
     # (log-prob, id) of the top-1 token after the whole input (when known): SGLang reports it as a prefill-only
     # request's output_top_logprobs.
     next_top1: tuple[float, int] | None = None
-    error: dict[str, Any] | None = None
 
 
 @dataclass
@@ -89,12 +89,13 @@ class Engine(abc.ABC):
     def info(self) -> EngineInfo: ...
 
     @abc.abstractmethod
-    def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion]:
-        """Yield one Completion per request as each finishes (any order)."""
+    def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion | RequestFailure]:
+        """Yield one Completion per request as each finishes (any order); a request the engine gives up
+        on (aborted, retries spent) yields a RequestFailure, not an exception."""
 
-    def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoreResult]:
+    def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoreResult | RequestFailure]:
         """Prefill-only scoring: yield one ScoreResult per request as each finishes (any order).
-        A request that keeps failing comes back with `error` set, not as an exception."""
+        A request that keeps failing comes back as a RequestFailure, not as an exception."""
         raise EngineError(f"the {self.name} engine cannot score token log-probs; use --engine local, sglang or vllm")
 
     def in_flight(self) -> int | None:

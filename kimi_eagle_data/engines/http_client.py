@@ -6,7 +6,7 @@ an asyncio client that keeps requests in flight, retries, checks answers and wai
 - Several servers: each request goes to the server with the fewest requests in flight. One router URL
   works the same way (the router balances behind it).
 - Retries with exponential backoff and jitter on connection errors, timeouts and 5xx; a request
-  that keeps failing comes back as a failure with its reason (data, not an exception), so the
+  that keeps failing comes back as a RequestFailure with its reason (data, not an exception), so the
   generate stage records it as failed. HTTP 4xx is not retried (the request itself is wrong).
 - Every answer is checked before it is handed on (`check_output_ids`): token ids a list of ints in
   [0, vocab_size), at most the request's `max_new_tokens` long, as many as the server's own count says.
@@ -34,6 +34,7 @@ from typing import Any, Awaitable, Callable, Iterable, Iterator
 import orjson
 
 from kimi_eagle_data.engines.base import Engine, EngineError, EngineInfo, ScoreRequest, ScoreResult
+from kimi_eagle_data.records import RequestFailure
 from kimi_eagle_data.run_checks import url_problem
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
@@ -109,9 +110,9 @@ class Failure(Exception):
         super().__init__(message)
         self.reason, self.message, self.retriable = reason, message, retriable
 
-    def detail(self, attempts: int, server: str) -> dict[str, Any]:
-        """What a failed request records (the checkpoint's failure row, a score error)."""
-        return {"reason": self.reason, "message": self.message, "attempts": attempts, "server": server}
+    def gave_up(self, request_id: str, attempts: int) -> RequestFailure:
+        """The request's answer when this was its last try."""
+        return RequestFailure(request_id, self.reason, self.message, attempts)
 
 
 class HTTPEngine(Engine):
@@ -300,7 +301,7 @@ class HTTPEngine(Engine):
         """Prompt log-probs over the same servers, concurrency and retries as generation."""
         return self._stream(requests, self._score_one, f"{self.name}-score")
 
-    async def _score_one(self, session, req: ScoreRequest) -> ScoreResult:
+    async def _score_one(self, session, req: ScoreRequest) -> ScoreResult | RequestFailure:
         def read(url: str, answer: dict, _seconds: float) -> ScoreResult:
             try:
                 return self._parse_score(req, answer)
@@ -308,7 +309,7 @@ class HTTPEngine(Engine):
                 raise Failure("bad_response", f"{url}: {e}", False) from None
 
         return await self._with_retries(session, req.input_ids, self._score_payload(req), read,
-                                        lambda f, attempts, url: ScoreResult(req.id, error=f.detail(attempts, url)))
+                                        lambda f, attempts: f.gave_up(req.id, attempts))
 
     @abc.abstractmethod
     def _score_payload(self, req: ScoreRequest) -> bytes:
@@ -326,15 +327,15 @@ class HTTPEngine(Engine):
 
     async def _with_retries(self, session, input_ids: list[int], payload: bytes,
                             read: Callable[[str, dict, float], Any],
-                            give_up: Callable[[Failure, int, str], Any]) -> Any:
+                            give_up: Callable[[Failure, int], Any]) -> Any:
         """POST `payload` (a request for `input_ids`) to the least busy server and return
         `read(url, answer, seconds)`; a retriable failure (raised by the request or by `read`) waits and
-        tries again, on any server, up to max_attempts; then `give_up(failure, attempts, url)` is the result
+        tries again, on any server, up to max_attempts; then `give_up(failure, attempts)` is the result
         (a failure is data, not an exception: the run goes on). A prompt the model cannot embed is never
         sent (real servers crash on it): it fails at once, with 0 attempts."""
         problem = unembeddable(input_ids, self.vocab_size)
         if problem:
-            return give_up(Failure("prompt_out_of_vocab", problem, False), 0, "")
+            return give_up(Failure("prompt_out_of_vocab", problem, False), 0)
         attempt = 0
         while True:
             attempt += 1
@@ -347,7 +348,7 @@ class HTTPEngine(Engine):
                 return read(url, answer, time.perf_counter() - t0)
             except Failure as f:
                 if not f.retriable or attempt >= self.retry.max_attempts or self._stop.is_set():
-                    return give_up(f, attempt, url)
+                    return give_up(f, attempt)
             finally:
                 self.in_flight_by_url[url] -= 1
             await asyncio.sleep(self.retry.wait(attempt))

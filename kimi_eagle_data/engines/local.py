@@ -21,7 +21,7 @@ import time
 from itertools import groupby
 from typing import Iterable, Iterator
 
-from kimi_eagle_data.records import Completion
+from kimi_eagle_data.records import Completion, RequestFailure
 from kimi_eagle_data.engines.base import Engine, EngineError, EngineInfo, GenerationRequest, ScoreRequest, ScoreResult
 
 
@@ -148,7 +148,7 @@ class LocalEngine(Engine):
         return results
 
     # -- prefill-only scoring -------------------------------------------------------------------
-    def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoreResult]:
+    def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoreResult | RequestFailure]:
         """log_softmax of the logits at positions start-1 .. end-2, gathered at the next token: the
         log-prob of each of input_ids[start:] given everything before it. Batched, right-padded (a causal
         model's positions before the padding do not see it), sorted by length."""
@@ -156,13 +156,14 @@ class LocalEngine(Engine):
         for i in range(0, len(reqs), self.batch_size):
             yield from self._score_batch(reqs[i:i + self.batch_size])
 
-    def _score_batch(self, batch: list[ScoreRequest]) -> list[ScoreResult]:
+    def _score_batch(self, batch: list[ScoreRequest]) -> list[ScoreResult | RequestFailure]:
         torch = self._torch
         bad = [r for r in batch if not 1 <= r.start <= len(r.input_ids)
                or (self.context_length and len(r.input_ids) > self.context_length)]
-        results = [ScoreResult(r.id, error={"reason": "bad_request", "attempts": 1, "message":
-                   f"cannot score {len(r.input_ids)} ids from position {r.start} (context {self.context_length})"})
-                   for r in bad]
+        results: list[ScoreResult | RequestFailure] = [
+            RequestFailure(r.id, "bad_request", f"cannot score {len(r.input_ids)} ids from position {r.start} "
+                                                f"(context {self.context_length})")
+            for r in bad]
         batch = [r for r in batch if r not in bad]
         if not batch:
             return results

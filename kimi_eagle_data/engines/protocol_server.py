@@ -29,6 +29,7 @@ import orjson
 from aiohttp import web
 
 from kimi_eagle_data.engines.base import Engine, GenerationRequest, SamplingParams, ScoreRequest
+from kimi_eagle_data.records import RequestFailure
 
 # What this stand-in reports as its SGLang version: the behaviour it mirrors is 0.5.5+.
 PROTOCOL_VERSION = "0.5.23"
@@ -373,8 +374,8 @@ class ProtocolServer:
                 r = await fut
             except Exception as e:
                 return _json({"error": {"message": f"scoring failed: {e}"}}, status=500)
-            if r.error:
-                return _error(r.error.get("message", "scoring failed"))
+            if isinstance(r, RequestFailure):
+                return _error(r.message)
             ids = req.input_ids
             meta = _meta_info(req.id, {"type": "length", "length": 0}, len(ids), 0, cached, t0)
             meta["input_token_logprobs"] = [[None, ids[s], None]] + [[lp, t, None] for lp, t in

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
-from kimi_eagle_data.records import Completion
+from kimi_eagle_data.records import Completion, RequestFailure
 from kimi_eagle_data.engines.base import EngineError, EngineInfo, GenerationRequest, ScoreRequest, ScoreResult
 from kimi_eagle_data.engines.http_client import (  # noqa: F401 - RetryPolicy: re-exported for callers
     Failure, HTTPEngine, RetryPolicy, check_output_ids, storable)
@@ -109,20 +109,23 @@ class SGLangEngine(HTTPEngine):
     def _parse_score(self, req: ScoreRequest, answer: dict) -> ScoreResult:
         return parse_score(req, answer)      # BadLogprobs is a ValueError: not retried
 
-    def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion]:
+    def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion | RequestFailure]:
         return self._stream(requests, self._request_with_retries, "sglang-client")
 
-    async def _request_with_retries(self, session, req: GenerationRequest) -> Completion:
+    async def _request_with_retries(self, session, req: GenerationRequest) -> Completion | RequestFailure:
         body = {"input_ids": req.input_ids, "sampling_params": req.sampling.to_sglang(), "rid": req.id}
         if req.return_logprob:
             body.update(LOGPROB_FIELDS)
         return await self._with_retries(
             session, req.input_ids, orjson.dumps(body),
-            lambda url, answer, seconds: with_output_logprobs(self._completion(req, answer, seconds), answer),
-            lambda f, attempts, url: Completion(id=req.id, output_ids=[], finish_reason="error", engine=self.name,
-                                                finish_detail={"type": "error", **f.detail(attempts, url)}))
+            lambda url, answer, seconds: self._answer(req, answer, seconds),
+            lambda f, attempts: f.gave_up(req.id, attempts))
 
-    def _completion(self, req: GenerationRequest, body: dict[str, Any], latency: float) -> Completion:
+    def _answer(self, req: GenerationRequest, body: dict[str, Any], latency: float) -> Completion | RequestFailure:
+        c = self._completion(req, body, latency)
+        return with_output_logprobs(c, body) if isinstance(c, Completion) else c
+
+    def _completion(self, req: GenerationRequest, body: dict[str, Any], latency: float) -> Completion | RequestFailure:
         meta = body.get("meta_info") or {}
         output_ids = body.get("output_ids")
         finish = meta.get("finish_reason") if isinstance(meta, dict) else None
@@ -137,8 +140,7 @@ class SGLangEngine(HTTPEngine):
                 raise Failure("bad_response", f"rid {req.id}: {problem}", True)
         storable(finish, req.id)   # stored as JSON: an int beyond 64 bits in it would fail in the checkpoint
         if ftype == "abort":
-            return Completion(id=req.id, output_ids=[], finish_reason="abort", engine=self.name,
-                              finish_detail={**finish, "attempts": 1})
+            return RequestFailure(req.id, "abort", str(finish.get("message", "abort")))
         count = (lambda k: meta[k] if type(meta.get(k)) is int else None)  # noqa: E731 - counters are advisory
         return Completion(
             id=req.id, output_ids=output_ids, finish_reason=ftype, finish_detail=finish,

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
-from kimi_eagle_data.records import Completion
+from kimi_eagle_data.records import Completion, RequestFailure
 from kimi_eagle_data.engines.base import EngineError, EngineInfo, GenerationRequest, SamplingParams, ScoreRequest, \
     ScoreResult
 from kimi_eagle_data.engines.http_client import Failure, HTTPEngine, check_output_ids, storable
@@ -188,7 +188,7 @@ class VLLMEngine(HTTPEngine):
         return out
 
     # -- requests -----------------------------------------------------------------------------
-    def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion]:
+    def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion | RequestFailure]:
         return self._stream(requests, self._generate_one, "vllm-client")
 
     def _score_payload(self, req: ScoreRequest) -> bytes:
@@ -197,14 +197,13 @@ class VLLMEngine(HTTPEngine):
     def _parse_score(self, req: ScoreRequest, answer: dict) -> ScoreResult:
         return parse_score(req, answer)
 
-    async def _generate_one(self, session, req: GenerationRequest) -> Completion:
+    async def _generate_one(self, session, req: GenerationRequest) -> Completion | RequestFailure:
         return await self._with_retries(
             session, req.input_ids, generate_payload(req),
             lambda url, answer, seconds: self._completion(req, answer, seconds),
-            lambda f, attempts, url: Completion(id=req.id, output_ids=[], finish_reason="error", engine=self.name,
-                                                finish_detail={"type": "error", **f.detail(attempts, url)}))
+            lambda f, attempts: f.gave_up(req.id, attempts))
 
-    def _completion(self, req: GenerationRequest, body: dict[str, Any], latency: float) -> Completion:
+    def _completion(self, req: GenerationRequest, body: dict[str, Any], latency: float) -> Completion | RequestFailure:
         choices = body.get("choices")
         choice = choices[0] if isinstance(choices, list) and len(choices) == 1 else None
         if not isinstance(choice, dict) or not isinstance(choice.get("finish_reason"), str):
@@ -213,8 +212,7 @@ class VLLMEngine(HTTPEngine):
         token_ids = choice.get("token_ids")
         usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
         if choice["finish_reason"] == "abort":
-            return Completion(id=req.id, output_ids=[], finish_reason="abort", engine=self.name,
-                              finish_detail={**finish_record("abort", None, [], None), "attempts": 1})
+            return RequestFailure(req.id, "abort", finish_record("abort", None, [], None)["message"])
         problem = check_output_ids(token_ids, max_new_tokens=req.sampling.max_new_tokens, vocab_size=self.vocab_size,
                                    completion_tokens=usage.get("completion_tokens"), field="choices[0].token_ids",
                                    count_field="usage.completion_tokens")

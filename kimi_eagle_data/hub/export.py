@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from kimi_eagle_data.emit.token_freq import TokenCounts, ranked_ids, token_freq_path
 from kimi_eagle_data.hub.publish import LocalDataset, PublishError, load_local
-from kimi_eagle_data.workdir import atomic_path, dataset_config_dir, dataset_configs, dataset_shards
+from kimi_eagle_data.store.workdir import atomic_path, dataset_config_dir, dataset_configs, dataset_shards
 
 EXPORT_FORMATS = ("specforge", "speculators")
 # SpecForge's data.max_length default (specforge/config/schema.py `max_length: int = Field(default=2048, gt=0)`);

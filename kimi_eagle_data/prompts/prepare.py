@@ -53,7 +53,7 @@ from kimi_eagle_data.sources.readers import SourceFileError, SourceRow, iter_sou
 from kimi_eagle_data.sources.rows import AdapterColumns
 from kimi_eagle_data.prompts.tokenizer import ToolRenderingError, render_prompt
 from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported
-from kimi_eagle_data.workdir import Workdir, atomic_path, write_json
+from kimi_eagle_data.store.workdir import Workdir, atomic_path, write_json
 
 STAGES = ("adapted", "content", "tools", "language", "chars", "decontam", "render", "length", "dedup", "near_dedup")
 REASON_STAGE = {

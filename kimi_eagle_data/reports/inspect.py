@@ -24,14 +24,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kimi_eagle_data.engines.checkpoint import CorruptCheckpointError, open_workdir_checkpoints
+from kimi_eagle_data.store.checkpoint import CorruptCheckpointError, open_workdir_checkpoints
 from kimi_eagle_data.grammar import CompletionGrammar, ParsedCompletion
 from kimi_eagle_data.profile import ModelProfile, ProfileTokens, get_profile, model_vocab_size
 from kimi_eagle_data.prompts.tokenizer import SegmentDecoder
 from kimi_eagle_data.run_checks import config_name_problem
 from kimi_eagle_data.reports.stats import QualityError
 from kimi_eagle_data.validate.rules import REASONS
-from kimi_eagle_data.workdir import Workdir, dataset_configs, dataset_shards
+from kimi_eagle_data.store.workdir import Workdir, dataset_configs, dataset_shards
 from kimi_eagle_data.wording import counted
 
 # Turn-opening role tokens and the header terminator come from the profile (`turn_tokens`,

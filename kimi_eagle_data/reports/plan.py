@@ -36,7 +36,7 @@ from kimi_eagle_data.run_checks import config_name_problem
 from kimi_eagle_data.reports.stats import (QualityError, open_workdir, read_checkpoint_info, read_columns, read_report,
                     validated_configs)
 from kimi_eagle_data.wording import counted
-from kimi_eagle_data.workdir import Workdir, dataset_shards, read_json
+from kimi_eagle_data.store.workdir import Workdir, dataset_shards, read_json
 
 NAIVE_CHARS_PER_TOKEN = 3.5
 PLAN_COLUMNS = ["id", "split", "prompt_len", "completion_len", "prompt_chars", "completion_chars"]

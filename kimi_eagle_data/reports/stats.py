@@ -22,9 +22,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kimi_eagle_data.sources.partitions import PARTITIONS
-from kimi_eagle_data.engines.checkpoint import CorruptCheckpointError, open_workdir_checkpoints
+from kimi_eagle_data.store.checkpoint import CorruptCheckpointError, open_workdir_checkpoints
 from kimi_eagle_data.errors import KimiDataError
-from kimi_eagle_data.workdir import Workdir, read_json
+from kimi_eagle_data.store.workdir import Workdir, read_json
 
 SHORT_COMPLETION = 300          # tokens; "short" is reported, never a reason to reject
 DIST_KEYS = ("min", "p10", "median", "mean", "p90", "p99", "max")
@@ -121,12 +121,13 @@ def read_checkpoint_info(wd: Workdir) -> CheckpointInfo | None:
     finally:
         ckpt.close()
 
-    def col(k: int) -> np.ndarray:
-        return np.array([np.nan if r[k] is None else float(r[k]) for r in recs], dtype=np.float64)
+    def col(field: str) -> np.ndarray:
+        return np.array([np.nan if (v := getattr(r, field)) is None else float(v) for r in recs], dtype=np.float64)
 
-    return CheckpointInfo(ids=[r[0] for r in recs], configs=np.array([r[1] for r in recs], dtype=object),
-                          prompt_tokens=col(2), completion_tokens=col(3), cached_tokens=col(4), latency_s=col(5),
-                          created_at=col(6), engine=engine)
+    return CheckpointInfo(ids=[r.id for r in recs], configs=np.array([r.config for r in recs], dtype=object),
+                          prompt_tokens=col("prompt_tokens"), completion_tokens=col("completion_tokens"),
+                          cached_tokens=col("cached_tokens"), latency_s=col("latency_s"),
+                          created_at=col("created_at"), engine=engine)
 
 
 # -- numbers --------------------------------------------------------------------------------------

@@ -26,21 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from kimi_eagle_data.engines.checkpoint import CheckpointSet
 from kimi_eagle_data.prompts.prepare import read_prepared
-from kimi_eagle_data.score.scoring import DEFAULT_LIMIT, ScoreCheckpoint, plan_items, run_scoring, sample
-from kimi_eagle_data.workdir import read_json, write_json
+from kimi_eagle_data.score.scoring import DEFAULT_LIMIT, plan_items, run_scoring, sample
+from kimi_eagle_data.store.checkpoint import CheckpointSet
+from kimi_eagle_data.store.scores import ScoreCheckpoint
+from kimi_eagle_data.store.workdir import read_json, write_json
 
 REGENERATE_GAP = 0.5
 BOOTSTRAP = 2000
-
-
-def score_path(workdir) -> Any:
-    return workdir.root / "score.sqlite"
-
-
-def report_path(workdir) -> Any:
-    return workdir.root / "score.json"
 
 
 def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, seed: int = 0,
@@ -50,7 +43,7 @@ def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, s
     p, wd = pipeline, pipeline.workdir
     rescore_own = float(p.sampling.temperature) != 1.0
     gen = CheckpointSet(p.checkpoint_paths())
-    ckpt = ScoreCheckpoint(score_path(wd))
+    ckpt = ScoreCheckpoint(wd.score_checkpoint)
     per_config: dict[str, dict[str, Any]] = {}
     items = []
     try:
@@ -91,13 +84,17 @@ def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, s
         for r in c["picked"]:
             s = scores.get((r.id, "upstream"))
             if s is not None:
-                up.append(s)
-                clipped += s["clipped"]
+                up.append(s.sums.as_dict())
+                clipped += s.clipped
             n_failed += (r.id, "upstream") in failures
             comp = c["own"].get(r.id)
             if comp is None:
                 continue
-            s = scores.get((r.id, "own")) if rescore_own or comp.logprob_stats is None else comp.logprob_stats
+            if rescore_own or comp.logprob_stats is None:
+                rescore = scores.get((r.id, "own"))
+                s = rescore.sums.as_dict() if rescore is not None else None
+            else:
+                s = comp.logprob_stats
             if s is not None and s.get("n"):
                 own.append(s)
                 rescored += (r.id, "own") in scores
@@ -110,9 +107,9 @@ def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, s
                       "clipped": clipped, "own_rescored": rescored})
         report["configs"][config] = entry
     if run is not None:
-        report["run"] = {"scored": run.scored, "failed": run.failed, "skipped_done": run.skipped_done,
+        report["run"] = {"scored": run.completed, "failed": run.failed, "skipped_done": run.skipped_done,
                          "skipped_failed": run.skipped_failed, "tokens": run.tokens, "seconds": round(run.seconds, 3)}
-    write_json(report_path(wd), report)
+    write_json(wd.score_report, report)
     return report
 
 
@@ -249,7 +246,7 @@ def rich_table(report: dict[str, Any], title: str = "score: the target's log-pro
 
 def load_report(workdir) -> dict[str, Any] | None:
     """score.json of a workdir, or None when `kimi-data score` has not run there."""
-    path = report_path(workdir)
+    path = workdir.score_report
     return read_json(path) if path.exists() else None
 
 

@@ -25,10 +25,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kimi_eagle_data.errors import MissingInputError
-from kimi_eagle_data.engines.checkpoint import CheckpointSet, CompletionBatch
+from kimi_eagle_data.store.checkpoint import CheckpointSet, CompletionBatch
 from kimi_eagle_data.schema import LIGHT_SCHEMA, ROW_SCHEMA
 from kimi_eagle_data.validate.verdicts import Chunk, Judged, VerdictPool
-from kimi_eagle_data.workdir import Workdir, atomic_path, read_json, write_json
+from kimi_eagle_data.store.workdir import Workdir, atomic_path, read_json, write_json
 
 CHUNK_ROWS = 256     # samples per worker task
 BLOCK_CHUNKS = 4     # chunks per row group (1,024 samples; train and rejected rows of one block written together)
@@ -284,10 +284,10 @@ def validate_config(workdir: Workdir, config: str, checkpoint: CheckpointSet, po
                     blocks.add(ctx, rows, j.messages, ctx.prompts.column("tools").combine_chunks())
         if light_done is not None:
             light_done(rep.generated)
-    for id_, (reason, _message, _attempts) in failures.items():
+    for id_, failure in failures.items():
         if id_ in prompts.found and id_ not in completed_failures:
             rep.failed += 1
-            rep.failure_reasons[reason] += 1
+            rep.failure_reasons[failure.reason] += 1
     rep.pending = rep.prepared - rep.generated - rep.failed
     write_json(workdir.validate_report(config), rep.to_json())
     return rep

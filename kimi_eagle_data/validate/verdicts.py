@@ -34,7 +34,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from kimi_eagle_data.engines.checkpoint import CompletionBatch
+from kimi_eagle_data.store.checkpoint import CompletionBatch
 from kimi_eagle_data.schema import ROW_SCHEMA, message_chars, normalize_message
 from kimi_eagle_data.validate.validator import Validator
 

@@ -81,7 +81,7 @@ def test_shards_roll_over_by_token_bytes(tmp_path, monkeypatch):
 
 
 def test_checkpoint_batches_match_row_reads(demo_run):
-    from kimi_eagle_data.engines.checkpoint import Checkpoint
+    from kimi_eagle_data.store.checkpoint import Checkpoint
 
     workdir, _ = demo_run
     ckpt = Checkpoint(workdir / "generations.sqlite")

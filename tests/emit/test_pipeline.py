@@ -14,7 +14,7 @@ import pytest
 import pyarrow.parquet as pq
 
 from kimi_eagle_data.sources.partitions import PARTITIONS
-from kimi_eagle_data.workdir import file_sha256
+from kimi_eagle_data.store.workdir import file_sha256
 
 from tests.helpers.cli import copy_run, run_cli, tree_hashes
 

@@ -272,7 +272,7 @@ def test_config_names_with_path_pieces_are_usage_errors(args, prepared):
 
 def test_workdir_paths_refuse_a_bad_config_name(tmp_path):
     from kimi_eagle_data.run_checks import SettingError
-    from kimi_eagle_data.workdir import Workdir
+    from kimi_eagle_data.store.workdir import Workdir
 
     wd = Workdir.at(tmp_path)
     assert wd.prepared("B4") == tmp_path.resolve() / "prepared" / "B4.parquet"

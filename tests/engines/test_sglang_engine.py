@@ -299,13 +299,14 @@ def test_out_of_vocabulary_prompt_is_a_counted_prepare_reject_and_never_sent(tmp
 def test_the_client_refuses_to_send_an_id_the_model_cannot_embed(server):
     from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams, ScoreRequest
     from kimi_eagle_data.engines.sglang import SGLangEngine
+    from kimi_eagle_data.records import RequestFailure
 
     engine = SGLangEngine([server.url], vocab_size=2047)
     sp = SamplingParams(max_new_tokens=4, temperature=0.0, top_p=1.0, stop_token_ids=())
     before = server.served()
     [c] = list(engine.generate([GenerationRequest("r", [1795, 2047, 1809], sp)]))
     [r] = list(engine.score([ScoreRequest("s", [1795, 2047, 1809], start=1)]))
-    assert c.finish_reason == "error" and c.finish_detail["reason"] == "prompt_out_of_vocab"
-    assert c.finish_detail["attempts"] == 0 and "2047" in c.finish_detail["message"]
-    assert r.error["reason"] == "prompt_out_of_vocab"
+    assert isinstance(c, RequestFailure) and c.reason == "prompt_out_of_vocab"
+    assert c.attempts == 0 and "2047" in c.message
+    assert isinstance(r, RequestFailure) and r.reason == "prompt_out_of_vocab"
     assert server.served() == before

@@ -56,7 +56,7 @@ def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
 
 
 def tree_hashes(root: Path) -> dict[str, str]:
-    from kimi_eagle_data.workdir import file_sha256
+    from kimi_eagle_data.store.workdir import file_sha256
 
     return {str(p.relative_to(root)): file_sha256(p) for p in sorted(root.rglob("*")) if p.is_file()}
 

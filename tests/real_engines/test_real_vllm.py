@@ -12,10 +12,11 @@ import subprocess
 
 import pytest
 
-from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams, ScoreRequest
+from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams, ScoreRequest, ScoreResult
 from kimi_eagle_data.engines.vllm import VLLMEngine
 from kimi_eagle_data.engines.base import EngineError
 from kimi_eagle_data.profile import TINY_KIMI, ProfileTokens
+from kimi_eagle_data.records import RequestFailure
 from tests.helpers.cli import run_cli
 from tests.real_engines.servers import CLI_TIMEOUT_S, TINY, http, installed_venv, sglang_server, vllm_server
 from tests.helpers.workdirs import prepared_count
@@ -94,20 +95,19 @@ def test_a_repeated_prompt_reports_cached_tokens(engine):
 def test_scoring_matches_what_greedy_generation_reported(engine):
     gen = one(engine.generate([GenerationRequest("g", PROMPT, greedy(12), return_logprob=True)]))
     scored = one(engine.score([ScoreRequest("s", PROMPT + list(gen.output_ids), len(PROMPT))]))
-    assert scored.error is None, scored.error
+    assert isinstance(scored, ScoreResult), scored
     assert scored.top1_ids == list(gen.output_ids)        # greedy tokens are the target's top-1
     assert scored.logprobs == pytest.approx(gen.output_logprobs, abs=0.05)   # bf16 prefill vs decode
     assert scored.top1_logprobs == pytest.approx(scored.logprobs)
     other = one(engine.score([ScoreRequest("o", PROMPT + OTHER, len(PROMPT))]))
-    assert len(other.logprobs) == len(OTHER) and max(other.logprobs) <= 0 and other.error is None
+    assert len(other.logprobs) == len(OTHER) and max(other.logprobs) <= 0 and isinstance(other, ScoreResult)
 
 
 def test_a_prompt_id_outside_the_vocabulary_is_never_sent(engine, vllm, tiny_tokenizer):
     """Real vLLM's engine core dies on such an id; the client refuses it and the server stays healthy."""
     bad = one(engine.generate([GenerationRequest("oov", PROMPT[:-1] + [len(tiny_tokenizer), PROMPT[-1]],
                                                  greedy(4))]))
-    assert bad.finish_reason == "error" and bad.finish_detail["reason"] == "prompt_out_of_vocab"
-    assert bad.finish_detail["attempts"] == 0
+    assert isinstance(bad, RequestFailure) and bad.reason == "prompt_out_of_vocab" and bad.attempts == 0
     assert http("GET", vllm.url + "/health")[0] == 200
     assert one(engine.generate([GenerationRequest("ok", PROMPT, greedy(2))])).finish_reason == "length"
 

@@ -170,7 +170,7 @@ def test_top_k_share_of_a_cut_vocabulary():
 
 def test_length_histograms_are_deterministic(demo_run, tmp_path):
     from kimi_eagle_data.emit.plots import plot_length_histograms
-    from kimi_eagle_data.workdir import Workdir
+    from kimi_eagle_data.store.workdir import Workdir
 
     workdir, _ = demo_run
     a = plot_length_histograms(Workdir(workdir), ["B1"], tmp_path / "a")

@@ -120,6 +120,7 @@ def test_protocol_server_and_local_engine_give_the_same_logprobs(tiny_tokenizer)
         GenerationRequest,
         SamplingParams,
         ScoreRequest,
+        ScoreResult,
     )
     from kimi_eagle_data.engines.local import LocalEngine
     from kimi_eagle_data.engines.sglang import SGLangEngine
@@ -139,7 +140,7 @@ def test_protocol_server_and_local_engine_give_the_same_logprobs(tiny_tokenizer)
     finally:
         srv.kill()
     for r in reqs:
-        assert remote[r.id].error is None
+        assert isinstance(remote[r.id], ScoreResult)
         assert len(remote[r.id].logprobs) == len(r.input_ids) - r.start == len(local[r.id].logprobs)
         assert max(abs(a - b) for a, b in zip(remote[r.id].logprobs, local[r.id].logprobs)) < 1e-4
         assert remote[r.id].top1_ids == local[r.id].top1_ids
@@ -161,7 +162,8 @@ def test_own_samples_rank_above_answers_in_another_style(tiny_tokenizer):
         ScoreRequest,
     )
     from kimi_eagle_data.engines.local import LocalEngine
-    from kimi_eagle_data.score.scoring import render_answer, stats_of
+    from kimi_eagle_data.records import LogprobSums
+    from kimi_eagle_data.score.scoring import render_answer
     from kimi_eagle_data.score.report import summarize
 
     tokens = ProfileTokens.from_tokenizer(TINY_KIMI, tiny_tokenizer)
@@ -183,7 +185,7 @@ def test_own_samples_rank_above_answers_in_another_style(tiny_tokenizer):
 
     def scored(answers):
         reqs = [ScoreRequest(k, prompts[k] + a, len(prompts[k])) for k, a in answers.items()]
-        return [stats_of(r.logprobs, r.top1_ids, answers[r.id], 0) for r in engine.score(reqs)]
+        return [LogprobSums.of(answers[r.id], r.logprobs, r.top1_ids, 0).as_dict() for r in engine.score(reqs)]
 
     own, again, other = scored(sets["own"]), scored(sets["own_again"]), scored(sets["other"])
     style = summarize(other, own)
@@ -195,7 +197,7 @@ def test_own_samples_rank_above_answers_in_another_style(tiny_tokenizer):
 
 
 def test_old_checkpoint_gains_the_column(tmp_path):
-    from kimi_eagle_data.engines.checkpoint import Checkpoint, _checksum, ids_to_blob
+    from kimi_eagle_data.store.checkpoint import Checkpoint, _checksum, ids_to_blob
 
     path = tmp_path / "generations.sqlite"
     db = sqlite3.connect(path)

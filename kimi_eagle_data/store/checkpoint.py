@@ -1,7 +1,8 @@
 """The generation checkpoint: completed samples committed atomically, keyed by id.
 
-SQLite in WAL mode: each completion is one transaction, so a `kill -9` at any moment leaves
-every committed sample intact and no torn record; the primary key makes a duplicate impossible.
+On the store layer (store/sqlite.py: WAL, one transaction per completion, a failures table), so a `kill -9`
+at any moment leaves every committed sample intact and no torn record; the primary key makes a duplicate
+impossible.
 Every row carries a checksum of its token bytes, verified on read, so a corrupt checkpoint is
 reported instead of being loaded silently.
 
@@ -17,16 +18,15 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, NamedTuple
 
 import numpy as np
 import orjson
 
-from kimi_eagle_data.diskfull import writing
-from kimi_eagle_data.errors import KimiDataError
-from kimi_eagle_data.records import Completion
+from kimi_eagle_data.records import Completion, RequestFailure
+from kimi_eagle_data.store.sqlite import CorruptCheckpointError, SQLiteStore
 
-SCHEMA = """
+COMPLETIONS_TABLE = """
 CREATE TABLE IF NOT EXISTS completions (
     id TEXT PRIMARY KEY,
     config TEXT NOT NULL,
@@ -41,21 +41,24 @@ CREATE TABLE IF NOT EXISTS completions (
     created_at REAL NOT NULL,
     checksum TEXT NOT NULL,
     logprob_stats TEXT
-);
-CREATE TABLE IF NOT EXISTS failures (
-    id TEXT PRIMARY KEY,
-    config TEXT NOT NULL,
-    reason TEXT NOT NULL,
-    message TEXT NOT NULL,
-    attempts INTEGER NOT NULL,
-    updated_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
+);"""
+
+_INSERT = ("INSERT OR IGNORE INTO completions (id, config, output_ids, finish_reason, finish_detail, prompt_tokens, "
+           "completion_tokens, cached_tokens, engine, latency_s, created_at, checksum, logprob_stats) "
+           "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)")
 
 
-class CorruptCheckpointError(KimiDataError, RuntimeError):
-    pass
+@dataclass(frozen=True)
+class RequestStat:
+    """One completion's request counters, what stats and plan read (no token ids)."""
+
+    id: str
+    config: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cached_tokens: int | None
+    latency_s: float | None
+    created_at: float
 
 
 def _checksum(id_: str, blob: bytes | memoryview, finish_reason: str) -> str:
@@ -72,8 +75,15 @@ def ids_to_blob(ids: Iterable[int]) -> bytes:
     return np.asarray(ids, dtype="<i4").tobytes()
 
 
-# A stored completion as read back: (id, output_ids blob, finish_reason, finish_detail JSON, checksum, file).
-StoredRow = tuple[str, bytes, str, str, str, str]
+class StoredRow(NamedTuple):
+    """A stored completion as read back, tokens still bytes (a named tuple: built from the SQL row at no cost)."""
+
+    id: str
+    output_ids: bytes                 # little-endian int32
+    finish_reason: str
+    finish_detail: str                # JSON text
+    checksum: str
+    file: str                         # the checkpoint file it came from
 
 
 def _corrupt_record(path: str | Path, id_: str) -> CorruptCheckpointError:
@@ -104,17 +114,17 @@ class CompletionBatch:
     @classmethod
     def from_rows(cls, rows: list[StoredRow]) -> "CompletionBatch":
         for r in rows:
-            if not isinstance(r[1], bytes) or len(r[1]) % 4:
-                raise _corrupt_record(r[5], r[0])
-        lengths = np.fromiter((len(r[1]) >> 2 for r in rows), dtype=np.int64, count=len(rows))
+            if not isinstance(r.output_ids, bytes) or len(r.output_ids) % 4:
+                raise _corrupt_record(r.file, r.id)
+        lengths = np.fromiter((len(r.output_ids) >> 2 for r in rows), dtype=np.int64, count=len(rows))
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        values = np.frombuffer(b"".join(r[1] for r in rows), dtype="<i4")
-        return cls([r[0] for r in rows], [r[2] for r in rows], [r[3] for r in rows], offsets, values,
-                   [r[4] for r in rows], [r[5] for r in rows])
+        values = np.frombuffer(b"".join(r.output_ids for r in rows), dtype="<i4")
+        return cls([r.id for r in rows], [r.finish_reason for r in rows], [r.finish_detail for r in rows], offsets,
+                   values, [r.checksum for r in rows], [r.file for r in rows])
 
     def row(self, i: int) -> StoredRow:
-        return (self.ids[i], self.values[self.offsets[i]:self.offsets[i + 1]].tobytes(), self.finish_reason[i],
+        return StoredRow(self.ids[i], self.values[self.offsets[i]:self.offsets[i + 1]].tobytes(), self.finish_reason[i],
                 self.finish_detail[i], self.checksums[i], self.files[i])
 
     def take(self, rows: list[int]) -> "CompletionBatch":
@@ -129,118 +139,54 @@ class CompletionBatch:
                 raise _corrupt_record(self.files[i], id_)
 
 
-def open_store(path: Path, schema: str) -> sqlite3.Connection:
-    """A writable SQLite file in WAL mode with `schema` in place. The schema is created in one transaction, and
-    a file this call created is removed again when that fails: a table-less file is never left behind. A full
-    disk raises DiskFullError (SQLite says "database or disk is full": not a corrupt file)."""
-    new = not path.exists()
-    db = None
-    try:
-        with writing(path):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(path, timeout=60, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(f"BEGIN IMMEDIATE;\n{schema}\nCOMMIT;")
-        return db
-    except BaseException:
-        if db is not None:
-            if db.in_transaction:
-                db.rollback()
-            db.close()
-        if new:
-            for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-                leftover.unlink(missing_ok=True)
-        raise
+class Checkpoint(SQLiteStore):
+    """`generations*.sqlite`: one row per completed sample (the `completions` table), its failure row while it
+    has none."""
 
+    records_table = "completions"
+    records_schema = COMPLETIONS_TABLE
 
-class Checkpoint:
-    def __init__(self, path: str | Path, readonly: bool = False):
-        """`readonly`: for reports (stats, inspect), which must never create or alter a checkpoint."""
-        self.path = Path(path)
-        try:
-            if readonly:
-                self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=60)
-                self.db.execute("SELECT 1 FROM completions LIMIT 1")   # a non-checkpoint fails here, not later
-                return
-            self.db = open_store(self.path, SCHEMA)
-            with writing(self.path):
-                self._migrate()
-        except sqlite3.DatabaseError as e:
-            raise CorruptCheckpointError(
-                f"checkpoint {self.path} is not a readable SQLite database ({e}); move it aside and rerun "
-                "generate, or restore it from a backup") from e
-
-    def request_stats(self) -> list[tuple]:
-        """(id, config, prompt_tokens, completion_tokens, cached_tokens, latency_s, created_at) per completion,
-        by id: what stats and plan read (no token ids)."""
-        try:
-            return self.db.execute("SELECT id, config, prompt_tokens, completion_tokens, cached_tokens, latency_s, "
-                                   "created_at FROM completions ORDER BY id").fetchall()
-        except sqlite3.DatabaseError as e:
-            raise self._unreadable(e) from e
-
-    def finish_detail(self, id_: str) -> dict | None:
-        r = self.db.execute("SELECT finish_detail FROM completions WHERE id=?", (id_,)).fetchone()
-        return orjson.loads(r[0]) if r else None
-
-    def _migrate(self) -> None:
+    def migrate(self) -> None:
         cols = {r[1] for r in self.db.execute("PRAGMA table_info(completions)")}
         if "logprob_stats" not in cols:   # a checkpoint from before log-probs were recorded
             self.db.execute("ALTER TABLE completions ADD COLUMN logprob_stats TEXT")
 
-    def close(self) -> None:
-        self.db.close()
-
-    # -- metadata -----------------------------------------------------------------------------
-    def get_meta(self, key: str):
-        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-        return orjson.loads(row[0]) if row else None
-
-    def set_meta(self, key: str, value) -> None:
-        with writing(self.path):
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, orjson.dumps(value).decode()))
-
     # -- writes -------------------------------------------------------------------------------
     def commit(self, config: str, c: Completion) -> None:
+        """Store a completion (one transaction; a sample already stored stays as it is)."""
         blob = ids_to_blob(c.output_ids)
-        # One transaction: the completion lands and its failure record goes, or neither.
-        with writing(self.path), self.db:
-            self.db.execute("BEGIN IMMEDIATE")
-            self.db.execute(
-                "INSERT OR IGNORE INTO completions (id, config, output_ids, finish_reason, finish_detail, "
-                "prompt_tokens, completion_tokens, cached_tokens, engine, latency_s, created_at, checksum, "
-                "logprob_stats) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (c.id, config, blob, c.finish_reason, orjson.dumps(c.finish_detail).decode(),
-                 c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.engine, c.latency_s,
-                 time.time(), _checksum(c.id, blob, c.finish_reason),
-                 orjson.dumps(c.logprob_stats).decode() if c.logprob_stats is not None else None),
-            )
-            self.db.execute("DELETE FROM failures WHERE id=?", (c.id,))
+        self.commit_record(_INSERT, (
+            c.id, config, blob, c.finish_reason, orjson.dumps(c.finish_detail).decode(),
+            c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.engine, c.latency_s,
+            time.time(), _checksum(c.id, blob, c.finish_reason),
+            orjson.dumps(c.logprob_stats).decode() if c.logprob_stats is not None else None), (c.id,))
 
-    def record_failure(self, config: str, id_: str, reason: str, message: str, attempts: int) -> None:
-        with writing(self.path):
-            self.db.execute("INSERT OR REPLACE INTO failures VALUES (?,?,?,?,?,?)",
-                            (id_, config, reason, message, attempts, time.time()))
-
-    def clear_failures(self, config: str | None = None) -> int:
-        q = "DELETE FROM failures" + (" WHERE config=?" if config else "")
-        return self.db.execute(q, (config,) if config else ()).rowcount
+    def record_failure(self, config: str, failure: RequestFailure) -> None:
+        self.record_failure_row(config, (failure.id,), failure)
 
     # -- reads --------------------------------------------------------------------------------
     def done_ids(self, config: str | None = None) -> set[str]:
         q = "SELECT id FROM completions" + (" WHERE config=?" if config else "")
-        return {r[0] for r in self.db.execute(q, (config,) if config else ())}
+        return {r[0] for r in self.read(q, (config,) if config else ())}
 
-    def failures(self, config: str | None = None) -> dict[str, tuple[str, str, int]]:
-        q = "SELECT id, reason, message, attempts FROM failures" + (" WHERE config=?" if config else "")
-        return {r[0]: (r[1], r[2], r[3]) for r in self.db.execute(q, (config,) if config else ())}
+    def failures(self, config: str | None = None) -> dict[str, RequestFailure]:
+        return {key[0]: f for key, f in self.failure_rows(config)}
+
+    def request_stats(self) -> list[RequestStat]:
+        """Each completion's request counters, by id."""
+        return [RequestStat(*r) for r in self.read(
+            "SELECT id, config, prompt_tokens, completion_tokens, cached_tokens, latency_s, created_at "
+            "FROM completions ORDER BY id")]
+
+    def finish_detail(self, id_: str) -> dict | None:
+        r = self.read("SELECT finish_detail FROM completions WHERE id=?", (id_,))
+        return orjson.loads(r[0][0]) if r else None
 
     def completions(self, config: str) -> Iterator[Completion]:
         try:
             yield from self._completions(config)
         except sqlite3.Error as e:   # e.g. a value that is no longer a blob, a damaged page
-            raise self._unreadable(e) from e
+            raise self.unreadable(e) from e
 
     def _completions(self, config: str) -> Iterator[Completion]:
         cur = self.db.execute(
@@ -249,7 +195,7 @@ class Checkpoint:
             (config,))
         for (id_, blob, fr, fd, pt, ct, cached, engine, lat, checksum, lps) in cur:
             if not isinstance(blob, bytes) or _checksum(id_, blob, fr) != checksum or len(blob) % 4:
-                raise self._corrupt_record(id_)
+                raise _corrupt_record(self.path, id_)
             yield Completion(   # output_ids: a read-only int32 view of the stored bytes (no Python ints)
                 id=id_, output_ids=np.frombuffer(blob, dtype="<i4"), finish_reason=fr,
                 finish_detail=orjson.loads(fd), prompt_tokens=pt, completion_tokens=ct,
@@ -264,26 +210,13 @@ class Checkpoint:
             cur = self.db.execute("SELECT id, output_ids, finish_reason, finish_detail, checksum FROM completions "
                                   "WHERE config=? ORDER BY id", (config,))
             while chunk := cur.fetchmany(rows):
-                yield CompletionBatch.from_rows([(*r, path) for r in chunk])
+                yield CompletionBatch.from_rows([StoredRow(*r, path) for r in chunk])
         except sqlite3.Error as e:
-            raise self._unreadable(e) from e
-
-    def _corrupt_record(self, id_: str) -> CorruptCheckpointError:
-        return _corrupt_record(self.path, id_)
-
-    def _unreadable(self, e: Exception) -> CorruptCheckpointError:
-        return CorruptCheckpointError(
-            f"checkpoint {self.path} cannot be read ({e}); the file is corrupt. Move it aside and rerun "
-            "generate, or restore it from a backup")
+            raise self.unreadable(e) from e
 
     def time_range(self) -> tuple[float, float] | None:
-        row = self.db.execute("SELECT MIN(created_at), MAX(created_at) FROM completions").fetchone()
+        row = self.read("SELECT MIN(created_at), MAX(created_at) FROM completions")[0]
         return None if row[0] is None else (row[0], row[1])
-
-
-def shard_checkpoint_name(shard: tuple[int, int] | None) -> str:
-    """One checkpoint file per shard, so nodes sharing one workdir never write the same SQLite file."""
-    return "generations.sqlite" if shard is None else f"generations.shard-{shard[0]}-of-{shard[1]}.sqlite"
 
 
 def in_shard(id_: str, shard: tuple[int, int] | None) -> bool:
@@ -308,8 +241,8 @@ class CheckpointSet:
     def done_ids(self) -> set[str]:
         return set().union(*(p.done_ids() for p in self.parts)) if self.parts else set()
 
-    def failures(self, config: str | None = None) -> dict[str, tuple[str, str, int]]:
-        merged: dict[str, tuple[str, str, int]] = {}
+    def failures(self, config: str | None = None) -> dict[str, RequestFailure]:
+        merged: dict[str, RequestFailure] = {}
         for p in self.parts:
             merged.update(p.failures(config))
         return merged
@@ -327,11 +260,11 @@ class CheckpointSet:
                     yield b.row(i)
 
         last, pending = None, []
-        for r in heapq.merge(*(records(p) for p in self.parts), key=lambda r: r[0]):
-            if r[0] == last:
+        for r in heapq.merge(*(records(p) for p in self.parts), key=lambda r: r.id):
+            if r.id == last:
                 self.duplicates += 1
                 continue
-            last = r[0]
+            last = r.id
             pending.append(r)
             if len(pending) == rows:
                 yield CompletionBatch.from_rows(pending)
@@ -349,12 +282,12 @@ class CheckpointSet:
                     seen.add(c.id)
                     yield c
 
-    def request_stats(self) -> list[tuple]:
+    def request_stats(self) -> list[RequestStat]:
         """As Checkpoint.request_stats over every file; a sample in two files counts once (the first)."""
-        rows: dict[str, tuple] = {}
+        rows: dict[str, RequestStat] = {}
         for p in self.parts:
             for r in p.request_stats():
-                rows.setdefault(r[0], r)
+                rows.setdefault(r.id, r)
         return [rows[k] for k in sorted(rows)]
 
     def finish_detail(self, id_: str) -> dict | None:

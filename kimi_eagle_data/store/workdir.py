@@ -4,10 +4,13 @@
     <workdir>/prepared/<CFG>.parquet       PromptRecords (prepare)
     <workdir>/prepared/<CFG>.rejects.jsonl source rows rejected at prepare, with reasons
     <workdir>/prepared/<CFG>.json          prepare counts and fingerprint
-    <workdir>/generations.sqlite           the generation checkpoint (generate)
+    <workdir>/generations.sqlite           the generation checkpoint (generate; store/checkpoint.py)
+    <workdir>/generations.shard-I-of-N.sqlite  the checkpoint of `generate --shard I/N`
     <workdir>/validated/<CFG>.parquet      light columns per row: verdict, lengths, issues (validate)
     <workdir>/validated/<CFG>.json         validation counts
     <workdir>/dataset/                     the Hub-layout tree, the only copy of the token rows (emit)
+    <workdir>/score.sqlite                 the score checkpoint (score; store/scores.py)
+    <workdir>/score.json                   the score report (score)
 """
 
 from __future__ import annotations
@@ -62,6 +65,11 @@ class Workdir:
     def checkpoint(self) -> Path:
         return self.root / "generations.sqlite"
 
+    def shard_checkpoint(self, shard: tuple[int, int] | None) -> Path:
+        """One checkpoint file per shard (`--shard i/N`), so nodes sharing one workdir never write the same
+        SQLite file; the main one without a shard."""
+        return self.checkpoint if shard is None else self.root / f"generations.shard-{shard[0]}-of-{shard[1]}.sqlite"
+
     def validated(self, config: str) -> Path:
         return self.root / "validated" / f"{check_config_name(config)}.parquet"
 
@@ -71,6 +79,14 @@ class Workdir:
     @property
     def dataset(self) -> Path:
         return self.root / "dataset"
+
+    @property
+    def score_checkpoint(self) -> Path:
+        return self.root / "score.sqlite"
+
+    @property
+    def score_report(self) -> Path:
+        return self.root / "score.json"
 
     def checkpoint_paths(self) -> list[Path]:
         """Every checkpoint file of the workdir: the main one and one per shard (`--shard i/N`)."""

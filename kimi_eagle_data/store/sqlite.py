@@ -1,0 +1,163 @@
+"""The one SQLite layer under the workdir's record stores (the generation checkpoint, the score checkpoint).
+
+What every store gets from here, written once:
+
+- WAL mode, `synchronous=NORMAL`: a committed transaction survives `kill -9`; a killed writer leaves no torn
+  record (SQLite rolls an unfinished transaction back on the next open).
+- Its schema created in one transaction; a file this layer created is removed again when that fails, so a
+  table-less file is never left behind.
+- A `meta` table (key -> JSON value) and a `failures` table keyed like the store's records: a request the
+  engine gave up on, with its reason, message and attempts (`RequestFailure`).
+- One transaction per record (`commit_record`): the record lands and its failure row goes, or neither.
+- Every write under `writing(path)`: a full disk is one line naming the file (DiskFullError), never a
+  "corrupt" store. A file that is not a readable SQLite database is CorruptCheckpointError, one line saying
+  what to do.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from kimi_eagle_data.diskfull import writing
+from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.records import RequestFailure
+
+META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+
+
+class CorruptCheckpointError(KimiDataError, RuntimeError):
+    pass
+
+
+def failures_table(key_columns: tuple[str, ...]) -> str:
+    """The failures table of a store whose records are keyed by `key_columns` (the columns, in this order,
+    of the files earlier versions wrote)."""
+    if key_columns == ("id",):
+        first = "id TEXT PRIMARY KEY, config TEXT NOT NULL"
+        key = ""
+    else:
+        first = ", ".join(f"{c} TEXT NOT NULL" for c in key_columns) + ", config TEXT NOT NULL"
+        key = f", PRIMARY KEY ({', '.join(key_columns)})"
+    return (f"CREATE TABLE IF NOT EXISTS failures ({first}, reason TEXT NOT NULL, message TEXT NOT NULL, "
+            f"attempts INTEGER NOT NULL, updated_at REAL NOT NULL{key});")
+
+
+def open_store(path: Path, schema: str) -> sqlite3.Connection:
+    """A writable SQLite file in WAL mode with `schema` in place. The schema is created in one transaction, and
+    a file this call created is removed again when that fails: a table-less file is never left behind. A full
+    disk raises DiskFullError (SQLite says "database or disk is full": not a corrupt file)."""
+    new = not path.exists()
+    db = None
+    try:
+        with writing(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(path, timeout=60, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(f"BEGIN IMMEDIATE;\n{schema}\nCOMMIT;")
+        return db
+    except BaseException:
+        if db is not None:
+            if db.in_transaction:
+                db.rollback()
+            db.close()
+        if new:
+            for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+                leftover.unlink(missing_ok=True)
+        raise
+
+
+class SQLiteStore:
+    """A record store in one SQLite file. A subclass names its records' table and schema, the columns that key
+    a record (and its failure row), how its errors name the file and what a user does about a corrupt one."""
+
+    records_table: str
+    records_schema: str                 # CREATE TABLE IF NOT EXISTS <records_table> (...)
+    key_columns: tuple[str, ...] = ("id",)
+    what = "checkpoint"                 # how messages name the file
+    remedy = "rerun generate, or restore it from a backup"
+
+    def __init__(self, path: str | Path, readonly: bool = False):
+        """`readonly`: for reports, which must never create or alter a store."""
+        self.path = Path(path)
+        try:
+            if readonly:
+                self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=60)
+                # Not a store of this kind: fail here, not later.
+                self.db.execute(f"SELECT 1 FROM {self.records_table} LIMIT 1")
+                return
+            self.db = open_store(self.path, "\n".join((self.records_schema, failures_table(self.key_columns),
+                                                       META_TABLE)))
+            with writing(self.path):
+                self.migrate()
+        except sqlite3.DatabaseError as e:
+            raise CorruptCheckpointError(f"{self.what} {self.path} is not a readable SQLite database ({e}); move "
+                                         f"it aside and {self.remedy}") from e
+
+    def migrate(self) -> None:
+        """Bring a file an earlier version wrote up to this schema (on a writable open)."""
+
+    def close(self) -> None:
+        self.db.close()
+
+    def unreadable(self, e: Exception) -> CorruptCheckpointError:
+        return CorruptCheckpointError(f"{self.what} {self.path} cannot be read ({e}); the file is corrupt. Move it "
+                                      f"aside and {self.remedy}")
+
+    def read(self, sql: str, params: tuple = ()) -> list[tuple]:
+        """All rows of a query; a damaged file is CorruptCheckpointError."""
+        try:
+            return self.db.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as e:
+            raise self.unreadable(e) from e
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: committed whole when the block ends, rolled back when it raises."""
+        with writing(self.path), self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            yield self.db
+
+    def commit_record(self, insert: str, row: tuple, key: tuple[str, ...]) -> None:
+        """Insert one record and drop its failure row, in one transaction."""
+        with self.transaction() as db:
+            db.execute(insert, row)
+            db.execute(f"DELETE FROM failures WHERE {self._key_match()}", key)
+
+    # -- failures -------------------------------------------------------------------------------
+    def record_failure_row(self, config: str, key: tuple[str, ...], failure: RequestFailure) -> None:
+        cols = (*self.key_columns, "config", "reason", "message", "attempts", "updated_at")
+        with writing(self.path):
+            self.db.execute(f"INSERT OR REPLACE INTO failures ({', '.join(cols)}) VALUES "
+                            f"({', '.join('?' * len(cols))})",
+                            (*key, config, failure.reason, failure.message, failure.attempts, time.time()))
+
+    def failure_rows(self, config: str | None = None) -> Iterator[tuple[tuple[str, ...], RequestFailure]]:
+        """(key, failure) of every recorded failure (of one config)."""
+        n = len(self.key_columns)
+        q = f"SELECT {', '.join(self.key_columns)}, reason, message, attempts FROM failures"
+        for r in self.read(q + (" WHERE config=?" if config else ""), (config,) if config else ()):
+            yield r[:n], RequestFailure(id=r[0], reason=r[n], message=r[n + 1], attempts=r[n + 2])
+
+    def clear_failures(self, config: str | None = None) -> int:
+        q = "DELETE FROM failures" + (" WHERE config=?" if config else "")
+        with writing(self.path):
+            return self.db.execute(q, (config,) if config else ()).rowcount
+
+    def _key_match(self) -> str:
+        return " AND ".join(f"{c}=?" for c in self.key_columns)
+
+    # -- metadata -------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> Any:
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return orjson.loads(row[0]) if row else None
+
+    def set_meta(self, key: str, value: Any) -> None:
+        with writing(self.path):
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, orjson.dumps(value).decode()))
