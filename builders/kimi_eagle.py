@@ -38,7 +38,7 @@ from kimi_eagle_data import __version__
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.run_checks import SettingError
 from kimi_eagle_data.schema import features
-from kimi_eagle_data.workdir import file_sha256
+from kimi_eagle_data.store.workdir import file_sha256
 
 BATCH_ROWS = 1024
 STAGING = ".builder"    # <workdir>/.builder/<CONFIG>/: the validated rows, until the table generator streamed them

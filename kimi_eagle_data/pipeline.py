@@ -89,7 +89,7 @@ RunSettings.__module__ = __name__
 
 class Pipeline:
     def __init__(self, settings: RunSettings, console: Console | None = None, *, generate_only: bool = False):
-        """Holds the workdir's lock (workdir_lock.py) from here until the Pipeline is dropped: one writer at a
+        """Holds the workdir's lock (store/lock.py) from here until the Pipeline is dropped: one writer at a
         time. `generate_only` with `--shard i/N`: shares the workdir with the other shards' generates."""
         self.s = settings
         self.console = console or Console(stderr=True)

@@ -4,7 +4,7 @@ Each CLI run of the suite in a fresh interpreter spent most of its time importin
 `generate` of 27 prompts under py-spy: 70% of its samples in imports), over hundreds of runs. A forked child is
 still a process of its own, as `python -m kimi_eagle_data` is: its own pid, stdin from /dev/null, stdout and stderr
 in pipes, the exit status the kernel reports (a signal's is negative, as with subprocess), a traceback printed by
-the child itself, workdir locks of its own (workdir_lock forgets the parent's in a forked child). The child is put
+the child itself, workdir locks of its own (store/lock.py forgets the parent's in a forked child). The child is put
 back into the state a fresh interpreter starts in where the test process changed it: environment, argv, signal
 dispositions, faulthandler, warnings, logging handlers. tests/test_forked_cli.py compares forked and fresh runs."""
 
