@@ -293,11 +293,12 @@ def inherit(values: dict[str, Any], given: set[str], saved: dict[str, Any], run_
     """`values` with each inherited setting not in `given` (named on the command line) taken from `saved` (run.json's
     options), checked by the same rules as the options (SettingError naming run.json)."""
     new_config = values.get("config_file") and values["config_file"] != saved.get("config_file")
-    taken = {}
-    for key in INHERITED:
-        if key not in saved or key in given or key not in values:
+    taken: dict[str, Any] = {}
+    for key in INHERITED:   # also those the command has no option for (score's model, build's repo)
+        if key not in saved or key in given:
             continue
-        if key == "model_label" and values.get("model") != saved.get("model"):   # a label names one model only
+        model = taken["model"] if "model" in taken else values.get("model")
+        if key == "model_label" and model != saved.get("model"):   # a label names one model only
             continue
         if key == "configs" and new_config:   # a new --config brings its own default configs
             continue
