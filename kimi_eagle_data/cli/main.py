@@ -1,4 +1,5 @@
-"""`kimi-data`: the command line. Thin: options -> RunSettings -> Pipeline.
+"""`kimi-data`: the command line. Thin: options -> RunSettings (cli/options.py) -> a Pipeline run (pipeline.py),
+whose reports it prints.
 
 Errors the user can fix print one line (what, where, what to do) and exit 1; usage errors exit 2;
 `generate`/`build`/`demo` exit 3 when samples failed in this run (after all retries; the rest is kept).
@@ -13,7 +14,6 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.cli.common import console, friendly_errors, out
 from kimi_eagle_data.cli.options import pipeline_for, settings_from
 from kimi_eagle_data.settings import option_for, run_options
@@ -21,9 +21,6 @@ from kimi_eagle_data.wording import counted
 
 # Exit status of generate/build/demo when samples failed in this run (everything else was kept).
 EXIT_FAILED = 3
-
-CONFIG_HELP = f"Dataset configs to process (default: all of {', '.join(PARTITIONS)})."
-
 
 # -- output ---------------------------------------------------------------------------------------
 def print_prepare(reports) -> None:
@@ -93,8 +90,8 @@ def exit_if_failed(rep) -> None:
         sys.exit(EXIT_FAILED)
 
 
-def print_build(p) -> None:
-    """Run `build` on the pipeline, printing each stage's report as it comes (build and demo)."""
+def build_and_print(p) -> None:
+    """The pipeline's `build`, each stage's report printed as it comes (build and demo)."""
     report = p.build(show)
     if report.manifest is not None:
         print_load_hint(p.workdir.dataset, p.s.configs)
@@ -135,7 +132,7 @@ def demo(workdir: str, limit: int | None, progress: bool, workers: int | None):
     """
     from kimi_eagle_data.pipeline import Pipeline, demo_settings
 
-    print_build(Pipeline(demo_settings(workdir, limit=limit, progress=progress, workers=workers),
+    build_and_print(Pipeline(demo_settings(workdir, limit=limit, progress=progress, workers=workers),
                          console=console))
 
 
@@ -152,7 +149,7 @@ def build(**kw):
     Exit status: 0 when every sample completed; 3 when samples failed in this run (the dataset of
     the others is still emitted; rerun with --retry-failed); 1 on an error; 2 on a usage error.
     """
-    print_build(pipeline_for(kw))
+    build_and_print(pipeline_for(kw))
 
 
 @main.command()
