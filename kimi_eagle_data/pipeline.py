@@ -109,8 +109,6 @@ class Pipeline:
         from kimi_eagle_data.workdir_lock import WorkdirLock
 
         self.workdir = Workdir(Path(settings.workdir).resolve())
-        if not create:
-            self.workdir.settings()    # MissingInputError naming the workdir: there is nothing to resume
         settings, self.partitions = load_partitions(settings, partitions)
         check_version(settings.version)
         self.s = settings
@@ -125,6 +123,8 @@ class Pipeline:
         self.reports: dict[str, ValidateReport] = {}   # the last validate pass's counts
         self.pilot_limit: int | None = None             # --limit of the prepare this run's prepare replaced
         fp = tokenizer_fingerprint(self.tokenizer)
+        if not create:
+            self.workdir.settings()    # MissingInputError naming the workdir: there is nothing to resume
         options = settings.options() if remember_options else self.workdir.settings().get("options", {})
         # Everything is valid: only now is the workdir made and locked.
         self.workdir = Workdir.at(self.workdir.root)
