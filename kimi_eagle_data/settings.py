@@ -315,30 +315,29 @@ def inherit(values: dict[str, Any], given: set[str], saved: dict[str, Any], run_
 
 
 # -- the CLI's options, built from the declarations ------------------------------------------------------------
-def _options(group: str | None) -> list:
-    return [s.click_option(n, f.default if f.default_factory is MISSING else None)
-            for n, (f, s) in DECLARED.items() if s.flag and (group is None or s.group == group)]
+def _option(name: str):
+    f, s = DECLARED[name]
+    return s.click_option(name, f.default if f.default_factory is MISSING else None)
+
+
+def _decorate(fn, options: list):
+    for opt in reversed(options):
+        fn = opt(fn)
+    return fn
 
 
 def engine_options(fn):
     """The engine's options (every command that calls an engine: the run commands and score)."""
-    for opt in reversed(_options("engine")):
-        fn = opt(fn)
-    return fn
+    return _decorate(fn, [_option(n) for n, (_, s) in DECLARED.items() if s.flag and s.group == "engine"])
 
 
 def run_options(fn):
     """The options every run command (build and the stage commands) takes: CONFIG arguments, the run's and the
     engine's settings."""
-    opts = [click.argument("configs", nargs=-1, metavar="[CONFIG]...", callback=click_config_names)]
-    opts += [o for n, (f, s) in DECLARED.items() if s.flag and s.group in ("run", "engine")
-             for o in [s.click_option(n, f.default if f.default_factory is MISSING else None)]]
-    for opt in reversed(opts):
-        fn = opt(fn)
-    return fn
+    return _decorate(fn, [click.argument("configs", nargs=-1, metavar="[CONFIG]...", callback=click_config_names),
+                          *(_option(n) for n, (_, s) in DECLARED.items() if s.flag and s.group in ("run", "engine"))])
 
 
 def option_for(name: str):
     """The CLI option of one setting (--workers, --repo: only some commands take them)."""
-    f, s = DECLARED[name]
-    return s.click_option(name, f.default if f.default_factory is MISSING else None)
+    return _option(name)
