@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kimi_eagle_data.cli.common import UserError, console
+from kimi_eagle_data.cli.common import console
 from kimi_eagle_data.settings import DECLARED, inherit, saved_options
 from kimi_eagle_data.sources.partitions import PARTITIONS
 
@@ -23,24 +23,18 @@ def parse_sources(values, known=PARTITIONS) -> dict[str, str]:
 
 def settings_from(kw: dict):
     """The command's options -> (RunSettings, the partition config it names): what the command line does not give
-    is inherited from the workdir's run.json (settings.inherit); the partition config is read once, here."""
+    is inherited from the workdir's run.json (settings.inherit); the partition config is read once, here. A value
+    out of range, from run.json or the config file, is a SettingError / ConfigError: one line (friendly_errors)."""
     from kimi_eagle_data.pipeline import RunSettings
-    from kimi_eagle_data.run_checks import SettingError
-    from kimi_eagle_data.sources.config import ConfigError, load_config
+    from kimi_eagle_data.sources.config import load_config
 
     ctx = click.get_current_context()
     given = {k for k in kw if ctx.get_parameter_source(k) not in (None, click.core.ParameterSource.DEFAULT)}
     values = {k: v for k, v in kw.items() if k in DECLARED}
     values["configs"] = list(values.get("configs") or ())
     run_json, saved = saved_options(values["workdir"])
-    try:   # run.json is a file a user can edit: its values pass the same checks as the options
-        values = inherit(values, given, saved, run_json)
-    except SettingError as e:
-        raise UserError(str(e)) from None
-    try:
-        partitions = load_config(values.get("config_file"))
-    except ConfigError as e:
-        raise UserError(str(e)) from e
+    values = inherit(values, given, saved, run_json)   # run.json's values pass the same checks as the options
+    partitions = load_config(values.get("config_file"))
     known = partitions.partitions
     for c in values["configs"]:
         if c not in known:
@@ -49,10 +43,7 @@ def settings_from(kw: dict):
                                      param_hint="CONFIG")
     if "sources" in values:
         values["sources"] = parse_sources(values["sources"], known)
-    try:
-        return RunSettings(**values), partitions
-    except SettingError as e:   # values together out of range (max_new_tokens >= max_seq_len)
-        raise UserError(str(e)) from None
+    return RunSettings(**values), partitions
 
 
 def pipeline_for(kw: dict, **how):
