@@ -1,31 +1,41 @@
-"""The stages wired together over one workdir. The CLI only parses options into `RunSettings`."""
+"""The whole pipeline over one workdir: the stages (prepare, generate, validate, emit, score), the runs made of them
+(`build`, a stage command's run with its accounting check) and the reports they return. The CLI only turns options
+into `RunSettings` and prints the reports.
+
+    settings = RunSettings(workdir="runs/b4", configs=["B4"], engine="sglang", servers=["http://node1:30000"])
+    p = Pipeline(settings)          # reads the partition config, the tokenizer, binds run.json
+    p.prepare(); p.generate(); p.validate()          # or p.build()
+"""
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict, make_dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 from rich.console import Console
 
 from kimi_eagle_data import __version__
-from kimi_eagle_data.errors import MissingInputError
+from kimi_eagle_data.errors import KimiDataError, MissingInputError
 from kimi_eagle_data.validate.assemble import ValidateReport, validate_config
 from kimi_eagle_data.store.checkpoint import Checkpoint, CheckpointSet, in_shard
 from kimi_eagle_data.engines.base import Engine, EngineError, SamplingParams
 from kimi_eagle_data.engines.generate import GenerateReport, generate_records
 from kimi_eagle_data.grammar import reasoning_length
-from kimi_eagle_data.prompts.prepare import PrepareReport, read_prepared
-from kimi_eagle_data.profile import ModelProfile, ProfileTokens, get_profile
-from kimi_eagle_data.settings import BOUND, INHERITED, dataclass_fields
+from kimi_eagle_data.prompts.prepare import PrepareReport, PrepareRun, read_prepared
+from kimi_eagle_data.profile import TINY_MODEL_DIR, ProfileTokens
+from kimi_eagle_data.settings import BOUND, RunSettings
+from kimi_eagle_data.sources.config import PrepareConfig, load_config
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
 from kimi_eagle_data.prompts.tool_declaration import ENCODER_VERSION as TOOL_ENCODER_VERSION
 from kimi_eagle_data.validate.validator import Validator
 from kimi_eagle_data.store.workdir import Workdir, dataset_config_dir
-from kimi_eagle_data.store.lock import WorkdirLock
+
+__all__ = ["AccountingError", "BuildReport", "Pipeline", "RunSettings", "demo_settings", "load_partitions",
+           "prepare_dry_run"]
 
 # What the run is bound to: a workdir started with one value refuses another (settings.py marks the
 # bound settings; sampling is bound as the request it makes, the tokenizer by its fingerprints).
@@ -33,76 +43,91 @@ _SAMPLING = ("max_new_tokens", "temperature", "top_p")
 BINDING_KEYS = (*(k for k in BOUND if k not in _SAMPLING), "sampling", "tokenizer_sha256", "chat_template_sha256",
                 "tokenizer_code_sha256", "tool_encoder_version")
 
-
-class _RunSettings:
-    """What one run of the pipeline does; fields come from settings.SETTINGS (see RunSettings below)."""
-
-    def options(self) -> dict[str, Any]:
-        """What later stage commands on this workdir inherit (settings marked `inherited`)."""
-        return {k: getattr(self, k) for k in INHERITED}
-
-    def __post_init__(self):
-        from kimi_eagle_data.sources.config import load_config
-
-        # The partition registry: B1-B8, overridden and extended by the config file.
-        self.prepare_config = load_config(self.config_file)
-        if not self.configs:
-            self.configs = list(self.prepare_config.configs)
-        for c in self.configs:
-            self.prepare_config.partition(c)
-        for key, value in self.prepare_config.sampling.items():   # [sampling] in the file; options win
-            if getattr(self, key) is None:
-                setattr(self, key, value)
-        from kimi_eagle_data.run_checks import SETTING_RULES, check_settings
-
-        # Callers other than the CLI (which checked each option already) get the same one-line errors.
-        check_settings({k: getattr(self, k) for k in SETTING_RULES}, "")
-
-    @property
-    def model_profile(self) -> ModelProfile:
-        return get_profile(self.profile)
-
-    @property
-    def model_path(self) -> str:
-        return self.model or self.model_profile.model_path
-
-    @property
-    def tokenizer_path(self) -> str:
-        return self.tokenizer or self.model_path
-
-    def resolved_max_seq_len(self) -> int:
-        return self.max_seq_len or self.model_profile.max_seq_len
-
-    def sampling(self, stop_id: int) -> SamplingParams:
-        d = self.model_profile.sampling
-        return SamplingParams(
-            max_new_tokens=self.max_new_tokens or d.max_new_tokens,
-            temperature=d.temperature if self.temperature is None else self.temperature,
-            top_p=d.top_p if self.top_p is None else self.top_p,
-            stop_token_ids=(stop_id,),
-        )
+# A stage's report as it is made: (stage, report) with stage one of "prepare" (config -> PrepareReport), "generate"
+# (GenerateReport), "accounting" (config -> counts before validation), "validate" (config -> ValidateReport) and
+# "balanced" (the same, once the accounting identity holds). The CLI prints them; a library caller may ignore them.
+Show = Callable[[str, Any], None]
 
 
-RunSettings = make_dataclass("RunSettings", dataclass_fields(), bases=(_RunSettings,))
-RunSettings.__module__ = __name__
+def _ignore(stage: str, report: Any) -> None:
+    pass
+
+
+class AccountingError(KimiDataError, RuntimeError):
+    """selected != rejected at prepare + generated/validated + failed + pending: every item must be counted."""
+
+
+def load_partitions(settings: RunSettings, partitions: PrepareConfig | None = None
+                    ) -> tuple[RunSettings, PrepareConfig]:
+    """The settings resolved against the partition config (read from `settings.config_file` unless given): unset
+    configs become every partition of the file, unset sampling takes the file's `[sampling]` (options win). An
+    unknown config is a ConfigError."""
+    partitions = partitions or load_config(settings.config_file)
+    configs = list(settings.configs) or list(partitions.configs)
+    for c in configs:
+        partitions.partition(c)
+    from_file = {k: v for k, v in partitions.sampling.items() if getattr(settings, k) is None}
+    return replace(settings, configs=configs, **from_file), partitions
+
+
+def demo_settings(workdir: str | Path, *, limit: int | None = None, progress: bool = True,
+                  workers: int | None = None) -> RunSettings:
+    """`kimi-data demo`: the bundled sample prompts through the embedded tiny model."""
+    return RunSettings(workdir=str(workdir), profile="tiny-kimi", model=str(TINY_MODEL_DIR),
+                       model_label="tiny-kimi (embedded test model)", samples=True, limit=limit, progress=progress,
+                       workers=workers)
+
+
+def prepare_dry_run(settings: RunSettings, partitions: PrepareConfig | None = None) -> PrepareRun:
+    """Everything prepare does except writing (no workdir is made): per-config counts after each stage."""
+    from kimi_eagle_data.prompts.prepare import dry_run
+
+    settings, partitions = load_partitions(settings, partitions)
+    return dry_run(settings, partitions)
+
+
+@dataclass
+class BuildReport:
+    prepare: dict[str, PrepareReport]
+    generate: GenerateReport
+    validate: dict[str, ValidateReport]
+    manifest: dict[str, Any] | None      # None: nothing to emit (every sample failed; a warning says so)
 
 
 class Pipeline:
-    def __init__(self, settings: RunSettings, console: Console | None = None, *, generate_only: bool = False):
-        """Holds the workdir's lock (store/lock.py) from here until the Pipeline is dropped: one writer at a
-        time. `generate_only` with `--shard i/N`: shares the workdir with the other shards' generates."""
+    def __init__(self, settings: RunSettings, console: Console | None = None, *,
+                 partitions: PrepareConfig | None = None, generate_only: bool = False, create: bool = True,
+                 remember_options: bool = True):
+        """Reads the partition config (unless `partitions` is given), the tokenizer, and binds the workdir's
+        run.json; holds the workdir's lock (store/lock.py) from then until the Pipeline is dropped: one writer at
+        a time. The workdir is made (with `create`) or touched only once all of that succeeded: a command that fails
+        on its settings leaves nothing behind. Without `create` the workdir must have a run.json already (every
+        stage but prepare works on what an earlier one left). `generate_only` with `--shard i/N`: shares the
+        workdir with the other shards' generates. Without `remember_options`, run.json keeps the options it has
+        (score: another engine for scoring is not the run's engine)."""
+        from kimi_eagle_data.emit.writer import check_version
+        from kimi_eagle_data.store.lock import WorkdirLock
+
+        self.workdir = Workdir(Path(settings.workdir).resolve())
+        settings, self.partitions = load_partitions(settings, partitions)
+        check_version(settings.version)
         self.s = settings
         self.console = console or Console(stderr=True)
         self.profile = settings.model_profile
         self.tokenizer = load_tokenizer(settings.tokenizer_path)
         self.tokens = ProfileTokens.from_tokenizer(self.profile, self.tokenizer)
-        self.sampling = settings.sampling(self.tokens.end_of_turn)
-        self.max_seq_len = settings.resolved_max_seq_len()
+        resolved = settings.resolved_sampling()
+        self.sampling = SamplingParams(max_new_tokens=resolved.max_new_tokens, temperature=resolved.temperature,
+                                       top_p=resolved.top_p, stop_token_ids=(self.tokens.end_of_turn,))
+        self.max_seq_len = resolved.max_seq_len
         self.reports: dict[str, ValidateReport] = {}   # the last validate pass's counts
         self.pilot_limit: int | None = None             # --limit of the prepare this run's prepare replaced
         fp = tokenizer_fingerprint(self.tokenizer)
-        # The workdir is made only now: a command that fails on its tokenizer or settings leaves none behind.
-        self.workdir = Workdir.at(settings.workdir)
+        if not create:
+            self.workdir.settings()    # MissingInputError naming the workdir: there is nothing to resume
+        options = settings.options() if remember_options else self.workdir.settings().get("options", {})
+        # Everything is valid: only now is the workdir made and locked.
+        self.workdir = Workdir.at(self.workdir.root)
         self.lock = WorkdirLock(self.workdir.root, settings.shard if generate_only else None)
         if not (generate_only and settings.shard):   # the only writer: what a killed run left half-written goes
             self.workdir.remove_stale_temp_files()
@@ -116,8 +141,57 @@ class Pipeline:
             "sampling": self.sampling.to_sglang(),
             "max_seq_len": self.max_seq_len,
             "keep_truncated": settings.keep_truncated,
-            "options": settings.options(),
+            "options": options,
         }, binding_keys=BINDING_KEYS)
+
+    # -- runs made of stages -------------------------------------------------------------------
+    def build(self, show: Show = _ignore) -> BuildReport:
+        """prepare (reusing prompts prepared with the same inputs) -> generate -> emit, which validates every
+        completion while it writes the rows; then the accounting identity. A build whose every sample failed warns
+        that there is nothing to emit instead of failing (its report says which failed, and why)."""
+        from kimi_eagle_data.emit.writer import NothingToEmit
+
+        prepared = self.prepare(reuse=True)
+        show("prepare", prepared)
+        generated = self.generate()
+        show("generate", generated)
+        try:
+            manifest = self.emit()
+        except NothingToEmit as e:
+            self.console.print(f"[yellow]warning:[/] {e}", highlight=False)
+            manifest = None
+        self.check_validated(show)
+        return BuildReport(prepared, generated, self.reports, manifest)
+
+    def generate_and_account(self, show: Show = _ignore) -> GenerateReport:
+        """`generate`, then the accounting identity over what is prepared and generated."""
+        report = self.generate()
+        show("generate", report)
+        table = self.accounting()
+        show("accounting", table)
+        unbalanced = [c for c, row in table.items()
+                      if row["selected"] != sum(v for k, v in row.items() if k != "selected")]
+        self._check_balance(unbalanced)
+        return report
+
+    def validate_and_account(self, show: Show = _ignore) -> dict[str, ValidateReport]:
+        """`validate`, then the accounting identity over its verdicts."""
+        self.validate()
+        self.check_validated(show)
+        return self.reports
+
+    def check_validated(self, show: Show = _ignore) -> None:
+        """The accounting identity over the last validation: selected = rejected at prepare + train + rejected +
+        failed + pending, for every config (AccountingError otherwise)."""
+        show("validate", self.reports)
+        self._check_balance([c for c, r in self.reports.items() if not r.balanced])
+        show("balanced", self.reports)
+
+    @staticmethod
+    def _check_balance(unbalanced: list[str]) -> None:
+        if unbalanced:
+            raise AccountingError(f"accounting does not balance for {', '.join(unbalanced)}; this is a bug, please "
+                                  "report it")
 
     # -- stages -------------------------------------------------------------------------------
     def prepare(self, reuse: bool = False) -> dict[str, PrepareReport]:
@@ -137,7 +211,7 @@ class Pipeline:
                          and read_json(p).get("fingerprint") == fingerprint for c, p in reports.items()):
             return {c: PrepareReport.from_json(read_json(p)) for c, p in reports.items()}
         self.note_earlier_limit([read_json(p).get("limit") for p in reports.values() if p.exists()])
-        run = prepare_configs(self.s, self.tokenizer,
+        run = prepare_configs(self.s, self.partitions, self.tokenizer,
                               gen_prompt_ids=self.profile.generation_prompt_ids(self.tokenizer),
                               max_new_tokens=self.sampling.max_new_tokens, max_seq_len=self.max_seq_len,
                               workdir=self.workdir)
@@ -187,7 +261,7 @@ class Pipeline:
         from kimi_eagle_data.prompts.prepare import partition_info
 
         def source_stamp(config: str):
-            path = self.s.sources.get(config) or self.s.prepare_config.partition(config).source
+            path = self.s.sources.get(config) or self.partitions.partition(config).source
             if path and os.path.exists(path):
                 st = os.stat(path)
                 return [str(path), st.st_size, st.st_mtime_ns]
@@ -195,10 +269,10 @@ class Pipeline:
 
         key = {
             "configs": self.s.configs,
-            "partitions": {c: partition_info(self.s.prepare_config.partition(c)) for c in self.s.configs},
+            "partitions": {c: partition_info(self.partitions.partition(c)) for c in self.s.configs},
             "sources": {c: source_stamp(c) for c in self.s.configs},
             "samples": self.s.samples, "revision": self.s.revision, "limit": self.s.limit,
-            "config_file_sha256": self.s.prepare_config.sha256,
+            "config_file_sha256": self.partitions.sha256,
             "tokenizer": self.run["tokenizer_sha256"], "template": self.run["chat_template_sha256"],
             "tokenizer_code": self.run.get("tokenizer_code_sha256"), "tool_encoder": TOOL_ENCODER_VERSION,
             "max_new_tokens": self.sampling.max_new_tokens, "max_seq_len": self.max_seq_len,
@@ -362,51 +436,80 @@ class Pipeline:
     def emit(self) -> dict[str, Any]:
         """Validate every completion again, streaming its row into dataset/data (each token written once),
         then plots, card and manifest. `self.reports` holds the validation counts, also when there is nothing
-        to emit (NothingToEmit). Plots are drawn by workers from the light columns as soon as those are in
-        place, while the last rows are still being written; the card, which records the manifest's hash, comes last."""
-        from kimi_eagle_data.emit.writer import ConfigShards, check_version, clear_data, finish_dataset
-        from kimi_eagle_data.emit.plots import plot_length_histograms, plot_lengths, plot_vocab_coverage
+        to emit (NothingToEmit). Plots are drawn by the verdict pool's workers from the light columns as soon as
+        those are in place, while the last rows are still being written; the card, which records the manifest's
+        hash, comes last."""
+        from kimi_eagle_data.emit.writer import ConfigShards, clear_data, finish_dataset
         from kimi_eagle_data.emit.token_freq import token_freq_path
         from kimi_eagle_data.store.workdir import read_json
 
-        check_version(self.s.version)
         warning = self.published_names().warning
         if warning:
             self.console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
         clear_data(self.workdir)
-        assets = self.workdir.dataset / "assets"
         vocab = self.vocab_size()
         sinks = {c: ConfigShards(dataset_config_dir(self.workdir.dataset, c), token_freq_path(self.workdir.dataset, c),
                                  vocab) for c in self.s.configs}
-        with_rows: list[str] = []     # a config without rows has no plot (nor data files)
-        drawing: list = []            # futures of the card's plots
-
-        def draw(config: str, rows: int) -> None:
-            if rows:
-                with_rows.append(config)
-                drawing.append(pool.submit(plot_length_histograms, self.workdir, [config], assets))
-            if config == self.s.configs[-1] and with_rows:
-                drawing.append(pool.submit(plot_lengths, self.workdir, with_rows, assets))
-
-        def plots_drawn() -> dict[str, str]:
-            drawn: dict[str, str] = {}
-            for f in drawing:
-                drawn.update(f.result())
-            return drawn
-
         with self.verdict_pool() as pool:
+            plots = CardPlots(pool, self.workdir, self.s.configs)
             try:   # whatever stops it (a full disk, SIGTERM), no hidden temp shard stays behind
-                self.validate(sinks, pool, light_done=draw)
+                self.validate(sinks, pool, light_done=plots.config_validated)
                 prepared = {c: read_json(self.workdir.prepare_report(c)) for c in sinks}
                 summary = {c: {"report": read_json(self.workdir.validate_report(c)), "splits": sink.finish(),
                                "partition": prepared[c].get("partition", {}), "source": prepared[c].get("source"),
                                "token_counts": sink.token_counts.counts}
                            for c, sink in sinks.items()}
-                if with_rows:   # the counts are written: the draft-vocabulary plot reads them
-                    drawing.append(pool.submit(plot_vocab_coverage, self.workdir.dataset, with_rows, assets))
+                plots.counts_written()
             except BaseException:
                 for sink in sinks.values():
                     sink.abort()
                 raise
             return finish_dataset(self.workdir, summary, version=self.s.version, provenance=self.provenance(),
-                                  plots_drawn=plots_drawn, repo_id=self.s.repo)
+                                  plots_drawn=plots.drawn, repo_id=self.s.repo)
+
+    def score(self, configs: list[str] | None = None, *, limit: int | None = None, seed: int = 0,
+              retry_failed: bool = False, threshold: float | None = None) -> dict[str, Any]:
+        """`score`: the target's log-prob of the upstream answers vs its own completions for `configs` (default:
+        the run's configs that are prepared), resumable in score.sqlite; writes score.json and returns it
+        (score/report.py). `limit`, `threshold`: score's defaults when None."""
+        from kimi_eagle_data.score.report import REGENERATE_GAP, score_workdir
+        from kimi_eagle_data.score.scoring import DEFAULT_LIMIT
+
+        names = list(configs or ()) or [c for c in self.s.configs if self.workdir.prepared(c).exists()]
+        return score_workdir(self, names, limit=DEFAULT_LIMIT if limit is None else limit, seed=seed,
+                             retry_failed=retry_failed, threshold=REGENERATE_GAP if threshold is None else threshold)
+
+
+class CardPlots:
+    """The card's plots, drawn on the verdict pool's worker processes (the one executor of an emit, which owns
+    it) while the rows are still being written: each config's length histograms once its light rows are in place,
+    the length overview after the last config, the draft-vocabulary plot once the token counts are written."""
+
+    def __init__(self, pool, workdir: Workdir, configs: list[str]):
+        self.pool, self.workdir, self.configs = pool, workdir, configs
+        self.assets = workdir.dataset / "assets"
+        self.with_rows: list[str] = []     # a config without rows has no plot (nor data files)
+        self.futures: list = []
+
+    def config_validated(self, config: str, rows: int) -> None:
+        from kimi_eagle_data.emit.plots import plot_length_histograms, plot_lengths
+
+        if rows:
+            self.with_rows.append(config)
+            self.futures.append(self.pool.submit(plot_length_histograms, self.workdir, [config], self.assets))
+        if config == self.configs[-1] and self.with_rows:
+            self.futures.append(self.pool.submit(plot_lengths, self.workdir, self.with_rows, self.assets))
+
+    def counts_written(self) -> None:
+        from kimi_eagle_data.emit.plots import plot_vocab_coverage
+
+        if self.with_rows:
+            self.futures.append(self.pool.submit(plot_vocab_coverage, self.workdir.dataset, self.with_rows,
+                                                 self.assets))
+
+    def drawn(self) -> dict[str, str]:
+        """Every plot's card path -> file, once all are drawn."""
+        drawn: dict[str, str] = {}
+        for f in self.futures:
+            drawn.update(f.result())
+        return drawn

@@ -1,164 +1,343 @@
-"""Every run setting, declared once: its name, type, default, CLI option, and whether a later stage command
-inherits it from the workdir's run.json and whether the run is bound to it.
+"""Every run setting, declared once, as a field of `RunSettings`: its type and default in the class body, and in
+its metadata (`setting(...)`) its range rule, its CLI option, its key in the partition TOML, whether a later
+command on the workdir inherits it from run.json's `options` and whether the workdir is bound to it.
 
-`RunSettings` (pipeline.py) takes its fields from this table; the CLI builds its options from it
-(`click_options`); `INHERITED` and `BOUND` are read from it. Adding a setting is one line here."""
+Building a RunSettings reads nothing and writes nothing; it checks each value's range. Reading the partition
+TOML (`pipeline.load_partitions`) and a workdir's run.json (`saved_options`, `inherit`) are separate, explicit
+steps. The CLI builds its options from these declarations (`run_options`, `engine_options`, `option_for`), so
+every command that takes a setting takes it with the same option, default and check.
+
+Run settings arrive from CLI options, from `[sampling]` in the partition TOML and from a workdir's run.json.
+Each source checks its values with the same rules (run_checks.py), so `temperature = -1` in a TOML file,
+`--temperature -1` and an edited run.json are refused with the same words (`must be >= 0, got -1.0`), each
+prefixed with where the value came from.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import click
 
-from kimi_eagle_data.run_checks import SETTING_RULES, click_config_names, click_setting, url_problem
+from kimi_eagle_data.profile import ModelProfile, get_profile
+from kimi_eagle_data.run_checks import (AT_LEAST_1, AT_LEAST_2, NON_NEGATIVE, POSITIVE, TOP_P, Rule, SettingError,
+                                        click_config_names, config_name_problem, url_problem)
+
+ENGINES = ("local", "sglang", "vllm")
 
 
-def check_servers(ctx, param, values):
+def _servers(ctx, param, values) -> list[str]:
     """--server values are http(s) URLs with a host: a typo fails now, not after --health-timeout."""
+    problem = servers_problem(values)
+    if problem:
+        raise click.BadParameter(problem, param_hint="--server")
+    return list(values or ())
+
+
+def servers_problem(values) -> str | None:
     for v in values or ():
         problem = url_problem(v)
         if problem:
-            raise click.BadParameter(f"{v!r}: {problem}", param_hint="--server")
-    return values
+            return f"{v!r}: {problem}"
+    return None
+
+
+def _shard(ctx, param, value: str | None) -> tuple[int, int] | None:
+    """--shard i/N: 0 <= i < N."""
+    if not value:
+        return None
+    try:
+        i, n = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected i/N, e.g. 0/4", param_hint="--shard") from None
+    if not (n >= 1 and 0 <= i < n):
+        raise click.BadParameter(f"{value!r}: need 0 <= i < N", param_hint="--shard")
+    return i, n
 
 
 @dataclass(frozen=True)
 class Setting:
-    name: str                          # RunSettings field (and the click parameter's name)
-    annotation: str                    # its type, as written in a dataclass
-    default: Any = None
-    flag: str | None = None            # the CLI option; None: set by the program, not on the command line
+    """How one RunSettings field is set from outside the program (its field metadata)."""
+    flag: str | None = None            # the CLI option; None: set by the program or an argument
     help: str = ""
+    rule: Rule | None = None           # the range rule (run_checks.py), for options, TOML and run.json alike
+    toml: str | None = None            # its key in the partition config file, e.g. "sampling.top_p"
+    inherited: bool = False            # a later stage command on the workdir takes run.json's value
+    bound: bool = False                # the workdir refuses to resume with another value (it changes the data)
+    group: str = "run"                 # which commands take the option: run (build and the stage commands),
+    #                                    engine (those and score), own (only those that name it: option_for)
     type: Any = None                   # click type of the option
     is_flag: bool = False
     multiple: bool = False
     metavar: str | None = None
     show_default: bool = False
-    shared: bool = True                # one of the options every run command takes (else: option_for(name))
-    inherited: bool = False            # a later stage command on the workdir takes run.json's value
-    bound: bool = False                # the workdir refuses to resume with another value (it changes the data)
-    factory: Any = None                # default factory (mutable defaults)
-    required: bool = False
+    negated: bool = False              # the flag turns the setting off (--no-progress)
+    callback: Callable | None = None   # turns the option's text into the setting's value, or a usage error
 
-    def click_option(self):
-        kw: dict[str, Any] = {"help": self.help, "required": self.required}
+    def click_option(self, name: str, default: Any):
+        kw: dict[str, Any] = {"help": self.help, "required": default is MISSING}
         if self.is_flag:
             kw["is_flag"] = True
-        else:
-            if self.default is not None:
-                kw["default"] = self.default
-                kw["show_default"] = self.show_default
-            if self.type is not None:
-                kw["type"] = self.type
+        elif default is not None and default is not MISSING:
+            kw.update(default=default, show_default=self.show_default)
+        if self.type is not None:
+            kw["type"] = self.type
         if self.multiple:
             kw["multiple"] = True
         if self.metavar:
             kw["metavar"] = self.metavar
-        if self.name in SETTING_RULES:
-            kw["callback"] = click_setting(self.name)
-        if self.name == "servers":
-            kw["callback"] = check_servers
-        param = self.flag.lstrip("-").replace("-", "_")
-        decls = (self.flag,) if param == self.name else (self.flag, self.name)
-        return click.option(*decls, **kw)
+        if self.negated:
+            kw["callback"] = lambda ctx, param, value: not value
+        elif self.rule is not None:
+            kw["callback"] = _click_rule(self.rule)
+        elif self.callback is not None:
+            kw["callback"] = self.callback
+        return click.option(self.flag, name, **kw)
 
 
-SETTINGS: tuple[Setting, ...] = (
-    Setting("workdir", "str", flag="--workdir", type=click.Path(file_okay=False, path_type=Path), required=True,
-            help="Run directory: checkpoint, stage outputs and dataset/ live here."),
-    Setting("configs", "list[str]", factory=list, inherited=True),   # the CONFIG arguments
-    Setting("profile", "str", "kimi-k2.5", "--profile", show_default=True, inherited=True, bound=True,
-            help="Model profile (token names, generation prompt, sampling defaults)."),
-    Setting("model", "str | None", None, "--model", inherited=True, bound=True,
-            help="Model path or Hub id (default: the profile's model)."),
-    Setting("tokenizer", "str | None", None, "--tokenizer", inherited=True, bound=True,
-            help="Tokenizer path (default: --model). Its chat template renders the prompts."),
-    Setting("model_label", "str | None", None, "--model-label", metavar="HUB_ID", inherited=True,
-            help="What the card and manifest name as the model (its Hub id), e.g. when --model is a local path "
-                 "(a local path is never published). Default: --model when it is a Hub id."),
-    Setting("engine", "str", "local", "--engine", type=click.Choice(["local", "sglang", "vllm"]), show_default=True,
-            inherited=True,
-            help="local: transformers in-process (CPU or one GPU); sglang: SGLang servers via --server; vllm: vLLM "
-                 "servers (launched with --enable-scale-out) via --server."),
-    Setting("servers", "list[str]", None, "--server", multiple=True, metavar="URL", factory=list, inherited=True,
-            help="SGLang / vLLM server or sglang-router URL (repeatable; requests go to the least loaded)."),
-    Setting("concurrency", "int", 256, "--concurrency", type=int, show_default=True,
-            help="Server requests kept in flight (sglang, vllm)."),
-    Setting("max_attempts", "int", 5, "--max-attempts", type=int, show_default=True,
-            help="Tries per sample on 5xx/timeouts/connection errors before it is recorded as failed."),
-    Setting("retry_backoff", "float", 1.0, "--retry-backoff", type=float, show_default=True,
-            help="Seconds before the first retry; doubles each attempt (with jitter, at most 60 s)."),
-    Setting("request_timeout", "float", 3600.0, "--request-timeout", type=float, show_default=True,
-            help="Seconds per server request (sglang, vllm)."),
-    Setting("health_timeout", "float", 600.0, "--health-timeout", type=float, show_default=True,
-            help="Seconds to wait for the servers to become healthy."),
-    Setting("allow_old_server", "bool", False, "--allow-old-server", is_flag=True,
-            help="Run against SGLang < 0.5.5 or vLLM < 0.32.0 (not recommended)."),
-    Setting("shard", "tuple[int, int] | None", None, "--shard", metavar="i/N",
-            help="Generate only shard i of N (0-based) of the prompts; nodes sharing a workdir write separate "
-                 "checkpoint files."),
-    Setting("merge", "list[str]", None, "--merge", multiple=True, type=click.Path(file_okay=False), metavar="DIR",
-            factory=list, help="Also read the checkpoints of these workdirs (shards generated elsewhere)."),
-    Setting("samples", "bool", False, "--samples", is_flag=True, inherited=True,
-            help="Use the bundled sample rows instead of the upstream datasets."),
-    Setting("sources", "dict[str, str]", None, "--source", multiple=True, metavar="CONFIG=PATH", factory=dict,
-            inherited=True,
-            help="Read a config's rows from a local JSONL/Parquet file in the upstream schema (repeatable)."),
-    Setting("config_file", "str | None", None, "--config",
-            type=click.Path(exists=True, dir_okay=False, resolve_path=True), inherited=True,
-            help="Partition config (TOML): counts, seeds, policies, filters, dedup, decontamination, sampling, "
-                 "user-defined partitions (see README)."),
-    Setting("revision", "str | None", None, "--revision", inherited=True,
-            help="Upstream dataset revision to load from the Hub."),
-    Setting("limit", "int | None", None, "--limit", type=int,
-            help="Read at most this many source rows per config (a pilot). Not inherited: a later build or "
-                 "prepare without it reads the full sources and reuses the pilot's completed samples."),
-    Setting("max_new_tokens", "int | None", None, "--max-new-tokens", type=int, inherited=True, bound=True,
-            help="Default: the profile's (10240 for Kimi-K2.5)."),
-    Setting("temperature", "float | None", None, "--temperature", type=float, inherited=True, bound=True,
-            help="Default: the profile's (1.0); >= 0."),
-    Setting("top_p", "float | None", None, "--top-p", type=float, inherited=True, bound=True,
-            help="Default: the profile's (0.95); in (0, 1]."),
-    Setting("max_seq_len", "int | None", None, "--max-seq-len", type=int, inherited=True, bound=True,
-            help="Reject prompts with prompt_len + max_new_tokens above this (default: the profile's)."),
-    Setting("keep_truncated", "bool", False, "--keep-truncated", is_flag=True, inherited=True,
-            help="Keep length-truncated completions in train."),
-    Setting("retry_failed", "bool", False, "--retry-failed", is_flag=True,
-            help="Generate again the samples recorded as failed."),
-    Setting("batch_size", "int", 16, "--batch-size", type=int, show_default=True, inherited=True,
-            help="Local engine batch size."),
-    Setting("version", "str", "0.1.0", "--version", show_default=True, inherited=True,
-            help="Dataset version (semver)."),
-    Setting("repo", "str | None", None, "--repo", metavar="ORG/NAME", shared=False, inherited=True,
-            help="Hub repo the card's load line names (the one you will `kimi-data push` to)."),
-    Setting("workers", "int | None", None, "--workers", type=click.IntRange(min=1), metavar="N", shared=False,
-            help="Processes that validate and decode completions (default: the machine's cores). "
-                 "The output does not depend on it."),
-    Setting("progress", "bool", True),                                # --no-progress
-)
-BY_NAME = {s.name: s for s in SETTINGS}
-INHERITED = tuple(s.name for s in SETTINGS if s.inherited)
-BOUND = tuple(s.name for s in SETTINGS if s.bound)
+def setting(default: Any = MISSING, *, factory: Any = MISSING, **how) -> Any:
+    """A RunSettings field: its default (or default factory) and how it is set (Setting)."""
+    return field(default=default, default_factory=factory, metadata={"setting": Setting(**how)})
 
 
-def dataclass_fields() -> list[tuple[str, str, Any]]:
-    """(name, annotation, field) for RunSettings, in declaration order."""
-    return [(s.name, s.annotation, field(default_factory=s.factory) if s.factory else field(default=s.default))
-            for s in SETTINGS]
+@dataclass(frozen=True)
+class Sampling:
+    """The sampling a run makes its requests with: the settings, or the profile's where a setting is unset."""
+    max_new_tokens: int
+    temperature: float
+    top_p: float
+    max_seq_len: int
 
 
-def run_options(fn):
-    """The options every run command (build and the stage commands) takes."""
-    opts = [click.argument("configs", nargs=-1, metavar="[CONFIG]...", callback=click_config_names)]
-    opts += [s.click_option() for s in SETTINGS if s.flag and s.shared]
-    opts.append(click.option("--no-progress", is_flag=True, help="No progress bars."))
-    for opt in reversed(opts):
+@dataclass(frozen=True)
+class RunSettings:
+    """What one run of the pipeline does. `RunSettings(workdir=..., configs=[...], engine=..., ...)` reads
+    nothing; an unset `configs` means every partition of the config file (`pipeline.load_partitions` fills it)."""
+
+    workdir: str = setting(flag="--workdir", type=click.Path(file_okay=False, path_type=Path),
+                           callback=lambda ctx, param, value: str(value),
+                           help="Run directory: checkpoint, stage outputs and dataset/ live here.")
+    configs: list[str] = setting(factory=list, inherited=True)   # the CONFIG arguments
+    profile: str = setting("kimi-k2.5", flag="--profile", show_default=True, inherited=True, bound=True,
+                           help="Model profile (token names, generation prompt, sampling defaults).")
+    model: str | None = setting(None, flag="--model", inherited=True, bound=True,
+                                help="Model path or Hub id (default: the profile's model).")
+    tokenizer: str | None = setting(None, flag="--tokenizer", inherited=True, bound=True,
+                                    help="Tokenizer path (default: --model). Its chat template renders the prompts.")
+    model_label: str | None = setting(
+        None, flag="--model-label", metavar="HUB_ID", inherited=True,
+        help="What the card and manifest name as the model (its Hub id), e.g. when --model is a local path "
+             "(a local path is never published). Default: --model when it is a Hub id.")
+    engine: str = setting("local", flag="--engine", type=click.Choice(ENGINES), show_default=True, inherited=True,
+                          group="engine",
+                          help="local: transformers in-process (CPU or one GPU); sglang: SGLang servers via --server; "
+                               "vllm: vLLM servers (launched with --enable-scale-out) via --server.")
+    servers: list[str] = setting(factory=list, flag="--server", multiple=True, metavar="URL", inherited=True,
+                                 group="engine", callback=_servers,
+                                 help="SGLang / vLLM server or sglang-router URL (repeatable; requests go to the "
+                                      "least loaded).")
+    concurrency: int = setting(256, flag="--concurrency", type=int, show_default=True, rule=AT_LEAST_1,
+                               group="engine", help="Server requests kept in flight (sglang, vllm).")
+    max_attempts: int = setting(5, flag="--max-attempts", type=int, show_default=True, rule=AT_LEAST_1,
+                                group="engine",
+                                help="Tries per sample on 5xx/timeouts/connection errors before it is recorded as "
+                                     "failed.")
+    retry_backoff: float = setting(1.0, flag="--retry-backoff", type=float, show_default=True, rule=NON_NEGATIVE,
+                                   group="engine",
+                                   help="Seconds before the first retry; doubles each attempt (with jitter, at most "
+                                        "60 s).")
+    request_timeout: float = setting(3600.0, flag="--request-timeout", type=float, show_default=True, rule=POSITIVE,
+                                     group="engine", help="Seconds per server request (sglang, vllm).")
+    health_timeout: float = setting(600.0, flag="--health-timeout", type=float, show_default=True, rule=POSITIVE,
+                                    group="engine", help="Seconds to wait for the servers to become healthy.")
+    allow_old_server: bool = setting(False, flag="--allow-old-server", is_flag=True, group="engine",
+                                     help="Run against SGLang < 0.5.5 or vLLM < 0.32.0 (not recommended).")
+    shard: tuple[int, int] | None = setting(
+        None, flag="--shard", metavar="i/N", callback=_shard,
+        help="Generate only shard i of N (0-based) of the prompts; nodes sharing a workdir write separate "
+             "checkpoint files.")
+    merge: list[str] = setting(factory=list, flag="--merge", multiple=True, type=click.Path(file_okay=False),
+                               metavar="DIR", callback=lambda ctx, param, value: list(value),
+                               help="Also read the checkpoints of these workdirs (shards generated elsewhere).")
+    samples: bool = setting(False, flag="--samples", is_flag=True, inherited=True,
+                            help="Use the bundled sample rows instead of the upstream datasets.")
+    sources: dict[str, str] = setting(factory=dict, flag="--source", multiple=True, metavar="CONFIG=PATH",
+                                      inherited=True,
+                                      help="Read a config's rows from a local JSONL/Parquet file in the upstream "
+                                           "schema (repeatable).")
+    config_file: str | None = setting(None, flag="--config", type=click.Path(exists=True, dir_okay=False,
+                                                                            resolve_path=True),
+                                      inherited=True,
+                                      help="Partition config (TOML): counts, seeds, policies, filters, dedup, "
+                                           "decontamination, sampling, user-defined partitions (see README).")
+    revision: str | None = setting(None, flag="--revision", inherited=True,
+                                   help="Upstream dataset revision to load from the Hub.")
+    limit: int | None = setting(None, flag="--limit", type=int, rule=AT_LEAST_1,
+                                help="Read at most this many source rows per config (a pilot). Not inherited: a "
+                                     "later build or prepare without it reads the full sources and reuses the "
+                                     "pilot's completed samples.")
+    max_new_tokens: int | None = setting(None, flag="--max-new-tokens", type=int, rule=AT_LEAST_1,
+                                         toml="sampling.max_new_tokens", inherited=True, bound=True,
+                                         help="Default: the profile's (10240 for Kimi-K2.5).")
+    temperature: float | None = setting(None, flag="--temperature", type=float, rule=NON_NEGATIVE,
+                                        toml="sampling.temperature", inherited=True, bound=True,
+                                        help="Default: the profile's (1.0); >= 0.")
+    top_p: float | None = setting(None, flag="--top-p", type=float, rule=TOP_P, toml="sampling.top_p",
+                                  inherited=True, bound=True, help="Default: the profile's (0.95); in (0, 1].")
+    max_seq_len: int | None = setting(None, flag="--max-seq-len", type=int, rule=AT_LEAST_2,
+                                      toml="sampling.max_seq_len", inherited=True, bound=True,
+                                      help="Reject prompts with prompt_len + max_new_tokens above this (default: the "
+                                           "profile's).")
+    keep_truncated: bool = setting(False, flag="--keep-truncated", is_flag=True, inherited=True,
+                                   help="Keep length-truncated completions in train.")
+    retry_failed: bool = setting(False, flag="--retry-failed", is_flag=True, group="engine",
+                                 help="Send again what is recorded as failed (samples to generate, answers to score).")
+    batch_size: int = setting(16, flag="--batch-size", type=int, show_default=True, rule=AT_LEAST_1, inherited=True,
+                              group="engine", help="Local engine batch size.")
+    version: str = setting("0.1.0", flag="--version", show_default=True, inherited=True,
+                           help="Dataset version (semver).")
+    repo: str | None = setting(None, flag="--repo", metavar="ORG/NAME", group="own", inherited=True,
+                               help="Hub repo the card's load line names (the one you will `kimi-data push` to).")
+    workers: int | None = setting(None, flag="--workers", type=click.IntRange(min=1), metavar="N", group="own",
+                                  help="Processes that validate and decode completions (default: the machine's "
+                                       "cores). The output does not depend on it.")
+    progress: bool = setting(True, flag="--no-progress", is_flag=True, negated=True, group="engine",
+                             help="No progress bars.")
+
+    def __post_init__(self):
+        # Callers other than the CLI (which checked each option already) get the same one-line errors.
+        check_settings({k: getattr(self, k) for k in SETTING_RULES}, "")
+
+    def options(self) -> dict[str, Any]:
+        """What later stage commands on this workdir inherit (settings marked `inherited`)."""
+        return {k: getattr(self, k) for k in INHERITED}
+
+    # -- what an unset setting means: the profile's value (the one place these fallbacks live) -------------------
+    @property
+    def model_profile(self) -> ModelProfile:
+        return get_profile(self.profile)
+
+    @property
+    def model_path(self) -> str:
+        return self.model or self.model_profile.model_path
+
+    @property
+    def tokenizer_path(self) -> str:
+        return self.tokenizer or self.model_path
+
+    def resolved_sampling(self) -> Sampling:
+        d, profile = self.model_profile.sampling, self.model_profile
+        return Sampling(max_new_tokens=self.max_new_tokens or d.max_new_tokens,
+                        temperature=d.temperature if self.temperature is None else self.temperature,
+                        top_p=d.top_p if self.top_p is None else self.top_p,
+                        max_seq_len=self.max_seq_len or profile.max_seq_len)
+
+
+def declarations() -> dict[str, tuple[dataclasses.Field, Setting]]:
+    """RunSettings field name -> (its field, its Setting), in declaration order."""
+    return {f.name: (f, f.metadata["setting"]) for f in fields(RunSettings)}
+
+
+DECLARED = declarations()
+INHERITED = tuple(n for n, (_, s) in DECLARED.items() if s.inherited)
+BOUND = tuple(n for n, (_, s) in DECLARED.items() if s.bound)
+# key -> (type, check): the settings with a range rule.
+SETTING_RULES: dict[str, Rule] = {n: s.rule for n, (_, s) in DECLARED.items() if s.rule is not None}
+# The keys `[sampling]` in the partition TOML may set.
+SAMPLING_KEYS = tuple(n for n, (_, s) in DECLARED.items() if s.toml and s.toml.startswith("sampling."))
+
+
+def setting_problem(key: str, value: Any) -> str | None:
+    """Why `value` cannot be run setting `key` (None when it can, or when None: unset)."""
+    if value is None or key not in SETTING_RULES:
+        return None
+    return SETTING_RULES[key].problem(value)
+
+
+def check_settings(values: dict[str, Any], where: str) -> None:
+    """Raise SettingError for the first value out of range; `where` names the source (a file)."""
+    for key, value in values.items():
+        problem = setting_problem(key, value)
+        if problem:
+            raise SettingError(f"{where}{key}: {problem}")
+    new, seq = values.get("max_new_tokens"), values.get("max_seq_len")
+    if isinstance(new, int) and isinstance(seq, int) and new >= seq:
+        raise SettingError(f"{where}max_new_tokens: {new} leaves no room for a prompt in max_seq_len {seq}; "
+                           "lower it or raise max_seq_len")
+
+
+def _click_rule(rule: Rule):
+    """A click callback checking an option with its rule (usage error, exit 2)."""
+    def callback(ctx, param, value):
+        problem = None if value is None else rule.problem(value)
+        if problem:
+            raise click.BadParameter(problem)
+        return value
+
+    return callback
+
+
+# -- a workdir's run.json: what a later command inherits ------------------------------------------------------
+def saved_options(workdir: str | Path) -> tuple[Path, dict[str, Any]]:
+    """run.json's path and its `options` ({} when the workdir has none yet): the explicit read of run.json."""
+    from kimi_eagle_data.store.workdir import Workdir, read_json
+
+    run_json = Workdir(Path(workdir).resolve()).settings_path
+    return run_json, (read_json(run_json).get("options", {}) if run_json.exists() else {})
+
+
+def inherit(values: dict[str, Any], given: set[str], saved: dict[str, Any], run_json: Path) -> dict[str, Any]:
+    """`values` with each inherited setting not in `given` (named on the command line) taken from `saved` (run.json's
+    options), checked by the same rules as the options (SettingError naming run.json)."""
+    new_config = values.get("config_file") and values["config_file"] != saved.get("config_file")
+    taken: dict[str, Any] = {}
+    for key in INHERITED:   # also those the command has no option for (score's model, build's repo)
+        if key not in saved or key in given:
+            continue
+        model = taken["model"] if "model" in taken else values.get("model")
+        if key == "model_label" and model != saved.get("model"):   # a label names one model only
+            continue
+        if key == "configs" and new_config:   # a new --config brings its own default configs
+            continue
+        taken[key] = saved[key]
+    check_settings(taken, f"{run_json}: options.")
+    for c in taken.get("configs") or ():
+        problem = config_name_problem(c)
+        if problem:
+            raise SettingError(f"{run_json}: options.configs: {problem}")
+    problem = servers_problem(taken.get("servers"))
+    if problem:
+        raise SettingError(f"{run_json}: options.servers: {problem}")
+    return {**values, **taken}
+
+
+# -- the CLI's options, built from the declarations ------------------------------------------------------------
+def _option(name: str):
+    f, s = DECLARED[name]
+    return s.click_option(name, f.default if f.default_factory is MISSING else None)
+
+
+def _decorate(fn, options: list):
+    for opt in reversed(options):
         fn = opt(fn)
     return fn
 
 
+def engine_options(fn):
+    """The engine's options (every command that calls an engine: the run commands and score)."""
+    return _decorate(fn, [_option(n) for n, (_, s) in DECLARED.items() if s.flag and s.group == "engine"])
+
+
+def run_options(fn):
+    """The options every run command (build and the stage commands) takes: CONFIG arguments, the run's and the
+    engine's settings."""
+    return _decorate(fn, [click.argument("configs", nargs=-1, metavar="[CONFIG]...", callback=click_config_names),
+                          *(_option(n) for n, (_, s) in DECLARED.items() if s.flag and s.group in ("run", "engine"))])
+
+
 def option_for(name: str):
-    """The CLI option of a setting only some commands take (--workers, --repo)."""
-    return BY_NAME[name].click_option()
+    """The CLI option of one setting (--workers, --repo: only some commands take them)."""
+    return _option(name)

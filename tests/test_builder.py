@@ -188,3 +188,24 @@ def test_a_config_file_partition_is_a_config_and_its_contents_key_the_cache(tmp_
     assert edited.config_id != first.config_id
     with pytest.raises(ValueError, match="unknown config 'C1'"):     # without the file, C1 is no partition
         KimiEagleData(config_name="C1", workdir=str(tmp_path / "w"), cache_dir=str(tmp_path / "hf"))
+
+
+def test_config_fields_are_run_settings_under_their_option_names():
+    """The builder declares no setting of its own: each config field is a RunSettings option's name, so a setting
+    added to settings.py without a builder field (or renamed there) fails here."""
+    from dataclasses import fields
+
+    import datasets
+
+    from kimi_eagle_data.builders.kimi_eagle import KimiEagleConfig
+    from kimi_eagle_data.settings import RunSettings
+
+    own = {f.name for f in fields(datasets.BuilderConfig)}
+    options = {f.metadata["setting"].flag.removeprefix("--").replace("-", "_"): f.name
+               for f in fields(RunSettings) if f.metadata.get("setting") and f.metadata["setting"].flag}
+    options["progress"] = options.pop("no_progress")    # --no-progress: the builder takes the positive form
+    builder = {f.name for f in fields(KimiEagleConfig)} - own
+    assert builder - options.keys() == set()
+    # Not for a builder: a label for publishing, shards/merges of a multi-node run, the dataset version (a
+    # BuilderConfig field of its own), the Hub repo.
+    assert options.keys() - builder == {"model_label", "shard", "merge", "version", "repo"}

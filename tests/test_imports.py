@@ -149,7 +149,7 @@ def test_the_walk_sees_the_package():
     assert len(GRAPH) > 60
     assert "kimi_eagle_data.grammar" in GRAPH["kimi_eagle_data.validate.validator"]
     assert "kimi_eagle_data.grammar" in GRAPH["kimi_eagle_data.validate.rules"]
-    assert "kimi_eagle_data.sources.partitions" in GRAPH["kimi_eagle_data.cli.main"]   # a remapped folder
+    assert "kimi_eagle_data.sources.partitions" in GRAPH["kimi_eagle_data.cli.options"]   # a remapped folder
     assert "kimi_eagle_data.validate.validator" in GRAPH["kimi_eagle_data.reports.inspect"]   # a lazy import
 
 

@@ -1,4 +1,5 @@
-"""`kimi-data`: the command line. Thin: options -> RunSettings -> Pipeline.
+"""`kimi-data`: the command line. Thin: options -> RunSettings (cli/options.py) -> a Pipeline run (pipeline.py),
+whose reports it prints.
 
 Errors the user can fix print one line (what, where, what to do) and exit 1; usage errors exit 2;
 `generate`/`build`/`demo` exit 3 when samples failed in this run (after all retries; the rest is kept).
@@ -13,103 +14,13 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from kimi_eagle_data.sources.partitions import PARTITIONS
-from kimi_eagle_data.cli.common import UserError, console, friendly_errors, out
-from kimi_eagle_data.settings import BY_NAME, INHERITED, check_servers, option_for, run_options
+from kimi_eagle_data.cli.common import console, friendly_errors, out
+from kimi_eagle_data.cli.options import pipeline_for, settings_from
+from kimi_eagle_data.settings import option_for, run_options
 from kimi_eagle_data.wording import counted
 
 # Exit status of generate/build/demo when samples failed in this run (everything else was kept).
 EXIT_FAILED = 3
-
-CONFIG_HELP = f"Dataset configs to process (default: all of {', '.join(PARTITIONS)})."
-
-
-def parse_sources(values: tuple[str, ...], known=PARTITIONS) -> dict[str, str]:
-    sources = {}
-    for v in values:
-        config, sep, path = v.partition("=")
-        if not sep or config not in known:
-            raise click.BadParameter(f"{v!r}: expected CONFIG=PATH with CONFIG one of {', '.join(known)}",
-                                     param_hint="--source")
-        sources[config] = path
-    return sources
-
-
-def settings_from(kw: dict):
-    from kimi_eagle_data.store.workdir import Workdir, read_json
-
-    run_json = Workdir(Path(kw["workdir"]).resolve()).settings_path
-    saved = read_json(run_json).get("options", {}) if run_json.exists() else {}
-    ctx = click.get_current_context()
-    # A new --config brings its own default configs: do not inherit the old run's list then.
-    new_config = kw.get("config_file") and kw["config_file"] != saved.get("config_file")
-    inherited = {}
-    for key in INHERITED:
-        if key == "model_label" and kw["model"] != saved.get("model"):   # a label names one model only
-            continue
-        if key == "configs" and new_config:
-            continue
-        if key in saved and ctx.get_parameter_source(key) in (None, click.core.ParameterSource.DEFAULT):
-            value = saved[key]
-            inherited[key] = value
-            if key == "sources":
-                value = tuple(f"{k}={v}" for k, v in value.items())
-            kw[key] = tuple(value) if isinstance(value, list) else value
-    from kimi_eagle_data.run_checks import SettingError, check_config_name, check_settings
-
-    try:   # run.json is a file a user can edit: its values pass the same checks as the options
-        check_settings(inherited, f"{run_json}: options.")
-        for c in inherited.get("configs") or ():
-            check_config_name(c)
-    except SettingError as e:
-        raise UserError(str(e) if str(e).startswith(str(run_json)) else f"{run_json}: options.configs: {e}") from None
-    check_servers(None, None, kw["servers"])   # inherited URLs get the option's check too
-    from kimi_eagle_data.sources.config import ConfigError, load_config
-
-    try:
-        known = load_config(kw["config_file"]).partitions
-    except ConfigError as e:
-        raise UserError(str(e)) from e
-    for c in kw["configs"]:
-        if c not in known:
-            raise click.BadParameter(f"{c!r} is not a config; known: {', '.join(known)}"
-                                     + ("" if kw["config_file"] else " (add more with --config FILE)"),
-                                     param_hint="CONFIG")
-
-    try:
-        return make_settings(kw, known)
-    except SettingError as e:   # values together out of range (max_new_tokens >= max_seq_len)
-        raise UserError(str(e)) from None
-
-
-def make_settings(kw: dict, known):
-    from kimi_eagle_data.pipeline import RunSettings
-
-    # Options whose command-line form differs from the setting's value.
-    given = {k: v for k, v in kw.items() if k in BY_NAME}
-    given.update(workdir=str(kw["workdir"]), configs=list(kw["configs"]), sources=parse_sources(kw["sources"], known),
-                 servers=list(kw["servers"]), merge=list(kw["merge"]), shard=parse_shard(kw["shard"]),
-                 progress=not kw["no_progress"])
-    return RunSettings(**given)
-
-
-def parse_shard(value: str | None) -> tuple[int, int] | None:
-    if not value:
-        return None
-    try:
-        i, n = (int(x) for x in value.split("/"))
-    except ValueError:
-        raise click.BadParameter(f"{value!r}: expected i/N, e.g. 0/4", param_hint="--shard") from None
-    if not (n >= 1 and 0 <= i < n):
-        raise click.BadParameter(f"{value!r}: need 0 <= i < N", param_hint="--shard")
-    return i, n
-
-
-def pipeline_for(settings, **kw):
-    from kimi_eagle_data.pipeline import Pipeline
-
-    return Pipeline(settings, console=console, **kw)
-
 
 # -- output ---------------------------------------------------------------------------------------
 def print_prepare(reports) -> None:
@@ -138,9 +49,6 @@ def print_accounting(table: dict[str, dict[str, int]]) -> None:
     for cfg, row in table.items():
         t.add_row(cfg, *(str(row[k]) for k in keys))
     out.print(t)
-    bad = [c for c, r in table.items() if r["selected"] != sum(r[k] for k in keys[1:])]
-    if bad:
-        raise UserError(f"accounting does not balance for {', '.join(bad)}; this is a bug, please report it")
 
 
 def print_summary(reports) -> None:
@@ -158,22 +66,19 @@ def print_summary(reports) -> None:
         t.add_row(cfg, *(f"{getattr(r, k):,}" for k in keys), ", ".join(f"{k} {v}" for k, v in reasons.most_common(3)))
     t.add_row("all", *(f"{tot[k]:,}" for k in keys), "", style="bold")
     out.print(t)
-    unbalanced = [c for c, r in reports.items() if not r.balanced]
-    if unbalanced:
-        raise UserError(f"accounting does not balance for {', '.join(unbalanced)}; this is a bug, please report it")
+
+
+def print_balanced(reports) -> None:
     out.print("accounting: selected = rejected at prepare + train + rejected + failed + pending  [green]✓[/]")
 
 
-def emit_or_warn(p) -> bool:
-    """Emit after a build; a build whose every sample failed reports that instead of failing."""
-    from kimi_eagle_data.emit.writer import NothingToEmit
+PRINTERS = {"prepare": print_prepare, "generate": print_generate, "accounting": print_accounting,
+            "validate": print_summary, "balanced": print_balanced}
 
-    try:
-        p.emit()
-        return True
-    except NothingToEmit as e:
-        console.print(f"[yellow]warning:[/] {e}", highlight=False)
-        return False
+
+def show(stage: str, report) -> None:
+    """Print a stage's report as the pipeline makes it (pipeline.Show)."""
+    PRINTERS[stage](report)
 
 
 def exit_if_failed(rep) -> None:
@@ -185,16 +90,12 @@ def exit_if_failed(rep) -> None:
         sys.exit(EXIT_FAILED)
 
 
-def run_all_stages(p) -> None:
-    """prepare -> generate -> validate -> emit, printing each stage's summary (build and demo)."""
-    print_prepare(p.prepare(reuse=True))
-    gen = p.generate()
-    print_generate(gen)
-    emitted = emit_or_warn(p)   # emit validates every completion while it writes the rows
-    print_summary(p.reports)
-    if emitted:
+def build_and_print(p) -> None:
+    """The pipeline's `build`, each stage's report printed as it comes (build and demo)."""
+    report = p.build(show)
+    if report.manifest is not None:
         print_load_hint(p.workdir.dataset, p.s.configs)
-    exit_if_failed(gen)
+    exit_if_failed(report.generate)
 
 
 def print_load_hint(dataset_dir: Path, configs) -> None:
@@ -218,26 +119,21 @@ def main():
 
 
 @main.command()
-@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Where to put the run (dataset in WORKDIR/dataset).")
-@click.option("--limit", type=click.IntRange(min=1), help="At most this many sample rows per config.")
-@click.option("--no-progress", is_flag=True, help="No progress bars.")
+@option_for("workdir")
+@option_for("limit")
+@option_for("progress")
 @option_for("workers")
 @friendly_errors
-def demo(workdir: Path, limit: int | None, no_progress: bool, workers: int | None):
+def demo(workdir: str, limit: int | None, progress: bool, workers: int | None):
     """The whole pipeline on the bundled sample prompts with the embedded tiny model (CPU, no network).
 
     The tiny model speaks Kimi-K2.5's token format but its text is meaningless: the demo shows the
     pipeline, not data to train on.
     """
-    from kimi_eagle_data.pipeline import Pipeline, RunSettings
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.pipeline import Pipeline, demo_settings
 
-    settings = RunSettings(workdir=str(workdir), profile="tiny-kimi", model=str(TINY_MODEL_DIR),
-                           model_label="tiny-kimi (embedded test model)", samples=True, limit=limit,
-                           progress=not no_progress, workers=workers)
-    p = Pipeline(settings, console=console)
-    run_all_stages(p)
+    build_and_print(Pipeline(demo_settings(workdir, limit=limit, progress=progress, workers=workers),
+                         console=console))
 
 
 @main.command()
@@ -253,7 +149,7 @@ def build(**kw):
     Exit status: 0 when every sample completed; 3 when samples failed in this run (the dataset of
     the others is still emitted; rerun with --retry-failed); 1 on an error; 2 on a usage error.
     """
-    run_all_stages(pipeline_for(settings_from(kw)))
+    build_and_print(pipeline_for(kw))
 
 
 @main.command()
@@ -265,18 +161,18 @@ def build(**kw):
 def prepare(dry_run: bool, **kw):
     """Select source rows, adapt, filter, decontaminate, dedup and render prompts with the chat template
     (prepared/<CONFIG>.parquet; rejected rows with reasons in prepared/<CONFIG>.rejects.jsonl)."""
-    settings = settings_from(kw)
     if dry_run:
-        from kimi_eagle_data.prompts.prepare import PrepareError, dry_run as prepare_dry_run, funnel_table
+        from kimi_eagle_data.pipeline import prepare_dry_run
+        from kimi_eagle_data.prompts.prepare import PrepareError, funnel_table
 
-        run = prepare_dry_run(settings)
+        run = prepare_dry_run(*settings_from(kw))
         out.print(funnel_table(run))
         for warning in run.warnings:
             console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
         if run.errors:
             raise PrepareError(run.error_line())
         return
-    print_prepare(pipeline_for(settings).prepare())
+    print_prepare(pipeline_for(kw).prepare())
 
 
 @main.command()
@@ -292,11 +188,7 @@ def generate(**kw):
     Exit status: 0 when every sample completed; 3 when samples failed in this run; 1 on an error;
     2 on a usage error.
     """
-    p = pipeline_for(settings_from(kw), generate_only=True)
-    rep = p.generate()
-    print_generate(rep)
-    print_accounting(p.accounting())
-    exit_if_failed(rep)
+    exit_if_failed(pipeline_for(kw, generate_only=True, create=False).generate_and_account(show))
 
 
 @main.command()
@@ -308,7 +200,7 @@ def validate(**kw):
     reasons per sample in validated/<CONFIG>.parquet (light columns, what stats, plan and inspect read), counts in
     validated/<CONFIG>.json. Writes no token rows: `emit` runs the same validation while it streams the rows
     into the dataset, so each token is written once."""
-    print_summary(pipeline_for(settings_from(kw)).validate())
+    pipeline_for(kw, create=False).validate_and_account(show)
 
 
 @main.command()
@@ -326,7 +218,7 @@ def emit(**kw):
 
     if kw["repo"] and not REPO_ID.match(kw["repo"]):
         raise click.BadParameter(f"{kw['repo']!r}: expected ORG/NAME", param_hint="--repo")
-    p = pipeline_for(settings_from(kw))
+    p = pipeline_for(kw, create=False)
     repo = p.s.repo
     manifest = p.emit()
     out.print(f"emitted {tree_summary(manifest['files'])} to {p.workdir.dataset} (version {manifest['version']})",

@@ -7,7 +7,10 @@ from pathlib import Path
 import click
 import orjson
 
-from kimi_eagle_data.cli.common import console, friendly_errors, out
+from kimi_eagle_data.cli.common import friendly_errors, out
+from kimi_eagle_data.cli.options import pipeline_for
+from kimi_eagle_data.run_checks import click_config_names
+from kimi_eagle_data.settings import engine_options, option_for
 
 from kimi_eagle_data.score.scoring import DEFAULT_LIMIT
 from kimi_eagle_data.score.report import REGENERATE_GAP
@@ -28,39 +31,19 @@ SCORE_JSON_HELP = """\b
 S = {samples, tokens, nats_per_token (mean log-prob per token, token-
     weighted), top1 (share of tokens that are the target's top-1)}"""
 
-# RunSettings fields a workdir's run.json remembers (settings.INHERITED); score reuses them as they are.
-SAVED = ("profile", "model", "model_label", "tokenizer", "samples", "sources", "revision", "limit", "max_new_tokens",
-         "temperature", "top_p", "max_seq_len", "keep_truncated", "batch_size", "version", "configs", "engine",
-         "servers", "config_file", "repo")
-
 
 @click.command(epilog=SCORE_JSON_HELP)
-@click.argument("configs", nargs=-1, metavar="[CONFIG]...")
-@click.option("--workdir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="A workdir after prepare (and generate, for the comparison with the target's own completions).")
-@click.option("--limit", default=DEFAULT_LIMIT, show_default=True, type=click.IntRange(min=1),
+@click.argument("configs", nargs=-1, metavar="[CONFIG]...", callback=click_config_names)
+@option_for("workdir")
+@click.option("--limit", "sample_limit", default=DEFAULT_LIMIT, show_default=True, type=click.IntRange(min=1),
               help="Prompts sampled per config (seeded; those with an own completion first).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the sample and the bootstrap.")
 @click.option("--threshold", default=REGENERATE_GAP, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="nats/token: verdict `either` only when the gap's whole interval lies within ±this.")
-@click.option("--engine", type=click.Choice(["local", "sglang", "vllm"]), help="Default: the workdir's engine.")
-@click.option("--server", "servers", multiple=True, metavar="URL", help="SGLang server or router URL (repeatable).")
-@click.option("--concurrency", default=64, show_default=True, type=click.IntRange(min=1),
-              help="SGLang requests kept in flight.")
-@click.option("--max-attempts", default=5, show_default=True, type=click.IntRange(min=1),
-              help="Tries per request on 5xx/timeouts/connection errors before it is recorded as failed.")
-@click.option("--retry-backoff", default=1.0, show_default=True, type=click.FloatRange(min=0),
-              help="Seconds before the first retry; doubles each attempt.")
-@click.option("--request-timeout", default=600.0, show_default=True, help="Seconds per SGLang request.")
-@click.option("--health-timeout", default=600.0, show_default=True, help="Seconds to wait for healthy servers.")
-@click.option("--allow-old-server", is_flag=True, help="Run against SGLang < 0.5.5 (not recommended).")
-@click.option("--batch-size", type=click.IntRange(min=1), help="Local engine batch size (default: the workdir's).")
-@click.option("--retry-failed", is_flag=True, help="Score again the items recorded as failed.")
+@engine_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (keys below).")
-@click.option("--no-progress", is_flag=True, help="No progress bar.")
-def score(configs, workdir: Path, limit: int, seed: int, threshold: float, engine, servers, concurrency: int,
-          max_attempts: int, retry_backoff: float, request_timeout: float, health_timeout: float,
-          allow_old_server: bool, batch_size, retry_failed: bool, as_json: bool, no_progress: bool):
+@friendly_errors
+def score(sample_limit: int, seed: int, threshold: float, as_json: bool, **kw):
     """Where regeneration pays: the target's log-prob of each partition's upstream answers vs its own.
 
     For a seeded sample of prepared prompts per config, renders each upstream answer (glaive's next
@@ -68,44 +51,27 @@ def score(configs, workdir: Path, limit: int, seed: int, threshold: float, engin
     ultrachat / ShareGPT / SWE-agent) as the assistant turn the model would write and scores it prefill
     only (SGLang /generate with max_new_tokens 0 and input log-probs). Compares the mean nats/token with
     the target's own completions (log-probs recorded by generate) and gives a verdict per config:
-    `regenerate` or `either`. Resumable (WORKDIR/score.sqlite), kill -9 safe.
+    `regenerate` or `either`. Resumable (WORKDIR/score.sqlite), kill -9 safe. The run's settings (model,
+    sampling, engine, servers, batch size) are the workdir's unless an option names another engine.
 
     \b
     Example:
       kimi-data score --workdir demo-work
       kimi-data score B1 B5 --workdir pilot --engine sglang --server http://node1:30000 --json
     """
-    friendly_errors(_score)(configs, workdir, limit, seed, threshold, engine, servers, concurrency, max_attempts,
-                                retry_backoff, request_timeout, health_timeout, allow_old_server, batch_size,
-                                retry_failed, as_json, no_progress)
+    from kimi_eagle_data.score.report import rich_table, threshold_note
+    from kimi_eagle_data.store.workdir import Workdir
 
-
-def _score(configs, workdir: Path, limit, seed, threshold, engine, servers, concurrency, max_attempts, retry_backoff,
-           request_timeout, health_timeout, allow_old_server, batch_size, retry_failed, as_json, no_progress):
-    from kimi_eagle_data.pipeline import Pipeline, RunSettings
-    from kimi_eagle_data.score.report import rich_table, score_workdir, threshold_note
-    from kimi_eagle_data.store.workdir import Workdir, read_json
-
-    wd = Workdir(Path(workdir).resolve())
-    if not wd.settings_path.exists():
-        raise FileNotFoundError(f"{wd.root} has no run.json; run `kimi-data build` (or `prepare` and `generate`) "
-                                "there first")
-    saved = read_json(wd.settings_path).get("options", {})
-    # The workdir's own settings, unchanged, so run.json stays as it is; only the engine may differ.
-    settings = RunSettings(workdir=str(wd.root), progress=not no_progress,
-                           **{k: saved[k] for k in SAVED if k in saved and saved[k] is not None})
-    p = Pipeline(settings, console=console)
-    unknown = [c for c in configs if not wd.prepared(c).exists()]
+    wd = Workdir(Path(kw["workdir"]).resolve())
+    wd.settings()    # score reads what prepare and generate left: nothing to do without a run
+    unknown = [c for c in kw["configs"] if not wd.prepared(c).exists()]
     if unknown:
         raise click.BadParameter(f"{unknown[0]!r} has no prepared/{unknown[0]}.parquet in {wd.root}; prepared: "
                                  f"{', '.join(wd.prepared_configs()) or 'none'}", param_hint="CONFIG")
-    names = list(configs) or [c for c in p.s.configs if wd.prepared(c).exists()]
-    p.s.engine = engine or p.s.engine
-    p.s.servers = list(servers) or p.s.servers
-    p.s.concurrency, p.s.max_attempts, p.s.retry_backoff = concurrency, max_attempts, retry_backoff
-    p.s.request_timeout, p.s.health_timeout, p.s.allow_old_server = request_timeout, health_timeout, allow_old_server
-    p.s.batch_size = batch_size or p.s.batch_size
-    report = score_workdir(p, names, limit=limit, seed=seed, retry_failed=retry_failed, threshold=threshold)
+    # The workdir's own options stay in run.json: another engine for scoring is not the run's engine.
+    p = pipeline_for(kw, create=False, remember_options=False)
+    report = p.score(list(kw["configs"]), limit=sample_limit, seed=seed, retry_failed=p.s.retry_failed,
+                     threshold=threshold)
     if as_json:
         click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return

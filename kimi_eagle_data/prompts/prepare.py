@@ -292,16 +292,17 @@ class PrepareRun:
         return "; ".join(self.errors.values()) + (f"; {', '.join(others)} prepared" if others else "")
 
 
-def prepare_configs(settings, tokenizer, *, gen_prompt_ids: list[int], max_new_tokens: int, max_seq_len: int,
-                    workdir: Workdir | None) -> PrepareRun:
+def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int], max_new_tokens: int,
+                    max_seq_len: int, workdir: Workdir | None) -> PrepareRun:
     """Prepare `settings.configs` in order, sharing dedup and decontamination across them.
 
-    `settings` is a RunSettings (duck-typed: configs, prepare_config, sources, samples, revision,
-    limit). With `workdir=None` nothing is written (`prepare --dry-run`). A config whose source
-    cannot be read is recorded in `errors` and skipped; the others go on."""
+    `settings` is a RunSettings (duck-typed: configs, profile, sources, samples, revision, limit), `partitions`
+    the partition config it was resolved with (sources/config.py). With `workdir=None` nothing is written
+    (`prepare --dry-run`). A config whose source cannot be read is recorded in `errors` and skipped; the others
+    go on."""
     from kimi_eagle_data.profile import get_profile, model_vocab_size
 
-    pconf = settings.prepare_config
+    pconf = partitions
     vocab_size = model_vocab_size(get_profile(settings.profile), tokenizer)
     state = PrepareState(pconf.dedup, pconf.decontam)
     run = PrepareRun({}, {}, state.decontam.summary() if state.decontam else {})
@@ -401,16 +402,16 @@ def read_prepared(workdir: Workdir, config: str) -> list[PromptRecord]:
 
 # -- dry run --------------------------------------------------------------------------------------------
 
-def dry_run(settings) -> PrepareRun:
-    """Everything prepare does except writing: per-config counts after each stage."""
-    from kimi_eagle_data.profile import get_profile
+def dry_run(settings, partitions) -> PrepareRun:
+    """Everything prepare does except writing: per-config counts after each stage. `settings` resolved with
+    `partitions` (pipeline.load_partitions)."""
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 
-    profile = get_profile(settings.profile)
     tokenizer = load_tokenizer(settings.tokenizer_path)
-    max_new = settings.max_new_tokens or profile.sampling.max_new_tokens
-    return prepare_configs(settings, tokenizer, gen_prompt_ids=profile.generation_prompt_ids(tokenizer),
-                           max_new_tokens=max_new, max_seq_len=settings.resolved_max_seq_len(), workdir=None)
+    sampling = settings.resolved_sampling()
+    return prepare_configs(settings, partitions, tokenizer,
+                           gen_prompt_ids=settings.model_profile.generation_prompt_ids(tokenizer),
+                           max_new_tokens=sampling.max_new_tokens, max_seq_len=sampling.max_seq_len, workdir=None)
 
 
 def funnel_table(run: PrepareRun, title: str = "prepare --dry-run: prompts left after each stage"):

@@ -69,8 +69,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from kimi_eagle_data.run_checks import CONFIG_NAME, CONFIG_NAME_RULE, SAMPLING_KEYS, SETTING_RULES, SettingError, check_settings
-from kimi_eagle_data.run_checks import setting_problem
+from kimi_eagle_data.run_checks import CONFIG_NAME, CONFIG_NAME_RULE, SettingError
+from kimi_eagle_data.settings import SAMPLING_KEYS, SETTING_RULES, check_settings, setting_problem
 
 
 class ConfigError(KimiDataError, ValueError):
@@ -252,8 +252,8 @@ def load_config(path: str | Path | None) -> PrepareConfig:
     seed = top.get("seed", int, 0)
     sampling_t = top.table("sampling")
     sampling = {}
-    for key in SAMPLING_KEYS:   # ranges: run_checks, the same rules as the CLI options
-        v = sampling_t.get(key, SETTING_RULES[key][0], check=lambda v, key=key: setting_problem(key, v))
+    for key in SAMPLING_KEYS:   # ranges: settings.py, the same rules as the CLI options
+        v = sampling_t.get(key, SETTING_RULES[key].kind, check=lambda v, key=key: setting_problem(key, v))
         if v is not None:
             sampling[key] = v
     sampling_t.done()

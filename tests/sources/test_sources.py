@@ -265,17 +265,18 @@ def test_config_errors_name_the_file_and_key(tmp_path, text, where):
 
 
 def test_run_settings_use_the_config_file(tmp_path):
-    from kimi_eagle_data.pipeline import RunSettings
+    from kimi_eagle_data.pipeline import RunSettings, load_partitions
 
     path = write(tmp_path, "configs = ['B6']\n[sampling]\nmax_new_tokens = 99\ntop_p = 0.5\n"
                            "[partitions.C1]\nsource = 'x.jsonl'\n")
-    s = RunSettings(workdir=str(tmp_path / "w"), config_file=str(path), top_p=0.9)
+    s, partitions = load_partitions(RunSettings(workdir=str(tmp_path / "w"), config_file=str(path), top_p=0.9))
     assert s.configs == ["B6"] and s.max_new_tokens == 99 and s.top_p == 0.9      # an explicit value wins
-    assert s.options()["config_file"] == str(path)
-    assert RunSettings(workdir=str(tmp_path / "w"), config_file=str(path), configs=["C1"]).configs == ["C1"]
+    assert s.options()["config_file"] == str(path) and "C1" in partitions.partitions
+    s, _ = load_partitions(RunSettings(workdir=str(tmp_path / "w"), config_file=str(path), configs=["C1"]))
+    assert s.configs == ["C1"]
     with pytest.raises(ValueError):
-        RunSettings(workdir=str(tmp_path / "w"), configs=["C1"])
-    assert RunSettings(workdir=str(tmp_path / "w")).configs == list(PARTITIONS)
+        load_partitions(RunSettings(workdir=str(tmp_path / "w"), configs=["C1"]))
+    assert load_partitions(RunSettings(workdir=str(tmp_path / "w")))[0].configs == list(PARTITIONS)
 
 
 def test_filters_dataclass_defaults():
