@@ -85,7 +85,10 @@ class KimiEagleConfig(datasets.BuilderConfig):
         if not self.workdir:
             raise SettingError("workdir: KimiEagleData needs workdir=<the run's directory>, where its checkpoint "
                                "makes the run resumable")
-        _run_settings(self)   # unknown partition, setting out of range: one line now, not after loading a model
+        from kimi_eagle_data.pipeline import load_partitions
+
+        load_partitions(_run_settings(self))   # unknown partition, setting out of range: one line now, not after
+        #                                        loading a model
 
     def run_fields(self) -> dict:
         """The fields set on this config, beyond datasets' own (name, version, data_dir, …)."""
