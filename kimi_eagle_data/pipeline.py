@@ -31,7 +31,7 @@ from kimi_eagle_data.workdir_lock import WorkdirLock
 # bound settings; sampling is bound as the request it makes, the tokenizer by its fingerprints).
 _SAMPLING = ("max_new_tokens", "temperature", "top_p")
 BINDING_KEYS = (*(k for k in BOUND if k not in _SAMPLING), "sampling", "tokenizer_sha256", "chat_template_sha256",
-                "tokenizer_code_sha256", "tool_encoder_version")
+                "tokenizer_code_sha256", "tool_encoder_version", "sampling_plan")
 
 
 class _RunSettings:
@@ -114,6 +114,8 @@ class Pipeline:
             **fp,
             "tool_encoder_version": TOOL_ENCODER_VERSION,
             "sampling": self.sampling.to_sglang(),
+            # The partitions' mode and sampling mixes (sources/modes.py); absent when all are the default.
+            **({"sampling_plan": plan} if (plan := settings.prepare_config.sampling_plan()) else {}),
             "max_seq_len": self.max_seq_len,
             "keep_truncated": settings.keep_truncated,
             "options": settings.options(),

@@ -232,10 +232,11 @@ def demo(workdir: Path, limit: int | None, no_progress: bool, workers: int | Non
     """
     from kimi_eagle_data.pipeline import Pipeline, RunSettings
     from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.sources.partitions import DEMO_CONFIG
 
     settings = RunSettings(workdir=str(workdir), profile="tiny-kimi", model=str(TINY_MODEL_DIR),
                            model_label="tiny-kimi (embedded test model)", samples=True, limit=limit,
-                           progress=not no_progress, workers=workers)
+                           progress=not no_progress, workers=workers, config_file=str(DEMO_CONFIG))
     p = Pipeline(settings, console=console)
     run_all_stages(p)
 

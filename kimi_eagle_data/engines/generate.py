@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from rich.console import Console
@@ -63,6 +63,13 @@ def logprob_stats(c: Completion, reasoning_length: Callable[[list[int]], int] | 
             "reasoning_top1": sum(hits[:k]) if hits is not None else None}
 
 
+def record_sampling(sampling: SamplingParams, record: PromptRecord) -> SamplingParams:
+    """The run's sampling with the prompt's own temperature and top_p (its mode's and its partition's mix,
+    sources/modes.py); a prompt prepared before modes has none and takes the run's."""
+    own = {k: v for k, v in (("temperature", record.temperature), ("top_p", record.top_p)) if v is not None}
+    return replace(sampling, **own) if own else sampling
+
+
 def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Checkpoint, sampling: SamplingParams,
                      *, done: set[str] | None = None, failed: dict | None = None, retry_failed: bool = False,
                      console: Console | None = None, show_progress: bool = True,
@@ -72,6 +79,7 @@ def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Ch
     done = checkpoint.done_ids() if done is None else done
     failed = checkpoint.failures() if failed is None else failed
     config_of = {r.id: r.config for r in records}
+    instant = {r.id for r in records if r.mode == "instant"}   # no reasoning: the whole completion is answer
     todo = []
     for r in records:
         if r.id in done:
@@ -79,7 +87,8 @@ def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Ch
         elif r.id in failed and not retry_failed:
             report.skipped_failed += 1
         else:
-            todo.append(GenerationRequest(r.id, r.prompt_ids, sampling, seed=request_seed(r.id), return_logprob=True))
+            todo.append(GenerationRequest(r.id, r.prompt_ids, record_sampling(sampling, r), seed=request_seed(r.id),
+                                          return_logprob=True))
     report.requested = len(todo)
     if not todo:
         return report
@@ -104,7 +113,7 @@ def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Ch
                 checkpoint.record_failure(config, c.id, reason, message, attempts)
                 report.failed += 1
             else:
-                c.logprob_stats = logprob_stats(c, reasoning_length)
+                c.logprob_stats = logprob_stats(c, None if c.id in instant else reasoning_length)
                 checkpoint.commit(config, c)
                 report.completed += 1
                 report.output_tokens += len(c.output_ids)
