@@ -58,7 +58,8 @@ score: WORKDIR/score.json as `kimi-data score --json` prints it, or null"""
 
 INSPECT_JSON_HELP = """\b
 --json prints one object: id, config, split, picked (how it was chosen),
-  source, source_id, finish_reason, length, prompt_len, completion_len,
+  source, source_id, finish_reason, mode (thinking | instant, read from the
+  prompt's end), length, prompt_len, completion_len,
   reasoning_len, num_tool_calls, loss_boundary (first loss-mask 1),
   tokenizer, profile, where, warnings [str],
   issues [{code, description, detail}],
@@ -384,7 +385,7 @@ def _print_inspect(r: dict[str, Any], *, raw: bool, max_chars: int | None) -> No
 
     split_style = "green" if r["split"] == "train" else "red"
     head = Text.assemble((r["id"], "bold"), f"  config {r['config']} · split ", (str(r["split"]), split_style),
-                         f" · finish {r['finish_reason']} · {r['source']} row {r['source_id']}")
+                         f" · finish {r['finish_reason']} · {r['mode']} mode · {r['source']} row {r['source_id']}")
     out.print(head)
     if r["picked"]:
         out.print(f"picked: {r['picked']}", style="dim", highlight=False)
