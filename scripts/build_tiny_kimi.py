@@ -116,6 +116,12 @@ def main(argv=None) -> int:
     ap.add_argument("--bf16", action="store_true", help="train under bf16 autocast (fast only with native CPU bf16)")
     ap.add_argument("--tokenizer-only", action="store_true", help="build and save only the tokenizer")
     ap.add_argument("--eval-only", action="store_true", help="evaluate the model already in --out")
+    ap.add_argument("--init-from", metavar="DIR",
+                    help="continue training the model in DIR (an earlier build) instead of a fresh one: how the "
+                         "instant-mode build was made from the thinking-only one on a shared CPU")
+    ap.add_argument("--lr-max", type=float, default=3e-3)
+    ap.add_argument("--lr-min", type=float, default=3e-4)
+    ap.add_argument("--warmup", type=int, default=100)
     args = ap.parse_args(argv)
 
     out = Path(args.out)
@@ -144,11 +150,17 @@ def main(argv=None) -> int:
 
     if not args.eval_only:
         rows = encode_dataset(tok, convs, log=log)
-        model = build_model(tok, args.seed)
+        if args.init_from:
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained(args.init_from, dtype=torch.float32)
+            log(f"continuing from {args.init_from}")
+        else:
+            model = build_model(tok, args.seed)
         n_params = sum(p.numel() for p in model.parameters())
         log(f"model: {n_params / 1e6:.2f}M parameters; training {args.steps} steps x ~{args.tokens_per_batch} tokens")
         train_s = train(model, tok, rows, steps=args.steps, tokens_per_batch=args.tokens_per_batch, seed=args.seed,
-                        log=log, bf16=args.bf16)
+                        log=log, bf16=args.bf16, lr_max=args.lr_max, lr_min=args.lr_min, warmup=args.warmup)
         log(f"training took {train_s:.0f}s")
         from transformers import GenerationConfig
         model.generation_config = GenerationConfig(
