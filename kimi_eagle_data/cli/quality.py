@@ -30,7 +30,9 @@ S = counts {selected, rejected_at_prepare, prepared, generated, failed,
     cache {requests, requests_with_hit, prompt_tokens, cached_tokens,
       hit_share} or null when the engine reported no cached_tokens,
     tokens {prompt, completion, total, train},
-    rejection_reasons {code: n}
+    rejection_reasons {code: n},
+    modes {thinking|instant: {rows, train, valid_share, completion_median,
+      reasoning_median, tokens}} (the modes present)
 draft_vocab: null before emit, else {top_k (32000), from (the dataset's
   token_freq/), configs: {CONFIG: V or null}, overall: V}
 V = loss_tokens, distinct_ids (train split, loss_mask 1), ids_to_cover
@@ -191,12 +193,29 @@ def _print_stats(r: dict[str, Any]) -> None:
                       *(_n(dist[k]) for k in ("min", "p10", "median", "mean", "p90", "p99", "max")),
                       style="bold" if name == "all" else None, end_section=kind == "reasoning")
     out.print(d)
+    _print_modes(rows)
     if r["overall"]["cache"] is None:
         out.print("cache hit: – (the engine reported no cached_tokens)", highlight=False)
     _print_draft_vocab(r.get("draft_vocab"))
     if r.get("plots"):
         first = next(iter(r["plots"].values()))
         out.print(f"histograms: {len(r['plots'])} PNG(s) in {Path(first).parent}", highlight=False, soft_wrap=True)
+
+
+def _print_modes(rows: list[tuple[str, dict[str, Any]]]) -> None:
+    """Per config and mode (thinking / instant): rows, valid share, median completion and reasoning."""
+    from rich.table import Table
+
+    m = Table(title="modes")
+    for col in ("config", "mode", "rows", "train", "valid", "completion median", "reasoning median", "tokens"):
+        m.add_column(col, justify="left" if col in ("config", "mode") else "right")
+    for name, s in rows:
+        modes = list(s.get("modes", {}).items())
+        for k, (mode, v) in enumerate(modes):
+            m.add_row(name if k == 0 else "", mode, _n(v["rows"]), _n(v["train"]), _pct(v["valid_share"]),
+                      _n(v["completion_median"]), _n(v["reasoning_median"]), _n(v["tokens"]),
+                      style="bold" if name == "all" else None, end_section=k == len(modes) - 1)
+    out.print(m)
 
 
 def _print_draft_vocab(v: dict[str, Any] | None) -> None:
