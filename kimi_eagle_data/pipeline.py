@@ -347,6 +347,7 @@ class Pipeline:
             "engine_version": engine.get("version", "?"),
             "server_args": engine.get("server_args", {}),
             "sampling": self.run["sampling"],
+            "sampling_plan": self.run.get("sampling_plan"),
             "max_seq_len": self.run["max_seq_len"],
             "keep_truncated": self.s.keep_truncated,
             "project_version": __version__,

@@ -52,6 +52,7 @@ class ValidateReport:
     prepare_reasons: dict = field(default_factory=dict)
     failure_reasons: Counter = field(default_factory=Counter)
     finish: Counter = field(default_factory=Counter)
+    modes: dict = field(default_factory=dict)      # mode -> {"valid": n, "rejected": n}
 
     @property
     def balanced(self) -> bool:
@@ -314,6 +315,9 @@ def _account(rep: ValidateReport, light: pa.Table) -> None:
     rep.valid += n_valid
     rep.rejected += len(train) - n_valid
     rep.finish.update(light["finish_reason"].to_pylist())
+    for mode, ok in zip(light["mode"].to_pylist(), train.tolist()):
+        counts = rep.modes.setdefault(mode, {"valid": 0, "rejected": 0})
+        counts["valid" if ok else "rejected"] += 1
     rep.reasons.update(pc.list_flatten(light["issues"]).to_pylist())
     rep.prompt_tokens += int(plen.sum())
     rep.completion_tokens += int(clen.sum())
