@@ -156,6 +156,39 @@ def test_changed_settings_are_refused_with_one_line(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("error:") and "temperature" in lines[0], proc.stderr
 
 
+def test_a_sampling_mix_is_bound_and_recorded_per_row(tmp_path):
+    """A partition's instant share and sampling mix bind the workdir (run.json `sampling_plan`): a resume with
+    another mix is refused as another temperature is; every row records the sampling it was generated with."""
+    import json
+
+    import pyarrow.parquet as pq
+    from kimi_eagle_data.profile import TINY_MODEL_DIR
+
+    def config(mix: str) -> str:
+        path = tmp_path / f"mix-{abs(hash(mix))}.toml"
+        path.write_text(f"[partitions.B6]\ninstant_share = 0.5\n[partitions.B6.sampling]\nmix = {mix}\n")
+        return str(path)
+
+    first = config("[{ share = 0.5, temperature = 0.5 }, { share = 0.5, temperature = 1.0 }]")
+    common = ["B6", "--workdir", str(tmp_path / "w"), "--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR),
+              "--samples", "--no-progress", "--limit", "8"]
+    run_cli("build", *common, "--config", first)
+    run = json.loads((tmp_path / "w" / "run.json").read_text())
+    assert run["sampling_plan"]["B6"]["mix"] == [{"share": 0.5, "temperature": 0.5}, {"share": 0.5, "temperature": 1.0}]
+    rows = pq.read_table(tmp_path / "w" / "validated" / "B6.parquet").to_pylist()
+    assert {(r["mode"], r["temperature"], r["top_p"]) for r in rows} <= {
+        (m, t, 0.95) for m in ("thinking", "instant") for t in (0.5, 1.0)}
+    assert {r["temperature"] for r in rows} == {0.5, 1.0} and {r["mode"] for r in rows} == {"thinking", "instant"}
+    prepared = pq.read_table(tmp_path / "w" / "prepared" / "B6.parquet").to_pylist()
+    assert {r["id"]: r["temperature"] for r in prepared if r["id"] in {x["id"] for x in rows}} == \
+        {r["id"]: r["temperature"] for r in rows}
+    # the same command resumes; another mix is refused in one line naming it
+    run_cli("build", *common, "--config", first)
+    proc = run_cli("build", *common, "--config", config("[{ share = 1.0, temperature = 0.5 }]"), check=False)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 1 and len(lines) == 1 and "sampling_plan" in lines[0], proc.stderr
+
+
 def test_corrupt_checkpoint_is_reported(demo_run, tmp_path):
     w = copy_run(demo_run[0], tmp_path / "w")
     db = sqlite3.connect(w / "generations.sqlite")
