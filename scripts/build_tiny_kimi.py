@@ -85,6 +85,9 @@ def check_tokenizer(tok) -> None:
     r = tok.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=False)
     want = "<|im_user|>user<|im_middle|>hi<|im_end|><|im_assistant|>assistant<|im_middle|><think>"
     assert r == want, r
+    r = tok.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=False,
+                                thinking=False)
+    assert r == want + "</think>", r                                    # instant mode: K2.5's thinking=False
     for off, s, _ in NAMED:
         assert tok.encode(s) == [BASE_VOCAB + off], s
         assert tok.encode(s, add_special_tokens=False) == [BASE_VOCAB + off], s
