@@ -72,6 +72,11 @@ Rebuild (fixed seeds, one thread, fp32 so that it is fast without native CPU bf1
 2-core machine; the tokenizer and the weights come out byte-identical):
 
     python scripts/build_tiny_kimi.py --out kimi_eagle_data/assets/tiny-kimi
+
+The shipped weights are that build (thinking-mode conversations only) continued for 250 steps on the corpus
+with instant-mode conversations (same seeds; 10 minutes on a busy shared core):
+
+    python scripts/build_tiny_kimi.py --out NEW --init-from OLD --steps 250 --lr-max 1e-3 --lr-min 1e-4 --warmup 20
 """
 
 
