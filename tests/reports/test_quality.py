@@ -340,7 +340,7 @@ def test_inspect_text_and_dataset_dir(demo_run):
         out = " ".join(run_cli("inspect", str(workdir / "dataset"), "B4", row["id"], "--raw").stdout.split())
         for label in ("user", *labels, "answer", "end of turn"):
             assert label in out, (mode, label)
-        assert ("reasoning" in out) == (mode == "thinking") and f"{mode} mode" in out
+        assert ("reasoning + </think>" in out) == (mode == "thinking") and f"{mode} mode" in out
     longest = max(rs, key=lambda r: r["completion_len"])
     got = json.loads(run_cli("inspect", str(workdir), "B4", "--longest", "--json").stdout)
     assert got["completion_len"] == longest["completion_len"]
