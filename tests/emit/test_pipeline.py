@@ -36,8 +36,8 @@ def test_demo_dataset_loads_in_a_fresh_process(demo_run):
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["names"] == sorted(PARTITIONS)
     assert got["columns"] == ["id", "source", "source_id", "input_ids", "loss_mask", "prompt_len",
-                              "completion_len", "reasoning_len", "num_tool_calls", "finish_reason", "messages",
-                              "tools", "issues"]
+                              "completion_len", "reasoning_len", "num_tool_calls", "finish_reason", "mode",
+                              "temperature", "top_p", "messages", "tools", "issues"]
     assert "int32" in got["features"]["input_ids"] and "int8" in got["features"]["loss_mask"]
     from transformers import AutoTokenizer
 
@@ -45,12 +45,19 @@ def test_demo_dataset_loads_in_a_fresh_process(demo_run):
 
     tok = AutoTokenizer.from_pretrained(TINY_MODEL_DIR, trust_remote_code=True)
     think, im_end = tok.convert_tokens_to_ids("<think>"), tok.convert_tokens_to_ids("<|im_end|>")
+    think_close = tok.convert_tokens_to_ids("</think>")
     assert got["rows"], "B4 has no train rows"
+    assert {r["mode"] for r in got["rows"]} == {"thinking", "instant"}      # the demo config's instant share
     for row in got["rows"]:
         n = row["prompt_len"]
         assert len(row["input_ids"]) == len(row["loss_mask"]) == n + row["completion_len"]
         assert row["loss_mask"][:n] == [0] * n and row["loss_mask"][n:] == [1] * row["completion_len"]
-        assert row["input_ids"][n - 1] == think
+        # thinking: the prompt ends <think>; instant: <think></think> and no </think> in the completion
+        if row["mode"] == "thinking":
+            assert row["input_ids"][n - 1] == think and (row["temperature"], row["top_p"]) == (1.0, 0.95)
+        else:
+            assert row["input_ids"][n - 2:n] == [think, think_close] and think_close not in row["input_ids"][n:]
+            assert (row["temperature"], row["top_p"], row["reasoning_len"]) == (0.6, 0.95, 0)
         assert row["input_ids"][-1] == im_end and row["finish_reason"] == "stop"
         assert row["issues"] == []
         assert row["messages"][-1]["role"] == "assistant"
