@@ -97,7 +97,8 @@ def render(source: str, row: int | None, as_ids: bool, mode: str, profile: str, 
 @click.option("--max-seq-len", type=click.IntRange(min=1), help="Default: the profile's (16384 for Kimi-K2.5).")
 @click.option("--keep-truncated", is_flag=True, help="`length` rows without an end of turn are not `truncated`.")
 @click.option("--json", "as_json", is_flag=True,
-              help='One line per row on stdout: {"row", "valid", "issues", "details"[, "id"]}; summary on stderr.')
+              help='One line per row on stdout: {"row", "valid", "issues", "details"[, "id", "mode"]}; summary on '
+                   'stderr.')
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @check_errors
 def check(file: Path, profile: str, model: str | None, tokenizer: str | None, max_seq_len: int | None,
@@ -114,6 +115,8 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
       or  messages + completion (text, special tokens written out) + optional tools;
       or  SpecForge's raw rows: conversations [{role, content}, ...] + optional tools
           (the last turn, the assistant's, is the completion).
+    Forms 2 and 3 take an optional mode ("thinking", default, or "instant"); each
+    row's mode is read from its prompt's end, reported per row and summed by mode.
     Rows are numbered from 1 (a JSONL row by its line number). Exit 0 when every row
     is valid, 1 otherwise (an input without rows included), 2 on usage errors.
     """
