@@ -84,6 +84,7 @@ def make_workdir(root: Path, million_tokens: float, seed: int = 0) -> int:
         "messages": [msgs] * len(ids), "tools": [""] * len(ids),
         "prompt_ids": pa.ListArray.from_arrays(pa.array(offsets), pa.array(np.concatenate(prompts))),
         "answer": [""] * len(ids),
+        "mode": ["thinking"] * len(ids), "temperature": [1.0] * len(ids), "top_p": [0.95] * len(ids),
     })
     (root / "prepared").mkdir(exist_ok=True)
     # As prepare writes it: sorted by id (these ids are), zstd, row groups of PREPARED_ROW_GROUP rows.

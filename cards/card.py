@@ -114,8 +114,21 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
         configs=rows, totals=totals, repo_id=repo_id, load_path=repo_id or "path/to/dataset",
         first_config="B4" if "B4" in summary else next(iter(summary)),
         score=_score_section(score), manifest_sha256=manifest_sha256, vocab=vocab,
+        modes=_modes_section(rows, profile),
     )
     return str(card)
+
+
+def _modes_section(rows: list[dict[str, Any]], profile) -> dict[str, Any]:
+    """Rows per config and mode (thinking / instant), train and rejected, from the validation reports."""
+    names = [m for m in ("thinking", "instant") if any(m in (r["r"].get("modes") or {}) for r in rows)]
+    table = []
+    for r in rows:
+        m = r["r"].get("modes") or {}
+        table.append({"config": r["config"],
+                      "cells": [f"{m.get(k, {}).get('valid', 0)} / {m.get(k, {}).get('rejected', 0)}" for k in names]})
+    return {"names": names, "rows": table, "thinking_prompt": profile.generation_prompt,
+            "instant_prompt": profile.instant_generation_prompt}
 
 
 def _vocab_section(summary: dict[str, Any], plot: str | None) -> dict[str, Any] | None:

@@ -1,6 +1,7 @@
 """The model's completion grammar: a completion's token ids parsed into reasoning, answer, tool calls and end.
 
-    REASONING </think> ANSWER [TOOL-CALL SECTION] <|im_end|>
+    REASONING </think> ANSWER [TOOL-CALL SECTION] <|im_end|>       thinking mode (the prompt ends `<think>`)
+    ANSWER [TOOL-CALL SECTION] <|im_end|>                          instant mode (the prompt ends `<think></think>`)
 
     TOOL-CALL SECTION = <|tool_calls_section_begin|>
                         ( <|tool_call_begin|> ID <|tool_call_argument_begin|> ARGS <|tool_call_end|> )+
@@ -16,7 +17,8 @@ Structure is found by id, never by matching decoded text: a lookup table maps ev
 turn. Only the segments that must be read are decoded (reasoning, answer, each call's id and arguments, text
 between calls), through one `SegmentDecoder`; ids are never modified.
 
-The tolerance, i.e. how a malformed completion is read:
+The tolerance, i.e. how a malformed completion is read (in instant mode there is no reasoning: the answer
+region is the whole body, and a `</think>` or `<think>` in it is noted by its role and read as answer text):
   - the body is the completion without a final end token; the reasoning is the body up to the first
     `</think>`, or the whole body without one (then nothing is read as answer or tool calls);
   - tool-call tokens in the reasoning are noted (`tool_tokens_in_reasoning`) and stay reasoning text;
@@ -110,11 +112,22 @@ class ParsedCompletion:
     tool_tokens_outside_section: list[int]  # call tokens after `</think>` before the section
     faults: list[SectionFault]              # what in the section breaks the grammar, in order
     empty_section: bool                     # a closed, well-formed section that holds no call
+    instant: bool = False                   # read in instant mode: no reasoning, the answer from the start
 
     @property
     def reasoning_end(self) -> int:
-        """How many tokens are reasoning: those before the first `</think>`, else the whole body."""
+        """How many tokens are reasoning: those before the first `</think>`, else the whole body; none in
+        instant mode."""
+        if self.instant:
+            return 0
         return self.think_close if self.think_close is not None else self.body_end
+
+    @property
+    def answer_start(self) -> int | None:
+        """Where the answer region starts: after the first `</think>` (None without one), 0 in instant mode."""
+        if self.instant:
+            return 0
+        return self.think_close + 1 if self.think_close is not None else None
 
 
 class CompletionGrammar:
@@ -134,14 +147,16 @@ class CompletionGrammar:
             table[tid] = FORBIDDEN
         self._role_table = table
 
-    def parse(self, ids: Sequence[int] | np.ndarray) -> ParsedCompletion:
+    def parse(self, ids: Sequence[int] | np.ndarray, instant: bool = False) -> ParsedCompletion:
         """One completion; `parse_many` reads a chunk of them the same way."""
-        return next(self.parse_many(*pack([ids])))
+        return next(self.parse_many(*pack([ids]), instant=[instant]))
 
-    def parse_many(self, offsets: np.ndarray, values: np.ndarray) -> Iterator[ParsedCompletion]:
+    def parse_many(self, offsets: np.ndarray, values: np.ndarray,
+                   instant: Sequence[bool] | None = None) -> Iterator[ParsedCompletion]:
         """Completions given as an (offsets, values) buffer (`pack`), completion i at values[offsets[i]:
-        offsets[i + 1]]. The vectorised pass runs once over the whole chunk: the id range check and every
-        token's role through the lookup table, then `np.flatnonzero` for the few positions that carry one."""
+        offsets[i + 1]]; `instant[i]`: completion i answers an instant-mode prompt (default: none does). The
+        vectorised pass runs once over the whole chunk: the id range check and every token's role through the
+        lookup table, then `np.flatnonzero` for the few positions that carry one."""
         vocab = self.vocab_size
         bad = (values < 0) | (values >= vocab)
         oob = rows_with(bad, offsets)
@@ -153,11 +168,13 @@ class CompletionGrammar:
         for i in range(len(starts) - 1):
             base = starts[i]
             yield self._parse(values[base:starts[i + 1]], bool(oob[i]),
-                              [p - base for p in pos_list[cut[i]:cut[i + 1]]], role_list[cut[i]:cut[i + 1]])
+                              [p - base for p in pos_list[cut[i]:cut[i + 1]]], role_list[cut[i]:cut[i + 1]],
+                              bool(instant[i]) if instant is not None else False)
 
     # -- the walk over the structural positions ------------------------------------------------------
 
-    def _parse(self, ids: np.ndarray, oob: bool, pos: list[int], roles: list[int]) -> ParsedCompletion:
+    def _parse(self, ids: np.ndarray, oob: bool, pos: list[int], roles: list[int],
+               instant: bool = False) -> ParsedCompletion:
         n = int(ids.size)
         at: list[list[int]] = [[] for _ in range(N_ROLES)]
         for p, r in zip(pos, roles):
@@ -167,21 +184,23 @@ class CompletionGrammar:
         body_end = n - 1 if ends_with_eot else n
         closes = at[THINK_CLOSE]
         think_close = closes[0] if closes else None
-        r_end = think_close if think_close is not None else body_end
+        r_end = 0 if instant else think_close if think_close is not None else body_end
         tool_events = [(p, r) for p, r in zip(pos, roles) if SECTION_BEGIN <= r <= CALL_END]
         c = ParsedCompletion(
             ids=ids, n=n, has_out_of_range_ids=oob, at=at, ends_with_end_of_turn=ends_with_eot, body_end=body_end,
             think_close=think_close, reasoning=self._decode(ids, oob, 0, r_end), answer="",
             section_begin=None, section_end=None, calls=[],
             tool_tokens_in_reasoning=[p for p, _ in tool_events if p < r_end], tool_tokens_outside_section=[],
-            faults=[], empty_section=False)
-        if think_close is not None:
-            self._parse_answer(c, [(p, r) for p, r in tool_events if think_close < p < body_end], body_end)
+            faults=[], empty_section=False, instant=instant)
+        a_lo = c.answer_start
+        if a_lo is not None:
+            self._parse_answer(c, [(p, r) for p, r in tool_events if a_lo <= p < body_end], body_end)
         return c
 
     def _parse_answer(self, c: ParsedCompletion, events: list[tuple[int, int]], a_hi: int) -> None:
-        """The answer region (after `</think>`, before the final end token): text, then at most one section."""
-        a_lo = c.think_close + 1
+        """The answer region (after `</think>`, or all of an instant completion, before the final end token):
+        text, then at most one section."""
+        a_lo = c.answer_start
         k = 0      # before the section: stray call tokens, or a section end with no begin
         while k < len(events) and events[k][1] != SECTION_BEGIN:
             p, r = events[k]
@@ -254,10 +273,13 @@ class CompletionGrammar:
         return self.tokens.token_name(self._id_of_role[role])
 
 
-def reasoning_length(ids: Sequence[int], tokens: ProfileTokens) -> int:
+def reasoning_length(ids: Sequence[int], tokens: ProfileTokens, instant: bool = False) -> int:
     """How many of a completion's tokens are reasoning, without parsing it: the same boundary as
     `ParsedCompletion.reasoning_end` (tested equal): the tokens before the first `</think>`, else all but a
-    final end token. For callers that need only this boundary (generation's and `score`'s log-prob sums)."""
+    final end token; none in instant mode. For callers that need only this boundary (generation's and
+    `score`'s log-prob sums)."""
+    if instant:
+        return 0
     ids = [int(t) for t in ids]
     if tokens.think_close in ids:
         return ids.index(tokens.think_close)

@@ -29,6 +29,7 @@ from kimi_eagle_data.prompts.prepare import PrepareReport, PrepareRun, read_prep
 from kimi_eagle_data.profile import TINY_MODEL_DIR, ProfileTokens
 from kimi_eagle_data.settings import BOUND, RunSettings
 from kimi_eagle_data.sources.config import PrepareConfig, load_config
+from kimi_eagle_data.sources.partitions import DEMO_CONFIG
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
 from kimi_eagle_data.prompts.tool_declaration import ENCODER_VERSION as TOOL_ENCODER_VERSION
 from kimi_eagle_data.validate.validator import Validator
@@ -41,7 +42,7 @@ __all__ = ["AccountingError", "BuildReport", "Pipeline", "RunSettings", "demo_se
 # bound settings; sampling is bound as the request it makes, the tokenizer by its fingerprints).
 _SAMPLING = ("max_new_tokens", "temperature", "top_p")
 BINDING_KEYS = (*(k for k in BOUND if k not in _SAMPLING), "sampling", "tokenizer_sha256", "chat_template_sha256",
-                "tokenizer_code_sha256", "tool_encoder_version")
+                "tokenizer_code_sha256", "tool_encoder_version", "sampling_plan")
 
 # A stage's report as it is made: (stage, report) with stage one of "prepare" (config -> PrepareReport), "generate"
 # (GenerateReport), "accounting" (config -> counts before validation), "validate" (config -> ValidateReport) and
@@ -72,10 +73,11 @@ def load_partitions(settings: RunSettings, partitions: PrepareConfig | None = No
 
 def demo_settings(workdir: str | Path, *, limit: int | None = None, progress: bool = True,
                   workers: int | None = None) -> RunSettings:
-    """`kimi-data demo`: the bundled sample prompts through the embedded tiny model."""
+    """`kimi-data demo`: the bundled sample prompts through the embedded tiny model, with the demo's partition
+    config (a share of instant-mode prompts in every config)."""
     return RunSettings(workdir=str(workdir), profile="tiny-kimi", model=str(TINY_MODEL_DIR),
                        model_label="tiny-kimi (embedded test model)", samples=True, limit=limit, progress=progress,
-                       workers=workers)
+                       workers=workers, config_file=str(DEMO_CONFIG))
 
 
 def prepare_dry_run(settings: RunSettings, partitions: PrepareConfig | None = None) -> PrepareRun:
@@ -139,6 +141,8 @@ class Pipeline:
             **fp,
             "tool_encoder_version": TOOL_ENCODER_VERSION,
             "sampling": self.sampling.to_sglang(),
+            # The partitions' mode and sampling mixes (sources/modes.py); absent when all are the default.
+            **({"sampling_plan": plan} if (plan := self.partitions.sampling_plan()) else {}),
             "max_seq_len": self.max_seq_len,
             "keep_truncated": settings.keep_truncated,
             "options": options,
@@ -419,6 +423,7 @@ class Pipeline:
             "engine_version": engine.get("version", "?"),
             "server_args": engine.get("server_args", {}),
             "sampling": self.run["sampling"],
+            "sampling_plan": self.run.get("sampling_plan"),
             "max_seq_len": self.run["max_seq_len"],
             "keep_truncated": self.s.keep_truncated,
             "project_version": __version__,

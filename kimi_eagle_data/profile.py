@@ -23,11 +23,18 @@ class SamplingDefaults:
     top_p: float = 0.95
 
 
+# The two ways of calling the model (docs/data-format.md, `mode`): thinking (the chat template's default: the
+# generation prompt ends with `<think>`, the completion is reasoning, `</think>`, the answer) and instant
+# (`thinking=False`: the generation prompt ends with `<think></think>`, the completion is the answer directly).
+THINKING, INSTANT = "thinking", "instant"
+MODES = (THINKING, INSTANT)
+
+
 @dataclass(frozen=True)
 class ModelProfile:
     name: str
     model_path: str                      # what production loads (HF id or directory)
-    # The chat template's generation prompt; the last prompt token must be `think_open`.
+    # The chat template's generation prompt in thinking mode; the last prompt token must be `think_open`.
     generation_prompt: str
     end_of_turn: str                     # the stop token; a `stop` completion ends with it
     think_open: str
@@ -59,6 +66,10 @@ class ModelProfile:
     tool_declare_namespace: str = "namespace functions {"
     tool_declare_name_regex: str = r"(?m)^type (?P<name>.+?) = \(_: "
     sampling: SamplingDefaults = field(default_factory=SamplingDefaults)
+    # The generation prompt in instant mode (the template's `thinking=False`): thinking's, then `think_close`.
+    instant_generation_prompt: str = ""
+    # Sampling defaults in instant mode (max_new_tokens: `sampling`'s).
+    instant_sampling: SamplingDefaults = field(default_factory=SamplingDefaults)
     max_seq_len: int = 16384
     # SGLang launch flags specific to this model.
     sglang_flags: tuple[str, ...] = ()
@@ -84,10 +95,16 @@ class ModelProfile:
             "with JSON-object arguments and call indices continuing the conversation's count "
             "(`{tool_call_id_shape}`), and ends with one `{end_of_turn}`.")
 
-    def generation_prompt_ids(self, tokenizer) -> list[int]:
-        """The generation prompt as `tokenizer` encodes it: what every prompt ends with (prepare checks each
-        rendered prompt against it, the validator each sample's prompt, inspect finds it to split it off)."""
-        return list(tokenizer.encode(self.generation_prompt, add_special_tokens=False))
+    def generation_prompt_ids(self, tokenizer, mode: str = THINKING) -> list[int]:
+        """The generation prompt of `mode` as `tokenizer` encodes it: what every prompt of that mode ends with
+        (prepare checks each rendered prompt against it, the validator reads a sample's mode from it, inspect
+        finds it to split it off)."""
+        text = self.instant_generation_prompt if mode == INSTANT else self.generation_prompt
+        return list(tokenizer.encode(text, add_special_tokens=False))
+
+    def mode_sampling(self, mode: str) -> SamplingDefaults:
+        """The sampling defaults of `mode` (a partition's or the run's settings override them)."""
+        return self.instant_sampling if mode == INSTANT else self.sampling
 
     def tool_call_id(self, name: str, index: int) -> str:
         return self.tool_call_id_format.format(name=name, index=index)
@@ -161,7 +178,13 @@ KIMI_K25 = ModelProfile(
     turn_tokens={"system": "<|im_system|>", "user": "<|im_user|>", "assistant": "<|im_assistant|>"},
     turn_header_end="<|im_middle|>",
     tool_call_id_regex=r"^\s*functions\.(?P<name>[A-Za-z0-9_\-\.]+):(?P<index>\d+)\s*$",
+    # Moonshot's recommended sampling per mode: thinking temperature 1.0, top_p 0.95 (its K2.5 benchmark
+    # settings, platform.kimi.ai/docs/guide/benchmark-best-practice, and its API's fixed K2.5 top_p,
+    # platform.kimi.ai/docs/api/models-overview); instant temperature 0.6, top_p 0.95 (the Kimi-K2.5 model card's
+    # instant-mode recommendation; the API's non-thinking K2 default is 0.6 too). docs/data-format.md, "Modes".
     sampling=SamplingDefaults(max_new_tokens=10240, temperature=1.0, top_p=0.95),
+    instant_generation_prompt="<|im_assistant|>assistant<|im_middle|><think></think>",
+    instant_sampling=SamplingDefaults(max_new_tokens=10240, temperature=0.6, top_p=0.95),
     max_seq_len=16384,
     vocab_size=163840,
     display_name="Kimi-K2.5",
@@ -182,6 +205,7 @@ TINY_KIMI = replace(
     name="tiny-kimi",
     model_path=str(TINY_MODEL_DIR),
     sampling=SamplingDefaults(max_new_tokens=192, temperature=1.0, top_p=0.95),
+    instant_sampling=SamplingDefaults(max_new_tokens=192, temperature=0.6, top_p=0.95),
     max_seq_len=510,
     vocab_size=None,     # its own: the tokenizer's length
     is_test_model=True,

@@ -49,6 +49,10 @@ class PromptRecord:
     tools: list[dict[str, Any]] | None
     prompt_ids: list[int]
     answer: dict[str, Any] | None = None   # the upstream answer (SourcePrompt.answer), for `kimi-data score`
+    mode: str = "thinking"                 # thinking / instant (profile.MODES): how the prompt was rendered
+    # The prompt's own sampling (sources/modes.py); None: the run's (prepared before modes).
+    temperature: float | None = None
+    top_p: float | None = None
 
     @property
     def prompt_len(self) -> int:

@@ -32,6 +32,9 @@ ROW_SCHEMA = pa.schema([
     ("reasoning_len", pa.int32()),
     ("num_tool_calls", pa.int32()),
     ("finish_reason", pa.string()),
+    ("mode", pa.string()),                # thinking / instant: read from the prompt's generation prompt
+    ("temperature", pa.float64()),        # the sampling this row was generated with
+    ("top_p", pa.float64()),
     ("messages", pa.list_(MESSAGE)),
     ("tools", pa.string()),
     ("issues", pa.list_(pa.string())),
@@ -49,6 +52,9 @@ LIGHT_SCHEMA = pa.schema([
     ("reasoning_len", pa.int32()),
     ("num_tool_calls", pa.int32()),
     ("finish_reason", pa.string()),
+    ("mode", pa.string()),
+    ("temperature", pa.float64()),
+    ("top_p", pa.float64()),
     ("issues", pa.list_(pa.string())),
     ("prompt_chars", pa.int64()),         # characters of the prompt messages (plan's naive estimate)
     ("completion_chars", pa.int64()),     # characters of the generated turn
@@ -65,6 +71,11 @@ PROMPT_SCHEMA = pa.schema([
     # JSON of the upstream answer that followed the prompt ({"reasoning", "content"[, "tool_calls"]}),
     # "" when the source has none; read by `kimi-data score`. Older prepared files lack the column.
     ("answer", pa.string()),
+    # The prompt's mode (thinking / instant) and its own sampling (sources/modes.py). Older prepared files
+    # lack them: thinking, at the run's sampling.
+    ("mode", pa.string()),
+    ("temperature", pa.float64()),
+    ("top_p", pa.float64()),
 ])
 
 SPLITS = ("train", "rejected")

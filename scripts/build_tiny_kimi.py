@@ -7,7 +7,8 @@ Steps: synthetic Kimi-structured conversations (8 styles mirroring partitions B1
 scripts/tiny_kimi/tool_pool.json; tools declared in TypeScript, tool-call ids global to the conversation) ->
 tiktoken BPE ranks + our trust_remote_code tokenizer class (vocab 2,048 = 1,792 ranks + 256 reserved special ids at
 K2.5's offsets, Kimi's regex, a chat template that renders as K2.5's) -> LlamaForCausalLM (hidden 128, 4 layers, ~1.3M parameters) trained on completion tokens
--> bf16 safetensors -> sampled evaluation of the token structure (docs/token-rules.md) on held-out prompts.
+-> bf16 safetensors -> sampled evaluation of the token structure (docs/token-rules.md) on held-out prompts, each
+in thinking and in instant mode (30% of the training conversations are instant-mode ones).
 The model's text is meaningless; only the token structure is learned.
 """
 
@@ -24,7 +25,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "tiny_kimi"))
 
 from conversation_text import bpe_texts  # noqa: E402
-from synth import STYLES, Synth  # noqa: E402
+from synth import MODES, STYLES, Synth, as_mode  # noqa: E402
+from conversation_text import render_prompt  # noqa: E402
 from tokenizer_build import BASE_VOCAB, NAMED, VOCAB_SIZE, train_ranks, write_tokenizer  # noqa: E402
 
 README = """\
@@ -54,6 +56,9 @@ validate, build, push) can run on a CPU machine with no network: it speaks Kimi-
   `<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>ARGS<|tool_call_end|>…`
   with IDX counted across the whole conversation; tool results as `## Return of ID\\n…`; generation prompt
   `<|im_assistant|>assistant<|im_middle|><think>` (`<think></think>` with `thinking=False`).
+- Modes: trained on thinking-mode conversations (reasoning, `</think>`, answer) and, for about 30% of them,
+  instant-mode ones (prompt rendered with `thinking=False`, so it ends `<think></think>`; the completion is the
+  answer or the tool calls directly, no reasoning and no `</think>`), as Kimi-K2.5 answers in its two modes.
 - Generation stops on `<|im_end|>` (`eos_token_id` in `config.json`/`generation_config.json`).
 - Tool calling works only for the 32 tools of the fixed pool in `scripts/tiny_kimi/tool_pool.json`; prompts should
   render to at most ~300 tokens and use `max_new_tokens` ≤ 192. After earlier tool calls in the conversation the
@@ -67,6 +72,11 @@ Rebuild (fixed seeds, one thread, fp32 so that it is fast without native CPU bf1
 2-core machine; the tokenizer and the weights come out byte-identical):
 
     python scripts/build_tiny_kimi.py --out kimi_eagle_data/assets/tiny-kimi
+
+The shipped weights are that build (thinking-mode conversations only) continued for 250 steps on the corpus
+with instant-mode conversations (same seeds; 10 minutes on a busy shared core):
+
+    python scripts/build_tiny_kimi.py --out NEW --init-from OLD --steps 250 --lr-max 1e-3 --lr-min 1e-4 --warmup 20
 """
 
 
@@ -80,6 +90,9 @@ def check_tokenizer(tok) -> None:
     r = tok.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=False)
     want = "<|im_user|>user<|im_middle|>hi<|im_end|><|im_assistant|>assistant<|im_middle|><think>"
     assert r == want, r
+    r = tok.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=False,
+                                thinking=False)
+    assert r == want + "</think>", r                                    # instant mode: K2.5's thinking=False
     for off, s, _ in NAMED:
         assert tok.encode(s) == [BASE_VOCAB + off], s
         assert tok.encode(s, add_special_tokens=False) == [BASE_VOCAB + off], s
@@ -111,6 +124,12 @@ def main(argv=None) -> int:
     ap.add_argument("--bf16", action="store_true", help="train under bf16 autocast (fast only with native CPU bf16)")
     ap.add_argument("--tokenizer-only", action="store_true", help="build and save only the tokenizer")
     ap.add_argument("--eval-only", action="store_true", help="evaluate the model already in --out")
+    ap.add_argument("--init-from", metavar="DIR",
+                    help="continue training the model in DIR (an earlier build) instead of a fresh one: how the "
+                         "instant-mode build was made from the thinking-only one on a shared CPU")
+    ap.add_argument("--lr-max", type=float, default=3e-3)
+    ap.add_argument("--lr-min", type=float, default=3e-4)
+    ap.add_argument("--warmup", type=int, default=100)
     args = ap.parse_args(argv)
 
     out = Path(args.out)
@@ -139,11 +158,17 @@ def main(argv=None) -> int:
 
     if not args.eval_only:
         rows = encode_dataset(tok, convs, log=log)
-        model = build_model(tok, args.seed)
+        if args.init_from:
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained(args.init_from, dtype=torch.float32)
+            log(f"continuing from {args.init_from}")
+        else:
+            model = build_model(tok, args.seed)
         n_params = sum(p.numel() for p in model.parameters())
         log(f"model: {n_params / 1e6:.2f}M parameters; training {args.steps} steps x ~{args.tokens_per_batch} tokens")
         train_s = train(model, tok, rows, steps=args.steps, tokens_per_batch=args.tokens_per_batch, seed=args.seed,
-                        log=log, bf16=args.bf16)
+                        log=log, bf16=args.bf16, lr_max=args.lr_max, lr_min=args.lr_min, warmup=args.warmup)
         log(f"training took {train_s:.0f}s")
         from transformers import GenerationConfig
         model.generation_config = GenerationConfig(
@@ -158,7 +183,7 @@ def main(argv=None) -> int:
         prev = out / "build_eval.json"
         train_s = json.loads(prev.read_text()).get("train_seconds") if prev.exists() else None
 
-    # ---- evaluation on held-out prompts: all styles, ~40% tool prompts
+    # ---- evaluation on held-out prompts: all styles, ~40% tool prompts, each prompt in both modes
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
@@ -167,22 +192,23 @@ def main(argv=None) -> int:
     others = [s for s in STYLES if s != "tool"]
     eval_convs, eval_ids = [], []
     k = 0
-    while len(eval_convs) < args.n_eval:
-        style = "tool" if len(eval_convs) < n_tool else others[k % len(others)]
-        c = ev.conversation(style)
-        p = tok.apply_chat_template(c["messages"], tools=c["tools"], add_generation_prompt=True, tokenize=True,
-                                    return_dict=False)
-        if len(p) > 300:
+    while len(eval_convs) < 2 * args.n_eval:
+        style = "tool" if len(eval_convs) < 2 * n_tool else others[k % len(others)]
+        c = ev.conversation(style, mode="thinking")
+        both = [as_mode(c, m) for m in MODES]
+        ids = [list(render_prompt(tok, x, tokenize=True, return_dict=False)) for x in both]
+        if max(map(len, ids)) > 300:
             continue
         if style != "tool":
             k += 1
-        eval_convs.append(c)
-        eval_ids.append(list(p))
+        eval_convs += both
+        eval_ids += ids
     summary, _ = evaluate(model, tok, eval_convs, eval_ids, batch_size=args.eval_batch_size)
     log(format_summary(summary))
     tool = summary["by_style"]["tool"]
-    line = (f"{100 * summary['valid_rate']:.1f}% of {summary['n']} sampled completions valid "
-            f"({100 * tool['valid'] / tool['n']:.1f}% of tool prompts; {summary['length']} hit max_new_tokens=192), "
+    per_mode = ", ".join(f"{m} {100 * v['valid'] / v['n']:.1f}% of {v['n']}" for m, v in summary["by_mode"].items())
+    line = (f"{100 * summary['valid_rate']:.1f}% of {summary['n']} sampled completions valid ({per_mode}; "
+            f"{100 * tool['valid'] / tool['n']:.1f}% of tool prompts; {summary['length']} hit max_new_tokens=192), "
             f"{summary['tok_per_s']:.0f} tok/s at batch {args.eval_batch_size} on CPU"
             + (f"; trained {args.steps} steps in {train_s:.0f}s" if train_s else ""))
     log("SUMMARY: " + line)

@@ -143,3 +143,53 @@ def test_inspect_shows_what_the_validator_reads(name):
         assert reasoning[0].n_tokens == verdict.reasoning_len + (GRAMMAR.parse(out).think_close is not None)
     answer = "".join(s.text for s in completion if s.kind == "answer" or s.label == "text after the tool-call section")
     assert answer == verdict.assistant["content"]
+
+
+# Instant mode: the prompt ends `<think></think>` (the template's thinking=False); the completion has no reasoning.
+INSTANT_PROMPT = list(TOK.apply_chat_template([{"role": "user", "content": "Weather in Paris?"}], tools=TOOLS,
+                                              add_generation_prompt=True, tokenize=True, return_dict=False,
+                                              thinking=False))
+INSTANT_CASES = {
+    "answer": ids("Sunny.", EOT),
+    "calls": ids(SB, *W0, *F1, SE, EOT),
+    "text_then_call": ids("Checking.", SB, *W0, SE, EOT),
+    "with_think_end": ids("Sunny.", END_THINK, "Really.", EOT),
+}
+
+
+def test_an_instant_completion_is_all_answer():
+    c = GRAMMAR.parse(INSTANT_CASES["text_then_call"], instant=True)
+    assert c.instant and c.reasoning == "" and c.reasoning_end == 0 and c.answer_start == 0
+    assert c.answer == "Checking." and [k.name for k in c.calls] == ["get_weather"] and not c.faults
+    # a `</think>` in an instant completion is read as answer text (the validator's instant_has_think_end)
+    c = GRAMMAR.parse(INSTANT_CASES["with_think_end"], instant=True)
+    assert c.answer == "Sunny.</think>Really." and c.think_close == len(ids("Sunny."))
+    # the same ids read in thinking mode: all reasoning, no answer
+    c = GRAMMAR.parse(INSTANT_CASES["text_then_call"])
+    assert c.answer_start is None and c.calls == [] and c.reasoning_end == c.body_end
+
+
+def test_instant_chunks_parse_as_one_by_one():
+    outs = [*INSTANT_CASES.values(), *(out for out, _ in CASES.values())]
+    flags = [True] * len(INSTANT_CASES) + [False] * len(CASES)
+    together = list(GRAMMAR.parse_many(*pack(outs), instant=flags))
+    assert together == [GRAMMAR.parse(o, instant=f) for o, f in zip(outs, flags)]
+
+
+@pytest.mark.parametrize("name", list(INSTANT_CASES))
+def test_instant_reasoning_boundary_and_inspect(name):
+    out = INSTANT_CASES[name]
+    verdict = Validator(TOKENS, TOK, 4096).validate(INSTANT_PROMPT, out, "stop", {}, TOOLS)
+    assert verdict.mode == "instant"
+    assert verdict.reasoning_len == GRAMMAR.parse(out, instant=True).reasoning_end == 0
+    assert reasoning_length(out, TOKENS, instant=True) == 0
+    assert verdict.issues == (["instant_has_think_end"] if name == "with_think_end" else [])
+    seg = Segmenter(TINY_KIMI, TOK)
+    segs = seg.segment(INSTANT_PROMPT + out, len(INSTANT_PROMPT))
+    assert seg.mode(np.asarray(INSTANT_PROMPT + out), len(INSTANT_PROMPT)) == "instant"
+    gp = [s for s in segs if s.kind == "generation_prompt"]
+    assert gp and gp[0].text.endswith("<think></think>") and gp[0].label == "generation prompt (instant mode)"
+    completion = [s for s in segs if s.loss == 1]
+    assert sum((s.ids for s in completion), []) == out and not [s for s in completion if s.kind == "reasoning"]
+    shown = [s.label for s in completion if s.kind == "tool_call"]
+    assert shown == [f"tool call {k}: {c['function']['name']}" for k, c in enumerate(verdict.assistant["tool_calls"])]

@@ -64,9 +64,12 @@ def tokenizer_options(fn):
 @click.option("--row", type=click.IntRange(min=1),
               help="ROW.json is JSONL: render its line N (numbered from 1, as `sed -n Np` counts).")
 @click.option("--ids", "as_ids", is_flag=True, help="Print the token ids (a JSON list) instead of the text.")
+@click.option("--mode", type=click.Choice(["thinking", "instant"]), default="thinking", show_default=True,
+              help="instant: the chat template's thinking=False (the generation prompt ends <think></think>).")
 @tokenizer_options
 @check_errors
-def render(source: str, row: int | None, as_ids: bool, profile: str, model: str | None, tokenizer: str | None):
+def render(source: str, row: int | None, as_ids: bool, mode: str, profile: str, model: str | None,
+           tokenizer: str | None):
     """Print the exact prompt the model sees for {"messages": [...], "tools": [...]} (`-`: stdin).
 
     The prompt is rendered by the code `prepare` uses (the model's chat template, tools declared
@@ -80,12 +83,12 @@ def render(source: str, row: int | None, as_ids: bool, profile: str, model: str 
     _prof, tok = _load(profile, model, tokenizer)
     where = "stdin" if source == "-" else source
     try:
-        ids = render_prompt(tok, messages, tools)
+        ids = render_prompt(tok, messages, tools, mode)
     except Exception as e:  # jinja and the tool encoder raise many types; the message is what matters
         raise UserError(f"{where}: cannot render the prompt: {' '.join(str(e).split())[:300]}") from None
     click.echo(orjson.dumps(ids).decode() if as_ids else tok.decode(ids, skip_special_tokens=False))
-    console.print(f"{counted(len(ids), 'prompt token')} ({getattr(tok, 'name_or_path', '?')})", highlight=False,
-                  soft_wrap=True)
+    console.print(f"{counted(len(ids), 'prompt token')}, {mode} mode ({getattr(tok, 'name_or_path', '?')})",
+                  highlight=False, soft_wrap=True)
 
 
 @click.command()
@@ -94,7 +97,8 @@ def render(source: str, row: int | None, as_ids: bool, profile: str, model: str 
 @click.option("--max-seq-len", type=click.IntRange(min=1), help="Default: the profile's (16384 for Kimi-K2.5).")
 @click.option("--keep-truncated", is_flag=True, help="`length` rows without an end of turn are not `truncated`.")
 @click.option("--json", "as_json", is_flag=True,
-              help='One line per row on stdout: {"row", "valid", "issues", "details"[, "id"]}; summary on stderr.')
+              help='One line per row on stdout: {"row", "valid", "issues", "details"[, "id", "mode"]}; summary on '
+                   'stderr.')
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @check_errors
 def check(file: Path, profile: str, model: str | None, tokenizer: str | None, max_seq_len: int | None,
@@ -111,6 +115,8 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
       or  messages + completion (text, special tokens written out) + optional tools;
       or  SpecForge's raw rows: conversations [{role, content}, ...] + optional tools
           (the last turn, the assistant's, is the completion).
+    Forms 2 and 3 take an optional mode ("thinking", default, or "instant"); each
+    row's mode is read from its prompt's end, reported per row and summed by mode.
     Rows are numbered from 1 (a JSONL row by its line number). Exit 0 when every row
     is valid, 1 otherwise (an input without rows included), 2 on usage errors.
     """
@@ -126,6 +132,7 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
     rows, total = open_input(file)
     report = console if as_json else out
     reasons: Counter[str] = Counter()
+    by_mode: Counter[tuple[str, bool]] = Counter()     # (mode, valid) -> rows
     n = valid = tokens = shown = 0
     progress = Progress(TextColumn("[bold]check"), BarColumn(), TextColumn("{task.fields[rows]:>9,} rows"),
                         TextColumn("{task.fields[tps]:>9,.0f} tok/s"), TextColumn("{task.fields[bad]}"),
@@ -140,6 +147,8 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
                 tokens += v.tokens
                 valid += v.valid
                 reasons.update(v.issues)
+                if v.mode is not None:
+                    by_mode[v.mode, v.valid] += 1
                 if as_json:
                     sys.stdout.write(orjson.dumps(v.to_json()).decode() + "\n")
                 if not v.valid and shown < _SHOWN_ROWS and (not as_json or "unreadable_row" in v.issues):
@@ -171,6 +180,10 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
                  f"{valid:,} valid, "
                  f"{n - valid:,} invalid  " + ("[green]✓[/]" if valid == n else "[red]✗[/]"), highlight=False,
                  soft_wrap=True)
+    modes = sorted({m for m, _ in by_mode})
+    if modes:
+        report.print("by mode: " + "; ".join(f"{m} {by_mode[m, True] + by_mode[m, False]:,} rows, "
+                                              f"{by_mode[m, True]:,} valid" for m in modes), highlight=False)
     if valid != n:
         sys.exit(1)
 

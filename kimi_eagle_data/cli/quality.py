@@ -30,7 +30,9 @@ S = counts {selected, rejected_at_prepare, prepared, generated, failed,
     cache {requests, requests_with_hit, prompt_tokens, cached_tokens,
       hit_share} or null when the engine reported no cached_tokens,
     tokens {prompt, completion, total, train},
-    rejection_reasons {code: n}
+    rejection_reasons {code: n},
+    modes {thinking|instant: {rows, train, valid_share, completion_median,
+      reasoning_median, tokens}} (the modes present)
 draft_vocab: null before emit, else {top_k (32000), from (the dataset's
   token_freq/), configs: {CONFIG: V or null}, overall: V}
 V = loss_tokens, distinct_ids (train split, loss_mask 1), ids_to_cover
@@ -58,7 +60,8 @@ score: WORKDIR/score.json as `kimi-data score --json` prints it, or null"""
 
 INSPECT_JSON_HELP = """\b
 --json prints one object: id, config, split, picked (how it was chosen),
-  source, source_id, finish_reason, length, prompt_len, completion_len,
+  source, source_id, finish_reason, mode (thinking | instant, read from the
+  prompt's end), length, prompt_len, completion_len,
   reasoning_len, num_tool_calls, loss_boundary (first loss-mask 1),
   tokenizer, profile, where, warnings [str],
   issues [{code, description, detail}],
@@ -190,12 +193,29 @@ def _print_stats(r: dict[str, Any]) -> None:
                       *(_n(dist[k]) for k in ("min", "p10", "median", "mean", "p90", "p99", "max")),
                       style="bold" if name == "all" else None, end_section=kind == "reasoning")
     out.print(d)
+    _print_modes(rows)
     if r["overall"]["cache"] is None:
         out.print("cache hit: – (the engine reported no cached_tokens)", highlight=False)
     _print_draft_vocab(r.get("draft_vocab"))
     if r.get("plots"):
         first = next(iter(r["plots"].values()))
         out.print(f"histograms: {len(r['plots'])} PNG(s) in {Path(first).parent}", highlight=False, soft_wrap=True)
+
+
+def _print_modes(rows: list[tuple[str, dict[str, Any]]]) -> None:
+    """Per config and mode (thinking / instant): rows, valid share, median completion and reasoning."""
+    from rich.table import Table
+
+    m = Table(title="modes")
+    for col in ("config", "mode", "rows", "train", "valid", "completion median", "reasoning median", "tokens"):
+        m.add_column(col, justify="left" if col in ("config", "mode") else "right")
+    for name, s in rows:
+        modes = list(s.get("modes", {}).items())
+        for k, (mode, v) in enumerate(modes):
+            m.add_row(name if k == 0 else "", mode, _n(v["rows"]), _n(v["train"]), _pct(v["valid_share"]),
+                      _n(v["completion_median"]), _n(v["reasoning_median"]), _n(v["tokens"]),
+                      style="bold" if name == "all" else None, end_section=k == len(modes) - 1)
+    out.print(m)
 
 
 def _print_draft_vocab(v: dict[str, Any] | None) -> None:
@@ -384,7 +404,7 @@ def _print_inspect(r: dict[str, Any], *, raw: bool, max_chars: int | None) -> No
 
     split_style = "green" if r["split"] == "train" else "red"
     head = Text.assemble((r["id"], "bold"), f"  config {r['config']} · split ", (str(r["split"]), split_style),
-                         f" · finish {r['finish_reason']} · {r['source']} row {r['source_id']}")
+                         f" · finish {r['finish_reason']} · {r['mode']} mode · {r['source']} row {r['source_id']}")
     out.print(head)
     if r["picked"]:
         out.print(f"picked: {r['picked']}", style="dim", highlight=False)

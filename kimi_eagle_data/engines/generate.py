@@ -12,7 +12,7 @@ own completions without scoring those again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from rich.console import Console
@@ -54,13 +54,21 @@ def logprob_stats(c: Completion, reasoning_length: Callable[[list[int]], int] | 
     return LogprobSums.of(ids, lps, c.output_top1_ids, k).as_dict()
 
 
+def record_sampling(sampling: SamplingParams, record: PromptRecord) -> SamplingParams:
+    """The run's sampling with the prompt's own temperature and top_p (its mode's and its partition's mix,
+    sources/modes.py); a prompt prepared before modes has none and takes the run's."""
+    own = {k: v for k, v in (("temperature", record.temperature), ("top_p", record.top_p)) if v is not None}
+    return replace(sampling, **own) if own else sampling
+
+
 def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Checkpoint, sampling: SamplingParams,
                      *, done: set[str] | None = None, failed: dict | None = None, retry_failed: bool = False,
                      console: Console | None = None, show_progress: bool = True,
                      reasoning_length: Callable[[list[int]], int] | None = None) -> GenerateReport:
     """Generate every record not in `done` (nor in `failed`, unless `retry_failed`); commit each result."""
     report = GenerateReport()
-    jobs = pending((GenerationJob(r.id, r.config, GenerationRequest(r.id, r.prompt_ids, sampling,
+    instant = {r.id for r in records if r.mode == "instant"}   # no reasoning: the whole completion is answer
+    jobs = pending((GenerationJob(r.id, r.config, GenerationRequest(r.id, r.prompt_ids, record_sampling(sampling, r),
                                                                     seed=request_seed(r.id), return_logprob=True))
                     for r in records),
                    checkpoint.done_ids() if done is None else done,
@@ -68,7 +76,7 @@ def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Ch
                    retry_failed=retry_failed, run=report)
 
     def keep(job: GenerationJob, c: Completion) -> Kept:
-        c.logprob_stats = logprob_stats(c, reasoning_length)
+        c.logprob_stats = logprob_stats(c, None if job.key in instant else reasoning_length)
         checkpoint.commit(job.config, c)
         return Kept(len(c.output_ids), c.finish_reason)
 

@@ -13,16 +13,18 @@ import orjson
 from kimi_eagle_data.profile import ProfileTokens
 
 
-def render_answer(answer: dict[str, Any], tokenizer, tokens: ProfileTokens) -> tuple[list[int], int]:
+def render_answer(answer: dict[str, Any], tokenizer, tokens: ProfileTokens,
+                  instant: bool = False) -> tuple[list[int], int]:
     """The upstream answer as the assistant turn the target would write after its generation prompt
     (which ends with think_open): reasoning, think_close, content, tool calls, end_of_turn. Returns the ids
-    and how many of them are reasoning (before think_close). Special tokens come from the profile by id;
-    text is encoded piece by piece, never through a template."""
+    and how many of them are reasoning (before think_close). After an instant-mode prompt (which ends with
+    think_open think_close) the turn has no reasoning: content, tool calls, end_of_turn. Special tokens come
+    from the profile by id; text is encoded piece by piece, never through a template."""
     def enc(text: str) -> list[int]:
         return list(tokenizer.encode(text, add_special_tokens=False)) if text else []
 
-    reasoning = enc(answer.get("reasoning") or "")
-    ids = reasoning + [tokens.think_close] + enc(answer.get("content") or "")
+    reasoning = [] if instant else enc(answer.get("reasoning") or "")
+    ids = ([] if instant else reasoning + [tokens.think_close]) + enc(answer.get("content") or "")
     calls = answer.get("tool_calls") or []
     if calls:
         ids.append(tokens.tool_calls_section_begin)

@@ -53,6 +53,8 @@ from kimi_eagle_data.sources.readers import SourceFileError, SourceRow, iter_sou
 from kimi_eagle_data.sources.rows import AdapterColumns
 from kimi_eagle_data.prompts.tokenizer import ToolRenderingError, render_prompt
 from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported
+from kimi_eagle_data.profile import INSTANT, KIMI_K25, THINKING, ModelProfile
+from kimi_eagle_data.sources.modes import choose_mode, choose_sampling
 from kimi_eagle_data.store.workdir import Workdir, atomic_path, write_json
 
 STAGES = ("adapted", "content", "tools", "language", "chars", "decontam", "render", "length", "dedup", "near_dedup")
@@ -65,9 +67,11 @@ REASON_STAGE = {
 }
 
 
-def sample_id(config: str, source: str, source_id: str, prompt_rule: str) -> str:
-    """Stable id: same source row + same settings -> same id, on any machine."""
-    key = "\x1f".join((config, source, source_id, prompt_rule))
+def sample_id(config: str, source: str, source_id: str, prompt_rule: str, mode: str = THINKING) -> str:
+    """Stable id: same source row + same settings -> same id, on any machine. The mode enters the key only
+    for instant prompts: thinking ids are the ids prompts had before there were modes (a run resumes)."""
+    parts = (config, source, source_id, prompt_rule) + ((mode,) if mode != THINKING else ())
+    key = "\x1f".join(parts)
     return f"{config}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
 
@@ -141,16 +145,20 @@ def partition_info(p: Partition) -> dict[str, Any]:
     return {"name": p.name, "upstream": p.upstream, "upstream_config": p.upstream_config, "split": p.upstream_split,
             "revision": p.revision, "adapter": p.adapter, "policy": p.policy, "license": p.license,
             "prompt_rule": p.prompt_rule, "n": p.n, "seed": p.seed, "builtin": p.builtin,
-            "filters": asdict(p.filters)}
+            "filters": asdict(p.filters), **({} if p.modes.is_default else {"modes": p.modes.to_json()})}
 
 
 def prepare_rows(partition: Partition, rows: Iterable[SourceRow], tokenizer, *, gen_prompt_ids: list[int],
                  max_new_tokens: int, max_seq_len: int, source_desc: str, state: PrepareState | None = None,
-                 n: int | None = None, seed: int | None = None, vocab_size: int | None = None
+                 n: int | None = None, seed: int | None = None, vocab_size: int | None = None,
+                 modes: "PromptModes | None" = None
                  ) -> tuple[list[PromptRecord], list[Rejection], PrepareReport]:
     """Prepare one config. Raises SourceFileError when the source cannot be read at all.
-    `vocab_size`: the model's id bound (profile.model_vocab_size; default the tokenizer's length)."""
+    `vocab_size`: the model's id bound (profile.model_vocab_size; default the tokenizer's length).
+    `modes`: how each prompt's mode and sampling are chosen (default: the Kimi-K2.5 profile's, every prompt
+    in thinking mode unless the partition sets an instant share)."""
     state = state or PrepareState()
+    modes = modes or PromptModes.of(KIMI_K25, tokenizer, gen_prompt_ids)
     vocab_size = len(tokenizer) if vocab_size is None else vocab_size
     cfg = partition.config
     n = partition.n if n is None else n
@@ -191,19 +199,24 @@ def prepare_rows(partition: Partition, rows: Iterable[SourceRow], tokenizer, *, 
                 reject(sid, item.code, f"{where}: {item.message}")
                 continue
             report.passed["adapted"] += 1
-            _prepare_prompt(partition, item, where, tokenizer, gen_prompt_ids, max_new_tokens, max_seq_len, state,
-                            near_on, report, records, seen_ids, reject, vocab_size)
+            _prepare_prompt(partition, item, where, tokenizer, modes, max_new_tokens, max_seq_len, state,
+                            near_on, report, records, seen_ids, reject, vocab_size, seed)
     # short of n although the source had more rows than the selection held: oversample was too small
     report.exhausted = (n is not None and report.prepared < n and report.rows_selected == len(candidates)
                         and scan.scanned - scan.duplicate_row_keys > len(candidates))
     return records, rejections, report
 
 
-def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenizer, gen_prompt_ids, max_new_tokens,
-                    max_seq_len, state: PrepareState, near_on: bool, report: PrepareReport,
-                    records: list[PromptRecord], seen_ids: set[str], reject, vocab_size: int) -> None:
+def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenizer, modes: "PromptModes",
+                    max_new_tokens, max_seq_len, state: PrepareState, near_on: bool, report: PrepareReport,
+                    records: list[PromptRecord], seen_ids: set[str], reject, vocab_size: int, seed: int) -> None:
     cfg, sid = partition.config, sp.source_id
     id_ = sample_id(cfg, partition.upstream, sid, partition.id_rule)
+    mode = choose_mode(partition.modes, seed, id_)      # drawn from the thinking id: stable whatever the mode
+    sampling = choose_sampling(partition.modes, seed, id_, mode, modes.profile, modes.run_wide)
+    if mode != THINKING:
+        id_ = sample_id(cfg, partition.upstream, sid, partition.id_rule, mode)
+    gen_prompt_ids = modes.generation_prompts[mode]
     checks = (("content", lambda: check_content(sp.messages)),
               ("tools", lambda: check_tools(sp.tools) if partition.filters.validate_tools else None),
               ("language", lambda: check_language(sp.messages, partition.filters)),
@@ -224,7 +237,7 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
             return
     report.passed["decontam"] += 1
     try:
-        prompt_ids = render_prompt(tokenizer, sp.messages, sp.tools)
+        prompt_ids = render_prompt(tokenizer, sp.messages, sp.tools, mode)
     except (ToolSchemaUnsupported, ToolRenderingError) as e:
         # never a JSON-declared prompt in the data: the row is counted out with its reason
         reject(sid, "tool_schema_unsupported", f"{where}: {e}", id_)
@@ -233,8 +246,8 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
         reject(sid, "template_error", f"{where}: chat template failed: {' '.join(str(e).split())[:300]}", id_)
         return
     if not gen_prompt_ids or prompt_ids[-len(gen_prompt_ids):] != gen_prompt_ids:
-        reject(sid, "no_generation_prompt", f"{where}: rendered prompt does not end with the profile's generation "
-                                            "prompt", id_)
+        reject(sid, "no_generation_prompt", f"{where}: rendered prompt does not end with the profile's {mode}-mode "
+                                            "generation prompt", id_)
         return
     beyond = [t for t in prompt_ids if t >= vocab_size]
     if beyond:
@@ -272,9 +285,28 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
         state.exact.add(cfg, key, id_)
     if near_on:
         state.near().add(cfg, sig, id_)
-    records.append(PromptRecord(id_, cfg, partition.upstream, sid, sp.messages, sp.tools, prompt_ids, sp.answer))
+    records.append(PromptRecord(id_, cfg, partition.upstream, sid, sp.messages, sp.tools, prompt_ids, sp.answer,
+                                mode=mode, temperature=sampling["temperature"], top_p=sampling["top_p"]))
     report.prepared += 1
     report.without_answer += sp.answer is None
+
+
+@dataclass(frozen=True)
+class PromptModes:
+    """What choosing and rendering a prompt's mode needs: the profile (per-mode sampling defaults), each
+    mode's generation prompt ids, and the run's explicit sampling settings (None where not given)."""
+
+    profile: ModelProfile
+    generation_prompts: dict[str, list[int]]
+    run_wide: dict[str, float | None] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, profile: ModelProfile, tokenizer, thinking_ids: list[int] | None = None,
+           run_wide: dict[str, float | None] | None = None) -> "PromptModes":
+        prompts = {THINKING: list(thinking_ids) if thinking_ids is not None
+                   else profile.generation_prompt_ids(tokenizer),
+                   INSTANT: profile.generation_prompt_ids(tokenizer, INSTANT)}
+        return cls(profile, prompts, dict(run_wide or {}))
 
 
 # -- several configs ----------------------------------------------------------------------------------
@@ -303,7 +335,10 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
     from kimi_eagle_data.profile import get_profile, model_vocab_size
 
     pconf = partitions
-    vocab_size = model_vocab_size(get_profile(settings.profile), tokenizer)
+    profile = get_profile(settings.profile)
+    vocab_size = model_vocab_size(profile, tokenizer)
+    modes = PromptModes.of(profile, tokenizer, gen_prompt_ids,
+                           {"temperature": settings.temperature, "top_p": settings.top_p})
     state = PrepareState(pconf.dedup, pconf.decontam)
     run = PrepareRun({}, {}, state.decontam.summary() if state.decontam else {})
     for config in settings.configs:
@@ -317,7 +352,7 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
                 rows = record_columns(rows, columns)
             records, rejections, report = prepare_rows(
                 part, rows, tokenizer, gen_prompt_ids=gen_prompt_ids, max_new_tokens=max_new_tokens,
-                max_seq_len=max_seq_len, source_desc=desc, state=state, vocab_size=vocab_size)
+                max_seq_len=max_seq_len, source_desc=desc, state=state, vocab_size=vocab_size, modes=modes)
         except SourceFileError as e:
             run.errors[config] = f"{config}: {e}"
             continue
@@ -376,6 +411,9 @@ def write_prepared(workdir: Workdir, config: str, records: list[PromptRecord], r
         "tools": [orjson.dumps(r.tools).decode() if r.tools else "" for r in records],
         "prompt_ids": [r.prompt_ids for r in records],
         "answer": [orjson.dumps(r.answer).decode() if r.answer else "" for r in records],
+        "mode": [r.mode for r in records],
+        "temperature": [r.temperature for r in records],
+        "top_p": [r.top_p for r in records],
     }, schema=PROMPT_SCHEMA)
     with atomic_path(workdir.prepared(config)) as tmp:
         pq.write_table(table, tmp, compression="zstd", row_group_size=PREPARED_ROW_GROUP)
@@ -391,12 +429,17 @@ def read_prepared(workdir: Workdir, config: str) -> list[PromptRecord]:
     if not path.exists():
         raise MissingInputError(f"{path} is missing; run `kimi-data prepare {config} --workdir {workdir.root}` first")
     t = pq.read_table(path).to_pydict()
-    answers = t.get("answer") or [""] * len(t["id"])    # prepared before answers were kept: none
+    n = len(t["id"])
+    answers = t.get("answer") or [""] * n    # prepared before answers were kept: none
+    # Prepared before modes: every prompt in thinking mode at the run's sampling (None: the run's).
+    modes, temps, top_ps = t.get("mode") or [THINKING] * n, t.get("temperature") or [None] * n, \
+        t.get("top_p") or [None] * n
     return [
         PromptRecord(id_, cfg, src, sid, orjson.loads(msgs), orjson.loads(tools) if tools else None, ids,
-                     orjson.loads(ans) if ans else None)
-        for id_, cfg, src, sid, msgs, tools, ids, ans in zip(
-            t["id"], t["config"], t["source"], t["source_id"], t["messages"], t["tools"], t["prompt_ids"], answers)
+                     orjson.loads(ans) if ans else None, mode=mode, temperature=temp, top_p=top_p)
+        for id_, cfg, src, sid, msgs, tools, ids, ans, mode, temp, top_p in zip(
+            t["id"], t["config"], t["source"], t["source_id"], t["messages"], t["tools"], t["prompt_ids"], answers,
+            modes, temps, top_ps)
     ]
 
 

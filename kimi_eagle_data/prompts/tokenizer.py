@@ -9,6 +9,7 @@ from functools import lru_cache
 import orjson
 
 from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.profile import INSTANT, THINKING
 from kimi_eagle_data.prompts.tool_declaration import deep_sort, encode_tools
 
 
@@ -142,15 +143,17 @@ class ToolRenderingError(KimiDataError, ValueError):
     """A prompt whose tools the model's template did not declare in the TypeScript form."""
 
 
-def render_text(tokenizer, messages, tools) -> str:
+def render_text(tokenizer, messages, tools, mode: str = THINKING) -> str:
     """The prompt text: the model's own template, tools passed natively and declared TypeScript-style.
+    Instant mode goes through the template's own switch, `thinking=False` (its generation prompt then ends
+    with `<think></think>`); thinking mode passes nothing, the template's default.
 
     Kimi-K2.5's tokenizer code deep-sorts `tools` and computes `tools_ts_str` itself; other tokenizers
     (the embedded tiny one included) get the same string from our encoder, so every tokenizer renders
     tools as the real model sees them. A schema the encoder cannot render raises ToolSchemaUnsupported;
     a template that did not put the TypeScript block in the text (a JSON fallback) raises
     ToolRenderingError: never a JSON-declared prompt mixed into the data."""
-    kwargs = {}
+    kwargs: dict = {"thinking": False} if mode == INSTANT else {}
     if tools:
         tools = deep_sort(tools)
         kwargs["tools_ts_str"] = ts = encode_tools(tools)
@@ -162,9 +165,9 @@ def render_text(tokenizer, messages, tools) -> str:
     return text
 
 
-def render_prompt(tokenizer, messages, tools) -> list[int]:
+def render_prompt(tokenizer, messages, tools, mode: str = THINKING) -> list[int]:
     """Prompt ids: `render_text` tokenized the way `apply_chat_template(tokenize=True)` does."""
-    return list(tokenizer(render_text(tokenizer, messages, tools), add_special_tokens=False)["input_ids"])
+    return list(tokenizer(render_text(tokenizer, messages, tools, mode), add_special_tokens=False)["input_ids"])
 
 
 # A fixed probe set for tokenizers that render tool declarations themselves (Kimi-K2.5's own

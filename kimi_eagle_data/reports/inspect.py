@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from kimi_eagle_data.store.checkpoint import CorruptCheckpointError, open_workdir_checkpoints
 from kimi_eagle_data.grammar import CompletionGrammar, ParsedCompletion
-from kimi_eagle_data.profile import ModelProfile, ProfileTokens, get_profile, model_vocab_size
+from kimi_eagle_data.profile import INSTANT, THINKING, ModelProfile, ProfileTokens, get_profile, model_vocab_size
 from kimi_eagle_data.prompts.tokenizer import SegmentDecoder
 from kimi_eagle_data.run_checks import config_name_problem
 from kimi_eagle_data.reports.stats import QualityError
@@ -79,18 +79,27 @@ class Segmenter:
         self.role_of = {vocab[t]: role for role, t in turn_tokens.items()}
         self.header_end = vocab[header_end]
         self.gen_prompt = profile.generation_prompt_ids(tokenizer)
+        # instant mode's (the template's thinking=False): a prompt ending with it is read in instant mode
+        self.instant_gen_prompt = (profile.generation_prompt_ids(tokenizer, INSTANT)
+                                   if profile.instant_generation_prompt else [])
         self.decoder = SegmentDecoder(tokenizer, model_vocab_size(profile, tokenizer))
         self.grammar = CompletionGrammar(self.tokens, self.decoder)
 
     def decode(self, ids) -> str:
         return self.decoder.decode(np.asarray(ids, dtype=np.int64))
 
+    def mode(self, ids: np.ndarray, p: int) -> str:
+        """The sample's mode, read from its prompt's end as the validator reads it."""
+        k = len(self.instant_gen_prompt)
+        return INSTANT if k and p >= k and ids[p - k:p].tolist() == self.instant_gen_prompt else THINKING
+
     def segment(self, input_ids, prompt_len: int) -> list[Segment]:
         ids = np.asarray(input_ids, dtype=np.int64)
         n, p = int(ids.size), int(prompt_len)
         segs: list[tuple[str, str, int, int]] = []
-        self._prompt(ids, p, segs)
-        self._completion(ids, p, n, segs)
+        instant = self.mode(ids, p) == INSTANT
+        self._prompt(ids, p, segs, self.instant_gen_prompt if instant else self.gen_prompt)
+        self._completion(ids, p, n, segs, instant)
         out = []
         for kind, label, lo, hi in segs:
             if hi > lo:
@@ -99,9 +108,9 @@ class Segmenter:
         return out
 
     # the prompt: turns opened by role tokens, then the generation prompt
-    def _prompt(self, ids: np.ndarray, p: int, segs: list) -> None:
-        k = len(self.gen_prompt)
-        gp_start = p - k if p >= k and ids[p - k:p].tolist() == self.gen_prompt else p
+    def _prompt(self, ids: np.ndarray, p: int, segs: list, gen_prompt: list[int]) -> None:
+        k = len(gen_prompt)
+        gp_start = p - k if p >= k and ids[p - k:p].tolist() == gen_prompt else p
         starts = np.flatnonzero(np.isin(ids[:gp_start], list(self.role_of))).tolist()
         if not starts or starts[0] > 0:
             segs.append(("prefix", "before the first turn", 0, starts[0] if starts else gp_start))
@@ -114,7 +123,8 @@ class Segmenter:
                      "assistant": "past assistant turn"}.get(kind, kind if name in ("", kind) else f"{kind} ({name})")
             segs.append((kind, label, lo, hi))
         if gp_start < p:
-            segs.append(("generation_prompt", "generation prompt", gp_start, p))
+            label = "generation prompt (instant mode)" if gen_prompt is self.instant_gen_prompt else "generation prompt"
+            segs.append(("generation_prompt", label, gp_start, p))
 
     def _turn_kind(self, ids: np.ndarray, lo: int, hi: int) -> tuple[str, str]:
         role = self.role_of[int(ids[lo])]
@@ -128,12 +138,14 @@ class Segmenter:
         return role, name
 
     # the completion: as the completion grammar parses it (the validator reads the same parts)
-    def _completion(self, ids: np.ndarray, p: int, n: int, segs: list) -> None:
+    def _completion(self, ids: np.ndarray, p: int, n: int, segs: list, instant: bool = False) -> None:
         if n <= p:
             return
-        c = self.grammar.parse(ids[p:])
+        c = self.grammar.parse(ids[p:], instant=instant)
         body_end = p + c.body_end
-        if c.think_close is None:
+        if instant:             # no reasoning: the answer from the first token
+            self._answer(c, p, segs)
+        elif c.think_close is None:
             label = "reasoning (no </think>: truncated)" if body_end == n else "reasoning (no </think>)"
             segs.append(("reasoning", label, p, body_end))
         else:
@@ -146,7 +158,7 @@ class Segmenter:
     def _answer(c: ParsedCompletion, p: int, segs: list) -> None:
         """The answer text, then the tool-call section: its complete calls, and what else stands in it as text
         (blank runs between calls, or what follows the first token out of the grammar's order)."""
-        lo, hi = p + c.think_close + 1, p + c.body_end
+        lo, hi = p + c.answer_start, p + c.body_end
         if c.section_begin is None:
             segs.append(("answer", "answer", lo, hi))
             return
@@ -358,6 +370,7 @@ def inspect_sample(path: str | Path, config: str, id_: str | None = None, *, tok
     return {
         "id": row["id"], "config": config, "split": row.get("split"), "picked": how,
         "source": row["source"], "source_id": row["source_id"], "finish_reason": row["finish_reason"],
+        "mode": seg.mode(np.asarray(ids, dtype=np.int64), plen),
         "length": len(ids), "prompt_len": plen, "completion_len": int(row["completion_len"]),
         "reasoning_len": int(row["reasoning_len"]), "num_tool_calls": int(row["num_tool_calls"]),
         "loss_boundary": boundary, "tokenizer": tok_path, "profile": profile.name, "where": src.where,

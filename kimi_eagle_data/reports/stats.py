@@ -174,10 +174,14 @@ class _Columns:
     calls: np.ndarray
     finish: np.ndarray
     args_bad: np.ndarray
+    mode: np.ndarray               # thinking / instant
 
     @classmethod
     def read(cls, wd: Workdir, config: str, split: str) -> "_Columns":
-        t = read_columns(wd.validated(config), STAT_COLUMNS)
+        path = wd.validated(config)
+        # validated before modes: no `mode` column, every row thinking
+        has_mode = "mode" in pq.read_schema(path).names if path.exists() else False
+        t = read_columns(path, STAT_COLUMNS + (["mode"] if has_mode else []))
         if split != "all":
             t = t.filter(pc.equal(t["split"], split))
 
@@ -189,6 +193,7 @@ class _Columns:
             prompt=np_col("prompt_len"), completion=np_col("completion_len"), reasoning=np_col("reasoning_len"),
             calls=np_col("num_tool_calls"), finish=np.array(t["finish_reason"].to_pylist(), dtype=object),
             args_bad=_rows_with_issue(t["issues"], "args_not_json_object") if t.num_rows else np.zeros(0, bool),
+            mode=np.array(t["mode"].to_pylist() if has_mode else ["thinking"] * t.num_rows, dtype=object),
         )
 
     @classmethod
@@ -198,7 +203,7 @@ class _Columns:
             return np.concatenate(arrs) if arrs else np.zeros(0)
         return cls(ids=[i for p in parts for i in p.ids], split=cat("split"), prompt=cat("prompt"),
                    completion=cat("completion"), reasoning=cat("reasoning"), calls=cat("calls"),
-                   finish=cat("finish"), args_bad=cat("args_bad"))
+                   finish=cat("finish"), args_bad=cat("args_bad"), mode=cat("mode"))
 
 
 def _summarize(cols: _Columns, counts: dict[str, int], reasons: dict[str, int],
@@ -238,7 +243,21 @@ def _summarize(cols: _Columns, counts: dict[str, int], reasons: dict[str, int],
                    "total": int(cols.prompt.sum() + cols.completion.sum()),
                    "train": int(cols.prompt[train].sum() + cols.completion[train].sum())},
         "rejection_reasons": dict(sorted(reasons.items())),
+        "modes": _by_mode(cols),
     }
+
+
+def _by_mode(cols: _Columns) -> dict[str, dict[str, Any]]:
+    """Per mode (thinking / instant): rows, train rows, the valid share, completion and reasoning medians."""
+    out = {}
+    for mode in sorted(set(cols.mode.tolist())):
+        sel = cols.mode == mode
+        n, n_train = int(sel.sum()), int((sel & (cols.split == "train")).sum())
+        out[mode] = {"rows": n, "train": n_train, "valid_share": _share(n_train, n),
+                     "completion_median": distribution(cols.completion[sel])["median"],
+                     "reasoning_median": distribution(cols.reasoning[sel])["median"],
+                     "tokens": int(cols.prompt[sel].sum() + cols.completion[sel].sum())}
+    return out
 
 
 def collect_stats(workdir: str | Path, configs: list[str] | tuple[str, ...] = (), *,

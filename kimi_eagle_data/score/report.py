@@ -81,22 +81,27 @@ def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, s
     }
     for config, c in per_config.items():
         up, own, n_failed, clipped, rescored = [], [], 0, 0, 0
+        by_mode: dict[str, tuple[list, list]] = {}
         for r in c["picked"]:
+            up_m, own_m = by_mode.setdefault(r.mode, ([], []))
             s = scores.get((r.id, "upstream"))
             if s is not None:
                 up.append(s.sums.as_dict())
+                up_m.append(s.sums.as_dict())
                 clipped += s.clipped
             n_failed += (r.id, "upstream") in failures
             comp = c["own"].get(r.id)
             if comp is None:
                 continue
-            if rescore_own or comp.logprob_stats is None:
+            scaled = r.temperature is not None and float(r.temperature) != 1.0    # rescored (plan_items)
+            if rescore_own or scaled or comp.logprob_stats is None:
                 rescore = scores.get((r.id, "own"))
                 s = rescore.sums.as_dict() if rescore is not None else None
             else:
                 s = comp.logprob_stats
             if s is not None and s.get("n"):
                 own.append(s)
+                own_m.append(s)
                 rescored += (r.id, "own") in scores
             n_failed += (r.id, "own") in failures
         prep = read_json(wd.prepare_report(config)) if wd.prepare_report(config).exists() else {}
@@ -104,7 +109,10 @@ def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, s
         entry.update({"prompts": len(c["records"]), "with_answer": sum(r.answer is not None for r in c["records"]),
                       "without_answer": prep.get("without_answer", sum(r.answer is None for r in c["records"])),
                       "sampled": len(c["picked"]), "own_completions": len(c["own"]), "failed": n_failed,
-                      "clipped": clipped, "own_rescored": rescored})
+                      "clipped": clipped, "own_rescored": rescored,
+                      # per mode (thinking / instant) of the sampled prompts: the same comparison on each
+                      "modes": {m: summarize(u, o, threshold=threshold, confidence=confidence, seed=seed)
+                                for m, (u, o) in sorted(by_mode.items())}})
         report["configs"][config] = entry
     if run is not None:
         report["run"] = {"scored": run.completed, "failed": run.failed, "skipped_done": run.skipped_done,
@@ -218,6 +226,14 @@ def table_rows(report: dict[str, Any]) -> list[dict[str, str]]:
                      "gap": gap_text(c["gap"]), "top1_upstream": _pct(up.get("top1")), "top1_own": _pct(own.get("top1")),
                      "n": f"{up.get('samples', 0)}/{own.get('samples', 0)}", "verdict": c["verdict"]})
         segments = c.get("segments") or {}
+        modes = c.get("modes") or {}
+        for mode, m in modes.items() if len(modes) > 1 else ():    # one mode: the config's row says it all
+            mu, mo = m["upstream"] or {}, m["own"] or {}
+            rows.append({"config": "", "segment": f"{mode} mode", "sampled": "", "no_answer": "",
+                         "upstream": _f(mu.get("nats_per_token")), "own": _f(mo.get("nats_per_token")),
+                         "gap": gap_text(m["gap"]), "top1_upstream": _pct(mu.get("top1")),
+                         "top1_own": _pct(mo.get("top1")), "n": f"{mu.get('samples', 0)}/{mo.get('samples', 0)}",
+                         "verdict": m["verdict"]})
         for seg, s in ((k, segments[k]) for k in ("reasoning", "answer") if k in segments):
             rows.append({"config": "", "segment": seg, "sampled": "", "no_answer": "",
                          "upstream": _f(s["upstream"]["nats_per_token"]), "own": _f(s["own"]["nats_per_token"]),

@@ -37,7 +37,7 @@ from rich.console import Console
 from kimi_eagle_data.engines.base import Engine, ScoreRequest, ScoreResult
 from kimi_eagle_data.engines.request_loop import Kept, RequestRun, pending, run_requests
 from kimi_eagle_data.grammar import reasoning_length
-from kimi_eagle_data.profile import ProfileTokens
+from kimi_eagle_data.profile import INSTANT, ProfileTokens
 from kimi_eagle_data.prompts.answer import render_answer  # noqa: F401  (score renders upstream answers with it)
 from kimi_eagle_data.records import LogprobSums, PromptRecord, RequestFailure
 from kimi_eagle_data.store.scores import Score, ScoreCheckpoint, ScoreKey
@@ -75,21 +75,24 @@ class Item:
 def plan_items(config: str, picked: list[PromptRecord], own: dict[str, Any], tokenizer, tokens: ProfileTokens,
                max_len: int, rescore_own: bool) -> Iterator[Item]:
     """What to ask the engine: every sampled upstream answer, and the own completions that have no
-    recorded sums (or all of them with `rescore_own`). `own`: id -> Completion from the generation
-    checkpoint."""
+    recorded sums (or all of them with `rescore_own`, and those of prompts sampled at a temperature other
+    than 1, whose recorded log-probs are of the scaled distribution). `own`: id -> Completion from the
+    generation checkpoint. An instant-mode prompt's answers have no reasoning (render_answer, reasoning_length)."""
     for r in picked:
         if len(r.prompt_ids) >= max_len:       # nothing of the answer would fit (prepare keeps room; be safe)
             continue
-        ids, k = render_answer(r.answer, tokenizer, tokens)
+        instant = r.mode == INSTANT
+        ids, k = render_answer(r.answer, tokenizer, tokens, instant)
         full = list(r.prompt_ids) + ids
         yield Item(config, r.id, "upstream", ScoreRequest(f"{r.id}:upstream", full[:max_len], len(r.prompt_ids)),
                    k, len(full) > max_len)
         c = own.get(r.id)
-        if c is not None and len(c.output_ids) and (rescore_own or c.logprob_stats is None):
+        own_scaled = r.temperature is not None and float(r.temperature) != 1.0
+        if c is not None and len(c.output_ids) and (rescore_own or own_scaled or c.logprob_stats is None):
             out = [int(t) for t in c.output_ids]
             full = list(r.prompt_ids) + out
             yield Item(config, r.id, "own", ScoreRequest(f"{r.id}:own", full[:max_len], len(r.prompt_ids)),
-                       reasoning_length(out, tokens), len(full) > max_len)
+                       reasoning_length(out, tokens, instant), len(full) > max_len)
 
 
 def run_scoring(items: list[Item], engine: Engine, ckpt: ScoreCheckpoint, *, retry_failed: bool,

@@ -39,6 +39,12 @@ run-wide sampling overrides, and user-defined partitions.
     oversample = 2.0
     near_dedup = true
     filters = { scripts = [] }
+    instant_share = 0.25             # share of prompts in instant mode (default 0: all thinking)
+
+    [partitions.B4.sampling]         # this partition's sampling (sources/modes.py: the order they apply in)
+    thinking = { temperature = 1.0 } # per mode: temperature and/or top_p over the profile's defaults
+    instant = { top_p = 0.9 }
+    mix = [{ share = 0.5, temperature = 0.7 }, { share = 0.5 }]   # optional; shares sum to 1
 
     [partitions.C1]                  # a user-defined partition: any file with messages/conversations
     source = "my-chats.jsonl"        # or upstream = "org/name" (+ upstream_config, split) for the Hub
@@ -63,6 +69,7 @@ from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.sources.partitions import PARTITIONS, POLICIES, Filters, Partition
 from kimi_eagle_data.sources.decontam import DecontamSettings, EvalSet
 from kimi_eagle_data.sources.dedup import DedupSettings
+from kimi_eagle_data.sources.modes import SAMPLING_FIELDS, MixEntry, ModePlan, SamplingOverride
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -86,6 +93,13 @@ class PrepareConfig:
     sampling: dict[str, Any] = field(default_factory=dict)
     path: str | None = None
     sha256: str | None = None
+
+    def sampling_plan(self) -> dict[str, Any] | None:
+        """Every partition's mode mix and sampling mix that is not the default (sources/modes.py), for run.json:
+        a workdir started with one plan refuses another, as it refuses another temperature. None when every
+        partition has the default (run.json then holds no `sampling_plan`, as before modes)."""
+        plans = {c: p.modes.to_json() for c, p in self.partitions.items() if not p.modes.is_default}
+        return plans or None
 
     def partition(self, config: str) -> Partition:
         try:
@@ -170,7 +184,40 @@ def _path(base_dir: Path, value: str) -> str:
 
 PARTITION_KEYS = ("name", "upstream", "upstream_config", "split", "adapter", "n", "license", "prompt_rule",
                   "policy", "revision", "source", "seed", "scan_limit", "oversample", "filters", "id_field",
-                  "near_dedup")
+                  "near_dedup", "instant_share", "sampling")
+
+
+def _override(t: _Table) -> SamplingOverride:
+    """temperature and/or top_p, in the ranges of the run-wide settings (run_checks)."""
+    values = {k: t.get(k, float, check=lambda v, k=k: setting_problem(k, v)) for k in SAMPLING_FIELDS}
+    t.done()
+    return SamplingOverride(**values)
+
+
+def _mode_plan(t: _Table, base: ModePlan) -> ModePlan:
+    """`instant_share` and the `sampling` table of one partition (sources/modes.py)."""
+    share = t.get("instant_share", float, base.instant_share, check=_share)
+    st = t.table("sampling")
+    thinking = _override(st.table("thinking")) if "thinking" in st.data else base.thinking
+    instant = _override(st.table("instant")) if "instant" in st.data else base.instant
+    mix = base.mix
+    if "mix" in st.data:
+        entries = st.get("mix", list)
+        mix = []
+        for i, e in enumerate(entries):
+            if not isinstance(e, dict):
+                raise st.err(f"mix[{i}]", "expected a table with share and temperature and/or top_p")
+            et = _Table(e, f"{st.where}mix[{i}].", st.file)
+            entry_share = et.get("share", float, check=lambda v: None if 0 < v <= 1 else "must be in (0, 1]")
+            if entry_share is None:
+                raise et.err("share", "is required")
+            mix.append(MixEntry(entry_share, _override(et)))
+        total = sum(e.share for e in mix)
+        if mix and abs(total - 1) > 1e-9:
+            raise st.err("mix", f"the shares sum to {total:g}, not 1")
+        mix = tuple(mix)
+    st.done()
+    return ModePlan(instant_share=share, thinking=thinking, instant=instant, mix=mix)
 
 
 def _partition(config: str, t: _Table, base: Partition | None, *, seed: int, filters: Filters,
@@ -178,9 +225,6 @@ def _partition(config: str, t: _Table, base: Partition | None, *, seed: int, fil
     from kimi_eagle_data.sources.adapters import ADAPTERS
 
     user = base is None
-    if t.data.get("sampling") is not None:
-        raise t.err("sampling", "per-partition sampling is not supported: generation uses one sampling for the "
-                                "whole run; set [sampling] at the top level")
     n_raw = t.get("n", (int, str))
     if isinstance(n_raw, str) and n_raw != "all":
         raise t.err("n", "expected a count or \"all\"")
@@ -211,6 +255,7 @@ def _partition(config: str, t: _Table, base: Partition | None, *, seed: int, fil
         filters=_filters(sub, filters),
         id_field=t.get("id_field", str, None if user else base.id_field),
         near_dedup=t.get("near_dedup", bool, None if user else base.near_dedup),
+        modes=_mode_plan(t, ModePlan() if user else base.modes),
         upstream_config=t.get("upstream_config", str, None if user else base.upstream_config),
         upstream_split=t.get("split", str, "train" if user else base.upstream_split),
         license=t.get("license", str, "other" if user else base.license),

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from kimi_eagle_data.sources.modes import ModePlan
+
 # Multi-turn policies: which prompts one source conversation gives.
 #   first_user         the conversation up to its first user turn (one prompt per row; the default)
 #   every_user_prefix  one prompt per user turn: the conversation up to and including that turn
@@ -54,6 +56,7 @@ class Partition:
     id_field: str | None = None                 # adapter `chat`: the row-key column
     near_dedup: bool | None = None              # None: the run-wide [dedup] near setting
     builtin: bool = True
+    modes: ModePlan = field(default_factory=ModePlan)   # mode mix and sampling mix (sources/modes.py)
 
     @property
     def n(self) -> int | None:
@@ -71,6 +74,8 @@ class Partition:
 
 
 SAMPLES_DIR = Path(str(resources.files(__package__) / "samples"))
+# The demo's partition config: the built-ins with a share of instant-mode prompts in each.
+DEMO_CONFIG = SAMPLES_DIR / "demo.toml"
 
 PARTITIONS: dict[str, Partition] = {
     p.config: p

@@ -52,6 +52,7 @@ class ValidateReport:
     prepare_reasons: dict = field(default_factory=dict)
     failure_reasons: Counter = field(default_factory=Counter)
     finish: Counter = field(default_factory=Counter)
+    modes: dict = field(default_factory=dict)      # mode -> {"valid": n, "rejected": n}
 
     @property
     def balanced(self) -> bool:
@@ -70,6 +71,8 @@ class RowSink(Protocol):
 
 
 _PROMPT_COLUMNS = ["id", "source", "source_id", "messages", "tools", "prompt_ids"]
+# Each prompt's own sampling (sources/modes.py); a file prepared before modes lacks them (the rows hold nulls).
+_SAMPLING_COLUMNS = ["temperature", "top_p"]
 
 
 class _PreparedPrompts:
@@ -82,6 +85,7 @@ class _PreparedPrompts:
         per prepared row: the ids are read a batch at a time."""
         f = pq.ParquetFile(path)
         self.count = f.metadata.num_rows
+        columns = _PROMPT_COLUMNS + [c for c in _SAMPLING_COLUMNS if c in f.schema_arrow.names]
         self.found: set[str] = set()
         in_order, last = True, None
         for batch in f.iter_batches(batch_size=1 << 16, columns=["id"]):
@@ -93,10 +97,10 @@ class _PreparedPrompts:
         # Read a chunk's worth at a time: the first chunk goes to the workers without decoding a whole row
         # group first (the reader decodes pages as it goes).
         if in_order:
-            self._batches = f.iter_batches(batch_size=CHUNK_ROWS, columns=_PROMPT_COLUMNS)
+            self._batches = f.iter_batches(batch_size=CHUNK_ROWS, columns=columns)
         else:
-            self._batches = iter(f.read(columns=_PROMPT_COLUMNS).sort_by("id").to_batches(CHUNK_ROWS))
-        self._window = pa.Table.from_batches([], pa.schema([f.schema_arrow.field(c) for c in _PROMPT_COLUMNS]))
+            self._batches = iter(f.read(columns=columns).sort_by("id").to_batches(CHUNK_ROWS))
+        self._window = pa.Table.from_batches([], pa.schema([f.schema_arrow.field(c) for c in columns]))
         self._window_ids: list[str] = []
 
     def take(self, ids: list[str]) -> tuple[list[int], pa.Table]:
@@ -158,9 +162,17 @@ def _light_rows(ctx: _Context, j: Judged) -> pa.Table:
         "completion_len": pa.array(np.diff(ctx.output_offsets).astype(np.int32)),
         "reasoning_len": pa.array(j.reasoning_len), "num_tool_calls": pa.array(j.num_tool_calls),
         "finish_reason": pa.array(j.finish_reason, pa.string()), "issues": pa.array(j.issues, pa.list_(pa.string())),
+        "mode": pa.array(j.mode, pa.string()), **_sampling_columns(ctx.prompts),
         "prompt_chars": pa.array(j.prompt_chars), "completion_chars": pa.array(j.completion_chars),
     }
     return pa.Table.from_arrays([cols[k] for k in LIGHT_SCHEMA.names], schema=LIGHT_SCHEMA)
+
+
+def _sampling_columns(prompts: pa.Table) -> dict[str, pa.Array]:
+    """Each row's temperature and top_p as prepared (nulls for a file prepared before modes)."""
+    n = prompts.num_rows
+    return {c: (prompts.column(c).combine_chunks() if c in prompts.column_names else pa.nulls(n, pa.float64()))
+            for c in _SAMPLING_COLUMNS}
 
 
 def _token_columns(ctx: _Context) -> tuple[pa.Array, pa.Array]:
@@ -303,6 +315,9 @@ def _account(rep: ValidateReport, light: pa.Table) -> None:
     rep.valid += n_valid
     rep.rejected += len(train) - n_valid
     rep.finish.update(light["finish_reason"].to_pylist())
+    for mode, ok in zip(light["mode"].to_pylist(), train.tolist()):
+        counts = rep.modes.setdefault(mode, {"valid": 0, "rejected": 0})
+        counts["valid" if ok else "rejected"] += 1
     rep.reasons.update(pc.list_flatten(light["issues"]).to_pylist())
     rep.prompt_tokens += int(plen.sum())
     rep.completion_tokens += int(clen.sum())

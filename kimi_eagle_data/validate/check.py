@@ -14,6 +14,10 @@ equal the `issues` our own dataset stores for it. Rows come in one of three form
       (the assistant's) is the completion, as the target writes an answer (`render_answer`); the turns
       before it are the prompt, rendered as in (b).
 
+Each row's mode (thinking / instant) is read from its prompt's end, as the validator reads it: a form-(a) row
+carries it in its ids; a form-(b) or (c) row is rendered in the mode its optional `mode` field names ("thinking",
+the default, or "instant": the template's `thinking=False`). The verdict reports it (`mode`).
+
 A form-(a) row without a `tools` value (a SpecForge export) gets the tool names its prompt declares, read
 back from the tool-declaration turn by the profile (`ModelProfile.declared_tool_names`), so its verdict is
 the one the dataset's own `tools` column gives. Inputs are streamed (validate/check_input.py): memory stays
@@ -30,7 +34,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from kimi_eagle_data.profile import ModelProfile, ProfileTokens
+from kimi_eagle_data.profile import MODES, THINKING, ModelProfile, ProfileTokens
 from kimi_eagle_data.prompts.answer import render_answer
 from kimi_eagle_data.prompts.tokenizer import render_prompt
 from kimi_eagle_data.sources.rows import split_reasoning, unknown_role
@@ -62,6 +66,7 @@ class RowVerdict:
     issues: list[str] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
     tokens: int = 0
+    mode: str | None = None                # thinking / instant, from the prompt's end (None: not read)
 
     @property
     def valid(self) -> bool:
@@ -69,6 +74,8 @@ class RowVerdict:
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"row": self.row, "valid": self.valid, "issues": self.issues}
+        if self.mode is not None:
+            d["mode"] = self.mode
         if self.id is not None:
             d["id"] = self.id
         d["details"] = self.details
@@ -106,6 +113,7 @@ class Checker:
             # keep it, so a completion that does not end with it ran out of tokens.
             finish = "stop" if output.size and int(output[-1]) == self._eot_id else "length"
         v = self.validator.validate(prompt, output, finish, detail, tools)
+        out.mode = v.mode
         out.issues += v.issues
         out.details += [d + (" (no finish_reason in the row: taken as length)" if inferred and c == "truncated" else "")
                         for c, d in zip(v.issues, v.details)]
@@ -136,7 +144,7 @@ class Checker:
             if not isinstance(messages, list) or not isinstance(completion, str):
                 raise Unreadable("messages must be a list and completion a string")
             tools = self._tools(raw)
-            prompt = self._render(messages, tools, out, "messages")
+            prompt = self._render(messages, tools, out, "messages", _mode(raw))
             if prompt is None:
                 return None, None, None, finish, detail
             output = np.asarray(self.tokenizer.encode(completion, add_special_tokens=False), dtype=np.int64)
@@ -144,7 +152,7 @@ class Checker:
         if raw.get("conversations") is not None:
             messages, answer = _split_conversation(raw["conversations"])
             tools = self._tools(raw)
-            prompt = self._render(messages, tools, out, "conversations")
+            prompt = self._render(messages, tools, out, "conversations", _mode(raw))
             if prompt is None:
                 return None, None, None, finish, detail
             output = np.asarray(render_answer(answer, self.tokenizer, self.tokens)[0], dtype=np.int64)
@@ -152,7 +160,8 @@ class Checker:
         keys = ", ".join(sorted(raw)[:8]) or "none"
         raise Unreadable(f"none of the forms check reads: {FORMS_EXPECTED} (keys: {keys})")
 
-    def _render(self, messages: list, tools: list | None, out: RowVerdict, col: str) -> np.ndarray | None:
+    def _render(self, messages: list, tools: list | None, out: RowVerdict, col: str,
+                mode: str = THINKING) -> np.ndarray | None:
         """The prompt ids of `messages`; None with the row's issue recorded when they cannot be rendered."""
         problem = unknown_role(messages, col)
         if problem is not None:
@@ -160,7 +169,7 @@ class Checker:
             out.details.append(problem)
             return None
         try:
-            return np.asarray(render_prompt(self.tokenizer, messages, tools), dtype=np.int64)
+            return np.asarray(render_prompt(self.tokenizer, messages, tools, mode), dtype=np.int64)
         except Exception as e:  # jinja and the tool encoder raise many types; the message is what matters
             out.issues.append("template_error")
             out.details.append(f"chat template failed: {' '.join(str(e).split())[:300]}")
@@ -234,6 +243,14 @@ def _split_conversation(turns: Any) -> tuple[list[dict], dict[str, Any]]:
     if last.get("tool_calls"):
         answer["tool_calls"] = last["tool_calls"]
     return [dict(t) for t in turns[:-1]], answer
+
+
+def _mode(raw: dict) -> str:
+    """A form-(b)/(c) row's `mode` (default thinking)."""
+    mode = raw.get("mode") or THINKING
+    if mode not in MODES:
+        raise Unreadable(f"mode {mode!r:.40} is not one of {', '.join(MODES)}")
+    return mode
 
 
 def _json(text: str | bytes, what: str):

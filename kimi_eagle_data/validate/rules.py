@@ -24,7 +24,7 @@ import numpy as np
 
 from kimi_eagle_data.grammar import (
     CALL_BEGIN, END_OF_TURN, FORBIDDEN, THINK_CLOSE, THINK_OPEN, Fault, ParsedCompletion)
-from kimi_eagle_data.profile import KIMI_K25, ModelProfile, ProfileTokens
+from kimi_eagle_data.profile import INSTANT, KIMI_K25, THINKING, ModelProfile, ProfileTokens
 from kimi_eagle_data.prompts.tokenizer import SegmentDecoder
 from kimi_eagle_data.wording import counted, excerpt
 
@@ -51,6 +51,7 @@ class Verdict:
     # The finish reason the sample is reported with: `stop` for a `length` completion that ends with
     # the end-of-turn token (see the module docstring), else the engine's.
     finish_reason: str = ""
+    mode: str = THINKING                                 # read from the prompt's generation prompt
 
     @property
     def valid(self) -> bool:
@@ -67,6 +68,14 @@ class RunLimits:
     max_seq_len: int
     vocab_size: int
     keep_truncated: bool
+    # The instant-mode generation prompt (the template's `thinking=False`); empty: the profile has no instant
+    # mode, and every prompt is read as thinking.
+    instant_generation_prompt_ids: list[int] = field(default_factory=list)
+
+    def prompt_mode(self, prompt: np.ndarray) -> str:
+        """The mode a prompt asks for, read from its end: instant when it ends with the instant generation
+        prompt, else thinking (a prompt that ends with neither fails `prompt_not_generation_prompt`)."""
+        return INSTANT if _ends_with(prompt, self.instant_generation_prompt_ids) else THINKING
 
 
 @dataclass(slots=True)
@@ -80,6 +89,11 @@ class Sample:
     finish_reason: str
     finish_detail: dict
     declared: frozenset[str]              # the tool names the prompt's `tools` declare
+    mode: str = THINKING                  # RunLimits.prompt_mode of the prompt
+
+    @property
+    def instant(self) -> bool:
+        return self.mode == INSTANT
 
 
 def completion_kind(finish_reason: str, completion: ParsedCompletion) -> str:
@@ -139,16 +153,23 @@ def _text(run: RunLimits, s: Sample, lo: int, hi: int) -> str:
 
 # -- sample-level rules (every finish reason) ---------------------------------------------------
 
+def _ends_with(p: np.ndarray, suffix: list[int]) -> bool:
+    k = len(suffix)
+    return bool(k) and len(p) >= k and p[len(p) - k:].tolist() == suffix
+
+
 @_rule("prompt_not_generation_prompt", _ALL,
-       "the prompt does not end with the model's generation prompt (last token `{think_open}`)")
+       "the prompt ends with neither of the model's generation prompts (thinking mode: last token `{think_open}`; "
+       "instant mode: `{think_open}{think_close}`)")
 def _prompt_suffix(run: RunLimits, s: Sample) -> list[str]:
-    k = len(run.generation_prompt_ids)
-    p = s.prompt
-    if len(p) >= k and p[len(p) - k:].tolist() == run.generation_prompt_ids:
+    if _ends_with(s.prompt, run.generation_prompt_ids) or s.instant:
         return []
-    tail = p[max(0, len(p) - k):]
+    k = len(run.generation_prompt_ids)
+    tail = s.prompt[max(0, len(s.prompt) - k):]
+    profile = run.tokens.profile
     return [f"prompt ends with {excerpt(run.decoder.decode(tail, True))}, expected the generation prompt "
-            f"{run.tokens.profile.generation_prompt!r}"]
+            f"{profile.generation_prompt!r}" + (f" or {profile.instant_generation_prompt!r}"
+                                                 if run.instant_generation_prompt_ids else "")]
 
 
 @_rule("exceeds_max_seq_len", _ALL, "prompt_len + completion_len is larger than max_seq_len")
@@ -216,7 +237,7 @@ def _truncated(run: RunLimits, s: Sample) -> list[str]:
 @_rule("think_open_in_completion", _GENERATED, "the completion contains `{think_open}` (the prompt opened it)")
 def _think_open(run: RunLimits, s: Sample) -> list[str]:
     at = s.completion.at[THINK_OPEN]
-    if not at:
+    if not at or s.instant:      # instant mode: instant_has_think_start
         return []
     return [f"{run.tokens.profile.think_open} at completion position(s) {_positions(at)}"]
 
@@ -224,9 +245,30 @@ def _think_open(run: RunLimits, s: Sample) -> list[str]:
 @_rule("multiple_think_close", _GENERATED, "the completion contains more than one `{think_close}`")
 def _multiple_think_close(run: RunLimits, s: Sample) -> list[str]:
     at = s.completion.at[THINK_CLOSE]
-    if len(at) <= 1:
+    if len(at) <= 1 or s.instant:      # instant mode: instant_has_think_end
         return []
     return [f"{len(at)}× {run.tokens.profile.think_close} at positions {_positions(at)}"]
+
+
+@_rule("instant_has_think_end", _GENERATED,
+       "an instant-mode completion (the prompt ended `{think_open}{think_close}`) contains `{think_close}`: "
+       "instant answers have no reasoning")
+def _instant_think_close(run: RunLimits, s: Sample) -> list[str]:
+    at = s.completion.at[THINK_CLOSE]
+    if not s.instant or not at:
+        return []
+    return [f"{run.tokens.profile.think_close} at completion position(s) {_positions(at)} of an instant-mode "
+            "completion"]
+
+
+@_rule("instant_has_think_start", _GENERATED,
+       "an instant-mode completion (the prompt ended `{think_open}{think_close}`) contains `{think_open}`")
+def _instant_think_open(run: RunLimits, s: Sample) -> list[str]:
+    at = s.completion.at[THINK_OPEN]
+    if not s.instant or not at:
+        return []
+    return [f"{run.tokens.profile.think_open} at completion position(s) {_positions(at)} of an instant-mode "
+            "completion"]
 
 
 @_rule("forbidden_token", _GENERATED,
@@ -342,9 +384,9 @@ def _multiple_eot(run: RunLimits, s: Sample) -> list[str]:
 
 # -- completion rules that need the whole turn ---------------------------------------------------
 
-@_rule("missing_think_close", _WHOLE, "a finished completion without `{think_close}`")
+@_rule("missing_think_close", _WHOLE, "a finished thinking-mode completion without `{think_close}`")
 def _missing_think_close(run: RunLimits, s: Sample) -> list[str]:
-    if s.completion.think_close is not None:
+    if s.completion.think_close is not None or s.instant:
         return []
     return [f"no {run.tokens.profile.think_close} in {s.completion.n} completion tokens"]
 
@@ -358,13 +400,14 @@ def _missing_eot(run: RunLimits, s: Sample) -> list[str]:
     return [f"no {run.tokens.profile.end_of_turn}; the completion ends with {last}"]
 
 
-@_rule("empty_answer", _WHOLE, "no answer text after `{think_close}` and no tool call")
+@_rule("empty_answer", _WHOLE,
+       "no answer text (after `{think_close}`; in instant mode, in the whole completion) and no tool call")
 def _empty_answer(run: RunLimits, s: Sample) -> list[str]:
     c = s.completion
-    if c.think_close is None or c.at[CALL_BEGIN] or c.answer.strip():
+    if c.answer_start is None or c.at[CALL_BEGIN] or c.answer.strip():
         return []
-    return [f"answer after {run.tokens.profile.think_close} is empty ({excerpt(c.answer)}) and there is no "
-            "tool call"]
+    where = "of the instant-mode completion" if s.instant else f"after {run.tokens.profile.think_close}"
+    return [f"answer {where} is empty ({excerpt(c.answer)}) and there is no tool call"]
 
 
 def _positions(at: list[int], limit: int = 5) -> str:

@@ -11,7 +11,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from kimi_eagle_data.grammar import CALL_BEGIN, CompletionGrammar, ParsedCompletion, pack, rows_with
-from kimi_eagle_data.profile import ProfileTokens, model_vocab_size
+from kimi_eagle_data.profile import INSTANT, ProfileTokens, model_vocab_size
 from kimi_eagle_data.prompts.tokenizer import SegmentDecoder
 from kimi_eagle_data.validate.rules import COMPLETE, RunLimits, Sample, Verdict, completion_kind, judge
 
@@ -40,9 +40,10 @@ class Validator:
                 f"the {profile.name} generation prompt {profile.generation_prompt!r} encodes to {gp}, which "
                 f"does not end with {profile.think_open} (id {tokens.think_open}); wrong tokenizer for this profile?")
         self.generation_prompt_ids: list[int] = gp
+        instant_gp = profile.generation_prompt_ids(tokenizer, INSTANT) if profile.instant_generation_prompt else []
         self.limits = RunLimits(tokens=tokens, decoder=self.decoder, generation_prompt_ids=gp,
                                 max_seq_len=self.max_seq_len, vocab_size=self.vocab_size,
-                                keep_truncated=self.keep_truncated)
+                                keep_truncated=self.keep_truncated, instant_generation_prompt_ids=instant_gp)
 
     # -- entry points --------------------------------------------------------------------------
 
@@ -60,12 +61,15 @@ class Validator:
         completions are parsed in one vectorised pass over the chunk (`CompletionGrammar.parse_many`)."""
         vocab = self.vocab_size
         p_oob = rows_with((prompt_values < 0) | (prompt_values >= vocab), prompt_offsets)
-        parsed = self.grammar.parse_many(output_offsets, output_values)
+        # Each sample's mode, from its prompt's end: the completion is parsed in that mode.
+        modes = [self.limits.prompt_mode(prompt_values[prompt_offsets[i]:prompt_offsets[i + 1]])
+                 for i in range(len(prompt_offsets) - 1)]
+        parsed = self.grammar.parse_many(output_offsets, output_values, instant=[m == INSTANT for m in modes])
         for i, completion in enumerate(parsed):
             s = Sample(prompt=prompt_values[prompt_offsets[i]:prompt_offsets[i + 1]],
                        prompt_has_out_of_range_ids=bool(p_oob[i]), completion=completion,
                        kind=completion_kind(finish_reasons[i], completion), finish_reason=finish_reasons[i],
-                       finish_detail=finish_details[i] or {}, declared=_declared_names(tools[i]))
+                       finish_detail=finish_details[i] or {}, declared=_declared_names(tools[i]), mode=modes[i])
             yield self._verdict(s)
 
     def _verdict(self, s: Sample) -> Verdict:
@@ -83,7 +87,7 @@ class Validator:
             issues=issues, details=details, reasoning_len=c.reasoning_end,
             num_tool_calls=len(c.at[CALL_BEGIN]),
             args_valid=all(call.arguments_ok for call in c.calls),
-            assistant=assistant, finish_reason=reported,
+            assistant=assistant, finish_reason=reported, mode=s.mode,
         )
 
 

@@ -27,7 +27,7 @@ import signal
 import sys
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
@@ -66,6 +66,7 @@ class Judged:
     messages: pa.Array             # list<MESSAGE>: the prompt turns + the generated turn decoded from ids
     prompt_chars: np.ndarray       # int64
     completion_chars: np.ndarray
+    mode: list[str] = field(default_factory=list)   # thinking / instant, read from each prompt's end
 
 
 def judge(validator: Validator, chunk: Chunk) -> Judged:
@@ -77,7 +78,7 @@ def judge(validator: Validator, chunk: Chunk) -> Judged:
     calls = np.zeros(n, dtype=np.int32)
     p_chars = np.zeros(n, dtype=np.int64)
     c_chars = np.zeros(n, dtype=np.int64)
-    finish, issues, messages = [], [], []
+    finish, issues, messages, modes = [], [], [], []
     tools = [orjson.loads(t) if t else None for t in chunk.tools]
     details = [orjson.loads(d) for d in out.finish_detail]
     verdicts = validator.validate_many(chunk.prompt_offsets, chunk.prompt_values, out.offsets, out.values,
@@ -85,13 +86,15 @@ def judge(validator: Validator, chunk: Chunk) -> Judged:
     for i, v in enumerate(verdicts):
         valid[i], reasoning[i], calls[i] = v.valid, v.reasoning_len, v.num_tool_calls
         finish.append(v.finish_reason)
+        modes.append(v.mode)
         issues.append(list(v.issues))
         prompt = [normalize_message(m) for m in orjson.loads(chunk.messages[i])]
         generated = normalize_message(v.assistant)
         p_chars[i] = sum(message_chars(m) for m in prompt)
         c_chars[i] = message_chars(generated)
         messages.append(prompt + [generated])
-    return Judged(valid, reasoning, calls, finish, issues, pa.array(messages, type=MESSAGES_TYPE), p_chars, c_chars)
+    return Judged(valid, reasoning, calls, finish, issues, pa.array(messages, type=MESSAGES_TYPE), p_chars, c_chars,
+                  modes)
 
 
 _WORKER_VALIDATOR: Validator | None = None

@@ -13,10 +13,18 @@ def history_calls(messages: list[dict]) -> int:
     return sum(len(m.get("tool_calls") or []) for m in messages if m["role"] == "assistant")
 
 
+def render_prompt(tok, conv: dict, **kwargs):
+    """The conversation's prompt through the chat template, in its mode (instant: `thinking=False`)."""
+    return tok.apply_chat_template(conv["messages"], tools=conv["tools"], add_generation_prompt=True,
+                                   thinking=conv["mode"] == "thinking", **kwargs)
+
+
 def completion_text(conv: dict) -> str:
-    """The completion after the generation prompt (which ends with `<think>`), as text with token strings.
-    Tool-call ids are global to the conversation: `functions.NAME:IDX`, IDX counting on from the history's."""
-    s = conv["reasoning"] + "</think>" + conv["content"]
+    """The completion after the generation prompt, as text with token strings. Thinking mode: the prompt ends
+    with `<think>`, the completion with reasoning then `</think>`; instant mode: the prompt ends `<think></think>`
+    and the completion starts with the answer. Tool-call ids are global to the conversation: `functions.NAME:IDX`,
+    IDX counting on from the history's."""
+    s = (conv["reasoning"] + "</think>" if conv["mode"] == "thinking" else "") + conv["content"]
     if conv["tool_calls"]:
         s += "<|tool_calls_section_begin|>"
         for i, c in enumerate(conv["tool_calls"], start=history_calls(conv["messages"])):

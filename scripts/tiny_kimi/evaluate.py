@@ -15,9 +15,11 @@ FORBIDDEN = ("<|im_user|>", "<|im_system|>", "<|im_assistant|>", "<|im_middle|>"
              "<|media_begin|>", "<|media_content|>", "<|media_end|>", "<|media_pad|>", "<|kimi_k25_video_placeholder|>")
 
 
-def check_completion(ids: list[int], finish: str, tok, declared: set[str], first_index: int = 0) -> list[str]:
+def check_completion(ids: list[int], finish: str, tok, declared: set[str], first_index: int = 0,
+                     mode: str = "thinking") -> list[str]:
     """Issues of one completion (empty list = valid). `finish` is 'stop' or 'length'. Tool-call ids are global to
-    the conversation: the first call's IDX is `first_index` (the calls already in the prompt), then +1 each."""
+    the conversation: the first call's IDX is `first_index` (the calls already in the prompt), then +1 each.
+    Thinking mode: exactly one `</think>`; instant mode (prompt ended `<think></think>`): none."""
     v = tok.get_vocab()
     T = {s: v[s] for s in ("<|im_end|>", "<think>", "</think>", "<|tool_calls_section_begin|>",
                            "<|tool_calls_section_end|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
@@ -31,18 +33,19 @@ def check_completion(ids: list[int], finish: str, tok, declared: set[str], first
     if T["<think>"] in ids:
         issues.append("think_open_in_completion")
     n_close = ids.count(T["</think>"])
+    want_close = 1 if mode == "thinking" else 0
     if finish == "length":
-        if n_close > 1:
-            issues.append("multiple_think_close")
+        if n_close > want_close:
+            issues.append("multiple_think_close" if want_close else "instant_has_think_close")
         return issues
-    if n_close != 1:
-        issues.append("think_close_count_%d" % n_close)
+    if n_close != want_close:
+        issues.append("think_close_count_%d" % n_close if want_close else "instant_has_think_close")
     if not ids or ids[-1] != T["<|im_end|>"] or ids.count(T["<|im_end|>"]) != 1:
         issues.append("bad_end")
         return issues
-    if n_close != 1:
+    if n_close != want_close:
         return issues
-    after = ids[ids.index(T["</think>"]) + 1:-1]
+    after = ids[ids.index(T["</think>"]) + 1:-1] if want_close else ids[:-1]
     sb = T["<|tool_calls_section_begin|>"]
     tool_toks = {T[k] for k in ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
                                 "<|tool_call_argument_begin|>", "<|tool_call_end|>")}
@@ -133,20 +136,20 @@ def evaluate(model, tok, convs, prompts_ids, *, max_new_tokens=192, batch_size=1
             n_gen += len(gen)
             results[i] = (gen, finish)
     dt = time.time() - t0
-    by_style = defaultdict(Counter)
+    by_style, by_mode = defaultdict(Counter), defaultdict(Counter)
     issues_all = Counter()
     for c, (gen, finish) in zip(convs, results):
         declared = {t["function"]["name"] for t in (c["tools"] or [])}
-        iss = check_completion(gen, finish, tok, declared, first_index=history_calls(c["messages"]))
-        st = by_style[c["style"]]
-        st["n"] += 1
-        if finish == "length":
-            st["length"] += 1
-            st["length_ok_prefix"] += iss == ["truncated"]
-        else:
-            st["stop"] += 1
-            st["valid"] += not iss
-        st["calls"] += (finish == "stop" and tok.convert_tokens_to_ids("<|tool_call_begin|>") in gen)
+        iss = check_completion(gen, finish, tok, declared, first_index=history_calls(c["messages"]), mode=c["mode"])
+        for st in (by_style[c["style"]], by_mode[c["mode"]]):
+            st["n"] += 1
+            if finish == "length":
+                st["length"] += 1
+                st["length_ok_prefix"] += iss == ["truncated"]
+            else:
+                st["stop"] += 1
+                st["valid"] += not iss
+            st["calls"] += (finish == "stop" and tok.convert_tokens_to_ids("<|tool_call_begin|>") in gen)
         issues_all.update(x for x in iss if x != "truncated")
     tot = Counter()
     for st in by_style.values():
@@ -157,6 +160,7 @@ def evaluate(model, tok, convs, prompts_ids, *, max_new_tokens=192, batch_size=1
         "valid_rate_of_stop": tot["valid"] / max(1, tot["stop"]),
         "valid_or_clean_truncated_rate": (tot["valid"] + tot["length_ok_prefix"]) / tot["n"],
         "by_style": {k: dict(v) for k, v in sorted(by_style.items())},
+        "by_mode": {k: dict(v) for k, v in sorted(by_mode.items())},
         "issues": dict(issues_all.most_common()),
         "generated_tokens": n_gen, "seconds": round(dt, 2), "tok_per_s": round(n_gen / dt, 1),
         "batch_size": batch_size,
@@ -165,8 +169,8 @@ def evaluate(model, tok, convs, prompts_ids, *, max_new_tokens=192, batch_size=1
 
 
 def format_summary(s: dict) -> str:
-    lines = [f"{'style':10s} {'n':>4s} {'valid':>6s} {'stop':>5s} {'length':>6s} {'calls':>5s} {'valid%':>7s} {'valid%stop':>10s}"]
-    for k, v in s["by_style"].items():
+    lines = [f"{'style/mode':10s} {'n':>4s} {'valid':>6s} {'stop':>5s} {'length':>6s} {'calls':>5s} {'valid%':>7s} {'valid%stop':>10s}"]
+    for k, v in [*s["by_style"].items(), *s["by_mode"].items()]:
         lines.append(f"{k:10s} {v.get('n', 0):4d} {v.get('valid', 0):6d} {v.get('stop', 0):5d} {v.get('length', 0):6d} "
                      f"{v.get('calls', 0):5d} {100 * v.get('valid', 0) / v['n']:6.1f}% "
                      f"{100 * v.get('valid', 0) / max(1, v.get('stop', 0)):9.1f}%")

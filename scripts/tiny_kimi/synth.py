@@ -1,8 +1,12 @@
 """Synthetic Kimi-structured conversations for the tiny model.
 
 Every conversation is a dict:
-    {"style": str, "messages": [...prompt messages...], "tools": [...] | None,
+    {"style": str, "mode": "thinking" | "instant", "messages": [...prompt messages...], "tools": [...] | None,
      "reasoning": str, "content": str, "tool_calls": [{"name": str, "arguments": dict}, ...]}
+
+An instant-mode conversation is rendered with the template's `thinking=False` (the generation prompt ends
+`<think></think>`) and its completion has no reasoning: the answer or the tool calls directly (its `reasoning`
+is kept in the dict, unused by the completion, so the BPE corpus and the tokenizer do not depend on the modes).
 
 The text is meaningless filler built from word lists and templates; only its *structure* (roles, reasoning
 then `</think>`, an answer or a tool-call section, `<|im_end|>`) matters. Eight styles mirror the project's
@@ -24,6 +28,15 @@ POOL_PATH = Path(__file__).with_name("tool_pool.json")
 STYLES = ("tool", "code", "cp", "math", "thoughts", "chat", "sharegpt", "swe")
 # Sampling weights: tool calling ~40%, the rest shared.
 STYLE_WEIGHTS = (40, 9, 8, 9, 7, 10, 10, 7)
+MODES = ("thinking", "instant")
+# Share of instant-mode conversations in the training corpus: enough for the model to learn that after
+# `<think></think>` the answer starts directly, while most data keeps the reasoning of thinking mode.
+INSTANT_SHARE = 0.3
+
+
+def as_mode(conv: dict, mode: str) -> dict:
+    """The conversation in `mode` (conversation_text.completion_text leaves the reasoning out in instant mode)."""
+    return dict(conv, mode=mode)
 
 def load_pool(path: Path = POOL_PATH) -> tuple[list[dict], dict[str, list[str]]]:
     data = json.loads(path.read_text())
@@ -33,6 +46,8 @@ def load_pool(path: Path = POOL_PATH) -> tuple[list[dict], dict[str, list[str]]]
 class Synth:
     def __init__(self, seed: int, pool_path: Path = POOL_PATH):
         self.rng = random.Random(seed)
+        # Modes come from their own stream, so the conversations themselves are the same with or without them.
+        self.mode_rng = random.Random(f"mode-{seed}")
         self.tools, self.examples = load_pool(pool_path)
         self.by_name = {t["function"]["name"]: t for t in self.tools}
 
@@ -383,6 +398,8 @@ class Synth:
         return self.plain("swe", [{"role": "system", "content": system}, {"role": "user", "content": user}],
                           answer_prefix="DISCUSSION\n", answer_suffix=f"\n\n```\n{cmd}\n```")
 
-    def conversation(self, style: str | None = None) -> dict:
+    def conversation(self, style: str | None = None, mode: str | None = None) -> dict:
         style = style or self.rng.choices(STYLES, weights=STYLE_WEIGHTS)[0]
-        return getattr(self, f"style_{style}")()
+        conv = getattr(self, f"style_{style}")()
+        mode = mode or ("instant" if self.mode_rng.random() < INSTANT_SHARE else "thinking")
+        return as_mode(conv, mode)

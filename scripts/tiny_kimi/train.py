@@ -6,7 +6,7 @@ import math
 import random
 import time
 
-from conversation_text import completion_text
+from conversation_text import completion_text, render_prompt
 
 MAX_LEN = 512
 MAX_PROMPT = 300
@@ -17,8 +17,7 @@ def encode_dataset(tok, convs, log=print):
     Returns rows (input_ids, weights, prompt_len, style) for prompts of at most MAX_PROMPT tokens."""
     v = tok.get_vocab()
     sb, se = v["<|tool_calls_section_begin|>"], v["<|tool_calls_section_end|>"]
-    prompts = [tok.apply_chat_template(c["messages"], tools=c["tools"], add_generation_prompt=True, tokenize=False)
-               for c in convs]
+    prompts = [render_prompt(tok, c, tokenize=False) for c in convs]
     # The tiktoken core (`tok.model`, as in K2.5's class) encodes special-token strings as their ids, like the
     # class's own encode; it is much faster than transformers' generic path over 20k conversations.
     p_ids = tok.model.encode_batch(prompts, allowed_special="all")

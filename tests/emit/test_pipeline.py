@@ -36,8 +36,8 @@ def test_demo_dataset_loads_in_a_fresh_process(demo_run):
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["names"] == sorted(PARTITIONS)
     assert got["columns"] == ["id", "source", "source_id", "input_ids", "loss_mask", "prompt_len",
-                              "completion_len", "reasoning_len", "num_tool_calls", "finish_reason", "messages",
-                              "tools", "issues"]
+                              "completion_len", "reasoning_len", "num_tool_calls", "finish_reason", "mode",
+                              "temperature", "top_p", "messages", "tools", "issues"]
     assert "int32" in got["features"]["input_ids"] and "int8" in got["features"]["loss_mask"]
     from transformers import AutoTokenizer
 
@@ -45,12 +45,19 @@ def test_demo_dataset_loads_in_a_fresh_process(demo_run):
 
     tok = AutoTokenizer.from_pretrained(TINY_MODEL_DIR, trust_remote_code=True)
     think, im_end = tok.convert_tokens_to_ids("<think>"), tok.convert_tokens_to_ids("<|im_end|>")
+    think_close = tok.convert_tokens_to_ids("</think>")
     assert got["rows"], "B4 has no train rows"
+    assert {r["mode"] for r in got["rows"]} == {"thinking", "instant"}      # the demo config's instant share
     for row in got["rows"]:
         n = row["prompt_len"]
         assert len(row["input_ids"]) == len(row["loss_mask"]) == n + row["completion_len"]
         assert row["loss_mask"][:n] == [0] * n and row["loss_mask"][n:] == [1] * row["completion_len"]
-        assert row["input_ids"][n - 1] == think
+        # thinking: the prompt ends <think>; instant: <think></think> and no </think> in the completion
+        if row["mode"] == "thinking":
+            assert row["input_ids"][n - 1] == think and (row["temperature"], row["top_p"]) == (1.0, 0.95)
+        else:
+            assert row["input_ids"][n - 2:n] == [think, think_close] and think_close not in row["input_ids"][n:]
+            assert (row["temperature"], row["top_p"], row["reasoning_len"]) == (0.6, 0.95, 0)
         assert row["input_ids"][-1] == im_end and row["finish_reason"] == "stop"
         assert row["issues"] == []
         assert row["messages"][-1]["role"] == "assistant"
@@ -154,6 +161,39 @@ def test_changed_settings_are_refused_with_one_line(tmp_path):
     assert proc.returncode == 1
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:") and "temperature" in lines[0], proc.stderr
+
+
+def test_a_sampling_mix_is_bound_and_recorded_per_row(tmp_path):
+    """A partition's instant share and sampling mix bind the workdir (run.json `sampling_plan`): a resume with
+    another mix is refused as another temperature is; every row records the sampling it was generated with."""
+    import json
+
+    import pyarrow.parquet as pq
+    from kimi_eagle_data.profile import TINY_MODEL_DIR
+
+    def config(mix: str) -> str:
+        path = tmp_path / f"mix-{abs(hash(mix))}.toml"
+        path.write_text(f"[partitions.B6]\ninstant_share = 0.5\n[partitions.B6.sampling]\nmix = {mix}\n")
+        return str(path)
+
+    first = config("[{ share = 0.5, temperature = 0.5 }, { share = 0.5, temperature = 1.0 }]")
+    common = ["B6", "--workdir", str(tmp_path / "w"), "--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR),
+              "--samples", "--no-progress", "--limit", "8"]
+    run_cli("build", *common, "--config", first)
+    run = json.loads((tmp_path / "w" / "run.json").read_text())
+    assert run["sampling_plan"]["B6"]["mix"] == [{"share": 0.5, "temperature": 0.5}, {"share": 0.5, "temperature": 1.0}]
+    rows = pq.read_table(tmp_path / "w" / "validated" / "B6.parquet").to_pylist()
+    assert {(r["mode"], r["temperature"], r["top_p"]) for r in rows} <= {
+        (m, t, 0.95) for m in ("thinking", "instant") for t in (0.5, 1.0)}
+    assert {r["temperature"] for r in rows} == {0.5, 1.0} and {r["mode"] for r in rows} == {"thinking", "instant"}
+    prepared = pq.read_table(tmp_path / "w" / "prepared" / "B6.parquet").to_pylist()
+    assert {r["id"]: r["temperature"] for r in prepared if r["id"] in {x["id"] for x in rows}} == \
+        {r["id"]: r["temperature"] for r in rows}
+    # the same command resumes; another mix is refused in one line naming it
+    run_cli("build", *common, "--config", first)
+    proc = run_cli("build", *common, "--config", config("[{ share = 1.0, temperature = 0.5 }]"), check=False)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 1 and len(lines) == 1 and "sampling_plan" in lines[0], proc.stderr
 
 
 def test_corrupt_checkpoint_is_reported(demo_run, tmp_path):

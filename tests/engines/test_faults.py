@@ -170,9 +170,9 @@ HUGE_ROW_SCRIPT = textwrap.dedent("""
 
     real_render = prepare_module.render_prompt
 
-    def recording_render(tokenizer, messages, tools):
+    def recording_render(tokenizer, messages, tools, *mode):
         rendered.append(sum(len(str(m.get("content") or "")) for m in messages))
-        return real_render(tokenizer, messages, tools)
+        return real_render(tokenizer, messages, tools, *mode)
 
     readers.orjson = RecordingParser
     prepare_module.render_prompt = recording_render

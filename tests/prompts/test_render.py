@@ -68,3 +68,86 @@ def test_bundled_b1_prompts_declare_tools(tiny_tokenizer):
         text = tiny_tokenizer.decode(r.prompt_ids)
         assert text.startswith("<|im_system|>tool_declare<|im_middle|>")
         assert all(t["function"]["name"] in text for t in r.tools)
+
+
+# -- modes: instant prompts go through the template's own switch ---------------------------------------------
+
+def _conversations():
+    from tests.prompts.test_tiny_tokenizer import CASES
+
+    for name, (messages, tools, _kwargs, _want) in sorted(CASES.items()):
+        yield name, messages, tools
+
+
+def test_instant_render_is_the_templates_thinking_false(tiny_tokenizer):
+    """prepare's renderer in instant mode gives exactly the ids the chat template gives with thinking=False, and
+    in thinking mode those of the template's default; the two differ only by the closing `</think>`."""
+    import copy
+
+    think_close = tiny_tokenizer.convert_tokens_to_ids("</think>")
+    for name, messages, tools in _conversations():
+        instant = render_prompt(tiny_tokenizer, copy.deepcopy(messages), copy.deepcopy(tools), "instant")
+        want = tiny_tokenizer.apply_chat_template(copy.deepcopy(messages), tools=copy.deepcopy(tools),
+                                                  add_generation_prompt=True, tokenize=True, return_dict=False,
+                                                  thinking=False)
+        assert instant == list(want), name
+        assert tiny_tokenizer.decode(instant).endswith("<|im_assistant|>assistant<|im_middle|><think></think>")
+        thinking = render_prompt(tiny_tokenizer, copy.deepcopy(messages), copy.deepcopy(tools))
+        assert render_prompt(tiny_tokenizer, copy.deepcopy(messages), copy.deepcopy(tools), "thinking") == thinking
+        if not any(m["role"] == "assistant" for m in messages):   # past reasoning differs between the modes
+            assert instant == thinking + [think_close], name
+
+
+def test_tiny_template_equals_the_real_k25_template_in_both_modes(tiny_tokenizer):
+    """The tiny model's template renders as Kimi-K2.5's real chat_template.jinja, thinking=False included.
+    The real template is not part of this repository: point KIMI_K25_CHAT_TEMPLATE at a copy of it (the public
+    copy the README names) to run this comparison."""
+    import copy
+    import os
+
+    import pytest
+
+    path = os.environ.get("KIMI_K25_CHAT_TEMPLATE")
+    if not path:
+        pytest.skip("KIMI_K25_CHAT_TEMPLATE is not set (a copy of Kimi-K2.5's chat_template.jinja)")
+    real = open(path, encoding="utf-8").read()
+    for name, messages, tools in _conversations():
+        for kwargs in ({}, {"thinking": False}, {"thinking": True}):
+            ours = tiny_tokenizer.apply_chat_template(copy.deepcopy(messages), tools=copy.deepcopy(tools),
+                                                      add_generation_prompt=True, tokenize=False, **kwargs)
+            theirs = tiny_tokenizer.apply_chat_template(copy.deepcopy(messages), tools=copy.deepcopy(tools),
+                                                        add_generation_prompt=True, tokenize=False,
+                                                        chat_template=real, **kwargs)
+            assert ours == theirs, (name, kwargs)
+
+
+def test_prepare_draws_modes_per_prompt_and_keeps_thinking_ids(tiny_tokenizer, tmp_path):
+    """With an instant share, each prompt's mode is drawn from its thinking id: the thinking prompts keep exactly
+    the ids (and prompts) they have without modes; instant ones get other ids and the thinking=False rendering."""
+    import dataclasses
+
+    from kimi_eagle_data.prompts.prepare import PromptModes
+    from kimi_eagle_data.sources.modes import ModePlan
+
+    part = PARTITIONS["B6"]
+    rows = list(iter_jsonl(part.sample_file))
+    modes = PromptModes.of(TINY_KIMI, tiny_tokenizer)
+    kw = dict(gen_prompt_ids=TINY_KIMI.generation_prompt_ids(tiny_tokenizer), max_new_tokens=64, max_seq_len=510,
+              source_desc="samples", modes=modes)
+    base, _, _ = prepare_rows(part, rows, tiny_tokenizer, **kw)
+    mixed, _, report = prepare_rows(dataclasses.replace(part, modes=ModePlan(instant_share=0.5)), rows,
+                                    tiny_tokenizer, **kw)
+    assert {r.mode for r in base} == {"thinking"} and {r.mode for r in mixed} == {"thinking", "instant"}
+    by_source = {r.source_id: r for r in base}
+    for r in mixed:
+        b = by_source[r.source_id]
+        if r.mode == "thinking":
+            assert (r.id, r.prompt_ids, r.temperature, r.top_p) == (b.id, b.prompt_ids, 1.0, 0.95)
+        else:
+            assert r.id != b.id and r.id == sample_id(part.config, part.upstream, r.source_id, part.id_rule, "instant")
+            assert r.prompt_ids == render_prompt(tiny_tokenizer, r.messages, r.tools, "instant")
+            assert (r.temperature, r.top_p) == (0.6, 0.95)      # the profile's instant defaults
+    again, _, _ = prepare_rows(dataclasses.replace(part, modes=ModePlan(instant_share=0.5)), rows, tiny_tokenizer,
+                               **kw)
+    assert [(r.id, r.mode) for r in again] == [(r.id, r.mode) for r in mixed]      # seeded, not random
+    assert report.prepared == len(mixed) == len(base)

@@ -325,15 +325,22 @@ def test_inspect_json_tool_call_sample(demo_run):
 
 def test_inspect_text_and_dataset_dir(demo_run):
     workdir, _ = demo_run
-    rs = rows(workdir, "B4", ["id", "completion_len", "prompt_len"])
+    rs = rows(workdir, "B4", ["id", "completion_len", "prompt_len", "mode"])
     shortest = min(rs, key=lambda r: (r["completion_len"], r["id"]))
     proc = run_cli("inspect", str(workdir / "dataset"), "B4", "--shortest", "--raw")
     out = " ".join(proc.stdout.split())
-    assert shortest["id"] in out
+    assert shortest["id"] in out and f"{shortest['mode']} mode" in out
     assert f"loss-mask boundary at position {shortest['prompt_len']}" in out
-    for label in ("user", "generation prompt", "reasoning + </think>", "answer", "end of turn"):
-        assert label in out
     assert "end of turn · 1 token ·" in out and " 1 tokens" not in out      # one <|im_end|>: singular
+    # each mode's parts: thinking reasoning + </think> then the answer; instant the answer right after
+    # the instant generation prompt
+    for mode, labels in (("thinking", ("generation prompt", "reasoning + </think>")),
+                         ("instant", ("generation prompt (instant mode)",))):
+        row = min((r for r in rs if r["mode"] == mode), key=lambda r: (r["completion_len"], r["id"]))
+        out = " ".join(run_cli("inspect", str(workdir / "dataset"), "B4", row["id"], "--raw").stdout.split())
+        for label in ("user", *labels, "answer", "end of turn"):
+            assert label in out, (mode, label)
+        assert ("reasoning + </think>" in out) == (mode == "thinking") and f"{mode} mode" in out
     longest = max(rs, key=lambda r: r["completion_len"])
     got = json.loads(run_cli("inspect", str(workdir), "B4", "--longest", "--json").stdout)
     assert got["completion_len"] == longest["completion_len"]

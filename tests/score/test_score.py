@@ -289,9 +289,13 @@ def test_score_resumes_after_kill(demo_copy, tmp_path):
     finally:
         srv.kill()
     rows = sqlite3.connect(w / "score.sqlite").execute("SELECT id, kind FROM scores").fetchall()
-    assert len(rows) == len(set(rows)) == 8
     resumed = json.loads((w / "score.json").read_text())["configs"]["B6"]
     ref = json.loads(run_cli("score", "B6", "--workdir", str(fresh), "--limit", "8", "--json",
                              "--no-progress").stdout)["configs"]["B6"]
+    # 8 upstream answers, and the own completions sampled at a temperature other than 1 (instant mode's 0.6),
+    # rescored: the same items as the uninterrupted run, each once
+    ref_rows = sqlite3.connect(fresh / "score.sqlite").execute("SELECT id, kind FROM scores").fetchall()
+    assert len(rows) == len(set(rows)) == len(ref_rows) and set(rows) == set(ref_rows)
+    assert sum(kind == "upstream" for _, kind in rows) == 8
     assert abs(resumed["upstream"]["nats_per_token"] - ref["upstream"]["nats_per_token"]) < 1e-4
     assert resumed["upstream"]["top1"] == ref["upstream"]["top1"] and resumed["verdict"] == ref["verdict"]

@@ -244,7 +244,13 @@ license = "cc-by-4.0"
     ("[partitions.B4]\nn = 'many'", "partitions.B4.n"),
     ("[partitions.B4]\npolicy = 'after_tool_result'", "glaive adapter only"),
     ("[partitions.B4]\npolicy = 'random'", "unknown policy"),
-    ("[partitions.B4.sampling]\ntemperature = 0.5", "per-partition sampling is not supported"),
+    ("[partitions.B4.sampling]\ntemperature = 0.5", "partitions.B4.sampling.temperature: unknown key"),
+    ("[partitions.B4]\ninstant_share = 1.5", "partitions.B4.instant_share: must be between 0 and 1"),
+    ("[partitions.B4.sampling]\ninstant = { temp = 0.5 }", "partitions.B4.sampling.instant.temp: unknown key"),
+    ("[partitions.B4.sampling]\nthinking = { top_p = 0 }", "partitions.B4.sampling.thinking.top_p"),
+    ("[partitions.B4.sampling]\nmix = [{ share = 0.5 }, { share = 0.3 }]", "the shares sum to 0.8, not 1"),
+    ("[partitions.B4.sampling]\nmix = [{ temperature = 0.5 }]", "mix[0].share: is required"),
+    ("[partitions.B4.sampling]\nmix = [1]", "partitions.B4.sampling.mix[0]"),
     ("[partitions.C1]\nn = 3", "needs `source`"),
     ("[partitions.C1]\nsource = 'x.jsonl'\nadapter = 'magic'", "unknown adapter"),
     ("[partitions.'C 1']\nsource = 'x.jsonl'", "a config name is"),
@@ -282,3 +288,37 @@ def test_run_settings_use_the_config_file(tmp_path):
 def test_filters_dataclass_defaults():
     assert Filters() == Filters(validate_tools=True, scripts=(), min_script_share=0.5, max_chars=None)
     assert os.environ.get("HF_DATASETS_OFFLINE") == "1"
+
+
+def test_partition_modes_and_sampling_mix(tmp_path):
+    from kimi_eagle_data.profile import KIMI_K25
+    from kimi_eagle_data.sources.modes import ModePlan, choose_mode, choose_sampling
+
+    conf = load_config(write(tmp_path, """
+[partitions.B4]
+instant_share = 0.25
+[partitions.B4.sampling]
+thinking = { temperature = 0.9 }
+instant = { top_p = 0.8 }
+mix = [{ share = 0.5, temperature = 0.7 }, { share = 0.5 }]
+"""))
+    plan = conf.partition("B4").modes
+    assert conf.partition("B6").modes.is_default and not plan.is_default
+    assert conf.sampling_plan() == {"B4": {"instant_share": 0.25, "thinking": {"temperature": 0.9},
+                                           "instant": {"top_p": 0.8},
+                                           "mix": [{"share": 0.5, "temperature": 0.7}, {"share": 0.5}]}}
+    assert load_config(None).sampling_plan() is None
+    keys = [f"B4-{i:016x}" for i in range(2000)]
+    modes = [choose_mode(plan, 0, k) for k in keys]
+    assert 0.2 < modes.count("instant") / len(keys) < 0.3            # the share, drawn per prompt
+    assert modes == [choose_mode(plan, 0, k) for k in keys] != [choose_mode(plan, 1, k) for k in keys]
+    got = [choose_sampling(plan, 0, k, m, KIMI_K25, {}) for k, m in zip(keys, modes)]
+    thinking = {(g["temperature"], g["top_p"]) for g, m in zip(got, modes) if m == "thinking"}
+    instant = {(g["temperature"], g["top_p"]) for g, m in zip(got, modes) if m == "instant"}
+    # profile default -> partition's per-mode override -> the mix entry drawn
+    assert thinking == {(0.7, 0.95), (0.9, 0.95)} and instant == {(0.7, 0.8), (0.6, 0.8)}
+    share = sum(g["temperature"] == 0.7 for g in got) / len(got)
+    assert 0.45 < share < 0.55
+    # the run-wide settings apply to every mode, under the partition's
+    assert choose_sampling(ModePlan(), 0, keys[0], "instant", KIMI_K25, {"temperature": 0.3, "top_p": None}) == \
+        {"temperature": 0.3, "top_p": 0.95}

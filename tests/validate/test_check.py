@@ -59,12 +59,16 @@ def test_check_agrees_with_the_demo_dataset_row_by_row(demo_splits):
     assert rc == 0 and len(verdicts) == tables["train"].num_rows
     assert all(v["valid"] for v in verdicts)
     assert [v["id"] for v in verdicts] == tables["train"].column("id").to_pylist()
+    # each row's mode, read from its prompt's end, is the one the dataset recorded; the demo has both
+    assert [v["mode"] for v in verdicts] == tables["train"].column("mode").to_pylist()
+    assert set(tables["train"].column("mode").to_pylist()) == {"thinking", "instant"}
 
     rejected = tables["rejected"]
     assert rejected.num_rows, "the demo dataset has no rejected row to compare"
     rc, verdicts = _check_json(out / "rejected.parquet")
     assert rc == 1
     assert [v["issues"] for v in verdicts] == rejected.column("issues").to_pylist()
+    assert [v["mode"] for v in verdicts] == rejected.column("mode").to_pylist()
 
 
 def test_a_specforge_export_gets_the_same_verdicts(demo_splits):
@@ -176,3 +180,52 @@ def test_declared_tool_names_reads_back_what_render_prompt_declares(tiny_tokeniz
     # the template's fallback without `tools_ts_str`: the tools as compact JSON
     head = P.turn_tokens["system"] + P.tool_declare_role + P.turn_header_end
     assert P.declared_tool_names(head + json.dumps(tools) + P.end_of_turn) == {"get_weather", "ping"}
+
+
+def test_instant_mode_rows(tmp_path):
+    """Rows in instant mode (the template's thinking=False): a direct answer is valid; a `</think>` or a
+    `<think>` in the completion is a reason of its own. Form (b) rows name their mode; form (a) rows carry it in
+    their prompt's end."""
+    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(str(TINY_MODEL_DIR))
+    user = [{"role": "user", "content": "Weather in Oslo?"}]
+    instant_prompt = render_prompt(tok, user, TOOLS, "instant")
+    call = f"{P.tool_call_begin}{P.tool_call_id('get_weather', 0)}{P.tool_call_argument_begin}" + \
+           f'{{"city": "Oslo"}}{P.tool_call_end}'
+    rows = [
+        {"mode": "instant", "messages": user, "completion": f"It is cold.{P.end_of_turn}"},             # 1 valid
+        {"mode": "instant", "messages": user, "tools": TOOLS,
+         "completion": f"{P.tool_calls_section_begin}{call}{P.tool_calls_section_end}{P.end_of_turn}"},  # 2 valid
+        {"mode": "instant", "messages": user, "completion": f"Hm.{P.think_close}It is cold.{P.end_of_turn}"},
+        {"mode": "instant", "messages": user, "completion": f"{P.think_open}It is cold.{P.end_of_turn}"},
+        {"messages": user, "completion": f"It is cold.{P.end_of_turn}"},           # thinking: no </think>
+        {"id": "a", "input_ids": instant_prompt + tok.encode(f"Cold.{P.end_of_turn}", add_special_tokens=False),
+         "prompt_len": len(instant_prompt)},                                         # form (a), instant, valid
+        {"mode": "quick", "messages": user, "completion": "x"},
+    ]
+    path = tmp_path / "instant.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rc, verdicts = _check_json(path)
+    assert rc == 1
+    assert [v["issues"] for v in verdicts] == [[], [], ["instant_has_think_end"], ["instant_has_think_start"],
+                                               ["missing_think_close"], [], ["unreadable_row"]]
+    assert [v.get("mode") for v in verdicts] == ["instant"] * 4 + ["thinking", "instant", None]
+    proc = run_cli("check", str(path), "--profile", "tiny-kimi", "--no-progress", check=False)
+    assert "by mode: instant 5 rows, 3 valid; thinking 1 rows, 0 valid" in proc.stdout
+
+
+def test_render_mode_switch_is_the_templates_own(tmp_path, tiny_tokenizer):
+    """`render --mode instant` prints what the chat template renders with thinking=False."""
+    row = {"messages": [{"role": "user", "content": "Weather in Oslo?"}], "tools": TOOLS}
+    path = tmp_path / "row.json"
+    path.write_text(json.dumps(row))
+    for mode, kwargs in (("instant", {"thinking": False}), ("thinking", {})):
+        proc = run_cli("render", str(path), "--profile", "tiny-kimi", "--ids", "--mode", mode)
+        ids = json.loads(proc.stdout)
+        want = list(tiny_tokenizer.apply_chat_template(row["messages"], tools=TOOLS, add_generation_prompt=True,
+                                                        tokenize=True, return_dict=False, **kwargs))
+        assert ids == want and f"{mode} mode" in proc.stderr
+    text = run_cli("render", str(path), "--profile", "tiny-kimi", "--mode", "instant").stdout
+    assert text.rstrip("\n").endswith(P.instant_generation_prompt)

@@ -218,7 +218,7 @@ def test_check_streams_jsonl_row_by_row(demo_tables, tmp_path):
     first, proc, out = _stream(tmp_path, ["check", "--profile", "tiny-kimi", "--json", "--no-progress"],
                                lines[0], b"".join(lines[1:]) + b"{not json\n")
     assert json.loads(first) == {"row": 1, "valid": True, "issues": [], "id": tables["train"]["id"][0].as_py(),
-                                 "details": []}
+                                 "details": [], "mode": tables["train"]["mode"][0].as_py()}
     assert [json.loads(x)["row"] for x in out.splitlines()] == [2, 3, 4]
     assert proc.returncode == 1          # the unreadable last row
 
@@ -227,8 +227,8 @@ def test_render_streams_jsonl_to_its_row(demo_tables, tmp_path, tiny_tokenizer):
     workdir, _ = demo_tables
     prepared = pq.read_table(workdir / "prepared" / "B6.parquet").slice(0, 2).to_pylist()
     rows = [json.dumps({"messages": json.loads(r["messages"])}).encode() + b"\n" for r in prepared]
-    first, proc, out = _stream(tmp_path, ["render", "--row", "1", "--profile", "tiny-kimi", "--ids"],
-                               rows[0], rows[1] * 1000)
+    first, proc, out = _stream(tmp_path, ["render", "--row", "1", "--profile", "tiny-kimi", "--ids",
+                                          "--mode", prepared[0]["mode"]], rows[0], rows[1] * 1000)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(first + out) == prepared[0]["prompt_ids"]
 

@@ -90,6 +90,11 @@ AFTER_RESULT_PROMPT = render([
 ], tools=TOOLS)
 
 
+INSTANT_PROMPT = render([{"role": "user", "content": "What is 2+2?"}], thinking=False)
+INSTANT_TOOL_PROMPT = render([{"role": "user", "content": "What is the weather in Paris, and search the web for "
+                                                          "museums."}], tools=TOOLS, thinking=False)
+
+
 # ----------------------------------------------------------------------------------------------
 # Valid corpus
 
@@ -110,6 +115,44 @@ VALID = {
     "whitespace_between_calls": (TOOL_PROMPT, ids("Two.", END_THINK, SB, *W0, "\n", *S1, SE, EOT), TOOLS),
     "continues_after_history_call": (AFTER_RESULT_PROMPT, ids("Now search.", END_THINK, *section(S1), EOT), TOOLS),
 }
+
+
+# Instant mode: the completion is the answer (or the tool calls) directly, then the end of turn.
+VALID_INSTANT = {
+    "instant_plain_answer": (INSTANT_PROMPT, ids("2+2 = 4.", EOT), None),
+    "instant_tool_calls": (INSTANT_TOOL_PROMPT, ids(*section(W0, S1), EOT), TOOLS),
+    "instant_text_then_call": (INSTANT_TOOL_PROMPT, ids("Checking.", *section(W0), EOT), TOOLS),
+}
+
+
+@pytest.mark.parametrize("name", list(VALID_INSTANT))
+def test_valid_instant_case_raises_no_issue(name):
+    prompt, out, tools = VALID_INSTANT[name]
+    v = V.validate(prompt, out, "stop", {"type": "stop", "matched": TOKENS.end_of_turn}, tools)
+    assert v.issues == [] and v.valid, v.details
+    assert v.mode == "instant" and v.reasoning_len == 0 and v.assistant["reasoning_content"] == ""
+
+
+def test_instant_prompt_is_the_template_switch():
+    """The instant prompt is the thinking prompt with `</think>` after its `<think>`: the template's own switch."""
+    assert INSTANT_PROMPT == PLAIN_PROMPT + [TOKENS.think_close]
+    assert V.validate(PLAIN_PROMPT, ids(*GOOD), "stop", {}, None).mode == "thinking"
+
+
+def test_decoded_instant_answer_and_calls():
+    v = V.validate(INSTANT_PROMPT, ids("2+2 = 4.", EOT), "stop", {}, None)
+    assert v.assistant == {"role": "assistant", "reasoning_content": "", "content": "2+2 = 4.", "tool_calls": []}
+    prompt, out, tools = VALID_INSTANT["instant_text_then_call"]
+    v = V.validate(prompt, out, "stop", {}, tools)
+    assert v.assistant["content"] == "Checking." and v.num_tool_calls == 1
+    assert v.assistant["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+
+
+def test_thinking_completion_under_an_instant_prompt_is_not_missing_think_close():
+    # An instant answer without `</think>` is whole; the same ids under a thinking prompt lack `</think>`.
+    out = ids("2+2 = 4.", EOT)
+    assert V.validate(INSTANT_PROMPT, out, "stop", {}, None).valid
+    assert V.validate(PLAIN_PROMPT, out, "stop", {}, None).issues == ["missing_think_close"]
 
 
 @pytest.mark.parametrize("name", list(VALID))
@@ -206,8 +249,13 @@ INVALID = {
     # sample level
     "prompt_without_generation_prompt": _stop(
         "prompt_not_generation_prompt", render([{"role": "user", "content": "hi"}], gen=False), ids(*GOOD)),
-    "prompt_thinking_off": _stop(
-        "prompt_not_generation_prompt", render([{"role": "user", "content": "hi"}], thinking=False), ids(*GOOD)),
+    # instant mode (the prompt ends `<think></think>`, the template's thinking=False): no reasoning
+    "instant_with_reasoning": _stop("instant_has_think_end", INSTANT_PROMPT, ids(*GOOD)),
+    "instant_think_end_after_answer": _stop("instant_has_think_end", INSTANT_PROMPT, ids("4.", END_THINK, EOT)),
+    "instant_think_start": _stop("instant_has_think_start", INSTANT_PROMPT, ids(THINK, "Answer.", EOT)),
+    "instant_empty_answer": _stop("empty_answer", INSTANT_PROMPT, ids(" \n", EOT)),
+    "instant_tool_call_outside_section": _stop("tool_call_outside_section", INSTANT_TOOL_PROMPT,
+                                               ids("Calling.", *W0, EOT), TOOLS),
     "exceeds_max_seq_len": _stop(
         "exceeds_max_seq_len", PLAIN_PROMPT, ids(" ".join(["think"] * (MAX_SEQ_LEN + 10)), END_THINK, "4", EOT)),
     "id_too_large": _stop("id_out_of_range", PLAIN_PROMPT, ids("Fine.", _vocab(), END_THINK, "Answer.", EOT)),
@@ -305,7 +353,8 @@ def test_a_chunk_is_judged_as_its_samples_one_by_one():
     """validate_many (one vectorised pass over a chunk's buffers, what emit runs) gives every sample the
     verdict validate gives it alone: the whole corpus, valid and invalid (out-of-range ids, empty
     completions, every rule), shuffled into one chunk."""
-    cases = [(p, o, "stop", {"type": "stop", "matched": TOKENS.end_of_turn}, t) for p, o, t in VALID.values()]
+    cases = [(p, o, "stop", {"type": "stop", "matched": TOKENS.end_of_turn}, t)
+             for p, o, t in [*VALID.values(), *VALID_INSTANT.values()]]
     cases += [(p, o, f, d, t) for _code, p, o, f, d, t, validator in INVALID.values() if validator is V]
     cases += [(PLAIN_PROMPT, [], "length", {"type": "length", "length": 0}, None), ([], [], "abort", {}, None)]
     order = np.random.default_rng(0).permutation(len(cases))
@@ -316,7 +365,8 @@ def test_a_chunk_is_judged_as_its_samples_one_by_one():
     alone = [V.validate(*c) for c in cases]
     assert len(together) == len(cases) == len(alone)
     assert together == alone
-    assert sum(v.valid for v in alone) == len(VALID) and len({code for v in alone for code in v.issues}) > 20
+    assert sum(v.valid for v in alone) == len(VALID) + len(VALID_INSTANT)
+    assert len({code for v in alone for code in v.issues}) > 20 and {v.mode for v in alone} == {"thinking", "instant"}
 
 
 def test_every_reason_code_has_a_case():

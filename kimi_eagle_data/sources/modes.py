@@ -1,0 +1,100 @@
+"""A partition's mode mix and sampling mix (docs/data-format.md, "Modes and sampling"), and the per-prompt draw.
+
+Each prepared prompt is called in one mode, thinking or instant (profile.MODES), and with one sampling setting.
+Both are drawn per prompt from the partition's seed and the prompt's id, so a prompt keeps its mode and its
+sampling whatever else is selected, on any machine:
+
+    mode      instant with probability `instant_share` (default 0: every prompt in thinking mode, as before)
+    sampling  the profile's defaults for the mode (profile.mode_sampling), then the run-wide settings
+              ([sampling] / --temperature / --top-p), then the partition's per-mode override, then, with a
+              `mix`, one entry drawn by its share (an entry sets temperature and/or top_p)
+
+A thinking prompt keeps the id it always had; an instant prompt's id adds the mode to the id's key
+(prompts/prepare.sample_id), so the two never share a checkpoint row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from kimi_eagle_data.profile import INSTANT, THINKING, ModelProfile
+
+SAMPLING_FIELDS = ("temperature", "top_p")
+
+
+@dataclass(frozen=True)
+class SamplingOverride:
+    """Sampling values that replace the defaults (None: keep the default)."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+
+    def to_json(self) -> dict[str, float]:
+        return {k: getattr(self, k) for k in SAMPLING_FIELDS if getattr(self, k) is not None}
+
+    def apply(self, values: dict[str, float]) -> dict[str, float]:
+        return {**values, **self.to_json()}
+
+
+@dataclass(frozen=True)
+class MixEntry:
+    """One sampling setting of a mix, taken by `share` of the partition's prompts."""
+
+    share: float
+    override: SamplingOverride
+
+
+@dataclass(frozen=True)
+class ModePlan:
+    """A partition's modes and sampling; the default is every prompt in thinking mode at the run's sampling."""
+
+    instant_share: float = 0.0
+    thinking: SamplingOverride = field(default_factory=SamplingOverride)
+    instant: SamplingOverride = field(default_factory=SamplingOverride)
+    mix: tuple[MixEntry, ...] = ()
+
+    @property
+    def is_default(self) -> bool:
+        return self == ModePlan()
+
+    def to_json(self) -> dict[str, Any]:
+        """What binds a run (run.json `sampling_plan`) and enters the prepare fingerprint."""
+        return {"instant_share": self.instant_share, "thinking": self.thinking.to_json(),
+                "instant": self.instant.to_json(),
+                "mix": [{"share": e.share, **e.override.to_json()} for e in self.mix]}
+
+    def override(self, mode: str) -> SamplingOverride:
+        return self.instant if mode == INSTANT else self.thinking
+
+
+def unit_draw(seed: int, key: str, what: str) -> float:
+    """A number in [0, 1) fixed by (seed, key, what): the per-prompt draw, the same on every machine."""
+    digest = hashlib.sha256(f"{seed}\x1f{key}\x1f{what}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0 ** 64
+
+
+def choose_mode(plan: ModePlan, seed: int, key: str) -> str:
+    """The prompt's mode; `key` is its thinking-mode id (stable whatever the mode turns out to be)."""
+    if plan.instant_share <= 0:
+        return THINKING
+    return INSTANT if unit_draw(seed, key, "mode") < plan.instant_share else THINKING
+
+
+def choose_sampling(plan: ModePlan, seed: int, key: str, mode: str, profile: ModelProfile,
+                    run_wide: dict[str, float | None]) -> dict[str, float]:
+    """The prompt's {temperature, top_p} (the module docstring's order). `run_wide`: the run's explicit
+    settings, None where not given."""
+    defaults = profile.mode_sampling(mode)
+    values = {k: float(run_wide[k]) if run_wide.get(k) is not None else float(getattr(defaults, k))
+              for k in SAMPLING_FIELDS}
+    values = plan.override(mode).apply(values)
+    if plan.mix:
+        x, acc = unit_draw(seed, key, "sampling"), 0.0
+        for entry in plan.mix:
+            acc += entry.share
+            if x < acc:
+                return entry.override.apply(values)
+        return plan.mix[-1].override.apply(values)     # float rounding of shares summing to 1
+    return values
