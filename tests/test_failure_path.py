@@ -111,6 +111,33 @@ def test_sigterm_stops_generate_as_ctrl_c_does_exit_143(tmp_path):
         assert len(set(completions(w))) == len(completions(w)) == n
 
 
+DEFERRED_STOP = """
+import os, signal, sys
+from kimi_eagle_data.stopping import DeferredStop, Terminated, check_stop, stop_on_sigterm
+
+stop_on_sigterm()
+deferred = DeferredStop().start()
+os.kill(os.getpid(), signal.SIGTERM)       # its handler runs before kill returns: the stop is only recorded
+os.kill(os.getpid(), signal.SIGTERM)       # a second one changes nothing
+print("recorded")
+try:
+    check_stop() if sys.argv[1] == "check_stop" else deferred.end()
+except Terminated:
+    print("Terminated from", sys.argv[1])
+check_stop()                               # raised once: nothing pending any more
+deferred.end()
+print("ignored after the stop:", signal.getsignal(signal.SIGTERM) == signal.SIG_IGN)
+"""
+
+
+@pytest.mark.parametrize("safe_point", ["check_stop", "end"])
+def test_a_deferred_sigterm_is_raised_at_the_next_safe_point_only(safe_point):
+    proc = subprocess.run([sys.executable, "-c", DEFERRED_STOP, safe_point], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["recorded", f"Terminated from {safe_point}", "ignored after the stop: True"]
+
+
 # -- emit's workers die with it ------------------------------------------------------------------------
 
 def children(pid: int) -> set[int]:
