@@ -10,13 +10,13 @@ import functools
 import signal
 import sqlite3
 import sys
-import threading
 
 import click
 from rich.console import Console
 
 from kimi_eagle_data.diskfull import disk_full_line, is_disk_full
 from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.stopping import Terminated, stop_on_sigterm
 
 console = Console(stderr=True)
 # Tables stay readable when stdout is a pipe or a log file (rich would assume 80 columns).
@@ -28,22 +28,6 @@ class UserError(click.ClickException):
 
     def show(self, file=None):
         console.print(f"[bold red]error:[/] {self.message}", highlight=False, soft_wrap=True)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread: it takes Ctrl-C's path (in-flight work abandoned, commits kept)."""
-
-
-def _raise_terminated(signum, frame):
-    # One stop is enough: a second SIGTERM (a scheduler repeating itself) must not break the cleanup under way.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise Terminated()
-
-
-def stop_on_sigterm() -> None:
-    """From now on SIGTERM raises Terminated in the main thread (signal handlers can only be set there)."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _raise_terminated)
 
 
 def friendly_errors(fn):

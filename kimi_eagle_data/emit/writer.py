@@ -29,6 +29,7 @@ from kimi_eagle_data.emit.token_freq import TOKEN_FREQ_DIR, TokenCounts, write_c
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data import __version__
 from kimi_eagle_data.schema import ROW_SCHEMA, SPLITS
+from kimi_eagle_data.stopping import check_stop
 from kimi_eagle_data.store.workdir import Workdir, atomic_path, dataset_data_dir, file_sha256, move_into_place, write_json
 
 SEMVER = re.compile(r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$")
@@ -105,7 +106,7 @@ class SplitShards:
         try:
             if writer is not None:
                 writer.close()
-        except Exception:   # a write cut short (SIGTERM mid-write_table, a full disk): the file goes anyway
+        except Exception:   # a write cut short (Ctrl-C mid-write_table, a full disk): the file goes anyway
             pass
         finally:
             for tmp in self._done:
@@ -180,12 +181,16 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
         return sorted(p for p in out.rglob("*") if p.is_file() and p.name != "manifest.json"
                       and not p.name.startswith(".") and p.relative_to(out).as_posix() != CARD)
 
+    def hashed(p: Path) -> str:
+        check_stop()    # hashing a large dataset takes a while: a SIGTERM stops it between files (stopping.py)
+        return file_sha256(p)
+
     # Plots of an earlier emit (its configs) are not this dataset's: only the card's plots stay in assets/.
     for old in (out / "assets").glob("*.png"):
         if f"assets/{old.name}" not in plots.values():
             old.unlink()
     # The shards are final now; the plots are hashed once drawn (an earlier emit's file may still be there).
-    hashes = {p: file_sha256(p) for p in listing() if p.relative_to(out).as_posix() not in plots.values()}
+    hashes = {p: hashed(p) for p in listing() if p.relative_to(out).as_posix() not in plots.values()}
     drawn = plots_drawn()
     if drawn != plots:
         raise EmitError(f"the plots drawn ({sorted(drawn)}) are not the card's ({sorted(plots)})")

@@ -263,8 +263,8 @@ class _Blocks:
             try:
                 self._thread.shutdown(wait=True, cancel_futures=True)
             except BaseException:
-                # A stop (SIGTERM, Ctrl-C) that lands while waiting: wait again, or the writer thread would go on
-                # opening shards while the caller removes them.
+                # A Ctrl-C that lands while waiting (SIGTERM waits for a safe point: stopping.py): wait again, or
+                # the writer thread would go on opening shards while the caller removes them.
                 self._thread.shutdown(wait=True)
                 raise
 

@@ -13,7 +13,8 @@ tokenizer reload). Where fork is unavailable, validation runs in the calling pro
 Workers never outlive the process that forked them: on Linux the kernel kills each one when its parent dies
 (PR_SET_PDEATHSIG), even by `kill -9`; an orphan would hold the checkpoint's WAL files and the caller's stdout.
 They ignore SIGINT and SIGTERM: Ctrl-C and a scheduler's SIGTERM reach the whole process group, and the
-parent, which handles them, ends the pool itself.
+parent, which handles them, ends the pool itself. While a pool lives, the parent defers SIGTERM to safe points
+(stopping.py): between chunks, and when the pool closes, after its workers have ended.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import pyarrow as pa
 
 from kimi_eagle_data.store.checkpoint import CompletionBatch
 from kimi_eagle_data.schema import ROW_SCHEMA, message_chars, normalize_message
+from kimi_eagle_data.stopping import DeferredStop, check_stop
 from kimi_eagle_data.validate.validator import Validator
 
 MESSAGES_TYPE = ROW_SCHEMA.field("messages").type
@@ -134,7 +136,8 @@ def default_workers() -> int:
 
 
 class VerdictPool:
-    """Judges chunks with `workers` processes (1: in this process), results in submission order."""
+    """Judges chunks with `workers` processes (1: in this process), results in submission order. From creation
+    to close(), SIGTERM stops it between chunks (Terminated from map()), or at close() if it came later."""
 
     def __init__(self, validator: Validator, workers: int | None = None):
         self.validator = validator
@@ -150,21 +153,25 @@ class VerdictPool:
             gc.freeze()
             self._executor = ProcessPoolExecutor(self.workers, mp_context=mp.get_context("fork"),
                                                  initializer=_init_worker, initargs=(validator, os.getpid()))
+        self._stop = DeferredStop().start()
 
     def map(self, items: Iterable[tuple[Any, Chunk]]) -> Iterator[tuple[Any, Judged]]:
         """(context, chunk) -> (context, judged), in order; the context stays in this process."""
         if self._executor is None:
             for ctx, c in items:
+                check_stop()
                 yield ctx, judge(self.validator, c)
             return
         ahead = 2 * self.workers          # chunks in flight: every worker busy, memory bounded
         pending: deque[tuple[Any, Future]] = deque()
         for ctx, c in items:
+            check_stop()
             pending.append((ctx, self._executor.submit(_judge_in_worker, c)))
             if len(pending) >= ahead:
                 ctx0, fut = pending.popleft()
                 yield ctx0, fut.result()
         while pending:
+            check_stop()
             ctx0, fut = pending.popleft()
             yield ctx0, fut.result()
 
@@ -177,10 +184,14 @@ class VerdictPool:
         return done
 
     def close(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-            self._executor = None
-            gc.unfreeze()
+        """Workers ended first; then a SIGTERM that came after the last check raises Terminated here."""
+        try:
+            if self._executor is not None:
+                self._executor.shutdown(wait=True, cancel_futures=True)
+                self._executor = None
+                gc.unfreeze()
+        finally:
+            self._stop.end()
 
     def __enter__(self) -> "VerdictPool":
         return self

@@ -19,7 +19,7 @@ import pytest
 
 from tests.helpers.cli import popen_cli, run_cli
 from tests.helpers.servers import TINY, Server, free_port, get_json, wait_for
-from tests.helpers.workdirs import CONFIGS, completions, prepared_count, report, sglang_args
+from tests.helpers.workdirs import CONFIGS, completions, generate_in_flight, prepared_count, report, sglang_args
 
 
 @pytest.fixture
@@ -99,20 +99,15 @@ def test_exhausted_retries_are_recorded_as_failed_then_retried(tmp_path):
 
 def test_kill_9_at_random_moments_loses_nothing_and_duplicates_nothing(tmp_path):
     # Slow enough (1.5 s a request, 2 at a time) that four kills land mid-run on a fast machine too.
-    slow = Server("--delay", "1.5", "--max-batch", "2").start()
-    w = tmp_path / "w"
     rng = random.Random(1234)
-    try:
-        run_cli("prepare", *sglang_args(w, slow.url))
-        n = prepared_count(w)
+    with generate_in_flight(tmp_path, delay=1.5) as run:
+        w, n = run.workdir, run.prepared
         for trial in range(4):
-            before = len(completions(w))
-            proc = popen_cli("generate", "--workdir", str(w), "--concurrency", "2", "--no-progress")
-            # mid-run: after this process has committed something, at a random point of the next request
-            wait_for(lambda: len(completions(w)) > before, 300, "no completion committed", proc=proc)
-            time.sleep(rng.uniform(0.0, 1.5))   # a random moment, not a wait: the condition above is the wait
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
+            if trial:
+                run.again()     # mid-run: after this process has committed something...
+            time.sleep(rng.uniform(0.0, 1.5))   # ...at a random point of the next request (again() was the wait)
+            os.kill(run.proc.pid, signal.SIGKILL)
+            run.proc.wait()
             ids = completions(w)
             assert len(ids) == len(set(ids)), f"duplicate after kill {trial}"
         done_before = len(completions(w))
@@ -123,8 +118,6 @@ def test_kill_9_at_random_moments_loses_nothing_and_duplicates_nothing(tmp_path)
         assert len(ids) == len(set(ids)) == n
         run_cli("validate", "--workdir", str(w))
         assert all(report(w, c)["balanced"] and report(w, c)["pending"] == 0 for c in CONFIGS)
-    finally:
-        slow.kill()
 
 
 def test_server_killed_and_restarted_mid_run(tmp_path):
@@ -233,22 +226,11 @@ def test_shards_generate_disjoint_sets_that_build_merges(server, tmp_path):
 
 
 def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path):
-    slow = Server("--delay", "1.0", "--max-batch", "2").start()
-    w = tmp_path / "w"
-    try:
-        run_cli("prepare", *sglang_args(w, slow.url))
-        n = prepared_count(w)
-        # Ctrl-C as a terminal delivers it (popen_cli's child raises KeyboardInterrupt on SIGINT, as an
-        # interpreter started from a terminal does, even when this test run ignores SIGINT).
-        proc = popen_cli("generate", "--workdir", str(w), "--concurrency", "2", "--no-progress",
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # Ctrl-C as a terminal delivers it (popen_cli's child raises KeyboardInterrupt on SIGINT, as an
+    # interpreter started from a terminal does, even when this test run ignores SIGINT).
+    with generate_in_flight(tmp_path, output=True) as run:
+        w, n, proc = run.workdir, run.prepared, run.proc
         assert n > 2, f"too few prompts ({n}) for a run to be interrupted mid-way"
-        # Interrupt mid-run, after some work; a process that ends first fails here, with its output.
-        try:
-            wait_for(lambda: completions(w), 300, "no completion committed", proc=proc)
-        except AssertionError as e:
-            out, err = proc.communicate(timeout=60)
-            raise AssertionError(f"{e}\nstdout: {out}\nstderr: {err}") from None
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, f"exit {proc.returncode}\nstdout: {out}\nstderr: {err}"
@@ -259,8 +241,6 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path):
         final = run_cli("generate", "--workdir", str(w))
         assert f"{n - done} completed, 0 failed, {done} already done" in final.stdout
         assert len(set(completions(w))) == len(completions(w)) == n
-    finally:
-        slow.kill()
 
 
 def test_out_of_vocabulary_prompt_is_a_counted_prepare_reject_and_never_sent(tmp_path, monkeypatch):

