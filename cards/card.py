@@ -27,7 +27,7 @@ def _cell(text: str) -> str:
 
 def hub_link(repo_id: str, kind: str = "datasets") -> str:
     """`[org/name](https://huggingface.co/…)` for a Hub id; anything else as it is."""
-    from kimi_eagle_data.hub.publish import REPO_ID
+    from kimi_eagle_data.run_checks import REPO_ID
 
     prefix = "" if kind == "models" else f"{kind}/"
     return f"[{repo_id}](https://huggingface.co/{prefix}{repo_id})" if REPO_ID.match(repo_id) else repo_id
@@ -60,15 +60,14 @@ def origins_phrase(kinds: list[str]) -> str:
 
 
 def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, Any], plots: dict[str, str],
-                manifest_sha256: str, repo_id: str | None = None, score: dict[str, Any] | None = None) -> str:
+                manifest_sha256: str, repo_id: str | None = None, score: dict[str, Any] | None = None,
+                vocab: dict[str, Any] | None = None, vocab_plot: tuple[str, str] | None = None) -> str:
+    """`vocab`: the draft-vocabulary coverage (emit/token_freq.py's coverage_by_config), shown with `vocab_plot`
+    (title, path); `plots`: the other plots, {title: path}."""
     from huggingface_hub import DatasetCard, DatasetCardData
 
-    from kimi_eagle_data.emit.plots import VOCAB_PLOT
-
     profile = get_profile(provenance["profile"])
-    plots = dict(plots)
-    vocab_plot = plots.pop(VOCAB_PLOT[0], None)
-    vocab = _vocab_section(summary, vocab_plot)
+    vocab = _vocab_section(vocab, vocab_plot)
     feats = features()._to_yaml_list()
     configs_yaml, infos_yaml, rows = [], [], []
     for config, s in summary.items():
@@ -131,26 +130,21 @@ def _modes_section(rows: list[dict[str, Any]], profile) -> dict[str, Any]:
             "instant_prompt": profile.instant_generation_prompt}
 
 
-def _vocab_section(summary: dict[str, Any], plot: str | None) -> dict[str, Any] | None:
-    """The draft-vocabulary table: per config and overall, the ids it takes to cover each share of the
-    train split's loss tokens (emit/token_freq.py counted them; None: no counts, the section is left out)."""
-    from kimi_eagle_data.emit.plots import VOCAB_PLOT
-    from kimi_eagle_data.emit.token_freq import COVERAGE_SHARES, add_counts, coverage
-
-    if any(s.get("token_counts") is None for s in summary.values()):
+def _vocab_section(vocab: dict[str, Any] | None, plot: tuple[str, str] | None) -> dict[str, Any] | None:
+    """The draft-vocabulary table: per config and overall, the ids it takes to cover each share of the train
+    split's loss tokens (None: no counts, the section is left out)."""
+    if vocab is None:
         return None
+    shares = vocab["shares"]
 
-    def row(name: str, counts) -> dict[str, Any]:
-        c = coverage(counts)
+    def row(name: str, c: dict[str, Any]) -> dict[str, Any]:
         return {"config": name, "loss_tokens": f"{c['loss_tokens']:,}", "distinct_ids": f"{c['distinct_ids']:,}",
                 "cover": ["–" if c["ids_to_cover"][f"{s:g}"] is None else f"{c['ids_to_cover'][f'{s:g}']:,}"
-                          for s in COVERAGE_SHARES]}
+                          for s in shares]}
 
-    parts = {c: s["token_counts"] for c, s in summary.items()}
-    total = add_counts(list(parts.values()))
-    return {"rows": [row(c, counts) for c, counts in parts.items()], "all": row("all", total), "plot": plot,
-            "plot_title": VOCAB_PLOT[0],
-            "shares": [f"{100 * s:g}%" for s in COVERAGE_SHARES], "vocab_size": f"{len(total):,}"}
+    return {"rows": [row(name, c) for name, c in vocab["configs"].items()], "all": row("all", vocab["all"]),
+            "plot": plot[1] if plot else None, "plot_title": plot[0] if plot else None,
+            "shares": [f"{100 * s:g}%" for s in shares], "vocab_size": f"{vocab['vocab_size']:,}"}
 
 
 def _score_section(score: dict[str, Any] | None) -> dict[str, Any] | None:

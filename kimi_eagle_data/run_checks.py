@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from kimi_eagle_data.errors import KimiDataError
 
+REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")     # a Hub repo id: ORG/NAME
 CONFIG_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 CONFIG_NAME_RULE = "a config name is a letter then letters, digits, _ or - (at most 64)"
 

@@ -158,6 +158,25 @@ def test_no_import_circle():
     assert not found, "import circles: " + "; ".join(" -> ".join(c) for c in found)
 
 
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph seen at the level of the package's subpackages (a top-level module stands for itself)."""
+    def package(m: str) -> str:
+        return ".".join(m.split(".")[:2])
+    folded: dict[str, set[str]] = {}
+    for a, targets in graph.items():
+        folded.setdefault(package(a), set()).update(package(b) for b in targets if package(b) != package(a))
+    for targets in list(folded.values()):
+        for b in targets:
+            folded.setdefault(b, set())
+    return folded
+
+
+def test_no_circle_between_packages():
+    """Stages import only downward: no two subpackages import each other, even through different modules."""
+    found = circles(package_graph(GRAPH))
+    assert not found, "package circles: " + "; ".join(" -> ".join(c) for c in found)
+
+
 def test_nothing_imports_the_cli_from_below():
     found = upward_imports(GRAPH)
     assert not found, "modules outside kimi_eagle_data.cli import it: " + "; ".join(found)
@@ -213,6 +232,13 @@ def test_the_checker_names_a_circle_and_an_upward_import(tmp_path):
     assert found == [["kimi_eagle_data.a", "kimi_eagle_data.b", "kimi_eagle_data.c", "kimi_eagle_data.a"]]
     assert upward_imports(graph) == ["kimi_eagle_data.d -> kimi_eagle_data.cli.main",
                                      "kimi_eagle_data.e -> kimi_eagle_data.cli.main"]
+
+
+def test_the_package_view_names_a_circle_no_module_makes():
+    graph = {"kimi_eagle_data.a.x": {"kimi_eagle_data.b.y"}, "kimi_eagle_data.b.y": set(),
+             "kimi_eagle_data.b.z": {"kimi_eagle_data.a.w"}, "kimi_eagle_data.a.w": set()}
+    assert circles(graph) == []
+    assert circles(package_graph(graph)) == [["kimi_eagle_data.a", "kimi_eagle_data.b", "kimi_eagle_data.a"]]
 
 
 def test_the_checker_passes_a_package_without_circles(tmp_path):

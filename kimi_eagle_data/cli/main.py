@@ -214,7 +214,8 @@ def emit(**kw):
     needs no `validate` first; `build` runs it once.
 
     The workdir remembers --repo: a later `build` re-emits the card naming the same repo."""
-    from kimi_eagle_data.hub.publish import REPO_ID, tree_summary
+    from kimi_eagle_data.hub.publish import tree_summary
+    from kimi_eagle_data.run_checks import REPO_ID
 
     if kw["repo"] and not REPO_ID.match(kw["repo"]):
         raise click.BadParameter(f"{kw['repo']!r}: expected ORG/NAME", param_hint="--repo")

@@ -25,7 +25,7 @@ def _human(n: int) -> str:
 
 
 def _repo_id(ctx, param, value: str) -> str:
-    from kimi_eagle_data.hub.publish import REPO_ID
+    from kimi_eagle_data.run_checks import REPO_ID
 
     if value is not None and not REPO_ID.match(value):
         raise click.BadParameter(f"{value!r}: expected ORG/NAME, e.g. my-org/kimi-k2.5-eagle3-data")

@@ -104,6 +104,16 @@ def top_share(counts: np.ndarray, k: int) -> float | None:
     return float(np.sort(counts)[::-1][:k].sum()) / total
 
 
+def coverage_by_config(counts: dict[str, np.ndarray | None]) -> dict | None:
+    """The card's draft-vocabulary numbers: each config's coverage and all configs' together (None when a config
+    has no counts: the section is left out)."""
+    if not counts or any(c is None for c in counts.values()):
+        return None
+    total = add_counts(list(counts.values()))
+    return {"shares": COVERAGE_SHARES, "vocab_size": len(total), "all": coverage(total),
+            "configs": {name: coverage(c) for name, c in counts.items()}}
+
+
 def coverage(counts: np.ndarray, top_k: int = DRAFT_VOCAB_SIZE) -> dict:
     """What the card and `stats` report of one set of counts."""
     return {"loss_tokens": int(counts.sum()), "distinct_ids": int(np.count_nonzero(counts)),

@@ -165,7 +165,8 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
     rendered last, before the manifest gets the card's own hash."""
     from kimi_eagle_data.cards.card import render_card
     from kimi_eagle_data.emit.manifest import CARD, manifest_sha256
-    from kimi_eagle_data.emit.plots import card_plots
+    from kimi_eagle_data.emit.plots import VOCAB_PLOT, card_plots
+    from kimi_eagle_data.emit.token_freq import coverage_by_config
 
     out = workdir.dataset
     summary = {c: s for c, s in summary.items() if s["splits"]}
@@ -207,8 +208,12 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
     }
     if repo_id:   # the Hub repo the card's load line names (`emit --repo`); `push` notes a mismatch
         manifest["repo_id"] = repo_id
-    card = render_card(summary, version=version, provenance=provenance, plots=plots, repo_id=repo_id,
-                       score=load_report(workdir), manifest_sha256=manifest_sha256(manifest))
+    card_plots_ = dict(plots)
+    vocab_plot = (VOCAB_PLOT[0], card_plots_.pop(VOCAB_PLOT[0])) if VOCAB_PLOT[0] in card_plots_ else None
+    card = render_card(summary, version=version, provenance=provenance, plots=card_plots_, repo_id=repo_id,
+                       score=load_report(workdir), manifest_sha256=manifest_sha256(manifest),
+                       vocab=coverage_by_config({c: s.get("token_counts") for c, s in summary.items()}),
+                       vocab_plot=vocab_plot)
     with atomic_path(out / CARD) as tmp:
         tmp.write_text(card, encoding="utf-8")
     manifest["files"][CARD] = file_sha256(out / CARD)

@@ -33,9 +33,9 @@ from typing import Any, Callable
 import orjson
 
 from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.run_checks import REPO_ID
 from kimi_eagle_data.store.workdir import file_sha256
 
-REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 MANIFEST = "manifest.json"
 
 
