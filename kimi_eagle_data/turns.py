@@ -1,0 +1,111 @@
+"""Conversation turns on the model's own history: a completion sent back as the assistant message a client sends.
+
+A deployed Kimi-K2.5 only ever sees its own earlier turns in its history: a client that keeps `reasoning_content`
+(K2.5's API asks for it in tool-call loops) sends each completion back as
+
+    {"role": "assistant", "reasoning_content": REASONING, "content": ANSWER,
+     "tool_calls": [{"id": "functions.NAME:IDX", "type": "function",
+                     "function": {"name": NAME, "arguments": ARGS}}]}
+
+and the model's chat template renders it; the template, not this module, decides which history reasoning it keeps
+(K2.5's keeps `reasoning_content` only on the assistant turns after the last assistant turn without tool calls,
+and none in instant mode). The fields here are the ones K2.5's template reads: `content`, `reasoning_content`,
+each call's `id` and `function.arguments` (a string is written as is); `function.name` is what clients and tool
+executors read. No `name` key: the template would put it in the turn header instead of `assistant`.
+
+Call ids count across the conversation (docs/token-rules.md, `tool_call_index_out_of_order`): the history's
+calls are 0…k−1, the turn's first call is k.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.grammar import ParsedCompletion, ToolCall
+from kimi_eagle_data.profile import ModelProfile
+
+_NEXT_ROLES = ("user", "tool")
+
+
+class TurnError(KimiDataError, ValueError):
+    """A completion or source turn that cannot continue the conversation."""
+
+
+def history_call_count(messages: Sequence[dict]) -> int:
+    """How many tool calls the conversation's assistant turns hold: the IDX the next turn's first call carries
+    (each renders one `<|tool_call_begin|>`, the token the validator counts in the prompt)."""
+    return sum(len(m.get("tool_calls") or ()) for m in messages if m.get("role") == "assistant")
+
+
+def assistant_message(parsed: ParsedCompletion, profile: ModelProfile, first_index: int = 0) -> dict:
+    """The parsed completion as the assistant message a client sends back: its reasoning (none in instant mode:
+    no `reasoning_content`), its answer, and its calls with the arguments' JSON text as the model wrote it.
+
+    Meant for a turn the validator accepted: the answer is all the text outside the tool-call section (a valid
+    turn has none after it), and call i must be `functions.NAME:IDX` with IDX = `first_index` + i, where
+    `first_index` is the `history_call_count` of the conversation before it; a call that is not raises
+    TurnError."""
+    message: dict[str, Any] = {"role": "assistant"}
+    if not parsed.instant:
+        message["reasoning_content"] = parsed.reasoning
+    message["content"] = parsed.answer
+    if parsed.calls:
+        message["tool_calls"] = [_tool_call(call, profile, first_index + i) for i, call in enumerate(parsed.calls)]
+    return message
+
+
+def _tool_call(call: ToolCall, profile: ModelProfile, index: int) -> dict:
+    if call.name is None or call.index != index:
+        wanted = profile.tool_call_id(call.name or "NAME", index)
+        raise TurnError(f"tool call {call.id_text.strip()!r} is not {wanted!r} (the conversation's call count goes "
+                        "on from its history): a turn the validator rejects cannot continue the conversation")
+    return {"id": profile.tool_call_id(call.name, index), "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments}}
+
+
+def next_turn_messages(history: Sequence[dict], completion_message: dict, source_next: Sequence[dict]) -> list[dict]:
+    """The messages of the next turn's prompt: the conversation so far, the model's own assistant message, then
+    the source's next user turn or tool result(s). Tool result i answers the model's call i: its `tool_call_id`
+    is set to that call's id (the template writes `## Return of {tool_call_id}`, which must name the model's own
+    call). The inputs are not modified."""
+    if not source_next:
+        raise TurnError("the source has no next turn: nothing to continue the conversation with")
+    roles = [m.get("role") for m in source_next]
+    if any(r not in _NEXT_ROLES for r in roles):
+        raise TurnError(f"a next turn must be a user turn or tool results, got roles {roles}")
+    call_ids = [c["id"] for c in completion_message.get("tool_calls") or ()]
+    results = [m for m in source_next if m["role"] == "tool"]
+    if len(results) > len(call_ids):
+        raise TurnError(f"{len(results)} tool result(s) follow a turn with {len(call_ids)} tool call(s)")
+    ids = iter(call_ids)
+    spliced = [dict(m, tool_call_id=next(ids)) if m["role"] == "tool" else dict(m) for m in source_next]
+    return [*history, completion_message, *spliced]
+
+
+def tool_call_matches(model_call: dict, source_call: dict) -> bool:
+    """Whether the model called what the source called: the same function name and JSON-equal arguments (each
+    side's JSON text parsed, or a mapping taken as is, then compared canonically: key order and spacing do not
+    matter, `1`, `1.0` and `true` differ). Arguments that are not strict JSON never match."""
+    a, b = model_call["function"], source_call["function"]
+    if a.get("name") != b.get("name"):
+        return False
+    left, right = _canonical_arguments(a.get("arguments")), _canonical_arguments(b.get("arguments"))
+    return left is not None and left == right
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _canonical_arguments(arguments: Any) -> str | None:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            return None
+    try:
+        return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
