@@ -86,8 +86,9 @@ def next_turn_messages(history: Sequence[dict], completion_message: dict, source
 
 def tool_call_matches(model_call: dict, source_call: dict) -> bool:
     """Whether the model called what the source called: the same function name and JSON-equal arguments (each
-    side's JSON text parsed, or a mapping taken as is, then compared canonically: key order and spacing do not
-    matter, `1`, `1.0` and `true` differ). Arguments that are not strict JSON never match."""
+    side's JSON text parsed, or a mapping taken as is, then compared as JSON values: key order and spacing do not
+    matter, numbers compare by value (`1` equals `1.0`), `true` is not `1`). Arguments that are not strict JSON
+    never match."""
     a, b = model_call["function"], source_call["function"]
     if a.get("name") != b.get("name"):
         return False
@@ -100,12 +101,24 @@ def _no_constant(name: str):
 
 
 def _canonical_arguments(arguments: Any) -> str | None:
+    """One text per JSON value: keys sorted, no spacing, an integral number written as an integer."""
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments, parse_constant=_no_constant)
         except (ValueError, RecursionError):
             return None
     try:
-        return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError, RecursionError):
+        return json.dumps(_integral_as_int(arguments), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False)
+    except (TypeError, ValueError, RecursionError, OverflowError):
         return None
+
+
+def _integral_as_int(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral_as_int(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral_as_int(v) for v in value]
+    return value
