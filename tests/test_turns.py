@@ -111,11 +111,13 @@ def test_reasoning_is_kept_only_after_the_last_assistant_turn_without_tool_calls
     `<think></think>`, later ones `<think>{reasoning_content}</think>`; with thinking=False none keeps it."""
     messages = [
         {"role": "user", "content": "u1"},
-        {"role": "assistant", "reasoning_content": "R1", "content": "", "tool_calls": [call("search", 0, '{"query":"a"}')]},
+        {"role": "assistant", "reasoning_content": "R1", "content": "",
+         "tool_calls": [call("search", 0, '{"query":"a"}')]},
         {"role": "tool", "tool_call_id": "functions.search:0", "name": "search", "content": "t1"},
         {"role": "assistant", "reasoning_content": "R2", "content": "plain answer"},
         {"role": "user", "content": "u2"},
-        {"role": "assistant", "reasoning_content": "R3", "content": "", "tool_calls": [call("search", 1, '{"query":"b"}')]},
+        {"role": "assistant", "reasoning_content": "R3", "content": "",
+         "tool_calls": [call("search", 1, '{"query":"b"}')]},
         {"role": "tool", "tool_call_id": "functions.search:1", "name": "search", "content": "t3"},
     ]
     thinking = text(prompt_ids(messages))
