@@ -38,14 +38,17 @@ from kimi_eagle_data.cli.common import UserError, friendly_errors, out
                                                  "meta_mismatch"]), multiple=True,
               help="local: answer every /generate malformed this way (tests the client's response checks); "
                    "repeated: the ways in turn, answer by answer.")
+@click.option("--stale-rids", default=0, type=click.IntRange(min=0), metavar="N",
+              help="local: take the first N request ids as still running from a killed client (HTTP 400 \"Duplicate "
+                   "request ID detected\", as SGLang) until /abort_request aborts them.")
 @click.option("--skip-tokenizer-init", is_flag=True,
               help="local: as SGLang's flag: token ids only (answers carry no `text`, /tokenize fails).")
 @click.option("--record-requests", type=click.Path(dir_okay=False), metavar="FILE",
               help="local: append every /generate body received to FILE, one JSON line each (tests).")
 @friendly_errors
 def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem_fraction_static, no_metrics, extra,
-          health_timeout, dry_run, max_batch, error_rate, drop_rate, delay, fault_seed, bad_output, skip_tokenizer_init,
-          record_requests):
+          health_timeout, dry_run, max_batch, error_rate, drop_rate, delay, fault_seed, bad_output, stale_rids,
+          skip_tokenizer_init, record_requests):
     """Launch SGLang or vLLM for Kimi-K2.5 (or serve a local model over SGLang's protocol).
 
     \b
@@ -87,6 +90,7 @@ def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem
     local = LocalEngine(model, batch_size=max_batch)
     server = ProtocolServer(local, tokenizer=tok, max_batch=max_batch, eos_ids=local.eos_token_ids,
                             faults=Faults(error_rate=error_rate, drop_rate=drop_rate, delay_s=delay, seed=fault_seed,
-                                          bad_output=tuple(bad_output)), record_path=record_requests,
+                                          bad_output=tuple(bad_output), stale_rids=stale_rids),
+                            record_path=record_requests,
                             skip_tokenizer_init=skip_tokenizer_init, context_length_arg=context_length)
     run_server(server, host, port, print_url=lambda m: out.print(m, highlight=False))

@@ -38,6 +38,9 @@ from kimi_eagle_data.records import RequestFailure
 from kimi_eagle_data.run_checks import url_problem
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+# SGLang refuses a request whose rid it is still running: a client killed mid-request left it there, and its rerun
+# sends the same id. Retried after asking the server to abort the stale one (`_abort_stale`).
+DUPLICATE_RID = b"Duplicate request ID"
 
 
 @dataclass
@@ -309,7 +312,7 @@ class HTTPEngine(Engine):
                 raise Failure("bad_response", f"{url}: {e}", False) from None
 
         return await self._with_retries(session, req.input_ids, self._score_payload(req), read,
-                                        lambda f, attempts: f.gave_up(req.id, attempts))
+                                        lambda f, attempts: f.gave_up(req.id, attempts), rid=req.id)
 
     @abc.abstractmethod
     def _score_payload(self, req: ScoreRequest) -> bytes:
@@ -327,7 +330,7 @@ class HTTPEngine(Engine):
 
     async def _with_retries(self, session, input_ids: list[int], payload: bytes,
                             read: Callable[[str, dict, float], Any],
-                            give_up: Callable[[Failure, int], Any]) -> Any:
+                            give_up: Callable[[Failure, int], Any], *, rid: str | None = None) -> Any:
         """POST `payload` (a request for `input_ids`) to the least busy server and return
         `read(url, answer, seconds)`; a retriable failure (raised by the request or by `read`) waits and
         tries again, on any server, up to max_attempts; then `give_up(failure, attempts)` is the result
@@ -349,9 +352,15 @@ class HTTPEngine(Engine):
             except Failure as f:
                 if not f.retriable or attempt >= self.retry.max_attempts or self._stop.is_set():
                     return give_up(f, attempt)
+                if f.reason == "duplicate_request_id" and rid is not None:
+                    await self._abort_stale(session, url, rid)
             finally:
                 self.in_flight_by_url[url] -= 1
             await asyncio.sleep(self.retry.wait(attempt))
+
+    async def _abort_stale(self, session, url: str, rid: str) -> None:
+        """Ask `url` to abort the request `rid` an earlier client left running (servers without such an endpoint:
+        nothing; the retry waits for it to finish)."""
 
     async def _post(self, session, url: str, payload: bytes) -> dict[str, Any]:
         import aiohttp
@@ -362,6 +371,9 @@ class HTTPEngine(Engine):
                 raw = await r.read()
                 if r.status != 200:
                     message = raw[:300].decode(errors="replace")
+                    if r.status == 400 and DUPLICATE_RID in raw:
+                        raise Failure("duplicate_request_id", f"{url} still runs an earlier request with this id "
+                                      f"(a client stopped mid-request): {message}", True)
                     raise Failure(f"http_{r.status}", f"{url} answered HTTP {r.status}: {message}",
                                   r.status in RETRY_STATUS)
         except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as e:

@@ -42,6 +42,9 @@ class Faults:
     delay_s: float = 0.0           # added latency per /generate
     # Every /generate answer malformed, in these ways (BAD_OUTPUT_MODES) taken in turn, answer by answer.
     bad_output: tuple[str, ...] = ()
+    # The first this many rids are taken as still running from a client killed mid-request: answered as SGLang
+    # answers a rid it is running (HTTP 400, "Duplicate request ID detected") until `/abort_request` aborts them.
+    stale_rids: int = 0
     seed: int = 0
 
 
@@ -242,6 +245,8 @@ class ProtocolServer:
         self.queue: asyncio.Queue | None = None
         self.requests_served = 0
         self.bad_answers = 0           # answers malformed so far (Faults.bad_output)
+        self.stale: set[str] = set()   # rids taken as still running from an earlier client (Faults.stale_rids)
+        self.stale_taken = 0
         # Every /generate body received, one JSON line each (tests check what a client sent).
         self.record_path = record_path
 
@@ -249,6 +254,7 @@ class ProtocolServer:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=1 << 30)
         app.router.add_post("/generate", self.generate)
+        app.router.add_post("/abort_request", self.abort_request)
         for path in ("/health", "/health_generate"):
             app.router.add_get(path, self.health)
         for path in ("/model_info", "/get_model_info"):
@@ -295,6 +301,15 @@ class ProtocolServer:
                     fut.set_result(done[req.id])
 
     # -- endpoints ----------------------------------------------------------------------------
+    async def abort_request(self, request: web.Request) -> web.Response:
+        """SGLang's `POST /abort_request {"rid"}`: here it ends a stale rid (Faults.stale_rids); 200 either way."""
+        try:
+            rid = orjson.loads(await request.read()).get("rid")
+        except (orjson.JSONDecodeError, AttributeError):
+            return _json({"error": {"message": "expected a JSON object with rid"}}, status=400)
+        self.stale.discard(rid)
+        return web.Response(status=200)
+
     async def generate(self, request: web.Request) -> web.StreamResponse:
         t0 = time.perf_counter()
         f = self.faults
@@ -317,6 +332,12 @@ class ProtocolServer:
         if isinstance(parsed, web.Response):
             return parsed
         prompts, rids, sampling, batch, want_lp, start, top_n, seed = parsed
+        for rid in rids:
+            if rid and self.stale_taken < f.stale_rids:
+                self.stale.add(rid)
+                self.stale_taken += 1
+            if rid in self.stale:   # SGLang's tokenizer manager, word for word
+                return _json({"error": {"message": f"Duplicate request ID detected: {rid}"}}, status=400)
         if want_lp and sampling.max_new_tokens == 0 and start >= 0:
             return await self._prefill_only(prompts, rids, start, top_n, batch, t0)
         loop = asyncio.get_running_loop()

@@ -119,7 +119,18 @@ class SGLangEngine(HTTPEngine):
         return await self._with_retries(
             session, req.input_ids, orjson.dumps(body),
             lambda url, answer, seconds: self._answer(req, answer, seconds),
-            lambda f, attempts: f.gave_up(req.id, attempts))
+            lambda f, attempts: f.gave_up(req.id, attempts), rid=req.id)
+
+    async def _abort_stale(self, session, url: str, rid: str) -> None:
+        """SGLang's `POST /abort_request {"rid"}`: the stale request stops and frees its slot (best effort: its
+        answer is read, not required)."""
+        import aiohttp
+
+        try:
+            async with session.post(url + "/abort_request", json={"rid": rid}) as r:
+                await r.read()
+        except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError):
+            pass
 
     def _answer(self, req: GenerationRequest, body: dict[str, Any], latency: float) -> Completion | RequestFailure:
         c = self._completion(req, body, latency)

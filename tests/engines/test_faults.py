@@ -91,6 +91,23 @@ def test_bad_answers_are_failures_then_retried(prepared, healthy, tmp_path):
     assert len(set(completions(w))) == n
 
 
+def test_a_rid_an_earlier_client_left_running_is_aborted_then_generated(prepared, tmp_path):
+    """A client killed mid-request leaves its requests running on SGLang, which refuses the rerun's request with the
+    same rid (HTTP 400 "Duplicate request ID detected"). The stand-in keeps its first rids stale until
+    `/abort_request` names them, so the run completes only if the client aborts the stale request and retries."""
+    w = tmp_path / "w"
+    shutil.copytree(prepared, w)
+    n = prepared_count(w)
+    stale = Server("--stale-rids", "3").start()
+    try:
+        proc = run_cli("generate", "--workdir", str(w), "--server", stale.url, "--retry-backoff", "0.01",
+                       "--no-progress")
+    finally:
+        stale.kill()
+    assert f"generate: {n} completed, 0 failed" in proc.stdout
+    assert len(set(completions(w))) == n
+
+
 def test_all_failed_build_exits_3_and_says_how_to_retry(tmp_path):
     w = tmp_path / "w"
     broken = Server("--error-rate", "1.0").start()
