@@ -35,6 +35,9 @@ class SourcePrompt:
     # The upstream answer that followed the prompt, when the source has one (`kimi-data score`):
     # {"reasoning": str | None, "content": str[, "tool_calls": [...]]}. Never part of the prompt or its id.
     answer: dict[str, Any] | None = None
+    # Policy own_history: the source's messages after the prompt (what continues the conversation once the
+    # model answered, kimi_eagle_data/conversation/). None under the other policies.
+    script: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -53,10 +56,32 @@ class PromptRecord:
     # The prompt's own sampling (sources/modes.py); None: the run's (prepared before modes).
     temperature: float | None = None
     top_p: float | None = None
+    # Policy own_history (kimi_eagle_data/conversation/): the source's messages after the first prompt (on
+    # turn 1 only), the conversation (its first turn's id) and this prompt's turn in it (1-based). A prompt of
+    # another policy is turn 1 of a conversation of its own.
+    script: list[dict[str, Any]] | None = None
+    conversation_id: str | None = None
+    turn: int = 1
 
     @property
     def prompt_len(self) -> int:
         return len(self.prompt_ids)
+
+    @property
+    def conversation(self) -> str:
+        return self.conversation_id or self.id
+
+
+@dataclass(frozen=True)
+class ConversationEnd:
+    """Why a conversation regenerated on the model's own turns has no turn after `turn` (reason codes:
+    kimi_eagle_data/conversation/next_turn.py END_REASONS), stored with that turn's completion."""
+
+    conversation_id: str
+    config: str
+    turn: int                              # the conversation's last turn
+    reason: str
+    message: str                           # one human line
 
 
 @dataclass

@@ -76,6 +76,9 @@ PROMPT_SCHEMA = pa.schema([
     ("mode", pa.string()),
     ("temperature", pa.float64()),
     ("top_p", pa.float64()),
+    # Policy own_history: JSON of the source's messages after the prompt (what continues the conversation),
+    # "" under the other policies. Older prepared files lack the column.
+    ("script", pa.string()),
 ])
 
 SPLITS = ("train", "rejected")

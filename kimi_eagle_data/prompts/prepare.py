@@ -145,7 +145,8 @@ def partition_info(p: Partition) -> dict[str, Any]:
     return {"name": p.name, "upstream": p.upstream, "upstream_config": p.upstream_config, "split": p.upstream_split,
             "revision": p.revision, "adapter": p.adapter, "policy": p.policy, "license": p.license,
             "prompt_rule": p.prompt_rule, "n": p.n, "seed": p.seed, "builtin": p.builtin,
-            "filters": asdict(p.filters), **({} if p.modes.is_default else {"modes": p.modes.to_json()})}
+            "filters": asdict(p.filters), **({} if p.modes.is_default else {"modes": p.modes.to_json()}),
+            **({"max_turns": p.max_turns} if p.conversations else {})}
 
 
 def prepare_rows(partition: Partition, rows: Iterable[SourceRow], tokenizer, *, gen_prompt_ids: list[int],
@@ -286,7 +287,8 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
     if near_on:
         state.near().add(cfg, sig, id_)
     records.append(PromptRecord(id_, cfg, partition.upstream, sid, sp.messages, sp.tools, prompt_ids, sp.answer,
-                                mode=mode, temperature=sampling["temperature"], top_p=sampling["top_p"]))
+                                mode=mode, temperature=sampling["temperature"], top_p=sampling["top_p"],
+                                script=sp.script))
     report.prepared += 1
     report.without_answer += sp.answer is None
 
@@ -414,6 +416,7 @@ def write_prepared(workdir: Workdir, config: str, records: list[PromptRecord], r
         "mode": [r.mode for r in records],
         "temperature": [r.temperature for r in records],
         "top_p": [r.top_p for r in records],
+        "script": [orjson.dumps(r.script).decode() if r.script is not None else "" for r in records],
     }, schema=PROMPT_SCHEMA)
     with atomic_path(workdir.prepared(config)) as tmp:
         pq.write_table(table, tmp, compression="zstd", row_group_size=PREPARED_ROW_GROUP)
@@ -434,12 +437,14 @@ def read_prepared(workdir: Workdir, config: str) -> list[PromptRecord]:
     # Prepared before modes: every prompt in thinking mode at the run's sampling (None: the run's).
     modes, temps, top_ps = t.get("mode") or [THINKING] * n, t.get("temperature") or [None] * n, \
         t.get("top_p") or [None] * n
+    scripts = t.get("script") or [""] * n    # prepared before own_history: no conversation continues
     return [
         PromptRecord(id_, cfg, src, sid, orjson.loads(msgs), orjson.loads(tools) if tools else None, ids,
-                     orjson.loads(ans) if ans else None, mode=mode, temperature=temp, top_p=top_p)
-        for id_, cfg, src, sid, msgs, tools, ids, ans, mode, temp, top_p in zip(
+                     orjson.loads(ans) if ans else None, mode=mode, temperature=temp, top_p=top_p,
+                     script=orjson.loads(script) if script else None)
+        for id_, cfg, src, sid, msgs, tools, ids, ans, mode, temp, top_p, script in zip(
             t["id"], t["config"], t["source"], t["source_id"], t["messages"], t["tools"], t["prompt_ids"], answers,
-            modes, temps, top_ps)
+            modes, temps, top_ps, scripts)
     ]
 
 

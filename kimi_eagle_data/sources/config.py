@@ -33,7 +33,8 @@ run-wide sampling overrides, and user-defined partitions.
     n = 500
     seed = 7
     revision = "<commit sha>"
-    policy = "first_user"            # first_user | every_user_prefix | after_tool_result (glaive)
+    policy = "first_user"            # first_user | every_user_prefix | after_tool_result (glaive) | own_history
+    max_turns = 4                    # own_history: turns per conversation at most (default 4)
     source = "mot-math.parquet"      # read a local file in the upstream schema instead of the Hub
     scan_limit = 200000              # read at most this many rows
     oversample = 2.0
@@ -184,7 +185,7 @@ def _path(base_dir: Path, value: str) -> str:
 
 PARTITION_KEYS = ("name", "upstream", "upstream_config", "split", "adapter", "n", "license", "prompt_rule",
                   "policy", "revision", "source", "seed", "scan_limit", "oversample", "filters", "id_field",
-                  "near_dedup", "instant_share", "sampling")
+                  "near_dedup", "instant_share", "sampling", "max_turns")
 
 
 def _override(t: _Table) -> SamplingOverride:
@@ -256,6 +257,7 @@ def _partition(config: str, t: _Table, base: Partition | None, *, seed: int, fil
         id_field=t.get("id_field", str, None if user else base.id_field),
         near_dedup=t.get("near_dedup", bool, None if user else base.near_dedup),
         modes=_mode_plan(t, ModePlan() if user else base.modes),
+        max_turns=t.get("max_turns", int, 4 if user else base.max_turns, check=_positive),
         upstream_config=t.get("upstream_config", str, None if user else base.upstream_config),
         upstream_split=t.get("split", str, "train" if user else base.upstream_split),
         license=t.get("license", str, "other" if user else base.license),
@@ -268,7 +270,8 @@ def _partition(config: str, t: _Table, base: Partition | None, *, seed: int, fil
     if user:
         label = upstream or Path(source).name
         default_rule = {"first_user": "first user turn", "every_user_prefix": "every user-turn prefix",
-                        "after_tool_result": "up to the first tool result"}[policy]
+                        "after_tool_result": "up to the first tool result",
+                        "own_history": "each user turn after the model's own earlier turns"}[policy]
         return Partition(config, kw.pop("name"), label, kw.pop("upstream_config"), kw.pop("upstream_split"),
                          kw.pop("adapter"), kw.pop("default_n", None), kw.pop("license"), rule or default_rule,
                          builtin=False, **kw)

@@ -21,7 +21,10 @@ from kimi_eagle_data.sources.modes import ModePlan
 #   every_user_prefix  one prompt per user turn: the conversation up to and including that turn
 #                      (earlier assistant turns and tool results as upstream wrote them)
 #   after_tool_result  glaive only: up to the first tool result, so the model writes the answer
-POLICIES = ("first_user", "every_user_prefix", "after_tool_result")
+#   own_history        a conversation regenerated turn by turn: the first user turn, then each of the source's
+#                      next user turns (or tool results) after the model's OWN earlier turns
+#                      (kimi_eagle_data/conversation/), at most `max_turns` turns
+POLICIES = ("first_user", "every_user_prefix", "after_tool_result", "own_history")
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,12 @@ class Partition:
     near_dedup: bool | None = None              # None: the run-wide [dedup] near setting
     builtin: bool = True
     modes: ModePlan = field(default_factory=ModePlan)   # mode mix and sampling mix (sources/modes.py)
+    max_turns: int = 4                          # own_history: turns generated per conversation at most
+
+    @property
+    def conversations(self) -> bool:
+        """Whether the partition's prompts start conversations continued on the model's own turns."""
+        return self.policy == "own_history"
 
     @property
     def n(self) -> int | None:

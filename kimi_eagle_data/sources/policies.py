@@ -9,6 +9,9 @@ prompts out of it, each a prefix of the conversation:
                        (k = 0-based index among the user turns), so each has a stable id of its own
     after_tool_result  glaive only: up to and including the first tool result, so the model writes the
                        answer to it
+    own_history        the first user turn, as first_user, with the rest of the conversation kept beside it
+                       (`SourcePrompt.script`): the turns that continue it once the model answered, each later
+                       prompt made at generation time on the model's own turns (kimi_eagle_data/conversation/)
 
 Each prompt carries the upstream answer that followed it (`SourcePrompt.answer`, for `kimi-data score`):
 the conversation's next turn when it is the assistant's.
@@ -51,6 +54,16 @@ def every_user_prefix(conv: Conversation) -> list[PrefixItem]:
     if not out:
         raise SourceRowError("no_user_turn", "the conversation has no user turn")
     return out
+
+
+def own_history(conv: Conversation) -> SourcePrompt:
+    """The first user turn, and the messages after it as the conversation's script: what the source says next
+    (user turns, tool results) and what it answered (its assistant turns, whose tool calls the model's must
+    match for the tool results to follow). A turn that cannot be read ends the script before it."""
+    prompt = first_user(conv)
+    end = len(prompt.messages)
+    prompt.script = [dict(m) for m in conv.messages[end:]]
+    return prompt
 
 
 def after_tool_result(conv: Conversation) -> SourcePrompt:
@@ -99,5 +112,6 @@ def adapt_row(adapter: str, row: Any, policy: str = "first_user", *, id_field: s
     conv = ADAPTERS[adapter](row, id_field) if adapter == "chat" else ADAPTERS[adapter](row)
     if policy == "every_user_prefix":
         return conv.source_id, every_user_prefix(conv)
-    prompt = first_user(conv) if policy == "first_user" else after_tool_result(conv)
+    pick = {"first_user": first_user, "own_history": own_history, "after_tool_result": after_tool_result}[policy]
+    prompt = pick(conv)
     return prompt.source_id, [(prompt.source_id, prompt)]

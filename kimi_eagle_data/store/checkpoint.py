@@ -6,6 +6,12 @@ impossible.
 Every row carries a checksum of its token bytes, verified on read, so a corrupt checkpoint is
 reported instead of being loaded silently.
 
+Conversations regenerated on the model's own turns (policy own_history) keep two more tables, written in the
+transaction of the completion they follow from: `turns`, the prompt of each later turn (turn k+1 holds turn k's
+completion, so it exists only once that is stored), and `conversation_ends`, why a conversation has no next turn.
+A rerun continues every conversation at its next turn: a turn is pending when its prompt is stored and its
+completion is not.
+
 `logprob_stats` (JSON, nullable) holds the per-sample sums of the target's log-probs of what it sampled
 (`Completion.logprob_stats`), for `kimi-data score`. Checkpoints written before it existed get the column
 on open (NULL: no log-probs recorded); the checksum covers only the token bytes, so they stay valid.
@@ -23,7 +29,7 @@ from typing import Iterable, Iterator, NamedTuple
 import numpy as np
 import orjson
 
-from kimi_eagle_data.records import Completion, RequestFailure
+from kimi_eagle_data.records import Completion, ConversationEnd, PromptRecord, RequestFailure
 from kimi_eagle_data.store.sqlite import CorruptCheckpointError, SQLiteStore
 
 COMPLETIONS_TABLE = """
@@ -41,7 +47,36 @@ CREATE TABLE IF NOT EXISTS completions (
     created_at REAL NOT NULL,
     checksum TEXT NOT NULL,
     logprob_stats TEXT
+);
+CREATE TABLE IF NOT EXISTS turns (
+    id TEXT PRIMARY KEY,
+    config TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    source_id TEXT NOT NULL,
+    messages TEXT NOT NULL,
+    tools TEXT NOT NULL,
+    prompt_ids BLOB NOT NULL,
+    answer TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    temperature REAL,
+    top_p REAL,
+    checksum TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS conversation_ends (
+    conversation_id TEXT PRIMARY KEY,
+    config TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    message TEXT NOT NULL
 );"""
+
+_TURN_COLUMNS = ("id", "config", "conversation_id", "turn", "source", "source_id", "messages", "tools", "prompt_ids",
+                 "answer", "mode", "temperature", "top_p", "checksum")
+_INSERT_TURN = f"INSERT OR IGNORE INTO turns ({', '.join(_TURN_COLUMNS)}) VALUES ({', '.join('?' * len(_TURN_COLUMNS))})"
+_INSERT_END = ("INSERT OR IGNORE INTO conversation_ends (conversation_id, config, turn, reason, message) "
+               "VALUES (?,?,?,?,?)")
 
 _INSERT = ("INSERT OR IGNORE INTO completions (id, config, output_ids, finish_reason, finish_detail, prompt_tokens, "
            "completion_tokens, cached_tokens, engine, latency_s, created_at, checksum, logprob_stats) "
@@ -152,14 +187,25 @@ class Checkpoint(SQLiteStore):
             self.db.execute("ALTER TABLE completions ADD COLUMN logprob_stats TEXT")
 
     # -- writes -------------------------------------------------------------------------------
-    def commit(self, config: str, c: Completion) -> None:
-        """Store a completion (one transaction; a sample already stored stays as it is)."""
+    def commit(self, config: str, c: Completion, follow: PromptRecord | ConversationEnd | None = None) -> None:
+        """Store a completion (one transaction; a sample already stored stays as it is) and, for a conversation's
+        turn, what follows from it in the same transaction: the next turn's prompt or the conversation's end."""
         blob = ids_to_blob(c.output_ids)
-        self.commit_record(_INSERT, (
-            c.id, config, blob, c.finish_reason, orjson.dumps(c.finish_detail).decode(),
-            c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.engine, c.latency_s,
-            time.time(), _checksum(c.id, blob, c.finish_reason),
-            orjson.dumps(c.logprob_stats).decode() if c.logprob_stats is not None else None), (c.id,))
+        row = (c.id, config, blob, c.finish_reason, orjson.dumps(c.finish_detail).decode(),
+               c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.engine, c.latency_s,
+               time.time(), _checksum(c.id, blob, c.finish_reason),
+               orjson.dumps(c.logprob_stats).decode() if c.logprob_stats is not None else None)
+        if follow is None:
+            self.commit_record(_INSERT, row, (c.id,))
+            return
+        with self.transaction() as db:
+            db.execute(_INSERT, row)
+            db.execute(f"DELETE FROM failures WHERE {self._key_match()}", (c.id,))
+            if isinstance(follow, ConversationEnd):
+                db.execute(_INSERT_END, (follow.conversation_id, follow.config, follow.turn, follow.reason,
+                                         follow.message))
+            else:
+                db.execute(_INSERT_TURN, _turn_row(follow))
 
     def record_failure(self, config: str, failure: RequestFailure) -> None:
         self.record_failure_row(config, (failure.id,), failure)
@@ -217,6 +263,48 @@ class Checkpoint(SQLiteStore):
     def time_range(self) -> tuple[float, float] | None:
         row = self.read("SELECT MIN(created_at), MAX(created_at) FROM completions")[0]
         return None if row[0] is None else (row[0], row[1])
+
+    # -- conversations ----------------------------------------------------------------------------
+    def _has_turns(self) -> bool:
+        """A file written before conversations has no turn tables (a read-only open does not add them)."""
+        return bool(self.read("SELECT 1 FROM sqlite_master WHERE type='table' AND name='turns'"))
+
+    def turn_records(self, config: str | None = None, ids: Iterable[str] | None = None) -> list[PromptRecord]:
+        """The stored later turns' prompts (of one config, or those of `ids`), by id; each verified."""
+        if not self._has_turns():
+            return []
+        q = f"SELECT {', '.join(_TURN_COLUMNS)} FROM turns"
+        if ids is not None:
+            ids = list(ids)
+            rows = [r for i in range(0, len(ids), 900) for r in self.read(
+                q + f" WHERE id IN ({', '.join('?' * len(ids[i:i + 900]))})", tuple(ids[i:i + 900]))]
+        else:
+            rows = self.read(q + (" WHERE config=?" if config else ""), (config,) if config else ())
+        return sorted((self._turn_record(r) for r in rows), key=lambda r: r.id)
+
+    def _turn_record(self, r: tuple) -> PromptRecord:
+        (id_, config, conv, turn, source, source_id, messages, tools, blob, answer, mode, temp, top_p, checksum) = r
+        if not isinstance(blob, bytes) or len(blob) % 4 or _checksum(id_, blob, "turn") != checksum:
+            raise _corrupt_record(self.path, id_)
+        return PromptRecord(id_, config, source, source_id, orjson.loads(messages),
+                            orjson.loads(tools) if tools else None, np.frombuffer(blob, dtype="<i4").tolist(),
+                            orjson.loads(answer) if answer else None, mode=mode, temperature=temp, top_p=top_p,
+                            conversation_id=conv, turn=turn)
+
+    def conversation_ends(self, config: str | None = None) -> dict[str, ConversationEnd]:
+        if not self._has_turns():
+            return {}
+        q = "SELECT conversation_id, config, turn, reason, message FROM conversation_ends"
+        return {r[0]: ConversationEnd(*r) for r in self.read(q + (" WHERE config=?" if config else ""),
+                                                             (config,) if config else ())}
+
+
+def _turn_row(r: PromptRecord) -> tuple:
+    blob = ids_to_blob(r.prompt_ids)
+    return (r.id, r.config, r.conversation, r.turn, r.source, r.source_id, orjson.dumps(r.messages).decode(),
+            orjson.dumps(r.tools).decode() if r.tools else "", blob,
+            orjson.dumps(r.answer).decode() if r.answer else "", r.mode, r.temperature, r.top_p,
+            _checksum(r.id, blob, "turn"))
 
 
 def in_shard(id_: str, shard: tuple[int, int] | None) -> bool:
@@ -303,6 +391,22 @@ class CheckpointSet:
     def time_range(self) -> tuple[float, float] | None:
         spans = [s for s in (p.time_range() for p in self.parts) if s]
         return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
+
+    def turn_records(self, config: str | None = None, ids: Iterable[str] | None = None) -> list[PromptRecord]:
+        """As Checkpoint.turn_records over every file; a turn stored in several files counts once."""
+        found: dict[str, PromptRecord] = {}
+        ids = None if ids is None else list(ids)
+        for p in self.parts:
+            for r in p.turn_records(config, ids):
+                found.setdefault(r.id, r)
+        return [found[k] for k in sorted(found)]
+
+    def conversation_ends(self, config: str | None = None) -> dict[str, ConversationEnd]:
+        ends: dict[str, ConversationEnd] = {}
+        for p in self.parts:
+            for k, v in p.conversation_ends(config).items():
+                ends.setdefault(k, v)
+        return ends
 
 
 def open_workdir_checkpoints(workdir, readonly: bool = True) -> CheckpointSet | None:

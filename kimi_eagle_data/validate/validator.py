@@ -59,6 +59,20 @@ class Validator:
                       ) -> Iterator[Verdict]:
         """Samples given as (offsets, values) buffers, sample i at values[offsets[i]:offsets[i + 1]]; the
         completions are parsed in one vectorised pass over the chunk (`CompletionGrammar.parse_many`)."""
+        for s in self._samples(prompt_offsets, prompt_values, output_offsets, output_values, finish_reasons,
+                               finish_details, tools):
+            yield self._verdict(s)
+
+    def judge_turn(self, prompt_ids: Sequence[int] | np.ndarray, output_ids: Sequence[int] | np.ndarray,
+                   finish_reason: str, finish_detail: dict | None, tools: list[dict] | None
+                   ) -> tuple[Verdict, ParsedCompletion, bool]:
+        """One sample's verdict, its parse (what a conversation's next turn is built from) and whether the
+        completion is a whole turn (ends with the end-of-turn token, not cut at max_new_tokens)."""
+        s = next(self._samples(*pack([prompt_ids]), *pack([output_ids]), [finish_reason], [finish_detail], [tools]))
+        return self._verdict(s), s.completion, s.kind == COMPLETE
+
+    def _samples(self, prompt_offsets, prompt_values, output_offsets, output_values, finish_reasons, finish_details,
+                 tools) -> Iterator[Sample]:
         vocab = self.vocab_size
         p_oob = rows_with((prompt_values < 0) | (prompt_values >= vocab), prompt_offsets)
         # Each sample's mode, from its prompt's end: the completion is parsed in that mode.
@@ -66,11 +80,10 @@ class Validator:
                  for i in range(len(prompt_offsets) - 1)]
         parsed = self.grammar.parse_many(output_offsets, output_values, instant=[m == INSTANT for m in modes])
         for i, completion in enumerate(parsed):
-            s = Sample(prompt=prompt_values[prompt_offsets[i]:prompt_offsets[i + 1]],
-                       prompt_has_out_of_range_ids=bool(p_oob[i]), completion=completion,
-                       kind=completion_kind(finish_reasons[i], completion), finish_reason=finish_reasons[i],
-                       finish_detail=finish_details[i] or {}, declared=_declared_names(tools[i]), mode=modes[i])
-            yield self._verdict(s)
+            yield Sample(prompt=prompt_values[prompt_offsets[i]:prompt_offsets[i + 1]],
+                         prompt_has_out_of_range_ids=bool(p_oob[i]), completion=completion,
+                         kind=completion_kind(finish_reasons[i], completion), finish_reason=finish_reasons[i],
+                         finish_detail=finish_details[i] or {}, declared=_declared_names(tools[i]), mode=modes[i])
 
     def _verdict(self, s: Sample) -> Verdict:
         issues, details = judge(self.limits, s)

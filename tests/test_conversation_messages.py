@@ -1,4 +1,4 @@
-"""Turns on the model's own history (kimi_eagle_data/turns.py): a completion parsed by the grammar, sent back as the
+"""Turns on the model's own history (kimi_eagle_data/conversation/messages.py): a completion parsed by the grammar, sent back as the
 assistant message a client sends, and the next turn's prompt rendered by the model's template. Every prompt here is
 checked id for id against the template's own `apply_chat_template` (the embedded tiny tokenizer renders every
 conversation as Kimi-K2.5's template does); completions are cut out of what the template renders for a message."""
@@ -10,7 +10,7 @@ import pytest
 from kimi_eagle_data.grammar import CompletionGrammar
 from kimi_eagle_data.profile import INSTANT, THINKING, TINY_KIMI, TINY_MODEL_DIR, ProfileTokens, model_vocab_size
 from kimi_eagle_data.prompts.tokenizer import SegmentDecoder, load_tokenizer, render_prompt
-from kimi_eagle_data.turns import (TurnError, assistant_message, history_call_count, next_turn_messages,
+from kimi_eagle_data.conversation.messages import (TurnError, assistant_message, history_call_count, next_turn_messages,
                                    tool_call_matches)
 
 TOK = load_tokenizer(str(TINY_MODEL_DIR))
