@@ -173,8 +173,8 @@ class Pipeline:
         show("generate", report)
         table = self.accounting()
         show("accounting", table)
-        unbalanced = [c for c, row in table.items()
-                      if row["selected"] != sum(v for k, v in row.items() if k != "selected")]
+        unbalanced = [c for c, row in table.items() if row["selected"] + row["later_turns"]
+                      != row["rejected_at_prepare"] + row["generated"] + row["failed"] + row["pending"]]
         self._check_balance(unbalanced)
         return report
 
@@ -329,13 +329,15 @@ class Pipeline:
 
     def generate(self, engine: Engine | None = None) -> GenerateReport:
         prepared = [r for c in self.s.configs for r in read_prepared(self.workdir, c)]
-        records = [r for r in prepared if in_shard(r.id, self.s.shard)]
-        # What is done anywhere (other shards' files, merged workdirs) is not generated again.
+        # What is done anywhere (other shards' files, merged workdirs) is not generated again. A conversation's
+        # later turns are stored once the turn before is (the shard of a conversation is its first turn's).
         seen = CheckpointSet(self.checkpoint_paths())
         try:
             done, failed = seen.done_ids(), seen.failures()
+            later = seen.turn_records(ids=sorted(i for c in self.s.configs for i in seen.turn_ids(c) if i not in done))
         finally:
             seen.close()
+        records = [r for r in prepared + later if in_shard(r.conversation, self.s.shard)]
         reuse = self.reuse_line({r.id for r in prepared}, done)
         if reuse:
             self.console.print(reuse, highlight=False, soft_wrap=True)
@@ -350,30 +352,49 @@ class Pipeline:
             return generate_records(records, engine, ckpt, self.sampling, done=done, failed=failed,
                                     retry_failed=self.s.retry_failed, console=self.console,
                                     show_progress=self.s.progress,
-                                    reasoning_length=partial(reasoning_length, tokens=self.tokens))
+                                    reasoning_length=partial(reasoning_length, tokens=self.tokens),
+                                    next_turn=self.next_turn(prepared))
         finally:
             if own and engine is not None:
                 engine.close()
             ckpt.close()
 
+    def next_turn(self, prepared: list) -> Callable | None:
+        """What follows each turn of the run's own_history conversations (conversation/next_turn.py): a
+        function of a prompt record and its completion; None for the prompts of other policies."""
+        from kimi_eagle_data.conversation.next_turn import NextTurn
+
+        configs = [c for c in self.s.configs if self.partitions.partition(c).conversations]
+        if not configs:
+            return None
+        validator = Validator(self.tokens, self.tokenizer, self.max_seq_len, keep_truncated=self.s.keep_truncated)
+        decide = NextTurn(validator, self.tokenizer, self.profile, max_new_tokens=self.sampling.max_new_tokens,
+                          max_seq_len=self.max_seq_len,
+                          max_turns={c: self.partitions.partition(c).max_turns for c in configs},
+                          scripts={r.id: r.script for r in prepared if r.config in configs})
+        return lambda record, completion: decide(record, completion) if record.config in configs else None
+
     def accounting(self) -> dict[str, dict[str, int]]:
         """The accounting identity (docs/reliability.md) before validation:
-        selected = rejected at prepare + generated + failed + pending."""
+        selected + later turns = rejected at prepare + generated + failed + pending (later turns: those of
+        conversations continued on the model's own turns)."""
         from kimi_eagle_data.store.workdir import read_json
 
         ckpt = CheckpointSet(self.checkpoint_paths())
         try:
             done, failed = ckpt.done_ids(), ckpt.failures()
+            later = {c: ckpt.turn_ids(c) for c in self.s.configs}
         finally:
             ckpt.close()
         table = {}
         for c in self.s.configs:
             prep = read_json(self.workdir.prepare_report(c))
-            ids = [r.id for r in read_prepared(self.workdir, c)]
+            ids = [r.id for r in read_prepared(self.workdir, c)] + sorted(later[c])
             generated = sum(i in done for i in ids)
             n_failed = sum(i in failed and i not in done for i in ids)
-            table[c] = {"selected": prep["selected"], "rejected_at_prepare": prep["rejected_total"],
-                        "generated": generated, "failed": n_failed, "pending": len(ids) - generated - n_failed}
+            table[c] = {"selected": prep["selected"], "later_turns": len(later[c]),
+                        "rejected_at_prepare": prep["rejected_total"], "generated": generated, "failed": n_failed,
+                        "pending": len(ids) - generated - n_failed}
         return table
 
     def verdict_pool(self):

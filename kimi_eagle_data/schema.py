@@ -35,6 +35,9 @@ ROW_SCHEMA = pa.schema([
     ("mode", pa.string()),                # thinking / instant: read from the prompt's generation prompt
     ("temperature", pa.float64()),        # the sampling this row was generated with
     ("top_p", pa.float64()),
+    ("conversation_id", pa.string()),     # the conversation's first turn's id (a single-turn prompt: its own id)
+    ("turn", pa.int32()),                 # 1-based index of this turn in its conversation
+    ("end_reason", pa.string()),          # own_history: why the conversation ended, on its last turn; else null
     ("messages", pa.list_(MESSAGE)),
     ("tools", pa.string()),
     ("issues", pa.list_(pa.string())),
@@ -55,6 +58,9 @@ LIGHT_SCHEMA = pa.schema([
     ("mode", pa.string()),
     ("temperature", pa.float64()),
     ("top_p", pa.float64()),
+    ("conversation_id", pa.string()),
+    ("turn", pa.int32()),
+    ("end_reason", pa.string()),
     ("issues", pa.list_(pa.string())),
     ("prompt_chars", pa.int64()),         # characters of the prompt messages (plan's naive estimate)
     ("completion_chars", pa.int64()),     # characters of the generated turn

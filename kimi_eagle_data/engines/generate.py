@@ -5,6 +5,10 @@ where the last one stopped. A request the engine gave up on (`abort`, exhausted 
 as a RequestFailure and is recorded with its reason; `retry_failed` tries those again. The loop itself
 (send, keep each result in its own transaction, progress) is request_loop.py's, shared with `score`.
 
+A conversation's turn (policy own_history) is followed by its next turn: `next_turn(record, completion)` says
+what follows it (the next turn's prompt or the conversation's end), stored in the completion's transaction, and
+the next turn is sent as soon as that is stored (request_loop.py: `Kept.follow`).
+
 Requests ask for the log-prob of every sampled token (`return_logprob`); the checkpoint keeps their
 sums per sample (`logprob_stats`), so `kimi-data score` compares the upstream answers with the target's
 own completions without scoring those again.
@@ -19,7 +23,7 @@ from rich.console import Console
 
 from kimi_eagle_data.engines.base import Engine, GenerationRequest, SamplingParams
 from kimi_eagle_data.engines.request_loop import Kept, RequestRun, pending, run_requests
-from kimi_eagle_data.records import Completion, LogprobSums, PromptRecord, RequestFailure
+from kimi_eagle_data.records import Completion, ConversationEnd, LogprobSums, PromptRecord, RequestFailure
 from kimi_eagle_data.store.checkpoint import Checkpoint
 
 
@@ -37,6 +41,18 @@ class GenerationJob:
     key: str                       # the sample id
     config: str
     request: GenerationRequest
+    record: PromptRecord
+
+    @classmethod
+    def of(cls, record: PromptRecord, sampling: SamplingParams) -> "GenerationJob":
+        return cls(record.id, record.config,
+                   GenerationRequest(record.id, record.prompt_ids, record_sampling(sampling, record),
+                                     seed=request_seed(record.id), return_logprob=True), record)
+
+
+# What follows a conversation's turn once its completion is in (conversation/next_turn.py); None: nothing (a
+# prompt of another policy).
+NextTurnFn = Callable[[PromptRecord, Completion], "PromptRecord | ConversationEnd | None"]
 
 
 def request_seed(id_: str) -> int:
@@ -64,21 +80,23 @@ def record_sampling(sampling: SamplingParams, record: PromptRecord) -> SamplingP
 def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Checkpoint, sampling: SamplingParams,
                      *, done: set[str] | None = None, failed: dict | None = None, retry_failed: bool = False,
                      console: Console | None = None, show_progress: bool = True,
-                     reasoning_length: Callable[[list[int]], int] | None = None) -> GenerateReport:
-    """Generate every record not in `done` (nor in `failed`, unless `retry_failed`); commit each result."""
+                     reasoning_length: Callable[[list[int]], int] | None = None,
+                     next_turn: NextTurnFn | None = None) -> GenerateReport:
+    """Generate every record not in `done` (nor in `failed`, unless `retry_failed`); commit each result, and
+    with it what `next_turn` says follows it; a next turn is generated in the same pass."""
     report = GenerateReport()
-    instant = {r.id for r in records if r.mode == "instant"}   # no reasoning: the whole completion is answer
-    jobs = pending((GenerationJob(r.id, r.config, GenerationRequest(r.id, r.prompt_ids, record_sampling(sampling, r),
-                                                                    seed=request_seed(r.id), return_logprob=True))
-                    for r in records),
+    jobs = pending((GenerationJob.of(r, sampling) for r in records),
                    checkpoint.done_ids() if done is None else done,
                    checkpoint.failures() if failed is None else failed,
                    retry_failed=retry_failed, run=report)
 
     def keep(job: GenerationJob, c: Completion) -> Kept:
-        c.logprob_stats = logprob_stats(c, None if job.key in instant else reasoning_length)
-        checkpoint.commit(job.config, c)
-        return Kept(len(c.output_ids), c.finish_reason)
+        instant = job.record.mode == "instant"    # no reasoning: the whole completion is answer
+        c.logprob_stats = logprob_stats(c, None if instant else reasoning_length)
+        follow = next_turn(job.record, c) if next_turn is not None else None
+        checkpoint.commit(job.config, c, follow)
+        return Kept(len(c.output_ids), c.finish_reason,
+                    follow=(GenerationJob.of(follow, sampling),) if isinstance(follow, PromptRecord) else ())
 
     def fail(job: GenerationJob, failure: RequestFailure) -> None:
         checkpoint.record_failure(job.config, failure)

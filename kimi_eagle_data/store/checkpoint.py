@@ -269,6 +269,13 @@ class Checkpoint(SQLiteStore):
         """A file written before conversations has no turn tables (a read-only open does not add them)."""
         return bool(self.read("SELECT 1 FROM sqlite_master WHERE type='table' AND name='turns'"))
 
+    def turn_ids(self, config: str | None = None) -> set[str]:
+        """The ids of the later turns stored (of one config)."""
+        if not self._has_turns():
+            return set()
+        q = "SELECT id FROM turns" + (" WHERE config=?" if config else "")
+        return {r[0] for r in self.read(q, (config,) if config else ())}
+
     def turn_records(self, config: str | None = None, ids: Iterable[str] | None = None) -> list[PromptRecord]:
         """The stored later turns' prompts (of one config, or those of `ids`), by id; each verified."""
         if not self._has_turns():
@@ -400,6 +407,9 @@ class CheckpointSet:
             for r in p.turn_records(config, ids):
                 found.setdefault(r.id, r)
         return [found[k] for k in sorted(found)]
+
+    def turn_ids(self, config: str | None = None) -> set[str]:
+        return set().union(*(p.turn_ids(config) for p in self.parts)) if self.parts else set()
 
     def conversation_ends(self, config: str | None = None) -> dict[str, ConversationEnd]:
         ends: dict[str, ConversationEnd] = {}

@@ -7,7 +7,12 @@ Rows go out in id order (the checkpoint's), in blocks of BLOCK_CHUNKS chunks of 
 block's train rows are one row group of the train shard, its rejected rows one of the rejected shard. Chunk
 and block boundaries depend on the checkpoint's rows only, never on the number of workers.
 
-Accounting per config (docs/reliability.md): selected = rejected_at_prepare + valid + rejected + failed + pending.
+A conversation's later turns (policy own_history) have their prompts in the checkpoint, not in prepared/: they
+are read from there for the chunk's ids the prepared file does not hold. Every row names its conversation and
+turn (a prompt of another policy is turn 1 of its own), and the last turn of a conversation why it ended.
+
+Accounting per config (docs/reliability.md): selected + later_turns = rejected_at_prepare + valid + rejected +
+failed + pending.
 """
 
 from __future__ import annotations
@@ -20,11 +25,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Iterator, Protocol
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kimi_eagle_data.errors import MissingInputError
+from kimi_eagle_data.records import ConversationEnd
 from kimi_eagle_data.store.checkpoint import CheckpointSet, CompletionBatch
 from kimi_eagle_data.schema import LIGHT_SCHEMA, ROW_SCHEMA
 from kimi_eagle_data.validate.verdicts import Chunk, Judged, VerdictPool
@@ -40,6 +47,7 @@ class ValidateReport:
     selected: int = 0
     rejected_at_prepare: int = 0
     prepared: int = 0
+    later_turns: int = 0           # conversations' turns after the first (own_history), made while generating
     generated: int = 0
     failed: int = 0
     pending: int = 0
@@ -53,10 +61,12 @@ class ValidateReport:
     failure_reasons: Counter = field(default_factory=Counter)
     finish: Counter = field(default_factory=Counter)
     modes: dict = field(default_factory=dict)      # mode -> {"valid": n, "rejected": n}
+    conversation_ends: Counter = field(default_factory=Counter)   # own_history: why conversations ended
 
     @property
     def balanced(self) -> bool:
-        return self.selected == self.rejected_at_prepare + self.valid + self.rejected + self.failed + self.pending
+        return (self.selected + self.later_turns
+                == self.rejected_at_prepare + self.valid + self.rejected + self.failed + self.pending)
 
     def to_json(self) -> dict[str, Any]:
         d = {k: (dict(sorted(v.items())) if isinstance(v, (Counter, dict)) else v) for k, v in self.__dict__.items()}
@@ -100,7 +110,8 @@ class _PreparedPrompts:
             self._batches = f.iter_batches(batch_size=CHUNK_ROWS, columns=columns)
         else:
             self._batches = iter(f.read(columns=columns).sort_by("id").to_batches(CHUNK_ROWS))
-        self._window = pa.Table.from_batches([], pa.schema([f.schema_arrow.field(c) for c in columns]))
+        self.schema = pa.schema([f.schema_arrow.field(c) for c in columns])
+        self._window = pa.Table.from_batches([], self.schema)
         self._window_ids: list[str] = []
 
     def take(self, ids: list[str]) -> tuple[list[int], pa.Table]:
@@ -138,11 +149,61 @@ class _Context:
     output_values: np.ndarray
 
 
-def _chunks(batches: Iterator[CompletionBatch], prompts: _PreparedPrompts) -> Iterator[tuple[_Context, Chunk]]:
+class _TurnPrompts:
+    """The prompts of a config's later turns, read from the checkpoint a chunk at a time, and how each of its
+    conversations ended."""
+
+    def __init__(self, checkpoint: CheckpointSet, config: str):
+        self.checkpoint, self.config = checkpoint, config
+        self.ids = checkpoint.turn_ids(config)
+        self.ends: dict[str, ConversationEnd] = checkpoint.conversation_ends(config)
+
+    def take(self, ids: list[str], prepared: pa.Table) -> tuple[list[int], pa.Table]:
+        """Like _PreparedPrompts.take, for the ids that are later turns; the rows in `prepared`'s columns."""
+        keep = [i for i, id_ in enumerate(ids) if id_ in self.ids]
+        records = self.checkpoint.turn_records(ids=[ids[i] for i in keep]) if keep else []
+        cols = {"id": [r.id for r in records], "source": [r.source for r in records],
+                "source_id": [r.source_id for r in records],
+                "messages": [orjson.dumps(r.messages).decode() for r in records],
+                "tools": [orjson.dumps(r.tools).decode() if r.tools else "" for r in records],
+                "prompt_ids": [r.prompt_ids for r in records], "temperature": [r.temperature for r in records],
+                "top_p": [r.top_p for r in records], "conversation_id": [r.conversation for r in records],
+                "turn": [r.turn for r in records]}
+        schema = prepared.schema.append(pa.field("conversation_id", pa.string())).append(pa.field("turn", pa.int32()))
+        return keep, pa.Table.from_pydict({f.name: cols[f.name] for f in schema}, schema=schema)
+
+    def end_reasons(self, conversations: list[str], turns: list[int]) -> pa.Array:
+        """The end reason of each row that is its conversation's last turn (null on the others)."""
+        out = []
+        for conv, turn in zip(conversations, turns):
+            end = self.ends.get(conv)
+            out.append(end.reason if end is not None and end.turn == turn else None)
+        return pa.array(out, pa.string())
+
+
+def _with_turns(ids: list[str], prompts: _PreparedPrompts, turns: _TurnPrompts) -> tuple[list[int], pa.Table]:
+    """The chunk's prompts, from prepared/ (first turns) and the checkpoint (later turns), in `ids`' order, with
+    their conversation, turn and end reason."""
+    keep, rows = prompts.take(ids)
+    rows = rows.append_column("conversation_id", rows.column("id")).append_column(
+        "turn", pa.array(np.ones(rows.num_rows, np.int32)))
+    if turns.ids:
+        later, more = turns.take(ids, prompts.schema)
+        if later:
+            order = np.argsort(np.array(keep + later))
+            keep = sorted(keep + later)
+            rows = pa.concat_tables([rows, more]).take(pa.array(order)).combine_chunks()
+    rows = rows.append_column("end_reason", turns.end_reasons(rows.column("conversation_id").to_pylist(),
+                                                                rows.column("turn").to_pylist()))
+    return keep, rows
+
+
+def _chunks(batches: Iterator[CompletionBatch], prompts: _PreparedPrompts, turns: _TurnPrompts
+            ) -> Iterator[tuple[_Context, Chunk]]:
     for b in batches:
         if not len(b):
             continue
-        keep, rows = prompts.take(b.ids)
+        keep, rows = _with_turns(b.ids, prompts, turns)
         if len(keep) < len(b):   # completions of prompts no longer prepared (prepare re-run with fewer rows)
             b = b.take(keep)
         if not len(b):
@@ -163,6 +224,8 @@ def _light_rows(ctx: _Context, j: Judged) -> pa.Table:
         "reasoning_len": pa.array(j.reasoning_len), "num_tool_calls": pa.array(j.num_tool_calls),
         "finish_reason": pa.array(j.finish_reason, pa.string()), "issues": pa.array(j.issues, pa.list_(pa.string())),
         "mode": pa.array(j.mode, pa.string()), **_sampling_columns(ctx.prompts),
+        "conversation_id": ctx.prompts.column("conversation_id"), "turn": ctx.prompts.column("turn"),
+        "end_reason": ctx.prompts.column("end_reason"),
         "prompt_chars": pa.array(j.prompt_chars), "completion_chars": pa.array(j.completion_chars),
     }
     return pa.Table.from_arrays([cols[k] for k in LIGHT_SCHEMA.names], schema=LIGHT_SCHEMA)
@@ -280,14 +343,16 @@ def validate_config(workdir: Workdir, config: str, checkpoint: CheckpointSet, po
     # checkpoint file completed it (shards and merged workdirs may hold both).
     failures = checkpoint.failures(config)
     prompts = _PreparedPrompts(path, wanted=failures)
+    turns = _TurnPrompts(checkpoint, config)
     prep = read_json(workdir.prepare_report(config))
     rep = ValidateReport(config, selected=prep["selected"], rejected_at_prepare=prep["rejected_total"],
-                         prepared=prompts.count, prepare_reasons=prep["rejected"])
+                         prepared=prompts.count, later_turns=len(turns.ids), prepare_reasons=prep["rejected"],
+                         conversation_ends=Counter(e.reason for e in turns.ends.values()))
     completed_failures: set[str] = set()
     with (_Blocks(sink) if sink is not None else nullcontext()) as blocks:
         with atomic_path(workdir.validated(config)) as tmp, \
                 pq.ParquetWriter(tmp, LIGHT_SCHEMA, compression="zstd") as light:
-            for ctx, j in pool.map(_chunks(checkpoint.batches(config, CHUNK_ROWS), prompts)):
+            for ctx, j in pool.map(_chunks(checkpoint.batches(config, CHUNK_ROWS), prompts, turns)):
                 completed_failures.update(i for i in ctx.ids if i in failures)
                 rows = _light_rows(ctx, j)
                 _account(rep, rows)
@@ -297,10 +362,10 @@ def validate_config(workdir: Workdir, config: str, checkpoint: CheckpointSet, po
         if light_done is not None:
             light_done(rep.generated)
     for id_, failure in failures.items():
-        if id_ in prompts.found and id_ not in completed_failures:
+        if (id_ in prompts.found or id_ in turns.ids) and id_ not in completed_failures:
             rep.failed += 1
             rep.failure_reasons[failure.reason] += 1
-    rep.pending = rep.prepared - rep.generated - rep.failed
+    rep.pending = rep.prepared + rep.later_turns - rep.generated - rep.failed
     write_json(workdir.validate_report(config), rep.to_json())
     return rep
 
