@@ -84,6 +84,9 @@ class EngineError(KimiDataError, RuntimeError):
 
 class Engine(abc.ABC):
     name: str = "engine"
+    # Whether `generate` takes new requests while earlier ones run (it pulls its requests as it goes), so the
+    # request loop may feed it follow-ups as they appear; else it gets them in rounds (all of a round up front).
+    streams_requests: bool = False
 
     @abc.abstractmethod
     def info(self) -> EngineInfo: ...

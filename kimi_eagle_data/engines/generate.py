@@ -102,4 +102,4 @@ def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Ch
         checkpoint.record_failure(job.config, failure)
 
     return run_requests("generate", jobs, engine.generate, keep, fail, report, in_flight=engine.in_flight,
-                        console=console, show_progress=show_progress)
+                        console=console, show_progress=show_progress, streaming=engine.streams_requests)

@@ -28,6 +28,7 @@ import random
 import re
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Iterator
 
@@ -127,6 +128,7 @@ class HTTPEngine(Engine):
     # The server's context length must be at least max_seq_len + context_margin (its launch flag: context_flag).
     context_margin = 0
     context_flag = "--context-length"
+    streams_requests = True    # pulls each next request when a slot frees (the request loop's feed may block)
 
     def __init__(self, urls: list[str], *, concurrency: int = 256, retry: RetryPolicy | None = None,
                  health_timeout_s: float = 600.0, allow_old_server: bool = False, vocab_size: int | None = None):
@@ -253,7 +255,7 @@ class HTTPEngine(Engine):
 
         def worker():
             try:
-                asyncio.run(self._fan_out(requests, send, out))
+                asyncio.run(self._fan_out(requests, send, out, name))
             except BaseException as e:  # surfaced in the caller's thread
                 error.append(e)
             finally:
@@ -272,33 +274,42 @@ class HTTPEngine(Engine):
             raise EngineError(f"{self.name} client failed: {error[0]}") from error[0]
 
     async def _fan_out(self, requests: Iterable, send: Callable[[Any, Any], Awaitable[Any]],
-                       out: queue.Queue) -> None:
+                       out: queue.Queue, name: str) -> None:
+        """Send each request once a slot is free. The next request is pulled in a thread of its own: `requests`
+        may block until an answer arrives (the request loop's feed of follow-ups), and the answers come through
+        this event loop, which must keep running meanwhile."""
         import aiohttp
 
         connector = aiohttp.TCPConnector(limit=self.concurrency + 8, limit_per_host=self.concurrency + 8)
         timeout = aiohttp.ClientTimeout(total=self.retry.request_timeout_s, sock_connect=30)
         loop = asyncio.get_running_loop()
-        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-            slots = asyncio.Semaphore(self.concurrency)
-            tasks: set[asyncio.Task] = set()
+        pull = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{name}-pull")
+        it, end = iter(requests), object()
+        try:
+            async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+                slots = asyncio.Semaphore(self.concurrency)
+                tasks: set[asyncio.Task] = set()
 
-            async def one(req):
-                try:
-                    result = await send(session, req)
-                    await loop.run_in_executor(None, out.put, result)
-                finally:
-                    slots.release()
+                async def one(req):
+                    try:
+                        result = await send(session, req)
+                        await loop.run_in_executor(None, out.put, result)
+                    finally:
+                        slots.release()
 
-            for req in requests:
-                await slots.acquire()
-                if self._stop.is_set():
-                    slots.release()
-                    break
-                t = asyncio.create_task(one(req))
-                tasks.add(t)
-                t.add_done_callback(tasks.discard)
-            if tasks:
-                await asyncio.gather(*tasks)
+                while True:
+                    await slots.acquire()
+                    req = end if self._stop.is_set() else await loop.run_in_executor(pull, next, it, end)
+                    if req is end or self._stop.is_set():
+                        slots.release()
+                        break
+                    t = asyncio.create_task(one(req))
+                    tasks.add(t)
+                    t.add_done_callback(tasks.discard)
+                if tasks:
+                    await asyncio.gather(*tasks)
+        finally:
+            pull.shutdown(wait=False, cancel_futures=True)
 
     def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoreResult]:
         """Prompt log-probs over the same servers, concurrency and retries as generation."""

@@ -4,12 +4,19 @@ the caller's `keep` — or record its failure, and show progress.
 
 An engine answers each request with its result or a `RequestFailure`; the caller's `keep` and `fail` store
 them. The loop knows neither how requests are answered nor how results are kept.
+
+A kept result may name follow-up jobs (`Kept.follow`: a conversation's next turn, whose prompt holds this
+result): they are sent once it is kept. An engine that takes new requests while others run (`streaming`) reads
+one feed that yields them as they appear, so the server stays full across conversations; any other engine gets
+them in rounds (the initial jobs, then the follow-ups that round produced, and so on).
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections import Counter
+from collections import Counter, deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable, Iterator, Protocol, TypeVar
 
@@ -31,10 +38,12 @@ J = TypeVar("J", bound=Job)
 
 @dataclass(frozen=True)
 class Kept:
-    """A result stored: the tokens it holds (generated or scored) and its outcome (a finish reason)."""
+    """A result stored: the tokens it holds (generated or scored), its outcome (a finish reason) and the jobs
+    to send now that it is stored (`follow`: e.g. the next turn of its conversation)."""
 
     tokens: int
     outcome: str
+    follow: tuple = ()
 
 
 @dataclass
@@ -69,15 +78,72 @@ def pending(jobs: Iterable[J], done, failed, *, retry_failed: bool, run: Request
     return todo
 
 
-def run_requests(label: str, jobs: list[J], send: Callable[[list[Any]], Iterator[Any]],
+class Feed:
+    """The requests of a streaming run, pulled by the engine (from any one thread): each waiting follow-up first
+    (sent as soon as it is added), then the next initial one. It ends once every request it gave out has been
+    answered and none waits; until then a pull blocks. `close` ends it at once (the consumer stopped)."""
+
+    def __init__(self, initial: Iterable[Any]):
+        self._initial = iter(initial)
+        self._follow: deque = deque()
+        self._outstanding = 0          # given out, not answered yet
+        self._closed = False
+        self._changed = threading.Condition()
+        self._consumer = threading.get_ident()   # the thread that reads the answers
+
+    def __iter__(self) -> "Feed":
+        return self
+
+    def __next__(self) -> Any:
+        with self._changed:
+            while True:
+                if self._closed:
+                    raise StopIteration
+                if self._follow:
+                    request = self._follow.popleft()
+                    break
+                request = next(self._initial, _NONE)
+                if request is not _NONE:
+                    break
+                if not self._outstanding:
+                    raise StopIteration
+                if threading.get_ident() == self._consumer:   # its answers would never come: a deadlock
+                    raise RuntimeError("the engine reads all its requests before answering any; run it with "
+                                       "streaming=False (Engine.streams_requests)")
+                self._changed.wait()    # an answer may still add follow-ups
+            self._outstanding += 1
+            return request
+
+    def answered(self, follow: list[Any]) -> None:
+        """One request given out is answered; `follow` (its follow-ups' requests) wait to be sent. One step, so
+        a pull never sees the answer without its follow-ups."""
+        with self._changed:
+            self._follow.extend(follow)
+            self._outstanding -= 1
+            self._changed.notify_all()
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
+
+_NONE = object()
+
+
+def run_requests(label: str, jobs: list[J], send: Callable[[Iterable[Any]], Iterator[Any]],
                  keep: Callable[[J, Any], Kept | RequestFailure], fail: Callable[[J, RequestFailure], None],
                  run: RequestRun, *, in_flight: Callable[[], int | None] = lambda: None,
-                 console: Console | None = None, show_progress: bool = True) -> RequestRun:
+                 console: Console | None = None, show_progress: bool = True, streaming: bool = True) -> RequestRun:
     """Send every job's request (`send`: requests -> results or RequestFailures, any order); `keep` stores a
-    result (or says why it cannot be kept: then it is a failure), `fail` records a failure."""
+    result (or says why it cannot be kept: then it is a failure) and names the jobs that follow it, `fail`
+    records a failure. `streaming`: `send` is called once, with a Feed that also yields each follow-up as it
+    appears (an engine that takes requests while others run); else in rounds, one per generation of follow-ups
+    (an engine that wants all its requests up front)."""
     if not jobs:
         return run
     by_id = {job.request.id: job for job in jobs}
+    run.requested = len(jobs)
     progress = Progress(
         TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(),
         TextColumn("{task.fields[tps]:>7.0f} tok/s"), TextColumn("{task.fields[flight]}"),
@@ -88,9 +154,12 @@ def run_requests(label: str, jobs: list[J], send: Callable[[list[Any]], Iterator
     t0 = time.perf_counter()
     with progress:
         task = progress.add_task(label, total=len(jobs), tps=0.0, outcomes="", flight="")
-        for result in send([job.request for job in jobs]):
+
+        def take(result: Any) -> list[Any]:
+            """Keep or fail one result; the requests of the jobs that follow it (registered, counted)."""
             job = by_id[result.id]
             kept = result if isinstance(result, RequestFailure) else keep(job, result)
+            follow: list[Any] = []
             if isinstance(kept, RequestFailure):
                 fail(job, kept)
                 run.failed += 1
@@ -99,10 +168,48 @@ def run_requests(label: str, jobs: list[J], send: Callable[[list[Any]], Iterator
                 run.completed += 1
                 run.tokens += kept.tokens
                 run.outcomes[kept.outcome] += 1
+                follow = [_register(by_id, j) for j in kept.follow]
+                run.requested += len(follow)
             elapsed = time.perf_counter() - t0
             flight = in_flight()
-            progress.update(task, advance=1, tps=run.tokens / elapsed if elapsed else 0.0,
+            progress.update(task, advance=1, total=run.requested, tps=run.tokens / elapsed if elapsed else 0.0,
                             flight="" if flight is None else f"in flight {flight}",
                             outcomes=" ".join(f"{k}={v}" for k, v in sorted(run.outcomes.items())))
+            return follow
+
+        requests = [job.request for job in jobs]
+        if streaming:
+            feed = Feed(requests)
+            with _closing(send(feed), feed) as results:
+                for result in results:
+                    feed.answered(take(result))
+        else:
+            while requests:
+                follow = []
+                with _closing(send(requests)) as results:
+                    for result in results:
+                        follow += take(result)
+                requests = follow
     run.seconds = time.perf_counter() - t0
     return run
+
+
+def _register(by_id: dict, job: Job) -> Any:
+    if job.request.id in by_id:
+        raise ValueError(f"follow-up request id {job.request.id!r} was already sent in this run; ids must be unique")
+    by_id[job.request.id] = job
+    return job.request
+
+
+@contextmanager
+def _closing(results: Iterator[Any], feed: Feed | None = None) -> Iterator[Iterator[Any]]:
+    """`results`, and on leaving (however: done, an exception, Ctrl-C) the feed closed first, so a thread
+    blocked pulling from it wakes and ends, then the results stream (the engine stops sending)."""
+    try:
+        yield results
+    finally:
+        if feed is not None:
+            feed.close()
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()

@@ -113,4 +113,4 @@ def run_scoring(items: list[Item], engine: Engine, ckpt: ScoreCheckpoint, *, ret
         ckpt.record_failure(it.config, it.key, failure)
 
     return run_requests("score", todo, engine.score, keep, fail, run, in_flight=engine.in_flight,
-                        console=console, show_progress=show_progress)
+                        console=console, show_progress=show_progress, streaming=engine.streams_requests)
