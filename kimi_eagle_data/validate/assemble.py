@@ -158,8 +158,8 @@ class _TurnPrompts:
         self.ids = checkpoint.turn_ids(config)
         self.ends: dict[str, ConversationEnd] = checkpoint.conversation_ends(config)
 
-    def take(self, ids: list[str], prepared: pa.Table) -> tuple[list[int], pa.Table]:
-        """Like _PreparedPrompts.take, for the ids that are later turns; the rows in `prepared`'s columns."""
+    def take(self, ids: list[str], prepared: pa.Schema) -> tuple[list[int], pa.Table]:
+        """Like _PreparedPrompts.take, for the ids that are later turns; the rows in the `prepared` columns."""
         keep = [i for i, id_ in enumerate(ids) if id_ in self.ids]
         records = self.checkpoint.turn_records(ids=[ids[i] for i in keep]) if keep else []
         cols = {"id": [r.id for r in records], "source": [r.source for r in records],
@@ -169,7 +169,7 @@ class _TurnPrompts:
                 "prompt_ids": [r.prompt_ids for r in records], "temperature": [r.temperature for r in records],
                 "top_p": [r.top_p for r in records], "conversation_id": [r.conversation for r in records],
                 "turn": [r.turn for r in records]}
-        schema = prepared.schema.append(pa.field("conversation_id", pa.string())).append(pa.field("turn", pa.int32()))
+        schema = prepared.append(pa.field("conversation_id", pa.string())).append(pa.field("turn", pa.int32()))
         return keep, pa.Table.from_pydict({f.name: cols[f.name] for f in schema}, schema=schema)
 
     def end_reasons(self, conversations: list[str], turns: list[int]) -> pa.Array:
