@@ -269,11 +269,12 @@ class Checkpoint(SQLiteStore):
         """A file written before conversations has no turn tables (a read-only open does not add them)."""
         return bool(self.read("SELECT 1 FROM sqlite_master WHERE type='table' AND name='turns'"))
 
-    def turn_ids(self, config: str | None = None) -> set[str]:
-        """The ids of the later turns stored (of one config)."""
+    def turn_ids(self, config: str | None = None, answered: bool = False) -> set[str]:
+        """The ids of the later turns stored (of one config; `answered`: those the source answered too)."""
         if not self._has_turns():
             return set()
-        q = "SELECT id FROM turns" + (" WHERE config=?" if config else "")
+        where = [w for w, on in (("config=?", config), ("answer != ''", answered)) if on]
+        q = "SELECT id FROM turns" + (f" WHERE {' AND '.join(where)}" if where else "")
         return {r[0] for r in self.read(q, (config,) if config else ())}
 
     def turn_records(self, config: str | None = None, ids: Iterable[str] | None = None) -> list[PromptRecord]:
@@ -408,8 +409,8 @@ class CheckpointSet:
                 found.setdefault(r.id, r)
         return [found[k] for k in sorted(found)]
 
-    def turn_ids(self, config: str | None = None) -> set[str]:
-        return set().union(*(p.turn_ids(config) for p in self.parts)) if self.parts else set()
+    def turn_ids(self, config: str | None = None, answered: bool = False) -> set[str]:
+        return set().union(*(p.turn_ids(config, answered) for p in self.parts)) if self.parts else set()
 
     def conversation_ends(self, config: str | None = None) -> dict[str, ConversationEnd]:
         ends: dict[str, ConversationEnd] = {}
