@@ -42,7 +42,7 @@ __all__ = ["AccountingError", "BuildReport", "Pipeline", "RunSettings", "demo_se
 # bound settings; sampling is bound as the request it makes, the tokenizer by its fingerprints).
 _SAMPLING = ("max_new_tokens", "temperature", "top_p")
 BINDING_KEYS = (*(k for k in BOUND if k not in _SAMPLING), "sampling", "tokenizer_sha256", "chat_template_sha256",
-                "tokenizer_code_sha256", "tool_encoder_version", "sampling_plan")
+                "tokenizer_code_sha256", "tool_encoder_version", "sampling_plan", "conversation_plan")
 
 # A stage's report as it is made: (stage, report) with stage one of "prepare" (config -> PrepareReport), "generate"
 # (GenerateReport), "accounting" (config -> counts before validation), "validate" (config -> ValidateReport) and
@@ -143,6 +143,8 @@ class Pipeline:
             "sampling": self.sampling.to_sglang(),
             # The partitions' mode and sampling mixes (sources/modes.py); absent when all are the default.
             **({"sampling_plan": plan} if (plan := self.partitions.sampling_plan()) else {}),
+            # The own_history partitions' max_turns; absent when no partition continues conversations.
+            **({"conversation_plan": turns} if (turns := self.partitions.conversation_plan()) else {}),
             "max_seq_len": self.max_seq_len,
             "keep_truncated": settings.keep_truncated,
             "options": options,
@@ -445,6 +447,7 @@ class Pipeline:
             "server_args": engine.get("server_args", {}),
             "sampling": self.run["sampling"],
             "sampling_plan": self.run.get("sampling_plan"),
+            "conversation_plan": self.run.get("conversation_plan"),
             "max_seq_len": self.run["max_seq_len"],
             "keep_truncated": self.s.keep_truncated,
             "project_version": __version__,

@@ -164,3 +164,16 @@ def test_kill_9_across_turns_then_rerun_gives_the_rows_of_an_uninterrupted_run(s
     want = [{k: r.get(k) for k in keys} for r in dataset_rows(uninterrupted)]
     assert got == want
     check_conversations(w, source[1])
+
+
+def test_max_turns_binds_the_workdir(source, tmp_path):
+    """A conversation ended at max_turns under one value would not go on under another: refused in one line."""
+    run_cli("prepare", *args(tmp_path / "w", source[0]))
+    run = json.loads((tmp_path / "w" / "run.json").read_text())
+    assert run["conversation_plan"] == {CONFIG: {"max_turns": 3}}
+    other = tmp_path / "partitions.toml"
+    other.write_text(source[0].read_text().replace("max_turns = 3", "max_turns = 2")
+                     .replace('"chats.jsonl"', json.dumps(str(source[0].parent / "chats.jsonl"))))
+    proc = run_cli("prepare", *args(tmp_path / "w", other), check=False)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 1 and len(lines) == 1 and "conversation_plan" in lines[0], proc.stderr
