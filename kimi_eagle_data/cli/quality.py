@@ -71,6 +71,10 @@ INSPECT_JSON_HELP = """\b
   reasoning_len, num_tool_calls, loss_boundary (first loss-mask 1),
   tokenizer, profile, where, warnings [str],
   issues [{code, description, detail}],
+  conversation_id, turn, end_reason (the row's columns),
+  conversation: null for a single-turn row, else (policy own_history)
+    {id, turns [{turn, id, split, prompt_len, completion_len, end_reason,
+    this (the inspected one)}] (turn order), inspect (the command)},
   segments [{index, kind, label, start, end (exclusive), loss (0|1),
     ids, text, n_tokens}]
 kind: prefix, system, tools, user, assistant, tool_result,
@@ -438,6 +442,35 @@ def inspect_cmd(directory: Path, config: str, sample_id: str | None, random_: bo
     _print_inspect(result, raw=raw, max_chars=max_chars)
 
 
+def _print_conversation(r: dict[str, Any]) -> None:
+    """The conversation around an own_history turn: every turn in order, this one marked, why it ended."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from kimi_eagle_data.conversation.next_turn import END_REASONS
+
+    conv = r["conversation"]
+    turns = conv["turns"]
+    t = Table(title=f"conversation {conv['id']}: turn {r['turn']} of {counted(len(turns), 'turn')}",
+              title_justify="left")
+    for col in ("", "turn", "id", "split", "prompt", "completion", "end reason"):
+        t.add_column(col, justify="right" if col in ("turn", "prompt", "completion") else "left")
+    for x in turns:
+        t.add_row("▶" if x["this"] else "", str(x["turn"]), x["id"],
+                  Text(str(x["split"]), style="green" if x["split"] == "train" else "red"),
+                  f"{x['prompt_len']:,}", f"{x['completion_len']:,}", x["end_reason"] or "",
+                  style="bold" if x["this"] else None)
+    out.print(t)
+    last = turns[-1]["end_reason"] if turns else None
+    if last:
+        out.print(f"ended: {last} — {END_REASONS.get(last, '(not an end reason of this version)')}",
+                  highlight=False, soft_wrap=True)
+    else:
+        out.print("ended: – (its next turn is not generated yet, or failed)", highlight=False)
+    if len(turns) > 1:
+        out.print(f"inspect another turn: {conv['inspect']}", highlight=False, soft_wrap=True)
+
+
 def _print_inspect(r: dict[str, Any], *, raw: bool, max_chars: int | None) -> None:
     from rich.rule import Rule
     from rich.table import Table
@@ -465,6 +498,8 @@ def _print_inspect(r: dict[str, Any], *, raw: bool, max_chars: int | None) -> No
             out.print(line)
     else:
         out.print("validation issues: none", style="green")
+    if r.get("conversation"):
+        _print_conversation(r)
 
     t = Table(title="segments", title_justify="left")
     for col in ("#", "segment", "tokens", "positions", "loss"):
