@@ -27,6 +27,19 @@ def read_turn_columns(path: Path) -> pa.Table | None:
     return pq.read_table(path, columns=TURN_COLUMNS)
 
 
+def config_shape(path: Path) -> dict[str, Any] | None:
+    """conversation_shape of a validated/<CFG>.parquet's rows; None for a file written before turns."""
+    t = read_turn_columns(path)
+    return None if t is None else conversation_shape(*turn_arrays(t))
+
+
+def turn_arrays(t: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(conversation_id, turn, end_reason) of a table with TURN_COLUMNS, as numpy arrays (None: no end reason)."""
+    turn = t["turn"].to_numpy().astype(np.int64) if t.num_rows else np.zeros(0, dtype=np.int64)
+    return (np.array(t["conversation_id"].to_pylist(), dtype=object), turn,
+            np.array(t["end_reason"].to_pylist(), dtype=object))
+
+
 def has_conversations(turn: np.ndarray, end_reason: np.ndarray) -> bool:
     return bool((turn > 1).any()) or any(r is not None for r in end_reason)
 

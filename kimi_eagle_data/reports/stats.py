@@ -22,7 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kimi_eagle_data.conversation.shape import TURN_COLUMNS, conversation_shape, has_conversations, lengths_by_turn
+from kimi_eagle_data.conversation.shape import (TURN_COLUMNS, conversation_shape, has_conversations,
+                                              lengths_by_turn, turn_arrays)
 from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.store.checkpoint import CorruptCheckpointError, open_workdir_checkpoints
 from kimi_eagle_data.errors import KimiDataError
@@ -265,11 +266,10 @@ def _conversations(cols: _Columns, counts: dict[str, int]) -> dict[str, Any] | N
     t = cols.turns
     if t is None:
         return None
-    turn = t["turn"].to_numpy().astype(np.int64) if t.num_rows else np.zeros(0, dtype=np.int64)
-    end = np.array(t["end_reason"].to_pylist(), dtype=object)
+    conv, turn, end = turn_arrays(t)
     if not has_conversations(turn, end):
         return None
-    return {**conversation_shape(np.array(t["conversation_id"].to_pylist(), dtype=object), turn, end),
+    return {**conversation_shape(conv, turn, end),
             "later_turns": int(counts.get("later_turns", 0)),
             "by_turn": lengths_by_turn(cols.turn, cols.prompt, cols.completion)}
 
