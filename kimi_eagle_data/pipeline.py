@@ -336,26 +336,32 @@ class Pipeline:
         seen = CheckpointSet(self.checkpoint_paths())
         try:
             done, failed = seen.done_ids(), seen.failures()
-            later = seen.turn_records(ids=sorted(i for c in self.s.configs for i in seen.turn_ids(c) if i not in done))
+            stored = {i: conv for c in self.s.configs for i, conv in seen.turn_conversations(c).items()
+                      if in_shard(conv, self.s.shard)}
+            later = seen.turn_records(ids=sorted(stored.keys() - done))
         finally:
             seen.close()
-        records = [r for r in prepared + later if in_shard(r.conversation, self.s.shard)]
+        records = [r for r in prepared if in_shard(r.conversation, self.s.shard)] + later
+        # Later turns already generated are known by id only (their prompts stay in the checkpoint): counted done.
+        done_later = len(stored.keys() & done)
         reuse = self.reuse_line({r.id for r in prepared}, done)
         if reuse:
             self.console.print(reuse, highlight=False, soft_wrap=True)
         if not any(r.id not in done and (self.s.retry_failed or r.id not in failed) for r in records):
-            return GenerateReport(skipped_done=sum(r.id in done for r in records),
+            return GenerateReport(skipped_done=sum(r.id in done for r in records) + done_later,
                                   skipped_failed=sum(r.id in failed and r.id not in done for r in records))
         ckpt = Checkpoint(self.workdir.shard_checkpoint(self.s.shard))
         own = engine is None
         try:
             engine = engine or self.make_engine()
             ckpt.set_meta("engine", asdict(engine.info()))
-            return generate_records(records, engine, ckpt, self.sampling, done=done, failed=failed,
-                                    retry_failed=self.s.retry_failed, console=self.console,
-                                    show_progress=self.s.progress,
-                                    reasoning_length=partial(reasoning_length, tokens=self.tokens),
-                                    next_turn=self.next_turn(prepared))
+            report = generate_records(records, engine, ckpt, self.sampling, done=done, failed=failed,
+                                      retry_failed=self.s.retry_failed, console=self.console,
+                                      show_progress=self.s.progress,
+                                      reasoning_length=partial(reasoning_length, tokens=self.tokens),
+                                      next_turn=self.next_turn(prepared))
+            report.skipped_done += done_later
+            return report
         finally:
             if own and engine is not None:
                 engine.close()

@@ -1,17 +1,22 @@
-"""Conversations regenerated on the model's own history, as tests check them: a source of multi-turn chats with
-an own_history partition, and the checks every run's rows must pass (tests/conversation, the real-engine tier)."""
+"""Conversations regenerated on the model's own history, as tests make and check them: sources of multi-turn
+chats under an own_history partition, the checks every run's rows must pass (tests/conversation, the real-engine
+tier), and a built workdir with a conversation config beside a single-turn one (the reports' and card's tests)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 from collections import defaultdict
 from pathlib import Path
+
+import pyarrow.parquet as pq
 
 from kimi_eagle_data.conversation.messages import assistant_message, history_call_count, next_turn_messages
 from kimi_eagle_data.conversation.script import script_steps
 from kimi_eagle_data.grammar import CompletionGrammar
 from kimi_eagle_data.profile import TINY_KIMI, ProfileTokens, model_vocab_size
 from kimi_eagle_data.prompts.tokenizer import SegmentDecoder, load_tokenizer, render_prompt
+from tests.helpers.cli import run_cli
 from tests.helpers.servers import TINY
 
 TOK = load_tokenizer(TINY)
@@ -85,3 +90,52 @@ def check_conversations(workdir, source_rows: dict[str, dict]) -> dict[str, list
 def _plain(messages: list[dict]) -> list[dict]:
     """Messages as read from a row (every MESSAGE field present, null where absent) as a client writes them."""
     return [{k: v for k, v in m.items() if v is not None} for m in messages]
+
+
+# -- a built workdir: C1 (own_history) beside C2 (single-turn) ------------------------------------------
+
+REPORT_TOPICS = ("a trip to Rome", "baking bread", "learning chess", "a garden", "saving money", "running a marathon",
+          "painting a room", "a birthday party", "learning Spanish", "keeping bees")
+QUESTIONS = ("Help me plan {}.", "What should I do first?", "And after that?", "Any last tip?")
+REPORT_PARTITIONS = """\
+[partitions.C1]
+source = "chats.jsonl"
+policy = "own_history"
+max_turns = 3
+n = 10
+[partitions.C2]
+source = "single.jsonl"
+n = 4
+"""
+
+
+def build_conversations(root: Path) -> tuple[Path, subprocess.CompletedProcess]:
+    """`kimi-data build C1 C2` of the two partitions under `root`; (workdir, the build's process)."""
+    from kimi_eagle_data.profile import TINY_MODEL_DIR
+
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / "chats.jsonl", "w") as f:
+        for i, topic in enumerate(REPORT_TOPICS):
+            messages = []
+            for k, q in enumerate(QUESTIONS):
+                messages += [{"role": "user", "content": q.format(topic)},
+                             {"role": "assistant", "content": f"Answer {k} about {topic}."}]
+            f.write(json.dumps({"id": f"c{i}", "messages": messages}) + "\n")
+    with open(root / "single.jsonl", "w") as f:
+        for i, topic in enumerate(REPORT_TOPICS[:4]):
+            f.write(json.dumps({"id": f"s{i}", "messages": [{"role": "user", "content": f"Tell me about {topic}."}]})
+                    + "\n")
+    (root / "cfg.toml").write_text(REPORT_PARTITIONS)
+    workdir = root / "w"
+    proc = run_cli("build", "C1", "C2", "--config", str(root / "cfg.toml"), "--workdir", str(workdir),
+                   "--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR), "--max-new-tokens", "64",
+                   "--no-progress")
+    return workdir, proc
+
+
+def conversations_of(workdir: Path, config: str) -> dict[str, list[dict]]:
+    """conversation_id -> its rows' light columns in turn order, read straight from validated/<config>.parquet."""
+    convs = defaultdict(list)
+    for r in pq.read_table(workdir / "validated" / f"{config}.parquet").to_pylist():
+        convs[r["conversation_id"]].append(r)
+    return {c: sorted(rs, key=lambda r: r["turn"]) for c, rs in convs.items()}
