@@ -37,7 +37,8 @@ def test_demo_dataset_loads_in_a_fresh_process(demo_run):
     assert got["names"] == sorted(PARTITIONS)
     assert got["columns"] == ["id", "source", "source_id", "input_ids", "loss_mask", "prompt_len",
                               "completion_len", "reasoning_len", "num_tool_calls", "finish_reason", "mode",
-                              "temperature", "top_p", "messages", "tools", "issues"]
+                              "temperature", "top_p", "conversation_id", "turn", "end_reason", "messages", "tools",
+                              "issues"]
     assert "int32" in got["features"]["input_ids"] and "int8" in got["features"]["loss_mask"]
     from transformers import AutoTokenizer
 
