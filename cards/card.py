@@ -9,7 +9,7 @@ from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.profile import get_profile
 from kimi_eagle_data.schema import features
 
-COUNT_KEYS = ("selected", "rejected_at_prepare", "generated", "failed", "pending", "valid", "rejected",
+COUNT_KEYS = ("selected", "later_turns", "rejected_at_prepare", "generated", "failed", "pending", "valid", "rejected",
               "train_tokens")
 
 
@@ -61,9 +61,12 @@ def origins_phrase(kinds: list[str]) -> str:
 
 def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, Any], plots: dict[str, str],
                 manifest_sha256: str, repo_id: str | None = None, score: dict[str, Any] | None = None,
-                vocab: dict[str, Any] | None = None, vocab_plot: tuple[str, str] | None = None) -> str:
+                vocab: dict[str, Any] | None = None, vocab_plot: tuple[str, str] | None = None,
+                conversations: dict[str, dict[str, Any]] | None = None) -> str:
     """`vocab`: the draft-vocabulary coverage (emit/token_freq.py's coverage_by_config), shown with `vocab_plot`
-    (title, path); `plots`: the other plots, {title: path}."""
+    (title, path); `plots`: the other plots, {title: path}; `conversations`: config -> the shape of its
+    conversations (emit/writer.conversation_shapes; configs of policy own_history), shown with the validation
+    reports' later turns and end reasons (none: the section is left out)."""
     from huggingface_hub import DatasetCard, DatasetCardData
 
     profile = get_profile(provenance["profile"])
@@ -101,7 +104,7 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
         configs=configs_yaml,
         dataset_info=infos_yaml,
     )
-    totals = {k: sum(r["r"][k] for r in rows) for k in COUNT_KEYS}
+    totals = {k: sum(r["r"].get(k, 0) for r in rows) for k in COUNT_KEYS}
     rules = profile.rules_paragraph()
     template = resources.files("kimi_eagle_data.cards") / "dataset_card.md.jinja"
     card = DatasetCard.from_template(
@@ -114,6 +117,7 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
         first_config="B4" if "B4" in summary else next(iter(summary)),
         score=_score_section(score), manifest_sha256=manifest_sha256, vocab=vocab,
         modes=_modes_section(rows, profile),
+        conversations=_conversations_section(rows, conversations or {}),
     )
     return str(card)
 
@@ -128,6 +132,27 @@ def _modes_section(rows: list[dict[str, Any]], profile) -> dict[str, Any]:
                       "cells": [f"{m.get(k, {}).get('valid', 0)} / {m.get(k, {}).get('rejected', 0)}" for k in names]})
     return {"names": names, "rows": table, "thinking_prompt": profile.generation_prompt,
             "instant_prompt": profile.instant_generation_prompt}
+
+
+def _conversations_section(rows: list[dict[str, Any]], shapes: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """Per config of policy own_history: conversations, later turns, turns per conversation; and the end
+    reasons' counts per config beside each reason's meaning (None: no such config, the section is left out)."""
+    from kimi_eagle_data.conversation.next_turn import END_REASONS
+
+    talk = [r for r in rows if r["config"] in shapes]
+    if not talk:
+        return None
+    table = []
+    for r in talk:
+        tpc = shapes[r["config"]]["turns_per_conversation"]
+        table.append({"config": r["config"], "conversations": shapes[r["config"]]["conversations"],
+                      "later_turns": r["r"].get("later_turns", 0),
+                      "mean": "–" if tpc["mean"] is None else f"{tpc['mean']:.2f}", "max": tpc["max"] or "–",
+                      "by_turns": ", ".join(f"{k}: {n}" for k, n in tpc["histogram"].items()) or "–"})
+    ends = [{"reason": k, "meaning": _cell(v),
+             "counts": [(r["r"].get("conversation_ends") or {}).get(k, 0) for r in talk]}
+            for k, v in END_REASONS.items()]
+    return {"configs": [r["config"] for r in talk], "rows": table, "ends": ends}
 
 
 def _vocab_section(vocab: dict[str, Any] | None, plot: tuple[str, str] | None) -> dict[str, Any] | None:

@@ -42,7 +42,7 @@ __all__ = ["AccountingError", "BuildReport", "Pipeline", "RunSettings", "demo_se
 # bound settings; sampling is bound as the request it makes, the tokenizer by its fingerprints).
 _SAMPLING = ("max_new_tokens", "temperature", "top_p")
 BINDING_KEYS = (*(k for k in BOUND if k not in _SAMPLING), "sampling", "tokenizer_sha256", "chat_template_sha256",
-                "tokenizer_code_sha256", "tool_encoder_version", "sampling_plan")
+                "tokenizer_code_sha256", "tool_encoder_version", "sampling_plan", "conversation_plan")
 
 # A stage's report as it is made: (stage, report) with stage one of "prepare" (config -> PrepareReport), "generate"
 # (GenerateReport), "accounting" (config -> counts before validation), "validate" (config -> ValidateReport) and
@@ -143,6 +143,8 @@ class Pipeline:
             "sampling": self.sampling.to_sglang(),
             # The partitions' mode and sampling mixes (sources/modes.py); absent when all are the default.
             **({"sampling_plan": plan} if (plan := self.partitions.sampling_plan()) else {}),
+            # The own_history partitions' max_turns; absent when no partition continues conversations.
+            **({"conversation_plan": turns} if (turns := self.partitions.conversation_plan()) else {}),
             "max_seq_len": self.max_seq_len,
             "keep_truncated": settings.keep_truncated,
             "options": options,
@@ -334,26 +336,32 @@ class Pipeline:
         seen = CheckpointSet(self.checkpoint_paths())
         try:
             done, failed = seen.done_ids(), seen.failures()
-            later = seen.turn_records(ids=sorted(i for c in self.s.configs for i in seen.turn_ids(c) if i not in done))
+            stored = {i: conv for c in self.s.configs for i, conv in seen.turn_conversations(c).items()
+                      if in_shard(conv, self.s.shard)}
+            later = seen.turn_records(ids=sorted(stored.keys() - done))
         finally:
             seen.close()
-        records = [r for r in prepared + later if in_shard(r.conversation, self.s.shard)]
+        records = [r for r in prepared if in_shard(r.conversation, self.s.shard)] + later
+        # Later turns already generated are known by id only (their prompts stay in the checkpoint): counted done.
+        done_later = len(stored.keys() & done)
         reuse = self.reuse_line({r.id for r in prepared}, done)
         if reuse:
             self.console.print(reuse, highlight=False, soft_wrap=True)
         if not any(r.id not in done and (self.s.retry_failed or r.id not in failed) for r in records):
-            return GenerateReport(skipped_done=sum(r.id in done for r in records),
+            return GenerateReport(skipped_done=sum(r.id in done for r in records) + done_later,
                                   skipped_failed=sum(r.id in failed and r.id not in done for r in records))
         ckpt = Checkpoint(self.workdir.shard_checkpoint(self.s.shard))
         own = engine is None
         try:
             engine = engine or self.make_engine()
             ckpt.set_meta("engine", asdict(engine.info()))
-            return generate_records(records, engine, ckpt, self.sampling, done=done, failed=failed,
-                                    retry_failed=self.s.retry_failed, console=self.console,
-                                    show_progress=self.s.progress,
-                                    reasoning_length=partial(reasoning_length, tokens=self.tokens),
-                                    next_turn=self.next_turn(prepared))
+            report = generate_records(records, engine, ckpt, self.sampling, done=done, failed=failed,
+                                      retry_failed=self.s.retry_failed, console=self.console,
+                                      show_progress=self.s.progress,
+                                      reasoning_length=partial(reasoning_length, tokens=self.tokens),
+                                      next_turn=self.next_turn(prepared))
+            report.skipped_done += done_later
+            return report
         finally:
             if own and engine is not None:
                 engine.close()
@@ -445,6 +453,7 @@ class Pipeline:
             "server_args": engine.get("server_args", {}),
             "sampling": self.run["sampling"],
             "sampling_plan": self.run.get("sampling_plan"),
+            "conversation_plan": self.run.get("conversation_plan"),
             "max_seq_len": self.run["max_seq_len"],
             "keep_truncated": self.s.keep_truncated,
             "project_version": __version__,

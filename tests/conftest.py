@@ -48,3 +48,11 @@ def prepared_b6(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def generated_b6(prepared_b6, tmp_path_factory) -> Path:
     return next_stage(prepared_b6, tmp_path_factory.mktemp("generated-b6") / "w", "generate")
+
+
+@pytest.fixture(scope="session")
+def conversation_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """A built workdir with own_history conversations (C1) and single-turn prompts (C2): helpers/conversations.py."""
+    from tests.helpers.conversations import build_conversations
+
+    return build_conversations(tmp_path_factory.mktemp("conversations"))

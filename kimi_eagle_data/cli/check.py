@@ -182,7 +182,7 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
                  soft_wrap=True)
     modes = sorted({m for m, _ in by_mode})
     if modes:
-        report.print("by mode: " + "; ".join(f"{m} {by_mode[m, True] + by_mode[m, False]:,} rows, "
+        report.print("by mode: " + "; ".join(f"{m} {counted(by_mode[m, True] + by_mode[m, False], 'row')}, "
                                               f"{by_mode[m, True]:,} valid" for m in modes), highlight=False)
     if valid != n:
         sys.exit(1)

@@ -40,9 +40,20 @@ def print_generate(rep) -> None:
                  if rep.completed else ""))
 
 
+def _with_later_turns(keys: tuple[str, ...], later: bool) -> tuple[str, ...]:
+    """`keys` with later_turns after selected when a conversation has later turns (policy own_history)."""
+    return (keys[0], "later_turns", *keys[1:]) if later else keys
+
+
+def _selected(later: bool) -> str:
+    """The left side of the accounting identity: later turns are counted once a conversation has any."""
+    return "selected + later turns" if later else "selected"
+
+
 def print_accounting(table: dict[str, dict[str, int]]) -> None:
-    t = Table(title="accounting (selected = rejected at prepare + generated + failed + pending)")
-    keys = ("selected", "rejected_at_prepare", "generated", "failed", "pending")
+    later = any(row.get("later_turns") for row in table.values())
+    t = Table(title=f"accounting ({_selected(later)} = rejected at prepare + generated + failed + pending)")
+    keys = _with_later_turns(("selected", "rejected_at_prepare", "generated", "failed", "pending"), later)
     t.add_column("config")
     for k in keys:
         t.add_column(k.replace("_", " "), justify="right")
@@ -52,11 +63,13 @@ def print_accounting(table: dict[str, dict[str, int]]) -> None:
 
 
 def print_summary(reports) -> None:
-    keys = ("selected", "rejected_at_prepare", "generated", "failed", "pending", "valid", "rejected", "train_tokens")
+    later = any(r.later_turns for r in reports.values())
+    keys = _with_later_turns(("selected", "rejected_at_prepare", "generated", "failed", "pending", "valid",
+                              "rejected", "train_tokens"), later)
     t = Table(title="dataset summary")
-    for col in ("config", "selected", "prep-rej", "generated", "failed", "pending", "train", "rejected",
-                "train tokens", "top reasons"):
-        t.add_column(col, justify="left" if col in ("config", "top reasons") else "right",
+    for col in ("config", *_with_later_turns(("selected", "prep-rej", "generated", "failed", "pending", "train",
+                                              "rejected", "train tokens"), later), "top reasons"):
+        t.add_column(col.replace("_", " "), justify="left" if col in ("config", "top reasons") else "right",
                      overflow="fold", no_wrap=col != "top reasons")
     tot = dict.fromkeys(keys, 0)
     for cfg, r in reports.items():
@@ -69,7 +82,9 @@ def print_summary(reports) -> None:
 
 
 def print_balanced(reports) -> None:
-    out.print("accounting: selected = rejected at prepare + train + rejected + failed + pending  [green]✓[/]")
+    later = any(r.later_turns for r in reports.values())
+    out.print(f"accounting: {_selected(later)} = rejected at prepare + train + rejected + failed + pending  "
+              "[green]✓[/]")
 
 
 PRINTERS = {"prepare": print_prepare, "generate": print_generate, "accounting": print_accounting,

@@ -17,8 +17,8 @@ STATS_JSON_HELP = """\b
 --json prints one object (stable keys):
   workdir, split, short_threshold (300),
   configs: {CONFIG: S}, overall: S, plots: {CONFIG: png path}
-S = counts {selected, rejected_at_prepare, prepared, generated, failed,
-      pending, valid, rejected} (from validated/<CONFIG>.json),
+S = counts {selected, rejected_at_prepare, prepared, later_turns, generated,
+      failed, pending, valid, rejected} (from validated/<CONFIG>.json),
     rows (samples the numbers below cover),
     lengths {prompt|completion|reasoning: {min, p10, median, mean,
       p90, p99, max}} (numpy linear percentiles; null when no rows),
@@ -32,7 +32,13 @@ S = counts {selected, rejected_at_prepare, prepared, generated, failed,
     tokens {prompt, completion, total, train},
     rejection_reasons {code: n},
     modes {thinking|instant: {rows, train, valid_share, completion_median,
-      reasoning_median, tokens}} (the modes present)
+      reasoning_median, tokens}} (the modes present),
+    conversations: null when every row is a single turn, else (policy
+      own_history; overall: the configs with conversations)
+      {conversations, rows (their turns), later_turns,
+      turns_per_conversation {mean, max, histogram {"1".."max": n}},
+      end_reasons {reason: n}} (over every split), by_turn {"1"..:
+      {rows, prompt {mean, p50}, completion {mean, p50}}} (the split's rows)
 draft_vocab: null before emit, else {top_k (32000), from (the dataset's
   token_freq/), configs: {CONFIG: V or null}, overall: V}
 V = loss_tokens, distinct_ids (train split, loss_mask 1), ids_to_cover
@@ -65,6 +71,10 @@ INSPECT_JSON_HELP = """\b
   reasoning_len, num_tool_calls, loss_boundary (first loss-mask 1),
   tokenizer, profile, where, warnings [str],
   issues [{code, description, detail}],
+  conversation_id, turn, end_reason (the row's columns),
+  conversation: null for a single-turn row, else (policy own_history)
+    {id, turns [{turn, id, split, prompt_len, completion_len, end_reason,
+    this (the inspected one)}] (turn order), inspect (the command)},
   segments [{index, kind, label, start, end (exclusive), loss (0|1),
     ids, text, n_tokens}]
 kind: prefix, system, tools, user, assistant, tool_result,
@@ -157,14 +167,17 @@ def _print_stats(r: dict[str, Any]) -> None:
     from rich.table import Table
 
     rows = list(r["configs"].items()) + [("all", r["overall"])]
+    # Conversations' later turns are counted beside the selected rows (selected + later turns = ...).
+    later = r["overall"]["counts"].get("later_turns", 0) > 0
+    keys = ("selected", *(("later_turns",) if later else ()), "rejected_at_prepare", "generated", "failed",
+            "pending", "valid", "rejected")
     t = Table(title=f"stats: {r['workdir']}" + (f" ({r['split']} rows)" if r["split"] != "all" else ""))
-    for col in ("config", "selected", "prep-rej", "generated", "failed", "pending", "train", "rejected",
-                "tokens", "train tokens", "cache hit"):
+    for col in ("config", "selected", *(("later turns",) if later else ()), "prep-rej", "generated", "failed",
+                "pending", "train", "rejected", "tokens", "train tokens", "cache hit"):
         t.add_column(col, justify="left" if col == "config" else "right")
     for name, s in rows:
         c = s["counts"]
-        t.add_row(name, *(_n(c[k]) for k in ("selected", "rejected_at_prepare", "generated", "failed", "pending",
-                                             "valid", "rejected")),
+        t.add_row(name, *(_n(c[k]) for k in keys),
                   _n(s["tokens"]["total"]), _n(s["tokens"]["train"]),
                   _pct(s["cache"]["hit_share"]) if s["cache"] else "–", style="bold" if name == "all" else None)
     out.print(t)
@@ -194,6 +207,7 @@ def _print_stats(r: dict[str, Any]) -> None:
                       style="bold" if name == "all" else None, end_section=kind == "reasoning")
     out.print(d)
     _print_modes(rows)
+    _print_conversations(rows)
     if r["overall"]["cache"] is None:
         out.print("cache hit: – (the engine reported no cached_tokens)", highlight=False)
     _print_draft_vocab(r.get("draft_vocab"))
@@ -216,6 +230,39 @@ def _print_modes(rows: list[tuple[str, dict[str, Any]]]) -> None:
                       _n(v["completion_median"]), _n(v["reasoning_median"]), _n(v["tokens"]),
                       style="bold" if name == "all" else None, end_section=k == len(modes) - 1)
     out.print(m)
+
+
+def _print_conversations(rows: list[tuple[str, dict[str, Any]]]) -> None:
+    """Configs with conversations (own_history): their count, turns per conversation, why they ended, and the
+    prompt and completion lengths per turn index. Nothing when every config is single-turn."""
+    from rich.table import Table
+
+    talk = [(name, s["conversations"]) for name, s in rows if s.get("conversations")]
+    if not talk:
+        return
+    c = Table(title="conversations (policy own_history)")
+    for col in ("config", "conversations", "turns", "later turns", "turns/conv mean", "max",
+                "conversations by turns", "end reasons"):
+        c.add_column(col, justify="left" if col in ("config", "conversations by turns", "end reasons") else "right",
+                     overflow="fold")
+    for name, v in talk:
+        tpc = v["turns_per_conversation"]
+        ends = sorted(v["end_reasons"].items(), key=lambda kv: (-kv[1], kv[0]))
+        c.add_row(name, _n(v["conversations"]), _n(v["rows"]), _n(v["later_turns"]), _n(tpc["mean"], 2),
+                  _n(tpc["max"]), ", ".join(f"{k} turn{'s' if k != '1' else ''}: {n}"
+                                            for k, n in tpc["histogram"].items()),
+                  ", ".join(f"{k} {n}" for k, n in ends) or "–", style="bold" if name == "all" else None)
+    out.print(c)
+    p = Table(title="lengths per turn (tokens)")
+    for col in ("config", "turn", "rows", "prompt mean", "prompt p50", "completion mean", "completion p50"):
+        p.add_column(col, justify="left" if col == "config" else "right")
+    for name, v in talk:
+        turns = list(v["by_turn"].items())
+        for k, (turn, x) in enumerate(turns):
+            p.add_row(name if k == 0 else "", turn, _n(x["rows"]), _n(x["prompt"]["mean"]), _n(x["prompt"]["p50"]),
+                      _n(x["completion"]["mean"]), _n(x["completion"]["p50"]),
+                      style="bold" if name == "all" else None, end_section=k == len(turns) - 1)
+    out.print(p)
 
 
 def _print_draft_vocab(v: dict[str, Any] | None) -> None:
@@ -395,6 +442,35 @@ def inspect_cmd(directory: Path, config: str, sample_id: str | None, random_: bo
     _print_inspect(result, raw=raw, max_chars=max_chars)
 
 
+def _print_conversation(r: dict[str, Any]) -> None:
+    """The conversation around an own_history turn: every turn in order, this one marked, why it ended."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from kimi_eagle_data.conversation.next_turn import END_REASONS
+
+    conv = r["conversation"]
+    turns = conv["turns"]
+    t = Table(title=f"conversation {conv['id']}: turn {r['turn']} of {counted(len(turns), 'turn')}",
+              title_justify="left")
+    for col in ("", "turn", "id", "split", "prompt", "completion", "end reason"):
+        t.add_column(col, justify="right" if col in ("turn", "prompt", "completion") else "left")
+    for x in turns:
+        t.add_row("▶" if x["this"] else "", str(x["turn"]), x["id"],
+                  Text(str(x["split"]), style="green" if x["split"] == "train" else "red"),
+                  f"{x['prompt_len']:,}", f"{x['completion_len']:,}", x["end_reason"] or "",
+                  style="bold" if x["this"] else None)
+    out.print(t)
+    last = turns[-1]["end_reason"] if turns else None
+    if last:
+        out.print(f"ended: {last} — {END_REASONS.get(last, '(not an end reason of this version)')}",
+                  highlight=False, soft_wrap=True)
+    else:
+        out.print("ended: – (its next turn is not generated yet, or failed)", highlight=False)
+    if len(turns) > 1:
+        out.print(f"inspect another turn: {conv['inspect']}", highlight=False, soft_wrap=True)
+
+
 def _print_inspect(r: dict[str, Any], *, raw: bool, max_chars: int | None) -> None:
     from rich.rule import Rule
     from rich.table import Table
@@ -422,6 +498,8 @@ def _print_inspect(r: dict[str, Any], *, raw: bool, max_chars: int | None) -> No
             out.print(line)
     else:
         out.print("validation issues: none", style="green")
+    if r.get("conversation"):
+        _print_conversation(r)
 
     t = Table(title="segments", title_justify="left")
     for col in ("#", "segment", "tokens", "positions", "loss"):

@@ -26,7 +26,7 @@ END_REASONS = {
     "max_turns": "the partition's max_turns turns were generated",
     "call_diverged": "the model's tool calls are not the source's (name, JSON-equal arguments), so the source's "
                      "tool results do not answer them",
-    "turn_rejected": "the validator rejected the turn (docs/token-rules.md): only a valid turn is sent back",
+    "turn_rejected": "the validator rejected the turn (its row's `issues` say why): only a valid turn is sent back",
     "turn_truncated": "the turn was cut at max_new_tokens: there is no whole turn to send back",
     "next_prompt_too_long": "the next prompt + max_new_tokens is over max_seq_len",
     "next_prompt_error": "the next prompt cannot be rendered (chat template or tool declarations)",

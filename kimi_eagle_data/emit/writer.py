@@ -155,6 +155,16 @@ def clear_data(workdir: Workdir) -> Path:
     return data_dir
 
 
+def conversation_shapes(workdir: Workdir, summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Config -> the shape of its conversations (conversation/shape.py), for the configs of policy own_history,
+    from the light rows validate wrote."""
+    from kimi_eagle_data.conversation.shape import config_shape
+
+    shapes = {c: config_shape(workdir.validated(c)) for c, s in summary.items()
+              if (s.get("partition") or {}).get("policy") == "own_history"}
+    return {c: v for c, v in shapes.items() if v is not None}
+
+
 def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, provenance: dict[str, Any],
                    plots_drawn: Callable[[], dict[str, str]], repo_id: str | None = None) -> dict[str, Any]:
     """Card and manifest over the shards validate wrote and the plots being drawn. `summary`: config ->
@@ -213,7 +223,7 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
     card = render_card(summary, version=version, provenance=provenance, plots=card_plots_, repo_id=repo_id,
                        score=load_report(workdir), manifest_sha256=manifest_sha256(manifest),
                        vocab=coverage_by_config({c: s.get("token_counts") for c, s in summary.items()}),
-                       vocab_plot=vocab_plot)
+                       vocab_plot=vocab_plot, conversations=conversation_shapes(workdir, summary))
     with atomic_path(out / CARD) as tmp:
         tmp.write_text(card, encoding="utf-8")
     manifest["files"][CARD] = file_sha256(out / CARD)

@@ -113,7 +113,10 @@ class SGLangEngine(HTTPEngine):
         return self._stream(requests, self._request_with_retries, "sglang-client")
 
     async def _request_with_retries(self, session, req: GenerationRequest) -> Completion | RequestFailure:
-        body = {"input_ids": req.input_ids, "sampling_params": req.sampling.to_sglang(), "rid": req.id}
+        # sampling_seed: the request's own seed (drawn from its id), so a server started with
+        # --enable-deterministic-inference samples a resumed request as it sampled the first try.
+        body = {"input_ids": req.input_ids, "sampling_params": {**req.sampling.to_sglang(), "sampling_seed": req.seed},
+                "rid": req.id}
         if req.return_logprob:
             body.update(LOGPROB_FIELDS)
         return await self._with_retries(

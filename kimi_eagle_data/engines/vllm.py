@@ -56,8 +56,10 @@ def sampling_body(sp: SamplingParams, *, logprobs: bool) -> dict[str, Any]:
 
 
 def generate_payload(req: GenerationRequest) -> bytes:
+    # seed: the request's own (drawn from its id): a resumed request is sampled as its first try was.
     return orjson.dumps({"token_ids": req.input_ids,
-                         "sampling_params": sampling_body(req.sampling, logprobs=req.return_logprob)})
+                         "sampling_params": {**sampling_body(req.sampling, logprobs=req.return_logprob),
+                                             "seed": req.seed}})
 
 
 def score_payload(req: ScoreRequest) -> bytes:

@@ -14,6 +14,7 @@ declarations or a tool result.
 from __future__ import annotations
 
 import secrets
+import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kimi_eagle_data.conversation.shape import TURN_COLUMNS
 from kimi_eagle_data.store.checkpoint import CorruptCheckpointError, open_workdir_checkpoints
 from kimi_eagle_data.grammar import CompletionGrammar, ParsedCompletion
 from kimi_eagle_data.profile import INSTANT, THINKING, ModelProfile, ProfileTokens, get_profile, model_vocab_size
@@ -203,6 +205,21 @@ class RowSource:
             tables.append(t.select(LIGHT_COLUMNS + ["split"]))
         return pa.concat_tables(tables) if tables else pa.table({})
 
+    def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
+        """The light columns of a conversation's rows (its generated turns), in turn order; [] in files written
+        before turns."""
+        turns = []
+        for f, split in self.files:
+            names = pq.read_schema(f).names
+            if not set(TURN_COLUMNS) <= set(names):
+                return []
+            cols = ["id", "turn", "prompt_len", "completion_len", "end_reason"] + (["split"] if split is None else [])
+            for r in pq.read_table(f, columns=cols, filters=[("conversation_id", "=", conversation_id)]).to_pylist():
+                turns.append({"turn": r["turn"], "id": r["id"], "split": r.get("split", split),
+                              "prompt_len": r["prompt_len"], "completion_len": r["completion_len"],
+                              "end_reason": r["end_reason"]})
+        return sorted(turns, key=lambda r: (r["turn"], r["id"]))
+
     def row(self, id_: str) -> dict[str, Any] | None:
         if not self.row_files:   # validate writes no token rows: they are in the dataset emit writes
             raise QualityError(f"{self.where} holds verdicts, not token rows; run `kimi-data emit --workdir "
@@ -375,9 +392,26 @@ def inspect_sample(path: str | Path, config: str, id_: str | None = None, *, tok
         "reasoning_len": int(row["reasoning_len"]), "num_tool_calls": int(row["num_tool_calls"]),
         "loss_boundary": boundary, "tokenizer": tok_path, "profile": profile.name, "where": src.where,
         "issues": issues, "warnings": warnings,
+        "conversation_id": row.get("conversation_id"), "turn": row.get("turn"), "end_reason": row.get("end_reason"),
+        "conversation": conversation_around(src, row, path, config),
         "segments": [{"index": i, **{k: v for k, v in asdict(s).items()}, "n_tokens": s.n_tokens}
                      for i, s in enumerate(segments)],
     }
+
+
+def conversation_around(src: RowSource, row: dict[str, Any], path: str | Path, config: str
+                        ) -> dict[str, Any] | None:
+    """The conversation a row is a turn of (policy own_history): its turns in order, each with its id, split,
+    lengths and (the last) why the conversation ended, and the command that shows another. None for a row that
+    is a conversation of one turn without an end reason (every other policy)."""
+    conv = row.get("conversation_id")
+    if conv is None:
+        return None
+    turns = src.conversation(conv)
+    if len(turns) <= 1 and row.get("end_reason") is None:
+        return None
+    return {"id": conv, "turns": [{**t, "this": t["id"] == row["id"]} for t in turns],
+            "inspect": f"kimi-data inspect {shlex.quote(str(path))} {config} ID"}
 
 
 def _issue_details(seg: Segmenter, row: dict[str, Any], run: dict[str, Any], src: RowSource,

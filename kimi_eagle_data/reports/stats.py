@@ -2,7 +2,8 @@
 
 Per config and overall: counts per stage (from the validate reports), prompt / completion / reasoning length
 distributions, the share of short (< 300 tokens) and truncated completions, finish reasons, tool-call rate and
-arguments-valid rate, the engine's prefix-cache hit share, and token totals.
+arguments-valid rate, the engine's prefix-cache hit share, and token totals; for conversations (policy own_history),
+turns per conversation, lengths per turn index and why the conversations ended (conversation/shape.py).
 
 Everything is computed column-wise (pyarrow / numpy) over the light columns of `validated/<CFG>.parquet`;
 `input_ids` and `loss_mask` are never read. The draft vocabulary's coverage comes from the loss-token counts
@@ -21,6 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kimi_eagle_data.conversation.shape import (TURN_COLUMNS, conversation_shape, has_conversations,
+                                              lengths_by_turn, turn_arrays)
 from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.store.checkpoint import CorruptCheckpointError, open_workdir_checkpoints
 from kimi_eagle_data.errors import KimiDataError
@@ -29,7 +32,8 @@ from kimi_eagle_data.store.workdir import Workdir, read_json
 SHORT_COMPLETION = 300          # tokens; "short" is reported, never a reason to reject
 DIST_KEYS = ("min", "p10", "median", "mean", "p90", "p99", "max")
 LENGTH_KINDS = ("prompt", "completion", "reasoning")
-COUNT_KEYS = ("selected", "rejected_at_prepare", "prepared", "generated", "failed", "pending", "valid", "rejected")
+COUNT_KEYS = ("selected", "rejected_at_prepare", "prepared", "later_turns", "generated", "failed", "pending", "valid",
+              "rejected")
 SPLIT_CHOICES = ("all", "train", "rejected")
 # The light columns stats reads (never input_ids / loss_mask).
 STAT_COLUMNS = ["id", "split", "prompt_len", "completion_len", "reasoning_len", "num_tool_calls", "finish_reason",
@@ -175,13 +179,19 @@ class _Columns:
     finish: np.ndarray
     args_bad: np.ndarray
     mode: np.ndarray               # thinking / instant
+    turn: np.ndarray               # 1-based turn index in its conversation
+    turns: pa.Table | None         # conversation_id, turn, end_reason of every row (any split); None before turns
 
     @classmethod
     def read(cls, wd: Workdir, config: str, split: str) -> "_Columns":
         path = wd.validated(config)
         # validated before modes: no `mode` column, every row thinking
-        has_mode = "mode" in pq.read_schema(path).names if path.exists() else False
-        t = read_columns(path, STAT_COLUMNS + (["mode"] if has_mode else []))
+        names = pq.read_schema(path).names if path.exists() else []
+        has_mode = "mode" in names
+        # validated before conversations: no turn columns, every row turn 1 of its own
+        has_turns = set(TURN_COLUMNS) <= set(names)
+        t = read_columns(path, STAT_COLUMNS + (["mode"] if has_mode else []) + (TURN_COLUMNS if has_turns else []))
+        turns = t.select(TURN_COLUMNS) if has_turns else None
         if split != "all":
             t = t.filter(pc.equal(t["split"], split))
 
@@ -194,6 +204,7 @@ class _Columns:
             calls=np_col("num_tool_calls"), finish=np.array(t["finish_reason"].to_pylist(), dtype=object),
             args_bad=_rows_with_issue(t["issues"], "args_not_json_object") if t.num_rows else np.zeros(0, bool),
             mode=np.array(t["mode"].to_pylist() if has_mode else ["thinking"] * t.num_rows, dtype=object),
+            turn=np_col("turn") if has_turns else np.ones(t.num_rows, dtype=np.int64), turns=turns,
         )
 
     @classmethod
@@ -203,7 +214,8 @@ class _Columns:
             return np.concatenate(arrs) if arrs else np.zeros(0)
         return cls(ids=[i for p in parts for i in p.ids], split=cat("split"), prompt=cat("prompt"),
                    completion=cat("completion"), reasoning=cat("reasoning"), calls=cat("calls"),
-                   finish=cat("finish"), args_bad=cat("args_bad"), mode=cat("mode"))
+                   finish=cat("finish"), args_bad=cat("args_bad"), mode=cat("mode"), turn=cat("turn"),
+                   turns=pa.concat_tables(ts) if (ts := [p.turns for p in parts if p.turns is not None]) else None)
 
 
 def _summarize(cols: _Columns, counts: dict[str, int], reasons: dict[str, int],
@@ -244,7 +256,22 @@ def _summarize(cols: _Columns, counts: dict[str, int], reasons: dict[str, int],
                    "train": int(cols.prompt[train].sum() + cols.completion[train].sum())},
         "rejection_reasons": dict(sorted(reasons.items())),
         "modes": _by_mode(cols),
+        "conversations": _conversations(cols, counts),
     }
+
+
+def _conversations(cols: _Columns, counts: dict[str, int]) -> dict[str, Any] | None:
+    """Conversations (policy own_history; None when every row is a single turn): their shape over every row of
+    the config, later turns from the report, and lengths per turn index over the split's rows."""
+    t = cols.turns
+    if t is None:
+        return None
+    conv, turn, end = turn_arrays(t)
+    if not has_conversations(turn, end):
+        return None
+    return {**conversation_shape(conv, turn, end),
+            "later_turns": int(counts.get("later_turns", 0)),
+            "by_turn": lengths_by_turn(cols.turn, cols.prompt, cols.completion)}
 
 
 def _by_mode(cols: _Columns) -> dict[str, dict[str, Any]]:
@@ -281,6 +308,9 @@ def collect_stats(workdir: str | Path, configs: list[str] | tuple[str, ...] = ()
             total_reasons[k] = total_reasons.get(k, 0) + v
         result["configs"][config] = _summarize(cols, report, report.get("reasons") or {}, ckpt)
     result["overall"] = _summarize(_Columns.concat(parts), total_counts, total_reasons, ckpt)
+    # Overall conversations: those of the configs that have any (another config's prompts are no conversations).
+    talk = [p for p, c in zip(parts, names) if result["configs"][c]["conversations"]]
+    result["overall"]["conversations"] = _conversations(_Columns.concat(talk), total_counts) if talk else None
     result["draft_vocab"] = draft_vocab_coverage(wd, names)
     return result
 

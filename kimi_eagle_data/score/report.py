@@ -50,7 +50,8 @@ def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, s
         for config in configs:
             records = read_prepared(wd, config)
             completions = {c.id: c for c in gen.completions(config)}
-            picked = sample(records, set(completions), limit, seed)
+            picked = sample(records, set(completions), limit, seed, later=lambda ids: gen.turn_records(ids=ids),
+                            later_ids=sorted(gen.turn_ids(config, answered=True)))
             own = {r.id: completions[r.id] for r in picked if r.id in completions}
             per_config[config] = {"records": records, "picked": picked, "own": own}
             items += plan_items(config, picked, own, p.tokenizer, p.tokens, p.max_seq_len, rescore_own)
@@ -82,12 +83,14 @@ def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, s
     for config, c in per_config.items():
         up, own, n_failed, clipped, rescored = [], [], 0, 0, 0
         by_mode: dict[str, tuple[list, list]] = {}
+        by_turn: dict[int, tuple[list, list]] = {}
         for r in c["picked"]:
-            up_m, own_m = by_mode.setdefault(r.mode, ([], []))
+            groups = (by_mode.setdefault(r.mode, ([], [])), by_turn.setdefault(r.turn, ([], [])))
             s = scores.get((r.id, "upstream"))
             if s is not None:
                 up.append(s.sums.as_dict())
-                up_m.append(s.sums.as_dict())
+                for g in groups:
+                    g[0].append(s.sums.as_dict())
                 clipped += s.clipped
             n_failed += (r.id, "upstream") in failures
             comp = c["own"].get(r.id)
@@ -101,7 +104,8 @@ def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, s
                 s = comp.logprob_stats
             if s is not None and s.get("n"):
                 own.append(s)
-                own_m.append(s)
+                for g in groups:
+                    g[1].append(s)
                 rescored += (r.id, "own") in scores
             n_failed += (r.id, "own") in failures
         prep = read_json(wd.prepare_report(config)) if wd.prepare_report(config).exists() else {}
@@ -113,6 +117,9 @@ def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, s
                       # per mode (thinking / instant) of the sampled prompts: the same comparison on each
                       "modes": {m: summarize(u, o, threshold=threshold, confidence=confidence, seed=seed)
                                 for m, (u, o) in sorted(by_mode.items())}})
+        if len(by_turn) > 1:   # own_history: each turn's upstream answer given the model's own history
+            entry["turns"] = {str(k): summarize(u, o, threshold=threshold, confidence=confidence, seed=seed)
+                              for k, (u, o) in sorted(by_turn.items())}
         report["configs"][config] = entry
     if run is not None:
         report["run"] = {"scored": run.completed, "failed": run.failed, "skipped_done": run.skipped_done,

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from rich.console import Console
 
@@ -52,10 +52,17 @@ def rank(seed: int, id_: str) -> str:
     return hashlib.sha256(f"{seed}\x1f{id_}".encode()).hexdigest()
 
 
-def sample(records: list[PromptRecord], generated: set[str], limit: int, seed: int) -> list[PromptRecord]:
-    """Up to `limit` prompts with an upstream answer, in seeded order, those with an own completion first."""
-    with_answer = [r for r in records if r.answer]
-    return sorted(with_answer, key=lambda r: (r.id not in generated, rank(seed, r.id)))[:limit]
+def sample(records: list[PromptRecord], generated: set[str], limit: int, seed: int,
+           later: Callable[[list[str]], list[PromptRecord]] | None = None, later_ids: Iterable[str] = ()
+           ) -> list[PromptRecord]:
+    """Up to `limit` prompts with an upstream answer, in seeded order, those with an own completion first.
+    `later_ids`: conversations' later turns with a source answer (own_history), drawn alike; only those picked
+    are read (`later`: ids -> their records)."""
+    candidates = [r.id for r in records if r.answer] + list(later_ids)
+    picked = sorted(candidates, key=lambda i: (i not in generated, rank(seed, i)))[:limit]
+    first = {r.id: r for r in records if r.answer}
+    found = {r.id: r for r in later([i for i in picked if i not in first])} if later is not None else {}
+    return [first.get(i) or found[i] for i in picked]
 
 
 @dataclass

@@ -102,6 +102,13 @@ class PrepareConfig:
         plans = {c: p.modes.to_json() for c, p in self.partitions.items() if not p.modes.is_default}
         return plans or None
 
+    def conversation_plan(self) -> dict[str, Any] | None:
+        """The own_history partitions' max_turns, for run.json: a conversation that ended at max_turns under one
+        value would not go on under another, so a workdir started with one refuses another. None when no
+        partition continues conversations (run.json then holds no `conversation_plan`)."""
+        plans = {c: {"max_turns": p.max_turns} for c, p in self.partitions.items() if p.conversations}
+        return plans or None
+
     def partition(self, config: str) -> Partition:
         try:
             return self.partitions[config]

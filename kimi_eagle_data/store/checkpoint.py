@@ -269,12 +269,20 @@ class Checkpoint(SQLiteStore):
         """A file written before conversations has no turn tables (a read-only open does not add them)."""
         return bool(self.read("SELECT 1 FROM sqlite_master WHERE type='table' AND name='turns'"))
 
-    def turn_ids(self, config: str | None = None) -> set[str]:
-        """The ids of the later turns stored (of one config)."""
+    def turn_ids(self, config: str | None = None, answered: bool = False) -> set[str]:
+        """The ids of the later turns stored (of one config; `answered`: those the source answered too)."""
         if not self._has_turns():
             return set()
-        q = "SELECT id FROM turns" + (" WHERE config=?" if config else "")
+        where = [w for w, on in (("config=?", config), ("answer != ''", answered)) if on]
+        q = "SELECT id FROM turns" + (f" WHERE {' AND '.join(where)}" if where else "")
         return {r[0] for r in self.read(q, (config,) if config else ())}
+
+    def turn_conversations(self, config: str | None = None) -> dict[str, str]:
+        """The later turns stored (of one config): id -> its conversation's id."""
+        if not self._has_turns():
+            return {}
+        q = "SELECT id, conversation_id FROM turns" + (" WHERE config=?" if config else "")
+        return dict(self.read(q, (config,) if config else ()))
 
     def turn_records(self, config: str | None = None, ids: Iterable[str] | None = None) -> list[PromptRecord]:
         """The stored later turns' prompts (of one config, or those of `ids`), by id; each verified."""
@@ -408,8 +416,14 @@ class CheckpointSet:
                 found.setdefault(r.id, r)
         return [found[k] for k in sorted(found)]
 
-    def turn_ids(self, config: str | None = None) -> set[str]:
-        return set().union(*(p.turn_ids(config) for p in self.parts)) if self.parts else set()
+    def turn_ids(self, config: str | None = None, answered: bool = False) -> set[str]:
+        return set().union(*(p.turn_ids(config, answered) for p in self.parts)) if self.parts else set()
+
+    def turn_conversations(self, config: str | None = None) -> dict[str, str]:
+        merged: dict[str, str] = {}
+        for p in self.parts:
+            merged.update(p.turn_conversations(config))
+        return merged
 
     def conversation_ends(self, config: str | None = None) -> dict[str, ConversationEnd]:
         ends: dict[str, ConversationEnd] = {}

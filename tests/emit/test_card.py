@@ -35,6 +35,12 @@ def test_demo_card_renders_with_the_totals_row_in_its_table(demo_run):
     assert "public prompts" not in card and "bundled with kimi-eagle-data" in card
     assert all("sample rows in the schema of [" in r for r in table[1:-1])
     assert str(TINY_MODEL_DIR) not in card and str(workdir) not in card
+    # no own_history config: no Conversations section, no later-turns column, the old identity; the row schema
+    # still lists the conversation columns
+    assert "## Conversations" not in card and "later turns" not in card
+    assert "selected = rejected at prepare + train + rejected + failed + pending" in card
+    schema = next(t for t in found["tables"] if t[0].startswith("| column | type"))
+    assert {"conversation_id", "turn", "end_reason"} <= {r.split("|")[1].strip() for r in schema}
 
 
 def rendered_card(demo_run, sources: dict[str, str], partitions: dict[str, dict], score=None) -> str:
@@ -142,3 +148,44 @@ def test_published_names_never_take_a_local_path(tmp_path):
     labelled = published_names(str(local), str(local), "org/name")
     assert (labelled.model, labelled.tokenizer, labelled.warning) == ("org/name", LOCAL_TOKENIZER, None)
     assert published_names(str(local), "org/tok", None).tokenizer == "org/tok"
+
+
+def test_card_counts_conversations_as_their_rows_say(conversation_run):
+    """The Conversations section of an own_history config: conversations, later turns and turns per conversation
+    from its rows grouped here, every end reason with its meaning and its count; the single-turn config is not in
+    it; the configs table counts later turns and says the identity with them."""
+    from kimi_eagle_data.conversation.next_turn import END_REASONS
+    from tests.helpers.conversations import conversations_of
+
+    workdir, _ = conversation_run
+    dataset = workdir / "dataset"
+    card = (dataset / "README.md").read_text()
+    found = check_card_markdown(card, dataset)
+    convs = conversations_of(workdir, "C1")
+    per = [len(t) for t in convs.values()]
+    assert max(per) > 1, "no conversation got a second turn: the case is not exercised"
+    report = orjson.loads((workdir / "validated" / "C1.json").read_bytes())
+    assert "## Conversations" in card and "C1 holds conversations regenerated turn by turn" in card
+
+    def cells(row):
+        return [c.strip() for c in row.strip().strip("|").split("|")]
+
+    shape = next(t for t in found["tables"] if t[0].startswith("| config | conversations"))
+    assert [cells(r)[0] for r in shape[1:]] == ["C1"]
+    assert cells(shape[1]) == ["C1", str(len(convs)), str(sum(per) - len(per)), f"{sum(per) / len(per):.2f}",
+                               str(max(per)), ", ".join(f"{k}: {per.count(k)}" for k in range(1, max(per) + 1))]
+    assert report["later_turns"] == sum(per) - len(per)
+    ends = next(t for t in found["tables"] if t[0].startswith("| end reason | meaning"))
+    assert cells(ends[0])[2:] == ["C1"]
+    got = {cells(r)[0].strip("`"): cells(r)[1:] for r in ends[1:]}
+    assert list(got) == list(END_REASONS)
+    for reason, meaning in END_REASONS.items():
+        n = sum(t[-1]["end_reason"] == reason for t in convs.values())
+        assert got[reason] == [meaning, str(n)], reason
+    assert sum(int(v[1]) for v in got.values()) == sum(bool(t[-1]["end_reason"]) for t in convs.values())
+    table = configs_table(found)
+    header = cells(table[0])
+    assert header[3:5] == ["selected", "later turns"]
+    rows = {cells(r)[0]: cells(r) for r in table[1:]}
+    assert rows["C1"][4] == str(report["later_turns"]) and rows["C2"][4] == "0"
+    assert "selected + later turns = rejected at prepare + train + rejected + failed + pending" in " ".join(card.split())

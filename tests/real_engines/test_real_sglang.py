@@ -155,3 +155,19 @@ def test_contract_check_script_passes_against_real_sglang(tokenizer_server):
                           text=True, timeout=CLI_TIMEOUT_S)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 failed" in proc.stdout and "FAIL" not in proc.stdout
+
+
+def test_own_history_conversations_through_real_sglang(ids_server, tmp_path):
+    """Each later turn's prompt, built from the turn before as real SGLang generated it, is the template's render
+    of the conversation with the model's own turn sent back (tests/helpers/conversations.py)."""
+    from tests.helpers.conversations import CONFIG, check_conversations, write_source
+
+    config_file, source_rows = write_source(tmp_path)
+    w = tmp_path / "w"
+    run_cli("build", CONFIG, "--config", str(config_file), "--workdir", str(w), "--profile", "tiny-kimi", "--model",
+            TINY, "--engine", "sglang", "--server", ids_server.url, "--max-new-tokens", "96", "--no-progress",
+            timeout=CLI_TIMEOUT_S)
+    convs = check_conversations(w, source_rows)
+    assert any(len(turns) >= 2 for turns in convs.values()), "no conversation reached a second turn"
+    report = json.loads((w / "validated" / f"{CONFIG}.json").read_text())
+    assert report["balanced"] and report["failed"] == 0

@@ -119,6 +119,9 @@ def test_stats_table_prints_the_same_numbers(demo_run):
                 seen += 1
     assert seen == len(PARTITIONS)
     assert f"{100 * got['overall']['truncated_share']:.1f}%" in proc.stdout
+    # single-turn configs: no conversation tables, no later-turns column
+    assert all(s["conversations"] is None for s in got["configs"].values()) and got["overall"]["conversations"] is None
+    assert "later turns" not in proc.stdout and "conversations (policy own_history)" not in proc.stdout
 
 
 def test_stats_reports_the_draft_vocabulary_coverage(demo_run, tmp_path):
@@ -159,6 +162,64 @@ def test_stats_reports_the_draft_vocabulary_coverage(demo_run, tmp_path):
     assert json.loads(run_cli("stats", "--workdir", str(w), "--json", "--no-plots").stdout)["draft_vocab"] is None
     assert "draft vocabulary: – (counted by emit; run `kimi-data emit`)" in \
         run_cli("stats", "--workdir", str(w), "--no-plots").stdout
+
+
+def test_stats_reports_conversations_as_their_rows_say(conversation_run):
+    """own_history conversations: their number, turns per conversation, end reasons and lengths per turn
+    index, against the validated rows grouped here by conversation_id; a single-turn config has none."""
+    from tests.helpers.conversations import conversations_of
+
+    workdir, build = conversation_run
+    got = json.loads(run_cli("stats", "--workdir", str(workdir), "--json", "--no-plots").stdout)
+    convs = conversations_of(workdir, "C1")
+    rs = [r for turns in convs.values() for r in turns]
+    per = [len(turns) for turns in convs.values()]
+    assert max(per) > 1, "no conversation got a second turn: the case is not exercised"
+    for turns in convs.values():      # one row per turn 1..k; only the last says why it ended
+        assert [r["turn"] for r in turns] == list(range(1, len(turns) + 1))
+        assert all(r["end_reason"] is None for r in turns[:-1])
+    c = got["configs"]["C1"]["conversations"]
+    rep = report(workdir, "C1")
+    assert c["conversations"] == len(convs) == sum(r["turn"] == 1 for r in rs)
+    assert c["rows"] == len(rs)
+    assert c["later_turns"] == rep["later_turns"] == sum(r["turn"] > 1 for r in rs) == len(rs) - len(convs)
+    assert c["turns_per_conversation"]["max"] == max(per)
+    assert close(c["turns_per_conversation"]["mean"], float(np.mean(per)))
+    assert c["turns_per_conversation"]["histogram"] == {str(k): per.count(k) for k in range(1, max(per) + 1)}
+    ends = {}
+    for turns in convs.values():
+        if turns[-1]["end_reason"]:
+            ends[turns[-1]["end_reason"]] = ends.get(turns[-1]["end_reason"], 0) + 1
+    assert c["end_reasons"] == ends == rep["conversation_ends"]
+    for t in range(1, max(per) + 1):
+        at = [r for r in rs if r["turn"] == t]
+        by = c["by_turn"][str(t)]
+        assert by["rows"] == len(at)
+        assert close(by["prompt"]["mean"], float(np.mean([r["prompt_len"] for r in at])))
+        assert close(by["completion"]["p50"], float(np.median([r["completion_len"] for r in at])))
+    assert got["configs"]["C2"]["conversations"] is None
+    assert got["overall"]["conversations"]["conversations"] == len(convs)     # C2's prompts are no conversations
+    counts = got["configs"]["C1"]["counts"]
+    assert counts["selected"] + counts["later_turns"] == sum(counts[k] for k in ("rejected_at_prepare", "valid",
+                                                                               "rejected", "failed", "pending"))
+    # --split train: the lengths per turn cover the train rows, the conversations' shape every row
+    train = json.loads(run_cli("stats", "C1", "--workdir", str(workdir), "--json", "--no-plots", "--split",
+                               "train").stdout)["configs"]["C1"]["conversations"]
+    assert train["turns_per_conversation"] == c["turns_per_conversation"]
+    assert sum(v["rows"] for v in train["by_turn"].values()) == sum(r["split"] == "train" for r in rs)
+    # the tables: the accounting with later turns, one conversations row for C1
+    text = run_cli("stats", "--workdir", str(workdir), "--no-plots").stdout
+    lines = [[x.strip() for x in ln.replace("┃", "│").strip().strip("│").split("│")] for ln in text.splitlines()]
+    assert ["config", "selected", "later turns"] in [ln[:3] for ln in lines]
+    assert next(ln for ln in lines if ln[0] == "C1")[2] == str(rep["later_turns"])
+    start = next(i for i, ln in enumerate(lines) if ln[0] == "conversations (policy own_history)")
+    end = next(i for i, ln in enumerate(lines) if ln[0] == "lengths per turn (tokens)")
+    conv_rows = [ln for ln in lines[start:end] if ln[0] in ("C1", "C2")]
+    assert [ln[0] for ln in conv_rows] == ["C1"] and conv_rows[0][1] == str(len(convs))
+    assert conv_rows[0][6] == ", ".join(f"{k} turn{'s' if k > 1 else ''}: {per.count(k)}"
+                                        for k in range(1, max(per) + 1))
+    # the build said the identity with later turns
+    assert "selected + later turns = rejected at prepare + train + rejected + failed + pending" in build.stdout
 
 
 def test_top_k_share_of_a_cut_vocabulary():
@@ -371,6 +432,40 @@ def test_inspect_unknown_id_is_one_line(demo_run):
     assert len(lines) == 1 and lines[0].startswith("error:") and "B4-0000000000000000" in lines[0], proc.stderr
     proc = run_cli("inspect", str(workdir), "B4", "--rejected", "no_such_reason", check=False)
     assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_inspect_shows_the_conversation_around_a_turn(conversation_run):
+    from kimi_eagle_data.conversation.next_turn import END_REASONS
+    from tests.helpers.conversations import conversations_of
+
+    workdir, _ = conversation_run
+    turns = max(conversations_of(workdir, "C1").values(), key=len)
+    assert len(turns) > 1, "no conversation got a second turn: the case is not exercised"
+    second = turns[1]
+    for where in (workdir, workdir / "dataset"):
+        got = json.loads(run_cli("inspect", str(where), "C1", second["id"], "--json").stdout)
+        assert (got["conversation_id"], got["turn"]) == (turns[0]["id"], 2) == (second["conversation_id"], 2)
+        conv = got["conversation"]
+        assert conv["id"] == turns[0]["id"]
+        assert [(t["turn"], t["id"], t["split"], t["prompt_len"], t["completion_len"], t["end_reason"])
+                for t in conv["turns"]] == [(r["turn"], r["id"], r["split"], r["prompt_len"], r["completion_len"],
+                                             r["end_reason"]) for r in turns]
+        assert [t["this"] for t in conv["turns"]] == [r["id"] == second["id"] for r in turns]
+    # the later turn's prompt holds the model's own first turn: a past assistant turn before the generation prompt
+    assert "assistant" in [s["kind"] for s in got["segments"] if s["loss"] == 0]
+    text = run_cli("inspect", str(workdir), "C1", second["id"], "--max-chars", "20").stdout
+    assert f"conversation {turns[0]['id']}: turn 2 of {len(turns)} turns" in text
+    marked = [ln for ln in text.splitlines() if "▶" in ln]
+    assert len(marked) == 1 and second["id"] in marked[0]
+    last = turns[-1]["end_reason"]
+    if last:
+        assert f"ended: {last} — {END_REASONS[last]}" in " ".join(text.split())
+    assert f"inspect another turn: kimi-data inspect {workdir} C1 ID" in text
+    # a single-turn prompt (C2) shows no conversation
+    c2 = pq.read_table(workdir / "validated" / "C2.parquet", columns=["id"])["id"][0].as_py()
+    got = json.loads(run_cli("inspect", str(workdir), "C2", c2, "--json").stdout)
+    assert got["conversation"] is None and (got["turn"], got["end_reason"]) == (1, None)
+    assert "conversation" not in run_cli("inspect", str(workdir), "C2", c2).stdout
 
 
 def test_plan_throughput_counts_busy_time_not_idle_gaps_between_sessions():

@@ -213,7 +213,7 @@ def test_instant_mode_rows(tmp_path):
                                                ["missing_think_close"], [], ["unreadable_row"]]
     assert [v.get("mode") for v in verdicts] == ["instant"] * 4 + ["thinking", "instant", None]
     proc = run_cli("check", str(path), "--profile", "tiny-kimi", "--no-progress", check=False)
-    assert "by mode: instant 5 rows, 3 valid; thinking 1 rows, 0 valid" in proc.stdout
+    assert "by mode: instant 5 rows, 3 valid; thinking 1 row, 0 valid" in proc.stdout
 
 
 def test_render_mode_switch_is_the_templates_own(tmp_path, tiny_tokenizer):
