@@ -13,9 +13,10 @@ from tests.helpers.cli import run_cli
 
 @pytest.fixture(scope="module")
 def prepared_rows(demo_run):
-    """Demo prompts as prepare stored them: messages, tools (JSON strings) and prompt_ids."""
+    """Demo prompts as prepare stored them: messages, tools (JSON strings) and prompt_ids; thinking-mode ones,
+    the mode `render` renders by default."""
     workdir, _ = demo_run
-    rows = pq.read_table(workdir / "prepared" / "B1.parquet").to_pylist()
+    rows = [r for r in pq.read_table(workdir / "prepared" / "B1.parquet").to_pylist() if r["mode"] == "thinking"]
     with_tools = [r for r in rows if r["tools"]]
     assert with_tools, "no B1 demo prompt declares tools"
     return with_tools[:2] + [r for r in rows if not r["tools"]][:1]
