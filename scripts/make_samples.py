@@ -84,8 +84,24 @@ def make_b1(pool: dict) -> list[dict]:
         rng.shuffle(chosen)
         return chosen
 
+    def follow_up_turns(follow_ups: list[tuple], declared: list[str] | None) -> list[tuple[str, str]]:
+        """The turns after the first answer: each USER turn, then a text reply or a call with its response
+        and the answer to it (the call's tool must be declared, as in the upstream's rows)."""
+        turns = []
+        for user, reply in follow_ups:
+            turns.append(("USER", user))
+            if isinstance(reply, str):
+                turns.append(("ASSISTANT", reply))
+                continue
+            tool, args, response, answer = reply
+            if tool not in (declared or []):
+                raise SystemExit(f"B1: the follow-up {user!r} calls {tool!r}, which its row does not declare")
+            turns += [("ASSISTANT", glaive_call(tool, args)),
+                      ("FUNCTION RESPONSE", json.dumps(response, ensure_ascii=False)), ("ASSISTANT", answer)]
+        return turns
+
     rows = []
-    for i, (tool, request, args, response, answer) in enumerate(c["tool_requests"]):
+    for i, (tool, request, args, response, answer, follow_ups) in enumerate(c["tool_requests"]):
         if tool not in tools:
             raise SystemExit(f"B1: tool {tool!r} is not in the tool pool; update scripts/sample_content/chat.py")
         if request not in requests.get(tool, []):
@@ -94,13 +110,15 @@ def make_b1(pool: dict) -> list[dict]:
         sep, compact = ("\n", True) if i % 7 == 3 else ("\n\n", False)
         chat = glaive_chat([("USER", request), ("ASSISTANT", glaive_call(tool, args)),
                             ("FUNCTION RESPONSE", json.dumps(response, ensure_ascii=False)),
-                            ("ASSISTANT", answer)])
+                            ("ASSISTANT", answer)] + follow_up_turns(follow_ups, declared))
         rows.append({"system": system_for(declared, sep, compact), "chat": chat})
-    for declared, request, answer in c["no_call"]:
+    for declared, request, answer, follow_ups in c["no_call"]:
         rows.append({"system": system_for(declared),
-                     "chat": glaive_chat([("USER", request), ("ASSISTANT", answer)])})
-    for request, answer in c["no_access"]:
-        rows.append({"system": GLAIVE_NO_TOOLS, "chat": glaive_chat([("USER", request), ("ASSISTANT", answer)])})
+                     "chat": glaive_chat([("USER", request), ("ASSISTANT", answer)]
+                                         + follow_up_turns(follow_ups, declared))})
+    for request, answer, follow_ups in c["no_access"]:
+        rows.append({"system": GLAIVE_NO_TOOLS, "chat": glaive_chat([("USER", request), ("ASSISTANT", answer)]
+                                                                    + follow_up_turns(follow_ups, None))})
     # pitfall: an empty first USER turn (the adapter rejects it: empty_user_turn)
     rows.append({"system": system_for(["get_stock_price", "get_exchange_rate"]),
                  "chat": glaive_chat([("USER", ""), ("ASSISTANT", "Hello! How can I help you today?"),

@@ -26,19 +26,23 @@ def test_demo_card_renders_with_the_totals_row_in_its_table(demo_run):
     table = configs_table(found)
     manifest = orjson.loads((dataset / "manifest.json").read_bytes())
     assert [r.split("|")[1].strip() for r in table[1:]] == [*manifest["configs"], "**all**"]
-    totals = [c.strip() for c in table[-1].strip("|").split("|")]
+    header = [c.strip() for c in table[0].strip("|").split("|")]
+    totals = dict(zip(header, [c.strip() for c in table[-1].strip("|").split("|")]))
     train = sum(c["counts"]["valid"] for c in manifest["configs"].values())
-    assert totals[8] == str(train)
+    assert totals["train"] == str(train)
     # every plot in the tree is shown
     assert sorted(found["images"]) == sorted(p.relative_to(dataset).as_posix() for p in (dataset / "assets").glob("*.png"))
     # the demo's prompts are the bundled samples, not "public prompts" from the upstream datasets
     assert "public prompts" not in card and "bundled with kimi-eagle-data" in card
     assert all("sample rows in the schema of [" in r for r in table[1:-1])
     assert str(TINY_MODEL_DIR) not in card and str(workdir) not in card
-    # no own_history config: no Conversations section, no later-turns column, the old identity; the row schema
-    # still lists the conversation columns
-    assert "## Conversations" not in card and "later turns" not in card
-    assert "selected = rejected at prepare + train + rejected + failed + pending" in card
+    # B1, B6 and B7 are own_history configs (samples/demo.toml): a Conversations section with exactly them, the
+    # later-turns column and the identity with later turns; the row schema lists the conversation columns
+    assert "## Conversations" in card
+    shape = next(t for t in found["tables"] if t[0].startswith("| config | conversations"))
+    assert [r.split("|")[1].strip() for r in shape[1:]] == ["B1", "B6", "B7"]
+    assert "later turns" in header
+    assert "selected + later turns = rejected at prepare + train + rejected + failed + pending" in " ".join(card.split())
     schema = next(t for t in found["tables"] if t[0].startswith("| column | type"))
     assert {"conversation_id", "turn", "end_reason"} <= {r.split("|")[1].strip() for r in schema}
 

@@ -78,10 +78,36 @@ def test_every_config_has_valid_samples_and_b1_has_tool_calls(demo_run):
         calls = r["messages"][-1]["tool_calls"]
         assert len(calls) == r["num_tool_calls"]
         declared = {t["function"]["name"] for t in json.loads(r["tools"])}
+        # Kimi numbers calls across the conversation: a later turn's first call follows its history's calls
+        before = sum(len(m.get("tool_calls") or ()) for m in r["messages"][:-1] if m["role"] == "assistant")
         for i, call in enumerate(calls):
             assert call["function"]["name"] in declared
-            assert call["id"] == f"functions.{call['function']['name']}:{i}"
+            assert call["id"] == f"functions.{call['function']['name']}:{before + i}"
             assert isinstance(json.loads(call["function"]["arguments"]), dict)
+
+
+def test_demo_continues_conversations_on_the_models_own_turns(demo_run):
+    """The demo's B1, B6 and B7 (policy own_history, kimi_eagle_data/sources/samples/demo.toml): B6 and B7 have
+    conversations of 2 turns or more, and in B1 a tool result of the source follows the model's own call (the call
+    the source made) and the model answers it in a later turn."""
+    workdir, _ = demo_run
+
+    def train(config):
+        return pq.read_table(next((workdir / "dataset" / "data" / config).glob("train-*.parquet"))).to_pylist()
+
+    for config in ("B6", "B7"):
+        assert any(r["turn"] >= 2 for r in train(config)), f"no {config} conversation got a second turn"
+    answered = 0
+    for r in train("B1"):
+        msgs = r["messages"]
+        if r["turn"] < 2 or msgs[-1]["role"] != "assistant":
+            continue
+        for k, m in enumerate(msgs[1:-1], start=1):
+            call_ids = [c["id"] for c in msgs[k - 1].get("tool_calls") or ()]
+            if m["role"] == "tool" and m["tool_call_id"] in call_ids:
+                answered += 1
+                break
+    assert answered >= 1, "no B1 turn answers a tool result that followed the model's own call"
 
 
 def test_rejected_rows_carry_reasons_and_accounting_balances(demo_run):
@@ -91,8 +117,9 @@ def test_rejected_rows_carry_reasons_and_accounting_balances(demo_run):
     for config in PARTITIONS:
         rep = orjson.loads((workdir / "validated" / f"{config}.json").read_bytes())
         assert rep["balanced"], rep
-        assert rep["selected"] == (rep["rejected_at_prepare"] + rep["valid"] + rep["rejected"] + rep["failed"]
-                                   + rep["pending"])
+        # a conversation's later turns are samples of its own beyond the selected prompt (docs/data-format.md)
+        assert rep["selected"] + rep["later_turns"] == (rep["rejected_at_prepare"] + rep["valid"] + rep["rejected"]
+                                                        + rep["failed"] + rep["pending"])
         total_rejected += rep["rejected"]
     assert len(rejected_files) == sum(1 for c in PARTITIONS if orjson.loads(
         (workdir / "validated" / f"{c}.json").read_bytes())["rejected"])

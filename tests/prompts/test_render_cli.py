@@ -13,7 +13,8 @@ from tests.helpers.cli import run_cli
 
 @pytest.fixture(scope="module")
 def prepared_rows(demo_run):
-    """Demo prompts as prepare stored them: messages, tools (JSON strings) and prompt_ids."""
+    """Demo prompts as prepare stored them: messages, tools (JSON strings), prompt_ids and the mode each was
+    rendered in."""
     workdir, _ = demo_run
     rows = pq.read_table(workdir / "prepared" / "B1.parquet").to_pylist()
     with_tools = [r for r in rows if r["tools"]]
@@ -27,9 +28,10 @@ def test_render_prints_prepares_prompt_as_text_and_ids(prepared_rows, tmp_path, 
                                         if r["tools"] else []}) + "\n" for r in prepared_rows))
     for k in (0, 2):                    # --row counts from 1, as editors and `sed -n 1p` do
         ids = prepared_rows[k]["prompt_ids"]
-        text = run_cli("render", str(path), "--row", str(k + 1), "--profile", "tiny-kimi").stdout
+        mode = ("--mode", prepared_rows[k]["mode"])
+        text = run_cli("render", str(path), "--row", str(k + 1), "--profile", "tiny-kimi", *mode).stdout
         assert text == tiny_tokenizer.decode(ids, skip_special_tokens=False) + "\n"
-        got = run_cli("render", str(path), "--row", str(k + 1), "--profile", "tiny-kimi", "--ids").stdout
+        got = run_cli("render", str(path), "--row", str(k + 1), "--profile", "tiny-kimi", "--ids", *mode).stdout
         assert orjson.loads(got) == ids
     assert run_cli("render", str(path), "--row", "0", "--profile", "tiny-kimi", check=False).returncode == 2
 
@@ -40,7 +42,8 @@ def test_render_reads_stdin_and_tools_as_a_json_string(prepared_rows, tiny_token
 
     r = prepared_rows[1]
     row = json.dumps({"messages": json.loads(r["messages"]), "tools": r["tools"]})
-    proc = subprocess.run([sys.executable, "-m", "kimi_eagle_data", "render", "-", "--profile", "tiny-kimi", "--ids"],
+    proc = subprocess.run([sys.executable, "-m", "kimi_eagle_data", "render", "-", "--profile", "tiny-kimi", "--ids",
+                           "--mode", r["mode"]],
                           input=row, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
     assert orjson.loads(proc.stdout) == r["prompt_ids"]
