@@ -113,6 +113,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="kimi_eagle_data/assets/tiny-kimi")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n-train", type=int, default=20000, help="synthetic training conversations")
+    ap.add_argument("--n-multi", type=int, default=12000,
+                    help="multi-turn training conversations (chats, tool loops), from their own seed: the BPE "
+                         "corpus, the first --n-bpe single-turn ones, does not change with them")
     ap.add_argument("--n-bpe", type=int, default=8000, help="conversations used to train the BPE")
     ap.add_argument("--steps", type=int, default=2400)
     ap.add_argument("--tokens-per-batch", type=int, default=3800)
@@ -142,8 +145,10 @@ def main(argv=None) -> int:
     t0 = time.time()
     if not args.eval_only:
         convs = [synth.conversation() for _ in range(args.n_train)]
-        log(f"generated {len(convs)} synthetic conversations in {time.time() - t0:.1f}s")
         texts = [t for c in convs[:args.n_bpe] for t in bpe_texts(c)]
+        multi = Synth(args.seed + 20_000)
+        convs += [multi.multi_turn() for _ in range(args.n_multi)]
+        log(f"generated {len(convs)} synthetic conversations ({args.n_multi} multi-turn) in {time.time() - t0:.1f}s")
         write_tokenizer(out, train_ranks(texts))
         tok = load(out)
         check_tokenizer(tok)
@@ -154,7 +159,7 @@ def main(argv=None) -> int:
     check_tokenizer(tok)
 
     from evaluate import evaluate, format_summary
-    from train import build_model, encode_dataset, train
+    from train import MAX_LEN, build_model, encode_dataset, train
 
     if not args.eval_only:
         rows = encode_dataset(tok, convs, log=log)
@@ -162,6 +167,7 @@ def main(argv=None) -> int:
             from transformers import AutoModelForCausalLM
 
             model = AutoModelForCausalLM.from_pretrained(args.init_from, dtype=torch.float32)
+            model.config.max_position_embeddings = MAX_LEN     # rotary positions: a longer context is config only
             log(f"continuing from {args.init_from}")
         else:
             model = build_model(tok, args.seed)
