@@ -5,7 +5,8 @@ turn: turn 1 is sampled on the conversation's first prompt; a turn the project's
 grammar and sent back as the client's assistant message (kimi_eagle_data/turns.py), followed by the source's next
 user turn or tool result(s), and the next turn is sampled on that prompt. A turn the Validator rejects ends its
 conversation (it is counted once, as invalid); so does a source tool result with no model call to answer.
-Per turn number: how many were sampled and how many the Validator (docs/token-rules.md) accepted.
+Per turn number: how many were sampled and how many the Validator (docs/token-rules.md) accepted; and the same
+for the turns that run past the 512 positions of the model's first context (prompt and completion together).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def evaluate_turns(model, tok, convs, *, max_new_tokens=192, batch_size=16, seed
         first, nexts = source_turns(c["messages"])
         live.append((c, first, nexts))
     stats = defaultdict(Counter)                            # "KIND MODE turnN" -> n, valid, length
+    past_512 = Counter()
     issues, ended = Counter(), Counter()
     turn = 1
     while live:
@@ -58,6 +60,8 @@ def evaluate_turns(model, tok, convs, *, max_new_tokens=192, batch_size=16, seed
             st["valid"] += verdict.valid
             st["length"] += finish == "length"
             issues.update(verdict.issues)
+            if len(p) + len(gen) > 512:
+                past_512.update(n=1, valid=verdict.valid)
             if not verdict.valid or not nexts:
                 ended["invalid" if not verdict.valid else "done"] += 1
                 continue
@@ -69,7 +73,7 @@ def evaluate_turns(model, tok, convs, *, max_new_tokens=192, batch_size=16, seed
                 ended["source_result_without_call"] += 1
         live, turn = nxt, turn + 1
     return {"by_turn": {k: dict(v) for k, v in sorted(stats.items())}, "issues": dict(issues.most_common()),
-            "ended": dict(ended)}
+            "ended": dict(ended), "past_512": dict(past_512)}
 
 
 def turn_rates(summary: dict) -> dict[str, dict]:
@@ -87,5 +91,7 @@ def format_turns(summary: dict) -> str:
         lines.append(f"{k:24s} {v['n']:4d} {v['valid']:6d} {v.get('length', 0):6d} {100 * v['valid'] / v['n']:6.1f}%")
     for k, v in turn_rates(summary).items():
         lines.append(f"{k + ' (both modes)':24s} {v['n']:4d} {v['valid']:6d} {'':6s} {100 * v['rate']:6.1f}%")
+    past = summary["past_512"]
+    lines.append(f"turns past 512 positions: {past.get('valid', 0)} of {past.get('n', 0)} valid")
     lines.append(f"issues: {summary['issues']}; conversations ended: {summary['ended']}")
     return "\n".join(lines)
