@@ -137,6 +137,8 @@ def main(argv=None) -> int:
     ap.add_argument("--n-eval", type=int, default=200)
     ap.add_argument("--n-turn-eval", type=int, default=50,
                     help="held-out 3-turn conversations per kind (chat, tool loop) and mode for the multi-turn eval")
+    ap.add_argument("--n-long-eval", type=int, default=64,
+                    help="held-out conversations with a synthetic history of 512-830 prompt tokens (last turn)")
     ap.add_argument("--eval-batch-size", type=int, default=16)
     # One thread: on a shared machine two OpenMP threads spin-wait for each other and run slower than one; the
     # thread count also fixes the float reduction order, so a rebuild with the defaults is byte-identical.
@@ -249,11 +251,23 @@ def main(argv=None) -> int:
     line += "; on its own history: " + ", ".join(
         f"{k.replace('chat_mt', 'chat').replace('tool_mt', 'tool loop')} {100 * v['rate']:.1f}% of {v['n']}"
         for k, v in rates.items() if k.endswith(("turn2", "turn3")))
+    # ---- and on synthetic histories of 512 to 830 prompt tokens (the eval's own turns rarely get there)
+    from evaluate_turns import evaluate_long_history
+
+    long_convs = []
+    while len(long_convs) < args.n_long_eval:
+        c = mt.multi_turn(turns=4)
+        if 512 < len(render_prompt(tok, c, tokenize=True, return_dict=False)) <= 1022 - 192:
+            long_convs.append(c)
+    long = evaluate_long_history(model, tok, long_convs, batch_size=args.eval_batch_size)
+    log(f"long synthetic history: {long}")
+    line += (f"; after a synthetic history of {long['prompt_tokens'][0]}-{long['prompt_tokens'][1]} prompt tokens "
+             f"{100 * long['valid'] / long['n']:.1f}% of {long['n']}")
     log("SUMMARY: " + line)
     (out / "README.md").write_text(README.format(vocab=len(tok), base=BASE_VOCAB, summary=line, steps=args.steps,
                                                  train_min=round((train_s or 0) / 60),
                                                  eval_min=round((time.time() - t_eval) / 60)))
-    summary.update(multi_turn=turns, train_seconds=train_s and round(train_s), steps=args.steps)
+    summary.update(multi_turn=turns, long_history=long, train_seconds=train_s and round(train_s), steps=args.steps)
     (out / "build_eval.json").write_text(json.dumps(summary, indent=1) + "\n")
     return 0
 

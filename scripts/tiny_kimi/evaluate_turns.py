@@ -61,7 +61,7 @@ def evaluate_turns(model, tok, convs, *, max_new_tokens=192, batch_size=16, seed
             st["length"] += finish == "length"
             issues.update(verdict.issues)
             if len(p) + len(gen) > 512:
-                past_512.update(n=1, valid=verdict.valid)
+                past_512.update(n=1, valid=int(verdict.valid))
             if not verdict.valid or not nexts:
                 ended["invalid" if not verdict.valid else "done"] += 1
                 continue
@@ -95,3 +95,22 @@ def format_turns(summary: dict) -> str:
     lines.append(f"turns past 512 positions: {past.get('valid', 0)} of {past.get('n', 0)} valid")
     lines.append(f"issues: {summary['issues']}; conversations ended: {summary['ended']}")
     return "\n".join(lines)
+
+
+def evaluate_long_history(model, tok, convs, *, max_new_tokens=192, batch_size=16, seed=4321) -> dict:
+    """The last turn of conversations whose synthetic history renders past 512 tokens (the positions the
+    1024-token context added), each prompt at most max_seq_len - max_new_tokens: sampled once, judged by the
+    Validator. {"n", "valid", "length", "issues", "prompt_tokens": [min, max]}."""
+    import torch
+
+    torch.manual_seed(seed)
+    validator = Validator(ProfileTokens.from_tokenizer(TINY_KIMI, tok), tok, TINY_KIMI.max_seq_len)
+    modes = [INSTANT if c["mode"] == "instant" else THINKING for c in convs]
+    prompts = [render_prompt(tok, c["messages"], c["tools"], m) for c, m in zip(convs, modes)]
+    results = sample(model, tok, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size)
+    out, issues = Counter(), Counter()
+    for c, p, (gen, finish) in zip(convs, prompts, results):
+        verdict = validator.validate(p, gen, finish, None, c["tools"])
+        out.update(n=1, valid=int(verdict.valid), length=int(finish == "length"))
+        issues.update(verdict.issues)
+    return dict(out, issues=dict(issues.most_common()), prompt_tokens=[min(map(len, prompts)), max(map(len, prompts))])
