@@ -448,7 +448,7 @@ class Synth:
         msgs = list(turn["messages"])
         for _ in range(turns - 1):
             msgs += [self.history_message(turn, mode, 0), {"role": "user", "content": self.follow_up()}]
-            turn = self.plain("chat", msgs)   # lengths as single-turn answers: a longer tail ran past 192 tokens
+            turn = self.plain("chat", msgs, cls=r.choice(["short", "medium", "medium", "long"]))
         return dict(turn, messages=msgs)
 
     def multi_tool(self, turns: int, mode: str) -> dict:
