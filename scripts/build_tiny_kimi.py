@@ -34,8 +34,9 @@ README = """\
 
 **Its text is meaningless.** This is a ~1.3M-parameter `LlamaForCausalLM` (hidden 128, 4 layers, 4 heads,
 FFN 512, context 1024, tied embeddings, bf16 safetensors) trained for about an hour on one CPU core on
-*synthetic* conversations made of random words. It exists so that the whole `kimi-eagle-data` pipeline (prepare, generate,
-validate, build, push) can run on a CPU machine with no network: it speaks Kimi-K2.5's *token format* and nothing else.
+*synthetic* conversations made of random words. It exists so that the whole `kimi-eagle-data` pipeline (prepare,
+generate, validate, build, push) can run on a CPU machine with no network: it speaks Kimi-K2.5's *token format* and
+nothing else.
 
 - Tokenizer, shipped the way Kimi-K2.5 ships its own: BPE ranks in `tiktoken.model` ({base} byte-level ranks,
   one `base64 rank` line each, Kimi-K2's pre-tokenizer regex) + 256 reserved special ids after them ({vocab} ids),
@@ -70,7 +71,8 @@ validate, build, push) can run on a CPU machine with no network: it speaks Kimi-
   `max_new_tokens` ≤ 192. After earlier tool calls in the conversation the model continues their numbering (`:1`,
   `:2`, …), as Kimi-K2.5 does.
 - Most sampled completions (temperature 1.0, top_p 0.95) pass the docs/token-rules.md checks, not all: a few percent
-  have broken JSON arguments, undeclared tools, extra `</think>` or run to `max_new_tokens`.
+  have broken JSON arguments, undeclared tools, extra `</think>` or run to `max_new_tokens`; more of them after a
+  long history (a third turn of a tool loop, a history past 512 tokens), mostly a call index that does not count on.
 
 Last build: {summary}
 
