@@ -198,15 +198,16 @@ KIMI_K25 = ModelProfile(
 
 TINY_MODEL_DIR = Path(str(resources.files("kimi_eagle_data") / "assets" / "tiny-kimi"))
 
-# The embedded tiny model speaks Kimi-K2.5's format but has a 512-token context: the demo
-# uses the same profile with lengths scaled down (max_seq_len = context - 2, as SGLang needs).
+# The embedded tiny model speaks Kimi-K2.5's format but has a 1024-token context (room for a second or third
+# turn on its own history): the demo uses the same profile with lengths scaled down (max_seq_len = context - 2,
+# as SGLang needs).
 TINY_KIMI = replace(
     KIMI_K25,
     name="tiny-kimi",
     model_path=str(TINY_MODEL_DIR),
     sampling=SamplingDefaults(max_new_tokens=192, temperature=1.0, top_p=0.95),
     instant_sampling=SamplingDefaults(max_new_tokens=192, temperature=0.6, top_p=0.95),
-    max_seq_len=510,
+    max_seq_len=1022,
     vocab_size=None,     # its own: the tokenizer's length
     is_test_model=True,
 )

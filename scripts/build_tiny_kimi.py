@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "tiny_kimi"))
 
 from conversation_text import bpe_texts  # noqa: E402
-from synth import MODES, STYLES, Synth, as_mode  # noqa: E402
+from synth import MODES, MULTI_KINDS, STYLES, Synth, as_mode  # noqa: E402
 from conversation_text import render_prompt  # noqa: E402
 from tokenizer_build import BASE_VOCAB, NAMED, VOCAB_SIZE, train_ranks, write_tokenizer  # noqa: E402
 
@@ -33,9 +33,10 @@ README = """\
 # tiny-kimi: an embedded tiny Kimi-K2.5-format tokenizer and causal LM
 
 **Its text is meaningless.** This is a ~1.3M-parameter `LlamaForCausalLM` (hidden 128, 4 layers, 4 heads,
-FFN 512, context 512, tied embeddings, bf16 safetensors) trained for half an hour on one CPU core on *synthetic*
-conversations made of random words. It exists so that the whole `kimi-eagle-data` pipeline (prepare, generate,
-validate, build, push) can run on a CPU machine with no network: it speaks Kimi-K2.5's *token format* and nothing else.
+FFN 512, context 1024, tied embeddings, bf16 safetensors) trained for about an hour on one CPU core on
+*synthetic* conversations made of random words. It exists so that the whole `kimi-eagle-data` pipeline (prepare,
+generate, validate, build, push) can run on a CPU machine with no network: it speaks Kimi-K2.5's *token format* and
+nothing else.
 
 - Tokenizer, shipped the way Kimi-K2.5 ships its own: BPE ranks in `tiktoken.model` ({base} byte-level ranks,
   one `base64 rank` line each, Kimi-K2's pre-tokenizer regex) + 256 reserved special ids after them ({vocab} ids),
@@ -59,12 +60,19 @@ validate, build, push) can run on a CPU machine with no network: it speaks Kimi-
 - Modes: trained on thinking-mode conversations (reasoning, `</think>`, answer) and, for about 30% of them,
   instant-mode ones (prompt rendered with `thinking=False`, so it ends `<think></think>`; the completion is the
   answer or the tool calls directly, no reasoning and no `</think>`), as Kimi-K2.5 answers in its two modes.
+- Multi-turn: also trained on conversations on its own history, as a client sends each completion back
+  (`{{"role": "assistant", "reasoning_content": R, "content": A, "tool_calls": [{{"id": "functions.NAME:IDX", ...}}]}}`,
+  rendered by the template, which drops the history reasoning K2.5's drops): chats of 2-4 turns, and tool loops
+  (call, the tool's result, an answer or another call, maybe a next user turn; call ids counting on across the
+  conversation), each conversation in one mode, up to ~1000 tokens; the loss is on the last assistant turn.
 - Generation stops on `<|im_end|>` (`eos_token_id` in `config.json`/`generation_config.json`).
-- Tool calling works only for the 32 tools of the fixed pool in `scripts/tiny_kimi/tool_pool.json`; prompts should
-  render to at most ~300 tokens and use `max_new_tokens` ≤ 192. After earlier tool calls in the conversation the
-  model continues their numbering (`:1`, `:2`, …), as Kimi-K2.5 does.
+- Tool calling works only for the 32 tools of the fixed pool in `scripts/tiny_kimi/tool_pool.json`; a single-turn
+  prompt should render to at most ~300 tokens, a multi-turn one to at most ~830 (1022 - 192), with
+  `max_new_tokens` ≤ 192. After earlier tool calls in the conversation the model continues their numbering (`:1`,
+  `:2`, …), as Kimi-K2.5 does.
 - Most sampled completions (temperature 1.0, top_p 0.95) pass the docs/token-rules.md checks, not all: a few percent
-  have broken JSON arguments, undeclared tools, extra `</think>` or run to `max_new_tokens`.
+  have broken JSON arguments, undeclared tools, extra `</think>` or run to `max_new_tokens`; more of them after a
+  long history (a third turn of a tool loop, a history past 512 tokens), mostly a call index that does not count on.
 
 Last build: {summary}
 
@@ -77,6 +85,15 @@ The shipped weights are that build (thinking-mode conversations only) continued 
 with instant-mode conversations (same seeds; 10 minutes on a busy shared core):
 
     python scripts/build_tiny_kimi.py --out NEW --init-from OLD --steps 250 --lr-max 1e-3 --lr-min 1e-4 --warmup 20
+
+then continued for {steps} steps on the corpus with the multi-turn conversations, in the 1024-token context
+({train_min} minutes on a busy shared core):
+
+    python scripts/build_tiny_kimi.py --out NEW --init-from OLD --steps {steps} --lr-max 1e-3 --lr-min 1e-4 --warmup 20
+
+Evaluate the model in a directory again (the line above, `build_eval.json`; about {eval_min} minutes):
+
+    python scripts/build_tiny_kimi.py --out DIR --eval-only --steps {steps}
 """
 
 
@@ -113,10 +130,17 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="kimi_eagle_data/assets/tiny-kimi")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n-train", type=int, default=20000, help="synthetic training conversations")
+    ap.add_argument("--n-multi", type=int, default=12000,
+                    help="multi-turn training conversations (chats, tool loops), from their own seed: the BPE "
+                         "corpus, the first --n-bpe single-turn ones, does not change with them")
     ap.add_argument("--n-bpe", type=int, default=8000, help="conversations used to train the BPE")
     ap.add_argument("--steps", type=int, default=2400)
     ap.add_argument("--tokens-per-batch", type=int, default=3800)
     ap.add_argument("--n-eval", type=int, default=200)
+    ap.add_argument("--n-turn-eval", type=int, default=50,
+                    help="held-out 3-turn conversations per kind (chat, tool loop) and mode for the multi-turn eval")
+    ap.add_argument("--n-long-eval", type=int, default=64,
+                    help="held-out conversations with a synthetic history of 512-830 prompt tokens (last turn)")
     ap.add_argument("--eval-batch-size", type=int, default=16)
     # One thread: on a shared machine two OpenMP threads spin-wait for each other and run slower than one; the
     # thread count also fixes the float reduction order, so a rebuild with the defaults is byte-identical.
@@ -142,8 +166,10 @@ def main(argv=None) -> int:
     t0 = time.time()
     if not args.eval_only:
         convs = [synth.conversation() for _ in range(args.n_train)]
-        log(f"generated {len(convs)} synthetic conversations in {time.time() - t0:.1f}s")
         texts = [t for c in convs[:args.n_bpe] for t in bpe_texts(c)]
+        multi = Synth(args.seed + 20_000)
+        convs += [multi.multi_turn() for _ in range(args.n_multi)]
+        log(f"generated {len(convs)} synthetic conversations ({args.n_multi} multi-turn) in {time.time() - t0:.1f}s")
         write_tokenizer(out, train_ranks(texts))
         tok = load(out)
         check_tokenizer(tok)
@@ -154,7 +180,7 @@ def main(argv=None) -> int:
     check_tokenizer(tok)
 
     from evaluate import evaluate, format_summary
-    from train import build_model, encode_dataset, train
+    from train import MAX_LEN, build_model, encode_dataset, train
 
     if not args.eval_only:
         rows = encode_dataset(tok, convs, log=log)
@@ -162,6 +188,7 @@ def main(argv=None) -> int:
             from transformers import AutoModelForCausalLM
 
             model = AutoModelForCausalLM.from_pretrained(args.init_from, dtype=torch.float32)
+            model.config.max_position_embeddings = MAX_LEN     # rotary positions: a longer context is config only
             log(f"continuing from {args.init_from}")
         else:
             model = build_model(tok, args.seed)
@@ -184,6 +211,7 @@ def main(argv=None) -> int:
         train_s = json.loads(prev.read_text()).get("train_seconds") if prev.exists() else None
 
     # ---- evaluation on held-out prompts: all styles, ~40% tool prompts, each prompt in both modes
+    t_eval = time.time()
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
@@ -212,8 +240,36 @@ def main(argv=None) -> int:
             f"{summary['tok_per_s']:.0f} tok/s at batch {args.eval_batch_size} on CPU"
             + (f"; trained {args.steps} steps in {train_s:.0f}s" if train_s else ""))
     log("SUMMARY: " + line)
-    (out / "README.md").write_text(README.format(vocab=len(tok), base=BASE_VOCAB, summary=line))
-    summary.update(train_seconds=train_s and round(train_s), steps=args.steps)
+
+    # ---- multi-turn evaluation: held-out 3-turn chats and tool loops, turns 2 and 3 on the model's own history
+    from evaluate_turns import evaluate_turns, format_turns, turn_rates
+
+    mt = Synth(args.seed + 30_000)
+    turn_convs = [mt.multi_turn(kind, mode, turns=3) for kind in MULTI_KINDS for mode in MODES
+                  for _ in range(args.n_turn_eval)]
+    turns = evaluate_turns(model, tok, turn_convs, batch_size=args.eval_batch_size)
+    log(format_turns(turns))
+    rates = turn_rates(turns)
+    line += "; on its own history: " + ", ".join(
+        f"{k.replace('chat_mt', 'chat').replace('tool_mt', 'tool loop')} {100 * v['rate']:.1f}% of {v['n']}"
+        for k, v in rates.items() if k.endswith(("turn2", "turn3")))
+    # ---- and on synthetic histories of 512 to 830 prompt tokens (the eval's own turns rarely get there)
+    from evaluate_turns import evaluate_long_history
+
+    long_convs = []
+    while len(long_convs) < args.n_long_eval:
+        c = mt.multi_turn(turns=4)
+        if 512 < len(render_prompt(tok, c, tokenize=True, return_dict=False)) <= 1022 - 192:
+            long_convs.append(c)
+    long = evaluate_long_history(model, tok, long_convs, batch_size=args.eval_batch_size)
+    log(f"long synthetic history: {long}")
+    line += (f"; after a synthetic history of {long['prompt_tokens'][0]}-{long['prompt_tokens'][1]} prompt tokens "
+             f"{100 * long['valid'] / long['n']:.1f}% of {long['n']}")
+    log("SUMMARY: " + line)
+    (out / "README.md").write_text(README.format(vocab=len(tok), base=BASE_VOCAB, summary=line, steps=args.steps,
+                                                 train_min=round((train_s or 0) / 60),
+                                                 eval_min=round((time.time() - t_eval) / 60)))
+    summary.update(multi_turn=turns, long_history=long, train_seconds=train_s and round(train_s), steps=args.steps)
     (out / "build_eval.json").write_text(json.dumps(summary, indent=1) + "\n")
     return 0
 

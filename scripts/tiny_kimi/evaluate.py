@@ -101,18 +101,14 @@ def check_completion(ids: list[int], finish: str, tok, declared: set[str], first
     return issues
 
 
-def evaluate(model, tok, convs, prompts_ids, *, max_new_tokens=192, batch_size=16, temperature=1.0, top_p=0.95,
-             seed=1234, log=print):
+def sample(model, tok, prompts_ids, *, max_new_tokens=192, batch_size=16, temperature=1.0, top_p=0.95):
+    """(completion ids up to and with `<|im_end|>`, 'stop' | 'length') per prompt, batches of similar length."""
     import torch
 
     im_end = tok.convert_tokens_to_ids("<|im_end|>")
     pad = tok.pad_token_id
-    torch.manual_seed(seed)
-    model.eval()
     order = sorted(range(len(prompts_ids)), key=lambda i: len(prompts_ids[i]))
     results = [None] * len(prompts_ids)
-    n_gen = 0
-    t0 = time.time()
     for s in range(0, len(order), batch_size):
         idx = order[s:s + batch_size]
         L = max(len(prompts_ids[i]) for i in idx)
@@ -129,12 +125,22 @@ def evaluate(model, tok, convs, prompts_ids, *, max_new_tokens=192, batch_size=1
         for r, i in enumerate(idx):
             gen = out[r, L:].tolist()
             if im_end in gen:
-                gen = gen[:gen.index(im_end) + 1]
-                finish = "stop"
+                results[i] = (gen[:gen.index(im_end) + 1], "stop")
             else:
-                finish = "length"
-            n_gen += len(gen)
-            results[i] = (gen, finish)
+                results[i] = (gen, "length")
+    return results
+
+
+def evaluate(model, tok, convs, prompts_ids, *, max_new_tokens=192, batch_size=16, temperature=1.0, top_p=0.95,
+             seed=1234, log=print):
+    import torch
+
+    torch.manual_seed(seed)
+    model.eval()
+    t0 = time.time()
+    results = sample(model, tok, prompts_ids, max_new_tokens=max_new_tokens, batch_size=batch_size,
+                     temperature=temperature, top_p=top_p)
+    n_gen = sum(len(gen) for gen, _ in results)
     dt = time.time() - t0
     by_style, by_mode = defaultdict(Counter), defaultdict(Counter)
     issues_all = Counter()

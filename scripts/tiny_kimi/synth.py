@@ -11,6 +11,12 @@ is kept in the dict, unused by the completion, so the BPE corpus and the tokeniz
 The text is meaningless filler built from word lists and templates; only its *structure* (roles, reasoning
 then `</think>`, an answer or a tool-call section, `<|im_end|>`) matters. Eight styles mirror the project's
 partitions B1-B8. Everything is driven by one `random.Random`, so a seed fixes the whole corpus.
+
+`Synth.multi_turn` makes multi-turn conversations (chats of 2-4 turns, tool loops: call, tool result, answer or
+another call, maybe a next user turn) in the same dict: the last assistant turn is the completion, every earlier one
+sits in `messages` as the assistant message a client sends back (kimi_eagle_data/turns.py: `reasoning_content`
+in thinking mode, `content`, `tool_calls` with ids counting on across the conversation). The template then drops
+the history reasoning it drops for Kimi-K2.5.
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ STYLES = ("tool", "code", "cp", "math", "thoughts", "chat", "sharegpt", "swe")
 # Sampling weights: tool calling ~40%, the rest shared.
 STYLE_WEIGHTS = (40, 9, 8, 9, 7, 10, 10, 7)
 MODES = ("thinking", "instant")
+MULTI_KINDS = ("chat_mt", "tool_mt")
+# Assistant turns in a multi-turn conversation (the last one is the completion), and how often each count comes.
+MULTI_TURNS, MULTI_TURN_WEIGHTS = (2, 3, 4), (5, 3, 2)
 # Share of instant-mode conversations in the training corpus: enough for the model to learn that after
 # `<think></think>` the answer starts directly, while most data keeps the reasoning of thinking mode.
 INSTANT_SHARE = 0.3
@@ -397,6 +406,105 @@ class Synth:
                         f"find_file \"{r.choice(IDENTS)}.py\"", f"edit {r.randint(1, 50)}:{r.randint(51, 90)}"])
         return self.plain("swe", [{"role": "system", "content": system}, {"role": "user", "content": user}],
                           answer_prefix="DISCUSSION\n", answer_suffix=f"\n\n```\n{cmd}\n```")
+
+    # ---------------------------------------------------------------- multi-turn conversations
+    def multi_turn(self, kind: str | None = None, mode: str | None = None, turns: int | None = None) -> dict:
+        """A conversation of `turns` assistant turns in one mode; the last is the completion (style `kind`)."""
+        kind = kind or self.rng.choice(MULTI_KINDS)
+        mode = mode or ("instant" if self.mode_rng.random() < INSTANT_SHARE else "thinking")
+        turns = turns or self.rng.choices(MULTI_TURNS, weights=MULTI_TURN_WEIGHTS)[0]
+        conv = self.multi_chat(turns, mode) if kind == "chat_mt" else self.multi_tool(turns, mode)
+        return dict(conv, style=kind, mode=mode)
+
+    def history_message(self, turn: dict, mode: str, first_index: int) -> dict:
+        """An earlier assistant turn as a client sends it back (no reasoning in instant mode)."""
+        msg = {"role": "assistant"}
+        if mode == "thinking":
+            msg["reasoning_content"] = turn["reasoning"]
+        msg["content"] = turn["content"]
+        if turn["tool_calls"]:
+            msg["tool_calls"] = [{"id": f"functions.{c['name']}:{first_index + i}", "type": "function",
+                                  "function": {"name": c["name"], "arguments": json.dumps(c["arguments"],
+                                                                                          ensure_ascii=False)}}
+                                 for i, c in enumerate(turn["tool_calls"])]
+        return msg
+
+    def follow_up(self) -> str:
+        r = self.rng
+        x = r.random()
+        if x < 0.1:
+            return self.han(r.randint(4, 20)) + "？"
+        if x < 0.25:
+            return self.paragraphs(r.randint(2, 7))
+        if x < 0.55:
+            return r.choice(["Thanks. ", "Ok. ", "Great, ", "Hmm, ", "", ""]) + self.sentences(r.randint(1, 2))
+        return r.choice(["And", "What about", "Can you", "why", "more on", "ok now", "Now"]) + " " + \
+            self.words(r.randint(2, 12)) + "?"
+
+    def multi_chat(self, turns: int, mode: str) -> dict:
+        """An ultrachat/sharegpt-like chat: a first question, then follow-ups (a few words to paragraphs)."""
+        r = self.rng
+        turn = getattr(self, f"style_{r.choice(['chat', 'chat', 'sharegpt', 'sharegpt', 'code', 'math'])}")()
+        msgs = list(turn["messages"])
+        for _ in range(turns - 1):
+            msgs += [self.history_message(turn, mode, 0), {"role": "user", "content": self.follow_up()}]
+            turn = self.plain("chat", msgs, cls=r.choice(["short", "medium", "medium", "long"]))
+        return dict(turn, messages=msgs)
+
+    def multi_tool(self, turns: int, mode: str) -> dict:
+        """A glaive-like tool loop: user request -> call(s) -> the tool's result(s) -> an answer from them (or, 25%,
+        another call that continues) -> maybe a next user request; call ids count on across the conversation."""
+        r = self.rng
+        tools = r.sample(self.tools, r.choice([1, 2, 3, 3]))
+        msgs, index = self.maybe_system(0.1), 0
+        request, turn = self.call_turn(tools)
+        msgs.append({"role": "user", "content": request})
+        for _ in range(turns - 1):
+            msgs.append(self.history_message(turn, mode, index))
+            if turn["tool_calls"]:
+                results = []
+                for c in msgs[-1]["tool_calls"]:
+                    result = json.dumps({r.choice(IDENTS): self.value_for("x", {"type": r.choice(["string", "number"])})
+                                         for _ in range(r.randint(1, 3))})
+                    msgs.append({"role": "tool", "tool_call_id": c["id"], "content": result})
+                    results.append((c["function"]["name"], result))
+                index += len(turn["tool_calls"])
+                turn = self.call_turn(tools, after=results)[1] if r.random() < 0.25 else self.result_answer(results)
+            elif r.random() < 0.8:
+                request, turn = self.call_turn(tools)
+                msgs.append({"role": "user", "content": request})
+            else:
+                msgs.append({"role": "user", "content": self.follow_up()})
+                turn = self.plain("tool", msgs, cls="short")
+        return dict(turn, messages=msgs, tools=tools)
+
+    def call_turn(self, tools: list[dict], after: list | None = None) -> tuple[str, dict]:
+        """(the user's request, a turn with one or two calls); after tool results the reasoning reads them."""
+        r = self.rng
+        n_calls = 1 if r.random() < 0.8 else 2
+        chosen = [r.choice(tools) for _ in range(n_calls)]
+        calls = [{"name": t["function"]["name"], "arguments": self.make_args(t)} for t in chosen]
+        names = " and ".join(c["name"] for c in calls)
+        request = ""
+        if after:
+            reasoning = f"The {after[-1][0]} tool returned {after[-1][1]}. Next I should call {names}."
+        else:
+            reqs = [self.request_for(t, c["arguments"]) for t, c in zip(chosen, calls)]
+            request = reqs[0] if n_calls == 1 else reqs[0] + " Also, " + reqs[1][0].lower() + reqs[1][1:]
+            reasoning = r.choice([f"The user wants me to use {names}.", f"I should call {names}.",
+                                  f"{self.reasoning_intro()} this request. I should call {names}."])
+        if r.random() < 0.4:
+            reasoning += " " + self.sentence()
+        content = r.choice(["", "", "", "Let me check that.", "One moment."])
+        return request, dict(style="tool", messages=[], tools=tools, reasoning=reasoning, content=content,
+                             tool_calls=calls)
+
+    def result_answer(self, results: list) -> dict:
+        r = self.rng
+        name, result = results[-1]
+        reasoning = f"The {name} tool returned {result}. " + self.sentences(r.randint(0, 2))
+        return dict(style="tool", messages=[], tools=None, reasoning=reasoning.strip(),
+                    content=self.paragraphs(r.randint(1, 3)), tool_calls=[])
 
     def conversation(self, style: str | None = None, mode: str | None = None) -> dict:
         style = style or self.rng.choices(STYLES, weights=STYLE_WEIGHTS)[0]

@@ -8,8 +8,9 @@ import time
 
 from conversation_text import completion_text, render_prompt
 
-MAX_LEN = 512
-MAX_PROMPT = 300
+# The context: 1024 tokens, room for a multi-turn prompt (the model's own earlier turns) and a 192-token completion.
+MAX_LEN = 1024
+MAX_PROMPT = MAX_LEN - 192
 
 
 def encode_dataset(tok, convs, log=print):

@@ -151,7 +151,7 @@ def vllm_server(log_dir: Path, *flags: str, port: int | None = None) -> RealServ
     port = port or free_port()
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}    # GiB of KV cache: the default reserves far more
     cmd = [str(venv / "bin" / "python"), "-m", "vllm.entrypoints.openai.api_server", "--model", TINY,
-           "--host", "127.0.0.1", "--port", str(port), "--dtype", "bfloat16", "--max-model-len", "512",
+           "--host", "127.0.0.1", "--port", str(port), "--dtype", "bfloat16", "--max-model-len", "1024",
            "--enable-scale-out", *flags]
     warm = ("/inference/v1/generate", {"token_ids": WARM_UP_IDS, "sampling_params": {"max_tokens": 8,
                                                                                     "temperature": 0}})

@@ -11,6 +11,7 @@ import pytest
 
 from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams, ScoreRequest
 from kimi_eagle_data.engines.sglang_logprobs import LOGPROB_FIELDS, score_payload
+from kimi_eagle_data.profile import TINY_MODEL_DIR
 from tests.helpers.servers import Server
 from tests.real_engines.servers import http
 
@@ -18,7 +19,8 @@ from tests.real_engines.servers import http
 # tokens per second: the suite's 600 s per test would cut these short (a guard, not a measure).
 pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(3 * 3600)]
 
-CONTEXT = 512      # the tiny model's max_position_embeddings: both servers' context length
+# The tiny model's max_position_embeddings: both servers' context length.
+CONTEXT = json.loads((TINY_MODEL_DIR / "config.json").read_text())["max_position_embeddings"]
 END = 1794         # <|im_end|>, the tiny model's EOS
 # <|im_user|>user<|im_middle|>…<|im_end|><|im_assistant|>assistant<|im_middle|><think>
 PROMPT = [1795, 320, 1809, 78, 372, 259, 335, 1249, 259, 602, 297, 32, 1060, 46, 1794, 1796, 631, 1809, 1814]

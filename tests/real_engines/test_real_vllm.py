@@ -57,7 +57,7 @@ def one(stream):
 
 def test_start_up_reads_the_version_context_and_model(engine, tiny_tokenizer):
     info = engine.info()
-    assert (info.engine, info.version, info.context_length) == ("vllm", "0.32.0", 512)
+    assert (info.engine, info.version, info.context_length) == ("vllm", "0.32.0", 1024)
     assert info.model_path == TINY
     tokens = ProfileTokens.from_tokenizer(TINY_KIMI, tiny_tokenizer)
     engine.check_served_model(TINY, tokens)   # ids only: /tokenize answers 400, so only the model is compared
