@@ -79,8 +79,10 @@ def pending(jobs: Iterable[J], done, failed, *, retry_failed: bool, run: Request
 
 
 class Feed:
-    """The requests of a streaming run, pulled by the engine (from any one thread): each waiting follow-up first
-    (sent as soon as it is added), then the next initial one. It ends once every request it gave out has been
+    """The requests of a streaming run, pulled by the engine (from any one thread): the initial ones, then each
+    follow-up in the order they were added. Initial ones first: every conversation is under way early, so near the
+    end many short chains run side by side, not the late-started conversations' whole chains one turn at a time
+    (follow-ups first leaves the server part-idle at the end). It ends once every request it gave out has been
     answered and none waits; until then a pull blocks. `close` ends it at once (the consumer stopped)."""
 
     def __init__(self, initial: Iterable[Any]):
@@ -99,11 +101,11 @@ class Feed:
             while True:
                 if self._closed:
                     raise StopIteration
-                if self._follow:
-                    request = self._follow.popleft()
-                    break
                 request = next(self._initial, _NONE)
                 if request is not _NONE:
+                    break
+                if self._follow:
+                    request = self._follow.popleft()
                     break
                 if not self._outstanding:
                     raise StopIteration
