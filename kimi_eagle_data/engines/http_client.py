@@ -121,18 +121,33 @@ class Failure(Exception):
 
 
 class Puller:
-    """The next item of an iterable, pulled in a thread of its own for an asyncio loop: the iterable may block
-    (the request loop's feed waits for answers) and the loop must keep running meanwhile. A daemon thread: one
-    left blocked never holds up the interpreter's exit."""
+    """The next item of an iterable, for an asyncio loop. What is there is taken at once (a list; a feed's `poll`);
+    what may block (the request loop's feed waiting for answers) is pulled in a thread of its own, so the loop
+    runs meanwhile. A daemon thread: one left blocked never holds up the interpreter's exit."""
 
     def __init__(self, items: Iterable, end: Any, name: str):
         self._loop = asyncio.get_running_loop()
+        self._end = end
+        self._items = iter(items)
+        self._ready = self._items if isinstance(items, (list, tuple)) else None
+        self._poll = getattr(items, "poll", None)
         self._asks: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._pull, args=(iter(items), end), name=name, daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        if self._ready is None:
+            self._thread = threading.Thread(target=self._pull, args=(self._items, end), name=name, daemon=True)
+            self._thread.start()
 
     async def next(self) -> Any:
         """The next item, or `end` after the last."""
+        if self._ready is not None:
+            return next(self._ready, self._end)
+        if self._poll is not None:
+            try:
+                item = self._poll()
+            except StopIteration:
+                return self._end
+            if item is not None:
+                return item
         answer = self._loop.create_future()
         self._asks.put(answer)
         return await answer

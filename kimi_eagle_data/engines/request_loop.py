@@ -98,23 +98,30 @@ class Feed:
 
     def __next__(self) -> Any:
         with self._changed:
-            while True:
-                if self._closed:
-                    raise StopIteration
-                request = next(self._initial, _NONE)
-                if request is not _NONE:
-                    break
-                if self._follow:
-                    request = self._follow.popleft()
-                    break
-                if not self._outstanding:
-                    raise StopIteration
+            while (request := self._take()) is None:
                 if threading.get_ident() == self._consumer:   # its answers would never come: a deadlock
                     raise RuntimeError("the engine reads all its requests before answering any; run it with "
                                        "streaming=False (Engine.streams_requests)")
                 self._changed.wait()    # an answer may still add follow-ups
-            self._outstanding += 1
             return request
+
+    def poll(self) -> Any:
+        """The next request without waiting: None when one may still come (answers outstanding); StopIteration
+        at the end. (A puller takes what is there at once and waits in a thread only when it must.)"""
+        with self._changed:
+            return self._take()
+
+    def _take(self) -> Any:
+        if self._closed:
+            raise StopIteration
+        request = next(self._initial, None)
+        if request is None and self._follow:
+            request = self._follow.popleft()
+        if request is None and not self._outstanding:
+            raise StopIteration
+        if request is not None:
+            self._outstanding += 1
+        return request
 
     def answered(self, follow: list[Any]) -> None:
         """One request given out is answered; `follow` (its follow-ups' requests) wait to be sent. One step, so
@@ -129,8 +136,6 @@ class Feed:
             self._closed = True
             self._changed.notify_all()
 
-
-_NONE = object()
 
 
 def run_requests(label: str, jobs: list[J], send: Callable[[Iterable[Any]], Iterator[Any]],
