@@ -6,6 +6,11 @@ batch-synchronous baseline (send a batch, wait for all of it, send the next) tha
 regeneration scripts use. "Ideal" is the lower bound on the makespan for this workload on this
 server: max(total decode work / slots, longest request), both from the server's timing model.
 
+Then conversations: 1-6 turns each (seeded per conversation), turn k+1 made only once turn k's answer
+is back (its prompt: turn k's prompt + answer + ~50 user tokens), through the request loop's follow-ups
+(`run_requests`, `Kept.follow`) on the same engine. Ideal: max(total decode work / slots, the longest
+conversation's turns one after another).
+
     python benchmarks/bench_scheduler.py               # ~1 minute on 2 cores
     python benchmarks/bench_scheduler.py --requests 40000 --token-ms 0.02
 """
@@ -14,8 +19,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
@@ -25,7 +32,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from synthetic_server import launch, length_for  # noqa: E402
 
 from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams  # noqa: E402
+from kimi_eagle_data.engines.request_loop import Kept, RequestRun, run_requests  # noqa: E402
 from kimi_eagle_data.engines.sglang import SGLangEngine  # noqa: E402
+
+USER_TURN = [2000] * 50     # the next user message's ids, after each answer
 
 
 def start_server(args):
@@ -40,6 +50,55 @@ def run_continuous(url: str, reqs, concurrency: int) -> float:
     n = sum(1 for _ in engine.generate(reqs))
     assert n == len(reqs)
     return time.perf_counter() - t0
+
+
+@dataclass(frozen=True)
+class BenchJob:
+    key: str
+    request: GenerationRequest
+
+
+class Conversations:
+    """`n` conversations of 1-6 turns; the first turns are the jobs, each kept turn names the next."""
+
+    def __init__(self, n: int, sp: SamplingParams):
+        self.sp = sp
+        self.turns = [random.Random(f"conversation {c}").randint(1, 6) for c in range(n)]
+
+    @staticmethod
+    def rid(c: int, turn: int) -> str:
+        return f"v{c}-t{turn}"
+
+    def first(self) -> list[BenchJob]:
+        return [BenchJob(self.rid(c, 0), GenerationRequest(self.rid(c, 0), [1000 + (c % 500)] * 100, self.sp))
+                for c in range(len(self.turns))]
+
+    def keep(self, job: BenchJob, completion) -> Kept:
+        c, turn = (int(x[1:]) for x in job.key.split("-"))
+        follow = ()
+        if turn + 1 < self.turns[c]:
+            rid = self.rid(c, turn + 1)
+            follow = (BenchJob(rid, GenerationRequest(rid, job.request.input_ids + completion.output_ids + USER_TURN,
+                                                      self.sp)),)
+        return Kept(len(completion.output_ids), completion.finish_reason, follow)
+
+    def lengths(self, args) -> list[list[int]]:
+        """Each conversation's output lengths, turn by turn (the server's timing model)."""
+        return [[length_for(self.rid(c, t), args.median, 1.0, args.max_len) for t in range(n)]
+                for c, n in enumerate(self.turns)]
+
+
+def run_conversations(url: str, conv: Conversations, concurrency: int) -> float:
+    engine = SGLangEngine([url], concurrency=concurrency)
+    engine.start()
+
+    def fail(job, failure):
+        raise RuntimeError(f"{job.key} failed: {failure.reason}: {failure.message}")
+
+    run = run_requests("conversations", conv.first(), engine.generate, conv.keep, fail, RequestRun(),
+                       show_progress=False, streaming=engine.streams_requests)
+    assert run.completed == run.requested == sum(conv.turns)
+    return run.seconds
 
 
 async def _batch_sync(url: str, reqs, batch: int) -> None:
@@ -67,6 +126,7 @@ def main():
     ap.add_argument("--median", type=float, default=470)
     ap.add_argument("--max-len", type=int, default=10240)
     ap.add_argument("--concurrency", type=int, default=128, help="continuous client: requests in flight")
+    ap.add_argument("--conversations", type=int, default=4600, help="multi-turn workload (1-6 turns each)")
     args = ap.parse_args()
 
     sp = SamplingParams(max_new_tokens=args.max_len, temperature=1.0, top_p=0.95, stop_token_ids=(163586,))
@@ -78,21 +138,33 @@ def main():
     print(f"workload: {len(reqs)} requests, {sum(lengths):,} output tokens, median {srt[len(srt) // 2]}, "
           f"p99 {srt[int(len(srt) * 0.99)]}, max {srt[-1]}; server: {args.slots} slots x {args.token_ms} ms/token; "
           f"ideal makespan {ideal:.2f} s")
+    conv = Conversations(args.conversations, sp)
+    turn_lengths = conv.lengths(args)
+    conv_tokens = sum(map(sum, turn_lengths))
+    conv_ideal = max(conv_tokens * args.token_ms / 1000 / args.slots,
+                     max(map(sum, turn_lengths)) * args.token_ms / 1000)
+    print(f"conversations: {len(conv.turns)} of 1-6 turns, {sum(conv.turns)} requests, {conv_tokens:,} output "
+          f"tokens, longest conversation {max(map(sum, turn_lengths)):,} tokens; ideal makespan {conv_ideal:.2f} s")
     rows = []
-    for name, fn in (("continuous (kimi-data sglang engine)", lambda u: run_continuous(u, reqs, args.concurrency)),
-                     (f"batch-synchronous baseline (batch {args.slots})", lambda u: run_batch_sync(u, reqs, args.slots))):
+    for name, fn, tokens, best in (
+            ("single-turn continuous (kimi-data sglang engine)", lambda u: run_continuous(u, reqs, args.concurrency),
+             sum(lengths), ideal),
+            (f"single-turn batch-synchronous baseline (batch {args.slots})",
+             lambda u: run_batch_sync(u, reqs, args.slots), sum(lengths), ideal),
+            ("conversations continuous (request loop follow-ups)",
+             lambda u: run_conversations(u, conv, args.concurrency), conv_tokens, conv_ideal)):
         proc, url = start_server(args)   # a fresh server per run: equal conditions
         try:
             wall = fn(url)
         finally:
             proc.terminate()
             proc.wait()
-        rows.append((name, wall, sum(lengths) / wall, ideal / wall))
+        rows.append((name, wall, tokens / wall, best / wall))
     print()
-    print(f"| {'scheduler':<44} | {'wall s':>7} | {'output tok/s':>12} | {'achieved/ideal':>14} |")
-    print(f"|{'-' * 46}|{'-' * 9}|{'-' * 14}|{'-' * 16}|")
+    print(f"| {'scheduler':<52} | {'wall s':>7} | {'output tok/s':>12} | {'achieved/ideal':>14} |")
+    print(f"|{'-' * 54}|{'-' * 9}|{'-' * 14}|{'-' * 16}|")
     for name, wall, tps, ratio in rows:
-        print(f"| {name:<44} | {wall:7.2f} | {tps:12,.0f} | {ratio:14.3f} |")
+        print(f"| {name:<52} | {wall:7.2f} | {tps:12,.0f} | {ratio:14.3f} |")
 
 
 if __name__ == "__main__":

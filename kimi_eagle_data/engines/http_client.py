@@ -15,8 +15,10 @@ an asyncio client that keeps requests in flight, retries, checks answers and wai
 - A prompt holding an id the model cannot embed is never sent: real SGLang and vLLM crash on one.
 
 The asyncio loop runs in a worker thread; results reach the caller's thread through a bounded queue,
-so checkpoint commits stay in one thread (SQLite). Subclasses say how to start (read the server's
-version, model and context length) and how to build and read their requests.
+so checkpoint commits stay in one thread (SQLite). Requests are pulled one per freed slot, in a thread of their
+own: the request loop's feed may block until an answer adds a conversation's next turn (`streams_requests`).
+Subclasses say how to start (read the server's version, model and context length) and how to build and read
+their requests.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ import random
 import re
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Iterator
 
@@ -117,6 +118,62 @@ class Failure(Exception):
     def gave_up(self, request_id: str, attempts: int) -> RequestFailure:
         """The request's answer when this was its last try."""
         return RequestFailure(request_id, self.reason, self.message, attempts)
+
+
+class Puller:
+    """The next item of an iterable, for an asyncio loop. What is there is taken at once (a list; a feed's `poll`);
+    what may block (the request loop's feed waiting for answers) is pulled in a thread of its own, so the loop
+    runs meanwhile. A daemon thread: one left blocked never holds up the interpreter's exit."""
+
+    def __init__(self, items: Iterable, end: Any, name: str):
+        self._loop = asyncio.get_running_loop()
+        self._end = end
+        self._items = iter(items)
+        self._ready = self._items if isinstance(items, (list, tuple)) else None
+        self._poll = getattr(items, "poll", None)
+        self._asks: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        if self._ready is None:
+            self._thread = threading.Thread(target=self._pull, args=(self._items, end), name=name, daemon=True)
+            self._thread.start()
+
+    async def next(self) -> Any:
+        """The next item, or `end` after the last."""
+        if self._ready is not None:
+            return next(self._ready, self._end)
+        if self._poll is not None:
+            try:
+                item = self._poll()
+            except StopIteration:
+                return self._end
+            if item is not None:
+                return item
+        answer = self._loop.create_future()
+        self._asks.put(answer)
+        return await answer
+
+    def close(self) -> None:
+        self._asks.put(None)
+
+    def _pull(self, items: Iterator, end: Any) -> None:
+        while (answer := self._asks.get()) is not None:
+            try:
+                item, error = next(items, end), None
+            except BaseException as e:   # raised in the loop's thread, by `next`
+                item, error = None, e
+            try:
+                self._loop.call_soon_threadsafe(_settle, answer, item, error)
+            except RuntimeError:          # the loop has ended (its run stopped): nobody waits
+                return
+
+
+def _settle(answer: asyncio.Future, item: Any, error: BaseException | None) -> None:
+    if answer.done():            # cancelled: the run stopped
+        return
+    if error is not None:
+        answer.set_exception(error)
+    else:
+        answer.set_result(item)
 
 
 class HTTPEngine(Engine):
@@ -275,16 +332,14 @@ class HTTPEngine(Engine):
 
     async def _fan_out(self, requests: Iterable, send: Callable[[Any, Any], Awaitable[Any]],
                        out: queue.Queue, name: str) -> None:
-        """Send each request once a slot is free. The next request is pulled in a thread of its own: `requests`
-        may block until an answer arrives (the request loop's feed of follow-ups), and the answers come through
-        this event loop, which must keep running meanwhile."""
+        """Send each request once a slot is free; `requests` is read by a Puller (it may block)."""
         import aiohttp
 
         connector = aiohttp.TCPConnector(limit=self.concurrency + 8, limit_per_host=self.concurrency + 8)
         timeout = aiohttp.ClientTimeout(total=self.retry.request_timeout_s, sock_connect=30)
         loop = asyncio.get_running_loop()
-        pull = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{name}-pull")
-        it, end = iter(requests), object()
+        end = object()
+        pull = Puller(requests, end, f"{name}-pull")
         try:
             async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
                 slots = asyncio.Semaphore(self.concurrency)
@@ -299,7 +354,7 @@ class HTTPEngine(Engine):
 
                 while True:
                     await slots.acquire()
-                    req = end if self._stop.is_set() else await loop.run_in_executor(pull, next, it, end)
+                    req = end if self._stop.is_set() else await pull.next()
                     if req is end or self._stop.is_set():
                         slots.release()
                         break
@@ -309,7 +364,7 @@ class HTTPEngine(Engine):
                 if tasks:
                     await asyncio.gather(*tasks)
         finally:
-            pull.shutdown(wait=False, cancel_futures=True)
+            pull.close()
 
     def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoreResult]:
         """Prompt log-probs over the same servers, concurrency and retries as generation."""

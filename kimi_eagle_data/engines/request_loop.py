@@ -79,8 +79,10 @@ def pending(jobs: Iterable[J], done, failed, *, retry_failed: bool, run: Request
 
 
 class Feed:
-    """The requests of a streaming run, pulled by the engine (from any one thread): each waiting follow-up first
-    (sent as soon as it is added), then the next initial one. It ends once every request it gave out has been
+    """The requests of a streaming run, pulled by the engine (from any one thread): the initial ones, then each
+    follow-up in the order they were added. Initial ones first: every conversation is under way early, so near the
+    end many short chains run side by side, not the late-started conversations' whole chains one turn at a time
+    (follow-ups first leaves the server part-idle at the end). It ends once every request it gave out has been
     answered and none waits; until then a pull blocks. `close` ends it at once (the consumer stopped)."""
 
     def __init__(self, initial: Iterable[Any]):
@@ -96,23 +98,30 @@ class Feed:
 
     def __next__(self) -> Any:
         with self._changed:
-            while True:
-                if self._closed:
-                    raise StopIteration
-                if self._follow:
-                    request = self._follow.popleft()
-                    break
-                request = next(self._initial, _NONE)
-                if request is not _NONE:
-                    break
-                if not self._outstanding:
-                    raise StopIteration
+            while (request := self._take()) is None:
                 if threading.get_ident() == self._consumer:   # its answers would never come: a deadlock
                     raise RuntimeError("the engine reads all its requests before answering any; run it with "
                                        "streaming=False (Engine.streams_requests)")
                 self._changed.wait()    # an answer may still add follow-ups
-            self._outstanding += 1
             return request
+
+    def poll(self) -> Any:
+        """The next request without waiting: None when one may still come (answers outstanding); StopIteration
+        at the end. (A puller takes what is there at once and waits in a thread only when it must.)"""
+        with self._changed:
+            return self._take()
+
+    def _take(self) -> Any:
+        if self._closed:
+            raise StopIteration
+        request = next(self._initial, None)
+        if request is None and self._follow:
+            request = self._follow.popleft()
+        if request is None and not self._outstanding:
+            raise StopIteration
+        if request is not None:
+            self._outstanding += 1
+        return request
 
     def answered(self, follow: list[Any]) -> None:
         """One request given out is answered; `follow` (its follow-ups' requests) wait to be sent. One step, so
@@ -127,8 +136,6 @@ class Feed:
             self._closed = True
             self._changed.notify_all()
 
-
-_NONE = object()
 
 
 def run_requests(label: str, jobs: list[J], send: Callable[[Iterable[Any]], Iterator[Any]],
