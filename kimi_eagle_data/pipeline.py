@@ -350,6 +350,9 @@ class Pipeline:
         if not any(r.id not in done and (self.s.retry_failed or r.id not in failed) for r in records):
             return GenerateReport(skipped_done=sum(r.id in done for r in records) + done_later,
                                   skipped_failed=sum(r.id in failed and r.id not in done for r in records))
+        next_turn = self.next_turn(prepared)
+        if next_turn is not None:     # the longest conversations first: short chains, not long ones, end the run
+            records.sort(key=lambda r: -next_turn.turns_left(r))
         ckpt = Checkpoint(self.workdir.shard_checkpoint(self.s.shard))
         own = engine is None
         try:
@@ -359,7 +362,7 @@ class Pipeline:
                                       retry_failed=self.s.retry_failed, console=self.console,
                                       show_progress=self.s.progress,
                                       reasoning_length=partial(reasoning_length, tokens=self.tokens),
-                                      next_turn=self.next_turn(prepared))
+                                      next_turn=next_turn)
             report.skipped_done += done_later
             return report
         finally:
@@ -367,20 +370,19 @@ class Pipeline:
                 engine.close()
             ckpt.close()
 
-    def next_turn(self, prepared: list) -> Callable | None:
-        """What follows each turn of the run's own_history conversations (conversation/next_turn.py): a
-        function of a prompt record and its completion; None for the prompts of other policies."""
+    def next_turn(self, prepared: list):
+        """What follows each turn of the run's own_history conversations (conversation/next_turn.py's NextTurn);
+        None when no config continues conversations."""
         from kimi_eagle_data.conversation.next_turn import NextTurn
 
         configs = [c for c in self.s.configs if self.partitions.partition(c).conversations]
         if not configs:
             return None
         validator = Validator(self.tokens, self.tokenizer, self.max_seq_len, keep_truncated=self.s.keep_truncated)
-        decide = NextTurn(validator, self.tokenizer, self.profile, max_new_tokens=self.sampling.max_new_tokens,
-                          max_seq_len=self.max_seq_len,
-                          max_turns={c: self.partitions.partition(c).max_turns for c in configs},
-                          scripts={r.id: r.script for r in prepared if r.config in configs})
-        return lambda record, completion: decide(record, completion) if record.config in configs else None
+        return NextTurn(validator, self.tokenizer, self.profile, max_new_tokens=self.sampling.max_new_tokens,
+                        max_seq_len=self.max_seq_len,
+                        max_turns={c: self.partitions.partition(c).max_turns for c in configs},
+                        scripts={r.id: r.script for r in prepared if r.config in configs})
 
     def accounting(self) -> dict[str, dict[str, int]]:
         """The accounting identity (docs/reliability.md) before validation:

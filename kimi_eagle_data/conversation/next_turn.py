@@ -44,10 +44,11 @@ def turn_id(conversation_id: str, turn: int) -> str:
 
 
 class NextTurn:
-    """`next_turn(record, completion)`: the PromptRecord of the conversation's next turn, or its ConversationEnd.
+    """`next_turn(record, completion)`: the PromptRecord of the conversation's next turn, or its ConversationEnd;
+    None for a prompt of a config that does not continue conversations.
 
     `scripts`: conversation id -> its first prompt's script (records.PromptRecord.script); `max_turns`: config ->
-    the partition's max_turns."""
+    the partition's max_turns, for the configs whose conversations go on."""
 
     def __init__(self, validator: Validator, tokenizer, profile: ModelProfile, *, max_new_tokens: int,
                  max_seq_len: int, max_turns: dict[str, int], scripts: dict[str, Sequence[dict] | None]):
@@ -56,7 +57,20 @@ class NextTurn:
         self.steps = {conv: script_steps(s) for conv, s in scripts.items()}
         self.generation_prompts = {m: profile.generation_prompt_ids(tokenizer, m) for m in ("thinking", "instant")}
 
-    def __call__(self, record: PromptRecord, completion: Completion) -> PromptRecord | ConversationEnd:
+    def turns_left(self, record: PromptRecord) -> int:
+        """At most how many turns the conversation has from `record` on, itself included: the source's steps
+        that go on after it, up to max_turns (generate starts the longest conversations first)."""
+        if record.config not in self.max_turns:
+            return 1
+        steps, last = self.steps.get(record.conversation) or [], self.max_turns[record.config]
+        n = record.turn
+        while n < last and step(steps, n).next:
+            n += 1
+        return n - record.turn + 1
+
+    def __call__(self, record: PromptRecord, completion: Completion) -> PromptRecord | ConversationEnd | None:
+        if record.config not in self.max_turns:
+            return None
         conv, turn = record.conversation, record.turn
 
         def end(reason: str, message: str) -> ConversationEnd:
@@ -69,7 +83,7 @@ class NextTurn:
             return end("turn_truncated", f"turn {turn} ended with finish reason {completion.finish_reason!r}")
         if verdict.issues:
             return end("turn_rejected", f"turn {turn}: {', '.join(verdict.issues)}")
-        if turn >= self.max_turns.get(record.config, turn):
+        if turn >= self.max_turns[record.config]:
             return end("max_turns", f"turn {turn} is the partition's max_turns")
         after = step(self.steps.get(conv) or [ScriptStep(None, [])], turn)
         if not after.next:

@@ -79,11 +79,13 @@ def pending(jobs: Iterable[J], done, failed, *, retry_failed: bool, run: Request
 
 
 class Feed:
-    """The requests of a streaming run, pulled by the engine (from any one thread): the initial ones, then each
-    follow-up in the order they were added. Initial ones first: every conversation is under way early, so near the
-    end many short chains run side by side, not the late-started conversations' whole chains one turn at a time
-    (follow-ups first leaves the server part-idle at the end). It ends once every request it gave out has been
-    answered and none waits; until then a pull blocks. `close` ends it at once (the consumer stopped)."""
+    """The requests of a streaming run, pulled by the engine (from any one thread): each waiting follow-up first,
+    then the next initial one. A follow-up goes out the moment its job is kept (a conversation's next turn as soon
+    as the turn before is stored), so only the follow-ups of answers not yet pulled wait here, at most as many as
+    requests are in flight, and few conversations are left half done when a run stops. The caller orders the
+    initial requests (longest chains first keeps the server full at the end). It ends once every request it gave
+    out has been answered and none waits; until then a pull blocks. `close` ends it at once (the consumer
+    stopped)."""
 
     def __init__(self, initial: Iterable[Any]):
         self._initial = iter(initial)
@@ -114,9 +116,7 @@ class Feed:
     def _take(self) -> Any:
         if self._closed:
             raise StopIteration
-        request = next(self._initial, None)
-        if request is None and self._follow:
-            request = self._follow.popleft()
+        request = self._follow.popleft() if self._follow else next(self._initial, None)
         if request is None and not self._outstanding:
             raise StopIteration
         if request is not None:
@@ -149,7 +149,8 @@ def run_requests(label: str, jobs: list[J], send: Callable[[Iterable[Any]], Iter
     (an engine that wants all its requests up front)."""
     if not jobs:
         return run
-    by_id = {job.request.id: job for job in jobs}
+    by_id = {job.request.id: job for job in jobs}      # the jobs not answered yet
+    sent = set(by_id)                                  # every request id of this run (follow-ups are new ids)
     run.requested = len(jobs)
     progress = Progress(
         TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(),
@@ -164,7 +165,7 @@ def run_requests(label: str, jobs: list[J], send: Callable[[Iterable[Any]], Iter
 
         def take(result: Any) -> list[Any]:
             """Keep or fail one result; the requests of the jobs that follow it (registered, counted)."""
-            job = by_id[result.id]
+            job = by_id.pop(result.id)        # an answered job is let go: a long run holds only what is in flight
             kept = result if isinstance(result, RequestFailure) else keep(job, result)
             follow: list[Any] = []
             if isinstance(kept, RequestFailure):
@@ -175,7 +176,7 @@ def run_requests(label: str, jobs: list[J], send: Callable[[Iterable[Any]], Iter
                 run.completed += 1
                 run.tokens += kept.tokens
                 run.outcomes[kept.outcome] += 1
-                follow = [_register(by_id, j) for j in kept.follow]
+                follow = [_register(by_id, sent, j) for j in kept.follow]
                 run.requested += len(follow)
             elapsed = time.perf_counter() - t0
             flight = in_flight()
@@ -201,10 +202,11 @@ def run_requests(label: str, jobs: list[J], send: Callable[[Iterable[Any]], Iter
     return run
 
 
-def _register(by_id: dict, job: Job) -> Any:
-    if job.request.id in by_id:
+def _register(by_id: dict, sent: set, job: Job) -> Any:
+    if job.request.id in sent:
         raise ValueError(f"follow-up request id {job.request.id!r} was already sent in this run; ids must be unique")
     by_id[job.request.id] = job
+    sent.add(job.request.id)
     return job.request
 
 

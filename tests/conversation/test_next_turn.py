@@ -157,3 +157,15 @@ def test_turn_ids_are_stable_sample_ids_of_the_conversations_config():
     assert turn_id(CONV, 1) == CONV
     assert turn_id(CONV, 2) == turn_id(CONV, 2) != turn_id(CONV, 3)
     assert turn_id(CONV, 2).startswith("C1-") and len(turn_id(CONV, 2)) == len(CONV)
+
+
+def test_turns_left_counts_the_sources_steps_up_to_max_turns():
+    """Generate starts the conversations with the most turns ahead first (NextTurn.turns_left)."""
+    first = first_turn(CHAT)
+    assert next_turn(CHAT_SCRIPT).turns_left(first) == 3          # two more user turns in the script
+    assert next_turn(CHAT_SCRIPT, max_turns=2).turns_left(first) == 2
+    assert next_turn(CHAT_SCRIPT[:1]).turns_left(first) == 1       # the source answers, then ends
+    second = next_turn(CHAT_SCRIPT)(first, completed(first, OWN))
+    assert next_turn(CHAT_SCRIPT).turns_left(second) == 2
+    other = PromptRecord("B4-0123456789abcdef", "B4", "src", "row", CHAT, None, first.prompt_ids)
+    assert next_turn(CHAT_SCRIPT).turns_left(other) == 1 and next_turn(CHAT_SCRIPT)(other, None) is None
