@@ -70,8 +70,11 @@ class Conversations:
         return f"v{c}-t{turn}"
 
     def first(self) -> list[BenchJob]:
+        """The first turns, the conversations with the most turns first: generate orders them so too, by the
+        turns the source's script has left (conversation/next_turn.py `turns_left`)."""
+        order = sorted(range(len(self.turns)), key=lambda c: -self.turns[c])
         return [BenchJob(self.rid(c, 0), GenerationRequest(self.rid(c, 0), [1000 + (c % 500)] * 100, self.sp))
-                for c in range(len(self.turns))]
+                for c in order]
 
     def keep(self, job: BenchJob, completion) -> Kept:
         c, turn = (int(x[1:]) for x in job.key.split("-"))
