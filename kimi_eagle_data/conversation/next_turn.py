@@ -14,10 +14,11 @@ from typing import Sequence
 
 from kimi_eagle_data.conversation.messages import (TurnError, assistant_message, history_call_count,
                                                    next_turn_messages, tool_call_matches)
-from kimi_eagle_data.conversation.script import ScriptStep, answer_of, script_steps, step
+from kimi_eagle_data.conversation.script import ScriptStep, script_steps, step
 from kimi_eagle_data.profile import ModelProfile
 from kimi_eagle_data.prompts.tokenizer import render_prompt
 from kimi_eagle_data.records import Completion, ConversationEnd, PromptRecord
+from kimi_eagle_data.sources.policies import answer_of
 from kimi_eagle_data.validate.validator import Validator
 
 # Why a conversation has no next turn (the card counts them per config; docs/data-format.md).

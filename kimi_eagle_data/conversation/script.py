@@ -42,16 +42,3 @@ def script_steps(script: Sequence[dict[str, Any]] | None) -> list[ScriptStep]:
 def step(steps: Sequence[ScriptStep], turn: int) -> ScriptStep:
     """The step after turn `turn` (1-based); past the script's end, an empty one."""
     return steps[turn - 1] if turn - 1 < len(steps) else ScriptStep(None, [])
-
-
-def answer_of(message: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The source's assistant message in the shape `kimi-data score` scores (records.SourcePrompt.answer):
-    {"reasoning", "content"[, "tool_calls"]}; None when it says nothing."""
-    if message is None:
-        return None
-    answer: dict[str, Any] = {"reasoning": message.get("reasoning_content"), "content": message.get("content") or ""}
-    if message.get("tool_calls"):
-        answer["tool_calls"] = message["tool_calls"]
-    if not answer["content"].strip() and not answer.get("tool_calls") and not (answer["reasoning"] or "").strip():
-        return None
-    return answer

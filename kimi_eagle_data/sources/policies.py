@@ -91,10 +91,17 @@ def upstream_answer(conv: Conversation, end: int) -> dict[str, Any] | None:
     assistant's, the answer is empty, or the rest of the row cannot be read): prepare counts those prompts."""
     if conv.error is not None or end >= len(conv.messages) or conv.messages[end]["role"] != "assistant":
         return None
-    msg = conv.messages[end]
-    answer: dict[str, Any] = {"reasoning": msg.get("reasoning_content"), "content": msg.get("content") or ""}
-    if msg.get("tool_calls"):
-        answer["tool_calls"] = msg["tool_calls"]
+    return answer_of(conv.messages[end])
+
+
+def answer_of(message: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A source's assistant message in the shape `kimi-data score` scores (records.SourcePrompt.answer):
+    {"reasoning", "content"[, "tool_calls"]}; None when it says nothing."""
+    if message is None:
+        return None
+    answer: dict[str, Any] = {"reasoning": message.get("reasoning_content"), "content": message.get("content") or ""}
+    if message.get("tool_calls"):
+        answer["tool_calls"] = message["tool_calls"]
     if not answer["content"].strip() and not answer.get("tool_calls") and not (answer["reasoning"] or "").strip():
         return None
     return answer
