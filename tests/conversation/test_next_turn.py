@@ -169,3 +169,28 @@ def test_turns_left_counts_the_sources_steps_up_to_max_turns():
     assert next_turn(CHAT_SCRIPT).turns_left(second) == 2
     other = PromptRecord("B4-0123456789abcdef", "B4", "src", "row", CHAT, None, first.prompt_ids)
     assert next_turn(CHAT_SCRIPT).turns_left(other) == 1 and next_turn(CHAT_SCRIPT)(other, None) is None
+
+
+def test_next_prompts_are_what_the_real_k25_template_renders():
+    """The next turns' prompts (a chat, a tool loop, instant mode) equal Kimi-K2.5's real chat_template.jinja's
+    render of the same messages, token for token. The real template is not part of this repository: point
+    KIMI_K25_CHAT_TEMPLATE at a copy of it to run this comparison."""
+    import os
+
+    import pytest
+
+    path = os.environ.get("KIMI_K25_CHAT_TEMPLATE")
+    if not path:
+        pytest.skip("KIMI_K25_CHAT_TEMPLATE is not set (a copy of Kimi-K2.5's chat_template.jinja)")
+    real = open(path, encoding="utf-8").read()
+    chat, loop, instant = first_turn(CHAT), first_turn(LOOP), first_turn(CHAT, mode=INSTANT)
+    second_chat = next_turn(CHAT_SCRIPT)(chat, completed(chat, OWN))
+    second_loop = next_turn(loop_script('{"city": "Oslo"}'))(loop, completed(loop, OWN_CALL))
+    answer = {"role": "assistant", "reasoning_content": "It rains.", "content": "Yes, 4 C and rain."}
+    third_loop = next_turn(loop_script('{"city": "Oslo"}'))(second_loop, completed(second_loop, answer))
+    second_instant = next_turn(CHAT_SCRIPT)(instant, completed(instant, {"role": "assistant", "content": "An apple."}))
+    for record in (second_chat, second_loop, third_loop, second_instant):
+        kwargs = {"thinking": False} if record.mode == INSTANT else {}
+        text = TOK.apply_chat_template(record.messages, tools=TOOLS, add_generation_prompt=True, tokenize=False,
+                                       chat_template=real, **kwargs)
+        assert record.prompt_ids == TOK.encode(text, add_special_tokens=False), (record.turn, record.mode)
