@@ -197,8 +197,8 @@ class RunSettings:
                                  help="Send again what is recorded as failed (samples to generate, answers to score).")
     batch_size: int = setting(16, flag="--batch-size", type=int, show_default=True, rule=AT_LEAST_1, inherited=True,
                               group="engine", help="Local engine batch size.")
-    version: str = setting("0.1.0", flag="--version", show_default=True, inherited=True,
-                           help="Dataset version (semver).")
+    version: str = setting("0.1.0", flag="--dataset-version", show_default=True, inherited=True,
+                           help="The dataset's version (semver; the Hub tag v<version>). `kimi-data --version` is the tool's.")
     repo: str | None = setting(None, flag="--repo", metavar="ORG/NAME", group="own", inherited=True,
                                help="Hub repo the card's load line names (the one you will `kimi-data push` to).")
     workers: int | None = setting(None, flag="--workers", type=click.IntRange(min=1), metavar="N", group="own",

@@ -122,7 +122,7 @@ def print_load_hint(dataset_dir: Path, configs) -> None:
 
 # -- commands -------------------------------------------------------------------------------------
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
-@click.version_option(package_name="kimi-eagle-data")
+@click.version_option(package_name="kimi-eagle-data", prog_name="kimi-data")
 def main():
     """Build EAGLE-3 drafter training data for Kimi-K2.5.
 

@@ -53,7 +53,7 @@ def push(path: Path, repo_id: str, private: bool, token_env: str | None, dry_run
         tree no longer has are deleted in it) and tag that commit;
       - tag present with the same manifest: "already published", exit 0;
       - tag present with other content: refused (published versions are
-        immutable): bump --version and re-emit.
+        immutable): bump --dataset-version and re-emit.
     The card is part of the hashed content and is pushed as emitted: run
     `kimi-data emit --workdir DIR --repo ORG/NAME` first so its load line names the repo.
     """

@@ -142,7 +142,7 @@ class ConfigShards:
 
 def check_version(version: str) -> None:
     if not SEMVER.match(version):
-        raise EmitError(f"version {version!r} is not semver (MAJOR.MINOR.PATCH); pass e.g. --version 1.0.0")
+        raise EmitError(f"version {version!r} is not semver (MAJOR.MINOR.PATCH); pass e.g. --dataset-version 1.0.0")
 
 
 def clear_data(workdir: Workdir) -> Path:

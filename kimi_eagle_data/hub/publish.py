@@ -6,7 +6,7 @@ list) and the manifest against the card (which records the manifest's sha256: em
 is created when missing, and then:
   * tag `v<version>` exists on the Hub: its `manifest.json` is compared with the local one. The same
     content -> "already published" (exit 0); other content -> refused: a published version is
-    immutable, bump `--version` and re-emit;
+    immutable, bump `--dataset-version` and re-emit;
   * otherwise the tree is uploaded in one commit (`HfApi.upload_folder`; remote files the tree no
     longer has are deleted in the same commit, so an old shard cannot leak into the new version's
     `data/<CFG>/train-*.parquet` glob) and tag `v<version>` is created on that commit.
@@ -135,7 +135,7 @@ def check_manifest_against_card(ds: LocalDataset) -> None:
     if differs:
         version = ds.manifest.get("version")
         raise PublishError(f"{ds.root / MANIFEST} does not match the card it was emitted with: {differs}; it was edited "
-                           f"after emit: re-run `kimi-data emit --workdir {ds.workdir_hint} --version {version}` "
+                           f"after emit: re-run `kimi-data emit --workdir {ds.workdir_hint} --dataset-version {version}` "
                            f"(or restore {MANIFEST}) before pushing")
 
 
@@ -286,11 +286,11 @@ def push_dataset(path: str | os.PathLike, repo_id: str, *, private: bool = False
         remote = hub(f"reading {MANIFEST} at {ds.tag} of {repo_id}", _remote_manifest, api, repo_id, ds.tag)
         if remote is None:
             raise PublishError(f"{repo_id} already has tag {ds.tag} without a {MANIFEST} (not a kimi-data release); "
-                               "published versions are immutable: pick another --version and re-emit")
+                               "published versions are immutable: pick another --dataset-version and re-emit")
         if remote != ds.manifest:
             raise PublishError(
                 f"{repo_id} already has {ds.tag} with different content; published versions are immutable: bump "
-                f"the version (`kimi-data emit --workdir {ds.workdir_hint} --version {next_patch(ds.version)} --repo "
+                f"the version (`kimi-data emit --workdir {ds.workdir_hint} --dataset-version {next_patch(ds.version)} --repo "
                 f"{repo_id}`) and push again")
         result.status = "already published"
         result.commit_oid = tag_commit

@@ -252,7 +252,7 @@ def test_emit_refuses_non_semver(demo_run, tmp_path):
             check_version(bad_version)
     check_version("1.2.3-rc.1")
     w = copy_run(demo_run[0], tmp_path / "w")
-    proc = run_cli("emit", "--workdir", str(w), "--version", "v1.0.0", check=False)
+    proc = run_cli("emit", "--workdir", str(w), "--dataset-version", "v1.0.0", check=False)
     assert proc.returncode == 1 and "semver" in proc.stderr and not (w / "dataset").exists()
 
 

@@ -159,12 +159,12 @@ def test_other_content_under_a_published_version_is_refused(published, demo_run,
     proc = kd(env, "push", str(other), "--repo", REPO)
     assert proc.returncode == 1
     lines = error_lines(proc)
-    assert len(lines) == 1 and "v0.1.0" in lines[0] and "immutable" in lines[0] and "--version" in lines[0]
+    assert len(lines) == 1 and "v0.1.0" in lines[0] and "immutable" in lines[0] and "--dataset-version" in lines[0]
     assert "Traceback" not in proc.stderr
     assert (dict(repo.tags), dict(repo.branches), len(repo.commits)) == before
 
     # A new version is the way: emit 0.1.1 for the repo and push it; v0.1.0 keeps pointing at its commit.
-    assert kd(env, "emit", "--workdir", str(other), "--version", "0.1.1", "--repo", REPO,
+    assert kd(env, "emit", "--workdir", str(other), "--dataset-version", "0.1.1", "--repo", REPO,
               "--no-progress").returncode == 0
     proc = kd(env, "push", str(other), "--repo", REPO)
     assert proc.returncode == 0, proc.stderr
@@ -178,7 +178,7 @@ def test_files_gone_from_the_tree_are_deleted_on_the_hub(published, demo_run, tm
     """A shard the new version no longer has must not survive on main (it would match the split's glob)."""
     work = copy_workdir(demo_run, tmp_path_factory, "shrunk")
     env = hub_env(hub, hf_home)
-    emitted = kd(env, "emit", *(f"B{i}" for i in range(1, 8)), "--workdir", str(work), "--version", "0.2.0",
+    emitted = kd(env, "emit", *(f"B{i}" for i in range(1, 8)), "--workdir", str(work), "--dataset-version", "0.2.0",
                  "--repo", REPO, "--no-progress")
     assert emitted.returncode == 0, emitted.stderr
     assert not (work / "dataset" / "data" / "B8").exists()

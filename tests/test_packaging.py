@@ -1,0 +1,83 @@
+"""What a user installs: the wheel and the sdist `python -m build` makes hold every package and every data file of
+the source tree (the tiny model, the samples, the card template), `twine check` passes them, and the tool's
+version and the dataset's version are different options."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from kimi_eagle_data import __version__
+from tests.helpers.cli import run_cli
+
+ROOT = Path(__file__).resolve().parents[1]
+# Source folder -> where it installs (pyproject's package-dir).
+INSTALLED_AS = {"kimi_eagle_data": "kimi_eagle_data", "builders": "kimi_eagle_data/builders",
+                "cards": "kimi_eagle_data/cards"}
+DATA_SUFFIXES = {".json", ".jsonl", ".toml", ".jinja", ".md", ".model", ".tiktoken", ".safetensors", ".txt"}
+
+
+def _source_files() -> dict[str, Path]:
+    """Installed path -> source file, for every module and data file the package ships."""
+    files = {}
+    for top, installed in INSTALLED_AS.items():
+        for f in (ROOT / top).rglob("*"):
+            if not f.is_file() or "__pycache__" in f.parts:
+                continue
+            if f.suffix == ".py" or f.suffix in DATA_SUFFIXES or "assets" in f.relative_to(ROOT).parts:
+                files[f"{installed}/{f.relative_to(ROOT / top).as_posix()}"] = f
+    return files
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    # --no-isolation: the test venv has setuptools and wheel (the test extra), and no index is needed.
+    proc = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return out
+
+
+def test_wheel_holds_every_package_and_data_file(dist):
+    (wheel,) = dist.glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    expected = _source_files()
+    assert "kimi_eagle_data/conversation/__init__.py" in expected  # the subpackage a listed `packages` once missed
+    assert any(p.startswith("kimi_eagle_data/assets/tiny-kimi/") for p in expected)
+    missing = sorted(set(expected) - names)
+    assert not missing, f"not in the wheel: {missing}"
+    # Data files are byte-identical to the source tree's.
+    with zipfile.ZipFile(wheel) as z:
+        for path in ("kimi_eagle_data/cards/dataset_card.md.jinja", "kimi_eagle_data/assets/tiny-kimi/config.json"):
+            assert z.read(path) == expected[path].read_bytes()
+
+
+def test_sdist_holds_every_package_and_data_file(dist):
+    (sdist,) = dist.glob("*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    expected = {str(src.relative_to(ROOT)) for src in _source_files().values()}
+    missing = sorted(expected - names)
+    assert not missing, f"not in the sdist: {missing}"
+    assert {"pyproject.toml", "setup.py", "README.md"} <= names
+
+
+def test_twine_check_passes(dist):
+    proc = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *map(str, dist.iterdir())],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("PASSED") == 2
+
+
+def test_tool_version_and_dataset_version_are_different_options():
+    assert run_cli("--version").stdout.strip() == f"kimi-data, version {__version__}"
+    emit_help = run_cli("emit", "--help").stdout
+    assert "--dataset-version" in emit_help
+    bad = run_cli("emit", "--workdir", "nowhere", "--version", "1.0.0", check=False)
+    assert bad.returncode == 2 and "'--dataset-version'" in bad.stderr
