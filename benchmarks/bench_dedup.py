@@ -179,6 +179,11 @@ class Rensa:
 IMPLS = {"hand": Hand, "datasketch": Datasketch, "rensa": Rensa}
 
 
+def _has_datasketch() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("datasketch") is not None
+
+
 def run(impl, shingled: list[list[str]]) -> dict[int, int]:
     """{flagged row: the kept row it duplicates}."""
     flagged = {}
@@ -197,9 +202,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--variant-share", type=float, default=0.2)
     ap.add_argument("--max-edit", type=float, default=0.08)
-    ap.add_argument("--only", default=",".join(IMPLS))
+    ap.add_argument("--only", help="implementations, comma-separated (default: every one that is installed)")
     args = ap.parse_args()
-    names = args.only.split(",")
+    names = args.only.split(",") if args.only else [n for n in IMPLS if n != "datasketch" or _has_datasketch()]
+    if "datasketch" not in names and not args.only:
+        print("datasketch is not installed (pip install datasketch): its column is left out")
     print(f"threshold {THRESHOLD}, {SHINGLE_WORDS}-word shingles, {NUM_PERM} permutations, {BANDS} bands; "
           f"rows: seed {args.seed}, variant share {args.variant_share}, edit rate U(0, {args.max_edit})")
     print(f"{'rows':>8} {'impl':<11} {'seconds':>8} {'rows/s':>9} {'flagged':>8} {'both':>7} {'only hand':>10} "

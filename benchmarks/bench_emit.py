@@ -44,16 +44,11 @@ CONFIG = "B4"
 
 def make_workdir(root: Path, million_tokens: float, seed: int = 0) -> int:
     """A workdir with prepared prompts and a checkpoint of structurally valid completions; returns tokens."""
-    import orjson
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from kimi_eagle_data.store.checkpoint import Checkpoint
     from kimi_eagle_data.pipeline import Pipeline, RunSettings
     from kimi_eagle_data.profile import TINY_MODEL_DIR
-    from kimi_eagle_data.records import Completion
-    from kimi_eagle_data.prompts.prepare import PREPARED_ROW_GROUP
-    from kimi_eagle_data.schema import PROMPT_SCHEMA
+    from kimi_eagle_data.prompts.prepare import PrepareReport, write_prepared
+    from kimi_eagle_data.records import Completion, PromptRecord
+    from kimi_eagle_data.store.checkpoint import Checkpoint
 
     p = Pipeline(RunSettings(workdir=str(root), configs=[CONFIG], profile="tiny-kimi", model=str(TINY_MODEL_DIR),
                              samples=True, max_seq_len=1 << 20, progress=False))
@@ -76,22 +71,13 @@ def make_workdir(root: Path, million_tokens: float, seed: int = 0) -> int:
         prompts.append(prompt)
         outputs.append(out)
         total += len(prompt) + len(out)
-    offsets = np.zeros(len(prompts) + 1, dtype=np.int32)
-    np.cumsum([len(x) for x in prompts], out=offsets[1:])
-    msgs = orjson.dumps([{"role": "user", "content": "synthetic"}]).decode()
-    table = pa.table({
-        "id": ids, "config": [CONFIG] * len(ids), "source": ["synthetic"] * len(ids), "source_id": ids,
-        "messages": [msgs] * len(ids), "tools": [""] * len(ids),
-        "prompt_ids": pa.ListArray.from_arrays(pa.array(offsets), pa.array(np.concatenate(prompts))),
-        "answer": [""] * len(ids),
-        "mode": ["thinking"] * len(ids), "temperature": [1.0] * len(ids), "top_p": [0.95] * len(ids),
-    })
-    (root / "prepared").mkdir(exist_ok=True)
-    # As prepare writes it: sorted by id (these ids are), zstd, row groups of PREPARED_ROW_GROUP rows.
-    pq.write_table(table.cast(PROMPT_SCHEMA), root / "prepared" / f"{CONFIG}.parquet", compression="zstd",
-                   row_group_size=PREPARED_ROW_GROUP)
-    (root / "prepared" / f"{CONFIG}.json").write_bytes(orjson.dumps(
-        {"selected": len(ids), "prepared": len(ids), "rejected": {}, "rejected_total": 0}))
+    # Written by prepare's own writer, so the fixture has every column prepare writes.
+    msgs = [{"role": "user", "content": "synthetic"}]
+    records = [PromptRecord(id=i, config=CONFIG, source="synthetic", source_id=i, messages=msgs, tools=None,
+                            prompt_ids=prompt.tolist(), mode="thinking", temperature=1.0, top_p=0.95)
+               for i, prompt in zip(ids, prompts)]
+    write_prepared(p.workdir, CONFIG, records, [],
+                   PrepareReport(config=CONFIG, source="synthetic", selected=len(ids), prepared=len(ids)))
     ckpt = Checkpoint(root / "generations.sqlite")
     for i, out in zip(ids, outputs):
         ckpt.commit(CONFIG, Completion(id=i, output_ids=out, finish_reason="stop", finish_detail={"type": "stop"},

@@ -28,3 +28,5 @@ done
 echo "real engines ready after $((SECONDS - started)) s"
 if [[ "${1:-}" == "--install-only" ]]; then exit 0; fi
 python -m pytest -q -n 0 -m real_engine -p no:cacheprovider -s --durations=0 tests/real_engines "$@"
+# The benchmark that needs a real engine, at its smoke size (it ran; no speed is checked).
+python benchmarks/smoke.py --real
