@@ -208,4 +208,4 @@ def test_config_fields_are_run_settings_under_their_option_names():
     assert builder - options.keys() == set()
     # Not for a builder: a label for publishing, shards/merges of a multi-node run, the dataset version (a
     # BuilderConfig field of its own), the Hub repo.
-    assert options.keys() - builder == {"model_label", "shard", "merge", "version", "repo"}
+    assert options.keys() - builder == {"model_label", "shard", "merge", "dataset_version", "repo"}
