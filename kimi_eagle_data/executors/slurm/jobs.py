@@ -109,16 +109,17 @@ class SlurmJobs:
         lay = self.layout
         common = dict(workdir=str(self.workdir), shards=self.shards, cwd=str(self.cwd),
                       sbatch_lines=self.sbatch_lines(), setup=self.setup_lines(), run_args=shlex.join(self.run_args))
-        reports = " ".join(shlex.quote(str(Workdir(self.workdir).prepare_report(c))) for c in self.configs)
+        reports = [Workdir(self.workdir).prepare_report(c) for c in self.configs]
         generate_args = [*self.run_args, *self.engine_args, "--no-progress"]
         server_arg = ' --server "http://127.0.0.1:$port"' if self.server else ""
         build_args = [*self.run_args, "--no-progress", *(("--repo", self.push_repo) if self.push_repo else ())]
         return {
             "prepare": env.get_template("prepare.sbatch").render(**common, log=lay.log("prepare")),
             "generate": env.get_template("generate.sbatch").render(
-                **common, log=lay.generate_log("%a"), done_dir=str(lay.done), gpus=self.gpus_per_node,
+                **common, log=lay.generate_log("%a"), gpus=self.gpus_per_node,
                 marker=_with_shard(lay.marker(SHARD, self.shards)), events=_with_shard(lay.events_file(SHARD, self.shards)),
-                server_log=_with_shard(lay.server_log(SHARD)), prepare_reports=reports,
+                server_log=_with_shard(lay.server_log(SHARD)), prepared_dir=shlex.quote(str(reports[0].parent)),
+                prepare_reports=" ".join(shlex.quote(r.name) for r in reports),
                 serve=self.server is not None, servers="--server" in self.engine_args,
                 serve_command=self.server.command(self.gpus_per_node) if self.server else "",
                 health_path=self.server.health_path if self.server else "",

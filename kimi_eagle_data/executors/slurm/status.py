@@ -162,7 +162,7 @@ def _shard_state(i: int, shards: int, lay: SlurmLayout, task: scheduler.TaskStat
         s.state, s.detail = "done", requeued
         return s
     if task is not None and task.state == "PENDING":
-        why = {"Dependency": "waits for prepare", "BeginTime": "requeued, starts shortly"}.get(task.reason, task.reason)
+        why = {"Dependency": "waits for prepare", "BeginTime": "starts shortly"}.get(task.reason, task.reason)
         s.state, s.detail = "queued", ", ".join(x for x in (why, requeued) if x)
         return s
     if task is not None and task.active:
