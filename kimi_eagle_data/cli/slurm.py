@@ -8,7 +8,7 @@ import sys
 import click
 from rich.table import Table
 
-from kimi_eagle_data.cli.common import UserError, friendly_errors, out
+from kimi_eagle_data.cli.common import friendly_errors, out
 from kimi_eagle_data.settings import DECLARED, option_for, run_options
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.executors.slurm import scheduler
-from kimi_eagle_data.executors.slurm.layout import JOBS, SlurmLayout
+from kimi_eagle_data.executors.slurm.layout import SlurmLayout
 from kimi_eagle_data.store.workdir import Workdir, read_json, write_json
 
 # How long a task waits for the engine it started to answer its health check: loading Kimi-K2.5 (~600 GB of

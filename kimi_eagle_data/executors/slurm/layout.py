@@ -14,8 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-JOBS = ("prepare", "generate", "finalize")
-
 
 @dataclass(frozen=True)
 class SlurmLayout:
