@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kimi_eagle_data.sources.partitions import DEMO_CONFIG
+from kimi_eagle_data.store.checkpoint import in_shard
 from tests.helpers.cli import run_cli
 from tests.helpers.servers import TINY, wait_for
 
@@ -80,6 +81,12 @@ def commit_stamps(checkpoint: Path) -> dict[str, float]:
         return {}
 
 
+def pending_turns(checkpoint: Path) -> set[str]:
+    """Later turns of conversations the checkpoint holds (stored with the turn before) that have no completion yet."""
+    with closing(sqlite3.connect(checkpoint)) as db:
+        return {r[0] for r in db.execute("SELECT id FROM turns WHERE id NOT IN (SELECT id FROM completions)")}
+
+
 def prepared_ids(workdir: Path) -> set[str]:
     return {i for c in ("B4", "B6") for i in pq.read_table(workdir / "prepared" / f"{c}.parquet",
                                                            columns=["id"]).column("id").to_pylist()}
@@ -103,6 +110,10 @@ def assert_complete(workdir: Path, one_process: dict[str, dict]) -> None:
     rows, and the rows are the one-process build's."""
     rows = dataset_rows(workdir)
     assert prepared_ids(workdir) <= rows.keys()
+    for i in range(SHARDS):     # a conversation's turns stay on the shard of its first turn
+        with closing(sqlite3.connect(workdir / f"generations.shard-{i}-of-{SHARDS}.sqlite")) as db:
+            conversations = {r[0] for r in db.execute("SELECT conversation_id FROM turns")}
+        assert all(in_shard(c, (i, SHARDS)) for c in conversations), i
     stored = checkpoint_ids(workdir)
     assert len(stored) == len(set(stored)) == len(rows)
     train = sorted((workdir / "dataset" / "data").glob("*/train-*.parquet"))
@@ -143,6 +154,9 @@ def test_a_requeued_task_resumes_its_shard_without_generating_anything_twice(one
     stopped = events(w, shard)
     assert [e["event"] for e in stopped] == ["start", "end"] and stopped[1]["rc"] == 143, stopped
     before = commit_stamps(checkpoint)
+    # Stopped in the middle of a conversation: a turn was answered, the next one not yet.
+    interrupted = pending_turns(checkpoint)
+    assert interrupted, "the requeue found no conversation between two turns"
     mid, _ = status(w)        # back in the queue (Slurm holds a requeued job a few seconds), its work counted
     s = mid["shards"][shard]
     assert s["state"] in ("queued", "running") and s["restarts"] == 1 and "requeued 1 time" in s["detail"], s
@@ -154,6 +168,7 @@ def test_a_requeued_task_resumes_its_shard_without_generating_anything_twice(one
     assert final["shards"][shard]["state"] == "done" and final["shards"][shard]["restarts"] == 1
     after = commit_stamps(checkpoint)
     assert {i: after[i] for i in before} == before, "a completion committed before the requeue was made again"
+    assert interrupted <= after.keys(), "a conversation the requeue interrupted did not continue"
     assert_complete(w, one_process)
 
 
