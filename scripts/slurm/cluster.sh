@@ -87,12 +87,12 @@ start() {
             scontrol ping 2>/dev/null | grep -q "is UP" && break
             sleep 0.2
         done
-        pgrep -f -x "slurmctld -f $conf" > "$dir/slurmctld.started" || true
+        ours slurmctld > "$dir/slurmctld.started"
     fi
-    if ! pgrep -f -x "slurmd -f $conf" >/dev/null; then
+    if [[ -z "$(ours slurmd)" ]]; then
         slurmd -f "$conf"
         sleep 0.5
-        pgrep -f -x "slurmd -f $conf" > "$dir/slurmd.started" || true
+        ours slurmd > "$dir/slurmd.started"
     fi
     for _ in $(seq 150); do
         state=$(sinfo -h -o %T 2>/dev/null || true)
@@ -106,6 +106,9 @@ start() {
     exit 1
 }
 
+# The daemons started with this folder's configuration (their command line names it, so they are ours).
+ours() { pgrep -f -x "$1 -f $conf" || true; }
+
 stop() {
     for daemon in slurmd slurmctld munged; do
         if [[ -s "$dir/$daemon.started" ]]; then
@@ -113,6 +116,14 @@ stop() {
             rm -f "$dir/$daemon.started"
         fi
     done
+    # A daemon may fork again after its pid was recorded: stop what still runs with this configuration.
+    for _ in $(seq 50); do
+        left=$(ours slurmctld; ours slurmd)
+        [[ -z "$left" ]] && return
+        kill $left 2>/dev/null || true
+        sleep 0.2
+    done
+    echo "warning: Slurm daemons still running: $left" >&2
 }
 
 case "${1:-}" in
