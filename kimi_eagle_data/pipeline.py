@@ -336,15 +336,17 @@ class Pipeline:
         seen = CheckpointSet(self.checkpoint_paths())
         try:
             done, failed = seen.done_ids(), seen.failures()
-            stored = {i: conv for c in self.s.configs for i, conv in seen.turn_conversations(c).items()
-                      if in_shard(conv, self.s.shard)}
+            turns = {c: seen.turn_conversations(c) for c in self.s.configs}
+            stored = {i: conv for c in self.s.configs for i, conv in turns[c].items() if in_shard(conv, self.s.shard)}
             later = seen.turn_records(ids=sorted(stored.keys() - done))
         finally:
             seen.close()
         records = [r for r in prepared if in_shard(r.conversation, self.s.shard)] + later
         # Later turns already generated are known by id only (their prompts stay in the checkpoint): counted done.
         done_later = len(stored.keys() & done)
-        reuse = self.reuse_line({r.id for r in prepared}, done)
+        # The later turns of this run's conversations (on any shard) are this run's samples too.
+        ids = {r.id for r in prepared}
+        reuse = self.reuse_line(ids | {i for c in turns for i, conv in turns[c].items() if conv in ids}, done)
         if reuse:
             self.console.print(reuse, highlight=False, soft_wrap=True)
         if not any(r.id not in done and (self.s.retry_failed or r.id not in failed) for r in records):

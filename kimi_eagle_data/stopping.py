@@ -39,10 +39,20 @@ def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def stop_on_sigterm() -> None:
-    """From now on SIGTERM raises Terminated in the main thread."""
+def stop_on_sigterm():
+    """From now on SIGTERM raises Terminated in the main thread. Returns the handler it replaced (None when it
+    replaced none), for `restore_sigterm` once the command's work is over."""
     if _in_main_thread() and not _state["stopped"]:
-        signal.signal(signal.SIGTERM, _raise_terminated)
+        return signal.signal(signal.SIGTERM, _raise_terminated)
+    return None
+
+
+def restore_sigterm(previous) -> None:
+    """Back to the handler from before `stop_on_sigterm`: a SIGTERM while the interpreter exits (a scheduler
+    stopping a job that just finished) then ends the process the default way, not as a Terminated raised inside
+    an exit handler (a traceback in the log)."""
+    if previous is not None and _in_main_thread():
+        signal.signal(signal.SIGTERM, previous)
 
 
 def check_stop() -> None:

@@ -138,6 +138,25 @@ def test_a_deferred_sigterm_is_raised_at_the_next_safe_point_only(safe_point):
     assert proc.stdout.splitlines() == ["recorded", f"Terminated from {safe_point}", "ignored after the stop: True"]
 
 
+LATE_SIGTERM = """
+import atexit, os, signal
+from kimi_eagle_data.cli.common import friendly_errors
+
+# A scheduler's SIGTERM that arrives once the command's work is done, while the interpreter exits.
+atexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))
+friendly_errors(lambda: print("done"))()
+print("handler restored:", signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, flush=True)
+"""
+
+
+def test_a_sigterm_after_the_command_finished_ends_the_process_without_a_traceback():
+    """A job stopped just as its command finished (Slurm requeues a task that is exiting): the process ends by the
+    signal, as an idle one would, instead of a Terminated raised inside an exit handler."""
+    proc = subprocess.run([sys.executable, "-c", LATE_SIGTERM], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.splitlines() == ["done", "handler restored: True"]
+    assert proc.returncode == -signal.SIGTERM and "Traceback" not in proc.stderr, proc.stderr
+
+
 # -- emit's workers die with it ------------------------------------------------------------------------
 
 def children(pid: int) -> set[int]:

@@ -206,6 +206,16 @@ def test_engines_do_not_know_the_store():
     assert f"{PACKAGE}.store.checkpoint" in GRAPH[f"{PACKAGE}.engines.generate"]   # the walk sees the edge
 
 
+def test_executors_sit_above_the_stages():
+    """An executor (executors/) runs the stage commands somewhere else; no stage, and nothing but the CLI, knows
+    it exists."""
+    executors = f"{PACKAGE}.executors"
+    found = [f"{a} -> {b}" for a in sorted(GRAPH) if not _inside(a, executors) and not _inside(a, f"{PACKAGE}.cli")
+             for b in sorted(GRAPH[a]) if _inside(b, executors)]
+    assert not found, "modules below the executors import them: " + "; ".join(found)
+    assert f"{executors}.slurm.jobs" in GRAPH[f"{PACKAGE}.cli.slurm"]   # the walk sees the edge
+
+
 # -- the checker itself, on a package made for it ------------------------------------------------------
 
 def _fake_package(tmp_path: Path, files: dict[str, str]) -> Path:

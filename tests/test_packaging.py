@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Source folder -> where it installs (pyproject's package-dir).
 INSTALLED_AS = {"kimi_eagle_data": "kimi_eagle_data", "builders": "kimi_eagle_data/builders",
                 "cards": "kimi_eagle_data/cards"}
-DATA_SUFFIXES = {".json", ".jsonl", ".toml", ".jinja", ".md", ".model", ".tiktoken", ".safetensors", ".txt"}
+DATA_SUFFIXES = {".json", ".jsonl", ".toml", ".jinja", ".md", ".model", ".tiktoken", ".safetensors", ".txt", ".sbatch"}
 
 
 def _source_files() -> dict[str, Path]:

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from kimi_eagle_data.diskfull import disk_full_line, is_disk_full
 from kimi_eagle_data.errors import KimiDataError
-from kimi_eagle_data.stopping import Terminated, stop_on_sigterm
+from kimi_eagle_data.stopping import Terminated, restore_sigterm, stop_on_sigterm
 
 console = Console(stderr=True)
 # Tables stay readable when stdout is a pipe or a log file (rich would assume 80 columns).
@@ -37,7 +37,7 @@ def friendly_errors(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        stop_on_sigterm()
+        previous = stop_on_sigterm()
         try:
             return fn(*args, **kwargs)
         except expected as e:
@@ -52,5 +52,7 @@ def friendly_errors(fn):
             console.print(f"[yellow]interrupted{by}[/]: completed samples are in the checkpoint; rerun the same "
                           "command to resume", soft_wrap=True)
             sys.exit(128 + signal.SIGTERM if by else 130)
+        finally:
+            restore_sigterm(previous)
 
     return wrapper

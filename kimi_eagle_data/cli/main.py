@@ -120,6 +120,14 @@ def print_load_hint(dataset_dir: Path, configs) -> None:
               highlight=False, soft_wrap=True)
 
 
+def check_repo(repo: str | None) -> None:
+    """--repo names a Hub repo: ORG/NAME (a usage error otherwise)."""
+    from kimi_eagle_data.run_checks import REPO_ID
+
+    if repo and not REPO_ID.match(repo):
+        raise click.BadParameter(f"{repo!r}: expected ORG/NAME", param_hint="--repo")
+
+
 # -- commands -------------------------------------------------------------------------------------
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(package_name="kimi-eagle-data", prog_name="kimi-data")
@@ -153,6 +161,7 @@ def demo(workdir: str, limit: int | None, progress: bool, workers: int | None):
 
 @main.command()
 @run_options
+@option_for("repo")
 @option_for("workers")
 @friendly_errors
 def build(**kw):
@@ -164,6 +173,7 @@ def build(**kw):
     Exit status: 0 when every sample completed; 3 when samples failed in this run (the dataset of
     the others is still emitted; rerun with --retry-failed); 1 on an error; 2 on a usage error.
     """
+    check_repo(kw["repo"])
     build_and_print(pipeline_for(kw))
 
 
@@ -230,10 +240,8 @@ def emit(**kw):
 
     The workdir remembers --repo: a later `build` re-emits the card naming the same repo."""
     from kimi_eagle_data.hub.publish import tree_summary
-    from kimi_eagle_data.run_checks import REPO_ID
 
-    if kw["repo"] and not REPO_ID.match(kw["repo"]):
-        raise click.BadParameter(f"{kw['repo']!r}: expected ORG/NAME", param_hint="--repo")
+    check_repo(kw["repo"])
     p = pipeline_for(kw, create=False)
     repo = p.s.repo
     manifest = p.emit()
@@ -267,6 +275,10 @@ main.add_command(score)
 from kimi_eagle_data.cli.serve import serve  # noqa: E402
 
 main.add_command(serve)
+
+from kimi_eagle_data.cli.slurm import slurm  # noqa: E402
+
+main.add_command(slurm)
 
 
 if __name__ == "__main__":  # pragma: no cover

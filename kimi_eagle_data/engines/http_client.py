@@ -43,6 +43,8 @@ RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 # SGLang refuses a request whose rid it is still running: a client killed mid-request left it there, and its rerun
 # sends the same id. Retried after asking the server to abort the stale one (`_abort_stale`).
 DUPLICATE_RID = b"Duplicate request ID"
+# How long a run that stops early spends asking the servers to abort the requests it leaves in flight.
+ABORT_TIMEOUT_S = 5.0
 
 
 @dataclass
@@ -186,6 +188,7 @@ class HTTPEngine(Engine):
     context_margin = 0
     context_flag = "--context-length"
     streams_requests = True    # pulls each next request when a slot frees (the request loop's feed may block)
+    abort_path: str | None = None   # where a request is aborted by its id (POST {"rid"}); None: the server cannot
 
     def __init__(self, urls: list[str], *, concurrency: int = 256, retry: RetryPolicy | None = None,
                  health_timeout_s: float = 600.0, allow_old_server: bool = False, vocab_size: int | None = None):
@@ -206,6 +209,7 @@ class HTTPEngine(Engine):
         self.sent = dict.fromkeys(self.urls, 0)
         self._info: EngineInfo | None = None
         self._stop = threading.Event()
+        self._in_flight: dict[str, str] = {}    # request id -> the URL it was sent to, while a try is under way
 
     # -- start-up -----------------------------------------------------------------------------
     def start(self) -> EngineInfo:
@@ -320,11 +324,15 @@ class HTTPEngine(Engine):
 
         thread = threading.Thread(target=worker, name=name, daemon=True)
         thread.start()
+        finished = False
         try:
             while (item := out.get()) is not done:
                 yield item
+            finished = True
         finally:
-            self._stop.set()       # Ctrl-C or an early exit: stop sending, let in-flight requests go
+            self._stop.set()       # Ctrl-C, SIGTERM or an early exit: stop sending
+            if not finished:
+                self._abort_in_flight()
             thread.join(timeout=5)
             self._stop.clear()
         if error:
@@ -411,6 +419,8 @@ class HTTPEngine(Engine):
             url = self._pick_server()
             self.in_flight_by_url[url] += 1
             self.sent[url] += 1
+            if rid is not None:
+                self._in_flight[rid] = url
             t0 = time.perf_counter()
             try:
                 answer = await self._post(session, url, payload)
@@ -422,11 +432,61 @@ class HTTPEngine(Engine):
                     await self._abort_stale(session, url, rid)
             finally:
                 self.in_flight_by_url[url] -= 1
+                if rid is not None:
+                    self._in_flight.pop(rid, None)
             await asyncio.sleep(self.retry.wait(attempt))
 
     async def _abort_stale(self, session, url: str, rid: str) -> None:
-        """Ask `url` to abort the request `rid` an earlier client left running (servers without such an endpoint:
-        nothing; the retry waits for it to finish)."""
+        """Ask the server behind `url` to abort the request `rid` an earlier client left running (a server without
+        an abort endpoint: nothing; the retry waits for it to finish)."""
+        await self._abort(session, await self._abort_targets(session, url), rid)
+
+    async def _abort_targets(self, session, url: str) -> list[str]:
+        """Where a request sent to `url` is aborted: the workers behind it when `url` is a router (sglang-router lists
+        them at GET /workers and has no abort endpoint of its own), else `url` itself."""
+        import aiohttp
+
+        if self.abort_path is None:
+            return []
+        try:
+            async with session.get(url + "/workers") as r:
+                body = orjson.loads(await r.read()) if r.status == 200 else None
+        except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError, orjson.JSONDecodeError):
+            body = None
+        workers = body.get("workers") if isinstance(body, dict) else None
+        urls = [w["url"].rstrip("/") for w in workers or () if isinstance(w, dict) and isinstance(w.get("url"), str)]
+        return urls or [url]
+
+    async def _abort(self, session, urls: list[str], rid: str) -> None:
+        """POST the abort of request `rid` to each of `urls` (best effort: an answer is read, not required)."""
+        import aiohttp
+
+        for url in urls:
+            try:
+                async with session.post(url + self.abort_path, json={"rid": rid}) as r:
+                    await r.read()
+            except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError):
+                pass
+
+    def _abort_in_flight(self) -> None:
+        """A run stopped early (Ctrl-C, SIGTERM, a consumer that broke off) leaves its in-flight requests running on
+        the servers: abort each one where it runs (on every worker of a router), within ABORT_TIMEOUT_S, so that the
+        rerun's requests, which carry the same ids, are not refused as duplicates of stale ones."""
+        left = dict(self._in_flight)     # a copy: the client's loop thread may still be ending tries
+        if not left or self.abort_path is None:
+            return
+
+        async def abort_all():
+            import aiohttp
+
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=ABORT_TIMEOUT_S)) as session:
+                targets = {url: await self._abort_targets(session, url) for url in set(left.values())}
+                await asyncio.gather(*(self._abort(session, targets[url], rid) for rid, url in left.items()))
+
+        try:
+            asyncio.run(asyncio.wait_for(abort_all(), ABORT_TIMEOUT_S))
+        except (asyncio.TimeoutError, OSError):
+            pass
 
     async def _post(self, session, url: str, payload: bytes) -> dict[str, Any]:
         import aiohttp

@@ -39,7 +39,7 @@ PROTOCOL_VERSION = "0.5.23"
 class Faults:
     error_rate: float = 0.0        # share of /generate answered with HTTP 500
     drop_rate: float = 0.0         # share of /generate whose connection is closed without an answer
-    delay_s: float = 0.0           # added latency per /generate
+    delay_s: float = 0.0           # added latency per /generate, spent as a running request (abortable by rid)
     # Every /generate answer malformed, in these ways (BAD_OUTPUT_MODES) taken in turn, answer by answer.
     bad_output: tuple[str, ...] = ()
     # The first this many rids are taken as still running from a client killed mid-request: answered as SGLang
@@ -247,6 +247,11 @@ class ProtocolServer:
         self.bad_answers = 0           # answers malformed so far (Faults.bad_output)
         self.stale: set[str] = set()   # rids taken as still running from an earlier client (Faults.stale_rids)
         self.stale_taken = 0
+        # Requests being answered, by rid: as SGLang, another request with a running rid is refused as a duplicate,
+        # and /abort_request ends a running one (its answer: finish_reason abort). A client that disconnects does
+        # not end its requests here (aiohttp does not cancel the handler): they run on, as stale ones.
+        self.running: dict[str, asyncio.Event] = {}
+        self.aborted: list[str] = []   # rids /abort_request ended while they ran
         # Every /generate body received, one JSON line each (tests check what a client sent).
         self.record_path = record_path
 
@@ -308,13 +313,14 @@ class ProtocolServer:
         except (orjson.JSONDecodeError, AttributeError):
             return _json({"error": {"message": "expected a JSON object with rid"}}, status=400)
         self.stale.discard(rid)
+        if rid in self.running:
+            self.running[rid].set()
+            self.aborted.append(rid)
         return web.Response(status=200)
 
     async def generate(self, request: web.Request) -> web.StreamResponse:
         t0 = time.perf_counter()
         f = self.faults
-        if f.delay_s:
-            await asyncio.sleep(f.delay_s)
         if f.drop_rate and self.rng.random() < f.drop_rate:
             request.transport.close()     # the client sees a dropped connection
             raise web.HTTPInternalServerError()
@@ -336,10 +342,41 @@ class ProtocolServer:
             if rid and self.stale_taken < f.stale_rids:
                 self.stale.add(rid)
                 self.stale_taken += 1
-            if rid in self.stale:   # SGLang's tokenizer manager, word for word
+            if rid in self.stale or rid in self.running:   # SGLang's tokenizer manager, word for word
                 return _json({"error": {"message": f"Duplicate request ID detected: {rid}"}}, status=400)
-        if want_lp and sampling.max_new_tokens == 0 and start >= 0:
-            return await self._prefill_only(prompts, rids, start, top_n, batch, t0)
+
+        async def work() -> web.Response:
+            if f.delay_s:
+                await asyncio.sleep(f.delay_s)
+            if want_lp and sampling.max_new_tokens == 0 and start >= 0:
+                return await self._prefill_only(prompts, rids, start, top_n, batch, t0)
+            return await self._generate(prompts, rids, sampling, batch, want_lp, top_n, seed, t0)
+
+        running = {rid: asyncio.Event() for rid in rids if rid}
+        self.running.update(running)
+        answer = asyncio.ensure_future(work())
+        try:
+            if await _aborted_first(answer, list(running.values())):
+                return _json(self._aborted(prompts, rids, batch, t0))
+            return answer.result()
+        finally:
+            answer.cancel()      # aborted: the batch it waits in drops it
+            for rid, event in running.items():
+                if self.running.get(rid) is event:
+                    del self.running[rid]
+
+    def _aborted(self, prompts, rids, batch: bool, t0: float):
+        """SGLang's answer to a request /abort_request ended: no tokens, finish_reason abort."""
+        out = []
+        for ids, rid in zip(prompts, rids):
+            answer = {"output_ids": [], "meta_info": _meta_info(rid or uuid.uuid4().hex, {
+                "type": "abort", "message": "Abort in waiting queue"}, len(ids), 0, 0, t0)}
+            out.append(answer if self.skip_tokenizer_init else {"text": "", **answer})
+        return out if batch else out[0]
+
+    async def _generate(self, prompts, rids, sampling, batch: bool, want_lp: bool, top_n: int, seed,
+                        t0: float) -> web.Response:
+        f = self.faults
         loop = asyncio.get_running_loop()
         futures = []
         for ids, rid in zip(prompts, rids):
@@ -434,6 +471,8 @@ class ProtocolServer:
             "engine": f"kimi-eagle-data {self.info.engine} engine ({self.info.version})",
             "requests_served": self.requests_served,
             "bad_answers": self.bad_answers,
+            "running_rids": sorted(self.running),
+            "aborted_rids": self.aborted,
             "pid": os.getpid(),         # which process answers a port (test harnesses start several)
             **self.info.server_args,
         })
@@ -463,6 +502,17 @@ class ProtocolServer:
     async def flush_cache(self, request: web.Request) -> web.Response:
         self.prefix_cache.clear()
         return web.Response(text="Cache flushed.\n")
+
+
+async def _aborted_first(work: asyncio.Future, aborts: list[asyncio.Event]) -> bool:
+    """Wait for `work`, or for one of `aborts` to be set first (then True)."""
+    waiters = [asyncio.ensure_future(e.wait()) for e in aborts]
+    try:
+        done, _ = await asyncio.wait([work, *waiters], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waiters:
+            w.cancel()
+    return work not in done
 
 
 def _meta_info(rid: str, finish: dict[str, Any], prompt_tokens: int, completion_tokens: int, cached: int,

@@ -36,6 +36,7 @@ class SGLangEngine(HTTPEngine):
     # a prompt prepare accepted must fit.
     context_margin = 2
     context_flag = "--context-length"
+    abort_path = "/abort_request"     # POST {"rid"}: the request stops and frees its slot
 
     def __init__(self, urls: list[str], **kw):
         super().__init__(urls, **kw)
@@ -123,17 +124,6 @@ class SGLangEngine(HTTPEngine):
             session, req.input_ids, orjson.dumps(body),
             lambda url, answer, seconds: self._answer(req, answer, seconds),
             lambda f, attempts: f.gave_up(req.id, attempts), rid=req.id)
-
-    async def _abort_stale(self, session, url: str, rid: str) -> None:
-        """SGLang's `POST /abort_request {"rid"}`: the stale request stops and frees its slot (best effort: its
-        answer is read, not required)."""
-        import aiohttp
-
-        try:
-            async with session.post(url + "/abort_request", json={"rid": rid}) as r:
-                await r.read()
-        except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError):
-            pass
 
     def _answer(self, req: GenerationRequest, body: dict[str, Any], latency: float) -> Completion | RequestFailure:
         c = self._completion(req, body, latency)

@@ -11,6 +11,7 @@
     <workdir>/dataset/                     the Hub-layout tree, the only copy of the token rows (emit)
     <workdir>/score.sqlite                 the score checkpoint (score; store/scores.py)
     <workdir>/score.json                   the score report (score)
+    <workdir>/slurm/                       `kimi-data slurm submit`: job scripts, logs, shard markers (executors/slurm)
 """
 
 from __future__ import annotations
@@ -79,6 +80,11 @@ class Workdir:
     @property
     def dataset(self) -> Path:
         return self.root / "dataset"
+
+    @property
+    def slurm(self) -> Path:
+        """The Slurm executor's folder (executors/slurm/layout.py says what it holds)."""
+        return self.root / "slurm"
 
     @property
     def score_checkpoint(self) -> Path:

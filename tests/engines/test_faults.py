@@ -18,7 +18,7 @@ from kimi_eagle_data.engines.sglang import check_output_ids
 from kimi_eagle_data.run_checks import url_problem
 
 from tests.helpers.cli import error_lines, run_cli
-from tests.helpers.servers import Server, free_port, get_json
+from tests.helpers.servers import Server, free_port, get_json, sglang_router
 from tests.helpers.workdirs import completions, prepared_count, sglang_args
 
 
@@ -102,6 +102,23 @@ def test_a_rid_an_earlier_client_left_running_is_aborted_then_generated(prepared
     try:
         proc = run_cli("generate", "--workdir", str(w), "--server", stale.url, "--retry-backoff", "0.01",
                        "--no-progress")
+    finally:
+        stale.kill()
+    assert f"generate: {n} completed, 0 failed" in proc.stdout
+    assert len(set(completions(w))) == n
+
+
+def test_a_stale_rid_behind_the_router_is_aborted_on_its_worker_then_generated(prepared, tmp_path):
+    """The same behind the real sglang-router, which has no /abort_request of its own: the client sends the abort
+    to the workers the router lists (one here, so that a retry cannot dodge the stale request on another)."""
+    w = tmp_path / "w"
+    shutil.copytree(prepared, w)
+    n = prepared_count(w)
+    stale = Server("--stale-rids", "3").start()
+    try:
+        with sglang_router(stale.url) as url:
+            proc = run_cli("generate", "--workdir", str(w), "--server", url, "--retry-backoff", "0.01",
+                           "--no-progress")
     finally:
         stale.kill()
     assert f"generate: {n} completed, 0 failed" in proc.stdout

@@ -18,8 +18,9 @@ import time
 import pytest
 
 from tests.helpers.cli import popen_cli, run_cli
-from tests.helpers.servers import TINY, Server, free_port, get_json, wait_for
-from tests.helpers.workdirs import CONFIGS, completions, generate_in_flight, prepared_count, report, sglang_args
+from tests.helpers.servers import TINY, Server, free_port, sglang_router, wait_for
+from tests.helpers.workdirs import (CONFIGS, completions, failure_reasons, generate_in_flight, prepared_count,
+                                   report, sglang_args)
 
 
 @pytest.fixture
@@ -142,38 +143,44 @@ def test_server_killed_and_restarted_mid_run(tmp_path):
 
 def test_real_sglang_router_in_front_of_two_servers(tmp_path):
     a, b = Server("--delay", "0.02").start(), Server("--delay", "0.02").start()
-    port = free_port()
-    router = subprocess.Popen([sys.executable, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port",
-                               str(port), "--worker-urls", a.url, b.url, "--policy", "round_robin",
-                               # its metrics exporter binds 29000 by default: a second router would die
-                               "--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port())],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # the router's /health answers before workers register
-            try:
-                workers = get_json(url + "/workers")
-                if len(workers.get("workers", [])) == 2:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.3)
-        else:
-            raise AssertionError("router did not register both workers")
-        w = tmp_path / "w"
-        gen = popen_cli("build", *sglang_args(w, url, extra=("--concurrency", "4", "--max-attempts", "20")),
-                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        # Kill b once it has served something (the build is past start-up), not after a fixed time.
-        wait_for(lambda: b.served() >= 1, 300, "worker b served nothing", proc=gen)
-        served_b = b.served()
-        b.kill()   # one worker dies mid-run: the router and our retries carry on with the other
-        out, err = gen.communicate(timeout=600)
-        assert gen.returncode == 0, err
-        assert a.served() > 0 and served_b > 0
-        assert len(set(completions(w))) == prepared_count(w)
+        with sglang_router(a.url, b.url) as url:
+            w = tmp_path / "w"
+            gen = popen_cli("build", *sglang_args(w, url, extra=("--concurrency", "4", "--max-attempts", "20")),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            # Kill b once it has served something (the build is past start-up), not after a fixed time.
+            wait_for(lambda: b.served() >= 1, 300, "worker b served nothing", proc=gen)
+            served_b = b.served()
+            b.kill()   # one worker dies mid-run: the router and our retries carry on with the other
+            out, err = gen.communicate(timeout=600)
+            assert gen.returncode == 0, err
+            assert a.served() > 0 and served_b > 0
+            assert len(set(completions(w))) == prepared_count(w)
     finally:
-        router.kill()
+        a.kill()
+        b.kill()
+
+
+def test_a_stopped_client_aborts_its_requests_on_every_worker_behind_the_router(tmp_path):
+    """SIGTERM stops generate with requests in flight through the real sglang-router. The workers would run them on
+    (a stopped client does not end them) and refuse the rerun's requests, which carry the same ids, as duplicates;
+    the router has no abort endpoint, so the client aborts each request on every worker the router lists."""
+    a, b = Server("--delay", "600").start(), Server("--delay", "600").start()   # a request runs until aborted
+    try:
+        with sglang_router(a.url, b.url) as url:
+            w = tmp_path / "w"
+            run_cli("prepare", *sglang_args(w, url))
+            gen = popen_cli("generate", "--workdir", str(w), "--concurrency", "4", stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+            wait_for(lambda: len(a.running()) == len(b.running()) == 2, 300, "four requests in flight", proc=gen)
+            in_flight = a.running() | b.running()
+            gen.send_signal(signal.SIGTERM)
+            out, err = gen.communicate(timeout=120)
+            assert gen.returncode == 143, err
+            assert a.running() == b.running() == set(), "a stopped client left requests running"
+            assert set(a.aborted()) | set(b.aborted()) == in_flight
+            assert completions(w) == [] and failure_reasons(w) == {}   # aborted answers are not recorded
+    finally:
         a.kill()
         b.kill()
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import time
 import urllib.request
+from contextlib import contextmanager
+from typing import Iterator
 
 from kimi_eagle_data.profile import TINY_MODEL_DIR
 
@@ -64,6 +68,14 @@ class Server:
     def served(self) -> int:
         return get_json(self.url + "/server_info")["requests_served"]
 
+    def running(self) -> set[str]:
+        """The rids it is answering now (a stopped client's stale ones included)."""
+        return set(get_json(self.url + "/server_info")["running_rids"])
+
+    def aborted(self) -> list[str]:
+        """The rids /abort_request ended while they ran."""
+        return get_json(self.url + "/server_info")["aborted_rids"]
+
 
 def wait_for(condition, timeout_s: float, what: str, proc=None) -> None:
     """Poll `condition` until it holds; fail after `timeout_s`, or at once when `proc` exited first."""
@@ -78,3 +90,23 @@ def wait_for(condition, timeout_s: float, what: str, proc=None) -> None:
             raise AssertionError(f"{what}: the process exited ({proc.returncode}) first")
         time.sleep(0.1)
     raise AssertionError(f"{what} after {timeout_s:.0f}s")
+
+
+@contextmanager
+def sglang_router(*worker_urls: str) -> Iterator[str]:
+    """The real sglang-router (round robin) in front of `worker_urls`; its URL once it lists every worker (its
+    /health answers before the workers register)."""
+    port = free_port()
+    router = subprocess.Popen([sys.executable, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port",
+                               str(port), "--worker-urls", *worker_urls, "--policy", "round_robin",
+                               # its metrics exporter binds 29000 by default: a second router would die
+                               "--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port())],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: len(get_json(url + "/workers").get("workers", [])) == len(worker_urls), 60,
+                 "the router did not register every worker", proc=router)
+        yield url
+    finally:
+        router.kill()
+        router.wait()

@@ -1,0 +1,194 @@
+"""The three jobs of a run on Slurm, written from templates/ into `<workdir>/slurm/` and submitted with `sbatch`:
+
+    prepare   `kimi-data prepare` once, on one node without a GPU
+    generate  a job array of one task per shard: the engine started on its node (unless --server names running
+              servers), then `kimi-data generate --shard $SLURM_ARRAY_TASK_ID/N`; --requeue, resumable
+    finalize  after every task succeeded (--dependency=afterok): `kimi-data build` (validate, emit, card; nothing
+              is left to generate), then `kimi-data push` when asked
+
+Every job runs the same run options the submit was given (`run_args`, as typed), so each command sees the settings
+a one-process `build` would, and the workdir binds them as usual.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.executors.slurm import scheduler
+from kimi_eagle_data.executors.slurm.layout import SlurmLayout
+from kimi_eagle_data.store.workdir import Workdir, read_json, write_json
+
+# How long a task waits for the engine it started to answer its health check: loading Kimi-K2.5 (~600 GB of
+# weights) from a shared filesystem can take tens of minutes.
+SERVER_START_S = 3600
+# Seconds before the time limit at which a generate task is warned (USR1) and requeues itself.
+WARN_BEFORE_LIMIT_S = 120
+SHARD = "$shard"        # the generate script's shell variable holding the task's shard index
+_PLAIN_PATH = re.compile(r"^[A-Za-z0-9_./+@:,=-]+$")    # what an #SBATCH line can hold unquoted
+
+class SubmitError(KimiDataError, ValueError):
+    """A submit that cannot work as asked (one line: what, and what to do)."""
+
+@dataclass(frozen=True)
+class Server:
+    """The engine each generate task starts on its node: `kimi-data serve` with the profile's launch flags."""
+    engine: str                 # sglang, vllm, or local (the CPU stand-in speaking SGLang's protocol)
+    profile: str
+    model: str
+    context_length: int         # the run's max_seq_len plus what the engine needs beside it
+    port: int = 30000           # task i listens on port + i (tasks that share a node do not collide)
+    extra: tuple[str, ...] = ()    # more options of `kimi-data serve` (--serve-arg)
+
+    def command(self, gpus: int) -> str:
+        args = ["kimi-data", "serve", "--engine", self.engine, "--profile", self.profile, "--model", self.model]
+        if self.engine != "local":
+            args += ["--tp", str(max(gpus, 1))]
+        args += ["--context-length", str(self.context_length), "--health-timeout", str(SERVER_START_S), *self.extra]
+        return shlex.join(args) + ' --port "$port"'
+
+    @property
+    def health_path(self) -> str:
+        from kimi_eagle_data.engines.serve import SGLangLaunch, VLLMLaunch
+
+        return VLLMLaunch.health_path if self.engine == "vllm" else SGLangLaunch.health_path
+
+@dataclass(frozen=True)
+class SlurmJobs:
+    """What `kimi-data slurm submit` was asked for, resolved: enough to write the three scripts."""
+    workdir: Path
+    shards: int
+    configs: tuple[str, ...]
+    run_args: tuple[str, ...]        # the run options as typed, for every job's command (--workdir included)
+    engine_args: tuple[str, ...]     # the engine options as typed, for generate
+    server: Server | None            # None: the engine is in-process (local) or --server names running ones
+    gpus_per_node: int = 0
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    time: str | None = None
+    setup: str | None = None         # None: put the environment that ran the submit on PATH
+    sbatch_args: tuple[str, ...] = ()
+    push_repo: str | None = None
+    cwd: Path = field(default_factory=Path.cwd)
+
+    def __post_init__(self):
+        for path in (self.workdir, self.cwd):
+            if not _PLAIN_PATH.match(str(path)):
+                raise SubmitError(f"{path}: Slurm's #SBATCH lines cannot hold this path (spaces, quotes); use a "
+                                  "path of letters, digits and ./_-")
+
+    @property
+    def layout(self) -> SlurmLayout:
+        return SlurmLayout(Workdir(self.workdir).slurm)
+
+    def sbatch_lines(self) -> list[str]:
+        lines = [f"--{k}={v}" for k, v in (("partition", self.partition), ("account", self.account),
+                                          ("qos", self.qos), ("time", self.time)) if v]
+        return lines + list(self.sbatch_args)
+
+    def setup_lines(self) -> str:
+        if self.setup is not None:
+            return "# The task's environment (--setup):\n" + self.setup.strip()
+        bin_dir = Path(sys.executable).parent
+        return ("# The environment `kimi-data slurm submit` ran in (give --setup for another):\n"
+                f"export PATH={shlex.quote(str(bin_dir))}:\"$PATH\"")
+
+    def scripts(self) -> dict[str, str]:
+        """Each job's script text, by job name (prepare, generate, finalize)."""
+        import jinja2
+
+        env = jinja2.Environment(loader=jinja2.PackageLoader("kimi_eagle_data.executors.slurm", "templates"),
+                                 undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=True,
+                                 lstrip_blocks=True, autoescape=False)
+        lay = self.layout
+        common = dict(workdir=str(self.workdir), shards=self.shards, cwd=str(self.cwd),
+                      sbatch_lines=self.sbatch_lines(), setup=self.setup_lines(), run_args=shlex.join(self.run_args))
+        reports = [Workdir(self.workdir).prepare_report(c) for c in self.configs]
+        generate_args = [*self.run_args, *self.engine_args, "--no-progress"]
+        server_arg = ' --server "http://127.0.0.1:$port"' if self.server else ""
+        build_args = [*self.run_args, "--no-progress", *(("--repo", self.push_repo) if self.push_repo else ())]
+        return {
+            "prepare": env.get_template("prepare.sbatch").render(**common, log=lay.log("prepare")),
+            "generate": env.get_template("generate.sbatch").render(
+                **common, log=lay.generate_log("%a"), gpus=self.gpus_per_node,
+                marker=_with_shard(lay.marker(SHARD, self.shards)), events=_with_shard(lay.events_file(SHARD, self.shards)),
+                server_log=_with_shard(lay.server_log(SHARD)), prepared_dir=shlex.quote(str(reports[0].parent)),
+                prepare_reports=" ".join(shlex.quote(r.name) for r in reports),
+                serve=self.server is not None, servers="--server" in self.engine_args,
+                serve_command=self.server.command(self.gpus_per_node) if self.server else "",
+                health_path=self.server.health_path if self.server else "",
+                port=self.server.port if self.server else 0, server_start_s=SERVER_START_S,
+                generate_args=shlex.join(generate_args) + server_arg + f' --shard "$shard/{self.shards}"'),
+            "finalize": env.get_template("finalize.sbatch").render(
+                **common, log=lay.log("finalize"), build_args=shlex.join(build_args),
+                workdir_arg=shlex.quote(str(self.workdir)), push_repo=self.push_repo or ""),
+        }
+
+    def write(self) -> dict[str, Path]:
+        """The scripts written into <workdir>/slurm/ (with the folders the jobs write into), by job name."""
+        lay = self.layout
+        lay.make()
+        paths = {}
+        for job, text in self.scripts().items():
+            path = lay.script(job)
+            path.write_text(text)
+            path.chmod(0o755)
+            paths[job] = path
+        return paths
+
+    def sbatch_commands(self) -> list[list[str]]:
+        """How submit hands the scripts to Slurm, in order ($PREPARE, $GENERATE: the job ids sbatch printed)."""
+        lay = self.layout
+        after = "--kill-on-invalid-dep=yes"
+        return [["sbatch", "--parsable", str(lay.script("prepare"))],
+                ["sbatch", "--parsable", "--dependency=afterok:$PREPARE", after, str(lay.script("generate"))],
+                ["sbatch", "--parsable", "--dependency=afterok:$GENERATE", after, str(lay.script("finalize"))]]
+
+def _with_shard(path: Path) -> str:
+    """`path` as one shell word with `$shard` left to expand."""
+    head, _, tail = str(path).partition(SHARD)
+    return shlex.quote(head) + '"$shard"' + (shlex.quote(tail) if tail else "")
+
+def active_jobs(layout: SlurmLayout) -> list[str]:
+    """The jobs of the workdir's last submit that are still queued or running (`job STATE` each)."""
+    if not layout.submit_record.exists():
+        return []
+    found = []
+    for job, job_id in read_json(layout.submit_record).get("jobs", {}).items():
+        states = scheduler.job_states(job_id) or {}
+        found += [f"{job} {s.job} {s.state}" for s in states.values() if s.active]
+    return found
+
+def submit(jobs: SlurmJobs) -> dict[str, str]:
+    """Write the scripts and submit them, each waiting for the one before; the job ids by job name, also recorded
+    in <workdir>/slurm/submit.json (an earlier submit's record moves under "earlier")."""
+    lay = jobs.layout
+    missing = scheduler.missing_command()
+    if missing:
+        raise SubmitError(f"`{missing}` is not on PATH: submit from a machine with Slurm's commands (a login node), "
+                          "or use --dry-run to write the scripts only")
+    running = active_jobs(lay)
+    if running:
+        raise SubmitError(f"jobs of the last submit on {jobs.workdir} are still queued or running ({', '.join(running)});"
+                          " wait for them, or scancel them, before submitting again")
+    paths = jobs.write()
+    ids: dict[str, str] = {}
+    after = "--kill-on-invalid-dep=yes"
+    ids["prepare"] = scheduler.sbatch(paths["prepare"])
+    ids["generate"] = scheduler.sbatch(paths["generate"], f"--dependency=afterok:{ids['prepare']}", after)
+    ids["finalize"] = scheduler.sbatch(paths["finalize"], f"--dependency=afterok:{ids['generate']}", after)
+    earlier = []
+    if lay.submit_record.exists():
+        old = read_json(lay.submit_record)
+        earlier = [*old.pop("earlier", []), old]
+    write_json(lay.submit_record, {"submitted_at": time.time(), "shards": jobs.shards, "configs": list(jobs.configs),
+                                   "jobs": ids, "run_args": list(jobs.run_args), "engine_args": list(jobs.engine_args),
+                                   "server": asdict(jobs.server) if jobs.server else None, "earlier": earlier})
+    return ids
+

@@ -1,0 +1,254 @@
+"""How far a run on Slurm is (`kimi-data slurm status`): per shard its state (queued, running on a node, requeued k
+times, done, failed and why), its completions done of those known so far, its output tokens/s; for the whole run
+the same counts and an ETA; and the prepare and finalize jobs.
+
+Counts come from the workdir's checkpoint files (always there); states from Slurm (`scontrol`, `sacct`) when it can
+be asked from here, else from the tasks' own event lines and markers (layout.py). Reading takes no lock: it works
+while the jobs run.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from kimi_eagle_data.errors import MissingInputError
+from kimi_eagle_data.executors.slurm import scheduler
+from kimi_eagle_data.executors.slurm.layout import SlurmLayout
+from kimi_eagle_data.store.checkpoint import Checkpoint, in_shard
+from kimi_eagle_data.store.workdir import Workdir, read_json
+
+# Output tokens/s is measured over the completions committed in this last stretch of time.
+RATE_WINDOW_S = 600.0
+# Slurm states of a task that ended and will not run again by itself.
+ENDED_BADLY = frozenset({"FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE",
+                         "PREEMPTED", "REVOKED"})
+
+
+@dataclass
+class ShardStatus:
+    shard: int
+    state: str                  # queued, running, done, failed, stopped, not started
+    detail: str = ""            # where it runs, why it waits or failed
+    node: str = ""
+    restarts: int = 0           # times Slurm requeued it
+    total: int = 0              # completions this shard makes, as known so far (its prompts and later turns)
+    done: int = 0
+    failed: int = 0             # samples recorded as failed (after all retries)
+    tokens_per_s: float = 0.0   # output tokens/s over the last RATE_WINDOW_S
+    log: str = ""
+
+
+@dataclass
+class JobStatus:
+    job: str                    # prepare or finalize
+    job_id: str
+    state: str                  # Slurm's state, or "unknown" when Slurm cannot be asked
+    detail: str = ""
+
+
+@dataclass
+class RunStatus:
+    workdir: str
+    shards: list[ShardStatus]
+    jobs: list[JobStatus]
+    scheduler: bool             # Slurm answered
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    tokens_per_s: float = 0.0
+    completions_per_s: float = 0.0
+    eta_s: float | None = None  # None: nothing measured yet, or nothing left
+    dataset: str | None = None  # the emitted dataset, once finalize made it
+    problems: list[str] = field(default_factory=list)   # one line per shard or job that failed for good
+
+    @property
+    def failed_shards(self) -> list[ShardStatus]:
+        return [s for s in self.shards if s.state == "failed"]
+
+
+def _events(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_bytes().splitlines():
+        try:
+            out.append(orjson.loads(line))
+        except orjson.JSONDecodeError:     # a line cut by a node that died while writing it
+            continue
+    return out
+
+
+def last_error_line(log: Path) -> str:
+    """The last `error…` line of a job's log (the one line a kimi-data command prints), else its last line."""
+    if not log.exists():
+        return ""
+    with log.open("rb") as f:
+        f.seek(max(0, log.stat().st_size - 65536))
+        lines = [line.strip() for line in f.read().decode(errors="replace").splitlines() if line.strip()]
+    errors = [line for line in lines if line.lower().startswith(("error", "slurmstepd")) or "error:" in line]
+    return (errors or lines or [""])[-1][:300]
+
+
+def _marker_valid(marker: Path, fingerprints: str) -> bool:
+    return marker.exists() and bool(fingerprints) and marker.read_text() == fingerprints
+
+
+def prepare_fingerprints(workdir: Workdir, configs: list[str]) -> str:
+    """What a shard's marker holds when it finished for the prompts prepared now (the generate script's
+    `prepared`: the reports' "fingerprint" lines, one per config)."""
+    lines = []
+    for c in configs:
+        path = workdir.prepare_report(c)
+        if not path.exists():
+            return ""
+        lines += [line for line in path.read_text().splitlines() if '"fingerprint"' in line]
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def _prepared_ids(workdir: Workdir, configs: list[str]) -> list[str]:
+    import pyarrow.parquet as pq
+
+    ids: list[str] = []
+    for c in configs:
+        path = workdir.prepared(c)
+        if path.exists():
+            ids += pq.read_table(path, columns=["id"]).column("id").to_pylist()
+    return ids
+
+
+def _counts(workdir: Workdir, shards: int, configs: list[str], now: float) -> list[dict]:
+    """Per shard: {total, done, failed} and its output tokens/s and completions/s over the last RATE_WINDOW_S."""
+    prepared = _prepared_ids(workdir, configs)
+    files = {p: Checkpoint(p, readonly=True) for p in workdir.checkpoint_paths()}
+    try:
+        done: set[str] = set()
+        failed: set[str] = set()
+        for ck in files.values():
+            done |= ck.done_ids()
+            failed |= set(ck.failures())
+        out = []
+        for i in range(shards):
+            ck = files.get(workdir.shard_checkpoint((i, shards)))
+            ids = {x for x in prepared if in_shard(x, (i, shards))} | (ck.turn_ids() if ck else set())
+            window = [s for s in (ck.request_stats() if ck else []) if s.created_at > now - RATE_WINDOW_S]
+            span = now - min((s.created_at for s in window), default=now)
+            out.append({"total": len(ids), "done": len(ids & done), "failed": len(ids & failed - done),
+                        "tokens_per_s": sum(s.completion_tokens or 0 for s in window) / span if span > 0 else 0.0,
+                        "completions_per_s": len(window) / span if span > 0 else 0.0})
+        return out
+    finally:
+        for ck in files.values():
+            ck.close()
+
+
+def _shard_state(i: int, shards: int, lay: SlurmLayout, task: scheduler.TaskState | None, marker_ok: bool,
+                 asked: bool) -> ShardStatus:
+    events = _events(lay.events_file(i, shards))
+    starts = [e for e in events if e.get("event") == "start"]
+    ends = [e for e in events if e.get("event") == "end"]
+    log = lay.generate_log(i)
+    s = ShardStatus(shard=i, state="not started", log=str(log))
+    if starts:
+        s.node, s.restarts = starts[-1].get("host", ""), int(starts[-1].get("restarts", 0))
+    if task is not None:
+        s.restarts = max(s.restarts, task.restarts)
+        s.node = task.node or s.node
+    requeued = f"requeued {s.restarts} time{'s' if s.restarts != 1 else ''}" if s.restarts else ""
+    if marker_ok:
+        s.state, s.detail = "done", requeued
+        return s
+    if task is not None and task.state == "PENDING":
+        why = {"Dependency": "waits for prepare", "BeginTime": "starts shortly"}.get(task.reason, task.reason)
+        s.state, s.detail = "queued", ", ".join(x for x in (why, requeued) if x)
+        return s
+    if task is not None and task.active:
+        s.state, s.detail = "running", ", ".join(x for x in (f"on {task.node}" if task.node else "", requeued) if x)
+        return s
+    last_end = ends[-1] if ends and (not starts or ends[-1].get("time", 0) >= starts[-1].get("time", 0)) else None
+    rc = last_end.get("rc") if last_end else None
+    bad = task is not None and task.state in ENDED_BADLY
+    if bad or rc not in (None, 0):
+        why = []
+        if bad:
+            never = task.state == "CANCELLED" and task.reason == "DependencyNeverSatisfied"
+            why.append("never ran: prepare failed" if never else task.state.lower())
+        if rc not in (None, 0):
+            why.append(f"exit {rc}")
+        elif bad and task.exit_code not in ("", "0:0"):
+            why.append(f"exit {task.exit_code}")
+        s.state, s.detail = "failed", "; ".join(x for x in (", ".join(why), last_error_line(log)) if x)
+    elif starts and not last_end:
+        if asked:   # Slurm does not run it, yet it never wrote its end: killed with its node, or by SIGKILL
+            s.state, s.detail = "failed", "; ".join(x for x in (f"its task on {s.node or 'its node'} ended without "
+                                                                "a word", last_error_line(log)) if x)
+        else:
+            s.state, s.detail = "running", f"on {s.node} (per its events; Slurm not reachable from here)"
+    elif task is not None and task.state == "COMPLETED":
+        s.state, s.detail = "stopped", "ended without its marker: prompts prepared again since? submit again"
+    return s
+
+
+def _job_state(job: str, job_id: str, task: scheduler.TaskState | None, lay: SlurmLayout, asked: bool) -> JobStatus:
+    if task is None:
+        return JobStatus(job, job_id, "unknown" if not asked else "gone", "" if not asked else
+                         "Slurm no longer knows it (see its log)")
+    detail = task.reason
+    if task.state == "PENDING" and task.reason == "Dependency":
+        detail = "waits for prepare" if job == "generate" else "waits for every shard"
+    elif task.state == "CANCELLED" and task.reason == "DependencyNeverSatisfied":
+        detail = "will not run: a job before it failed"
+    elif task.state in ENDED_BADLY:
+        detail = "; ".join(x for x in (f"exit {task.exit_code}" if task.exit_code else "",
+                                       last_error_line(lay.log(job))) if x)
+    return JobStatus(job, job_id, task.state, detail)
+
+
+def run_status(workdir: str | Path, now: float | None = None) -> RunStatus:
+    """The run's status as it stands (MissingInputError when nothing was submitted from this workdir)."""
+    now = time.time() if now is None else now
+    wd = Workdir(Path(workdir).resolve())
+    lay = SlurmLayout(wd.slurm)
+    if not lay.submit_record.exists():
+        raise MissingInputError(f"{wd.root} has no Slurm submit ({lay.submit_record} is missing); submit with "
+                                "`kimi-data slurm submit --workdir DIR --nodes N`")
+    record = read_json(lay.submit_record)
+    shards, configs, ids = int(record["shards"]), list(record["configs"]), record["jobs"]
+    states = {job: scheduler.job_states(job_id) for job, job_id in ids.items()}
+    asked = all(s is not None for s in states.values())
+    fingerprints = prepare_fingerprints(wd, configs)
+    counts = _counts(wd, shards, configs, now)
+    tasks = states.get("generate") or {}
+    result = RunStatus(workdir=str(wd.root), shards=[], jobs=[], scheduler=asked)
+    for i in range(shards):
+        s = _shard_state(i, shards, lay, tasks.get(i), _marker_valid(lay.marker(i, shards), fingerprints), asked)
+        c = counts[i]
+        s.total, s.done, s.failed = c["total"], c["done"], c["failed"]
+        if s.state == "running":      # the rates of a shard that stopped would only decay
+            s.tokens_per_s = c["tokens_per_s"]
+            result.completions_per_s += c["completions_per_s"]
+        result.shards.append(s)
+        if s.state == "failed":
+            result.problems.append(f"shard {i} failed: {s.detail}; log: {s.log}")
+    for job in ("prepare", "finalize"):
+        task = (states.get(job) or {}).get(None)
+        j = _job_state(job, ids[job], task, lay, asked)
+        result.jobs.append(j)
+        if task is not None and task.state in ENDED_BADLY and task.reason != "DependencyNeverSatisfied":
+            result.problems.append(f"{job} failed: {j.detail}; log: {lay.log(job)}")
+    result.total = sum(s.total for s in result.shards)
+    result.done = sum(s.done for s in result.shards)
+    result.failed = sum(s.failed for s in result.shards)
+    result.tokens_per_s = sum(s.tokens_per_s for s in result.shards)
+    left = result.total - result.done - result.failed
+    rate = result.completions_per_s
+    result.eta_s = left / rate if left > 0 and rate > 0 else None
+    manifest = wd.dataset / "manifest.json"
+    finalize = (states.get("finalize") or {}).get(None)
+    if (all(s.state == "done" for s in result.shards) and manifest.exists()
+            and manifest.stat().st_mtime >= record["submitted_at"] and not (finalize and finalize.active)):
+        result.dataset = str(wd.dataset)
+    return result

@@ -1,0 +1,133 @@
+"""The job scripts `kimi-data slurm submit --dry-run` writes, read and run without Slurm (the Slurm tier,
+tests/slurm, runs them on a real cluster): what each job runs, that bash accepts them, that the engine a generate
+task starts is Kimi-K2.5 launched with the profile's flags, and one generate task run by hand as Slurm would."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kimi_eagle_data.sources.partitions import DEMO_CONFIG
+from tests.helpers.cli import error_lines, run_cli
+from tests.helpers.servers import TINY
+
+
+def dry_run(workdir: Path, *args: str) -> dict[str, str]:
+    proc = run_cli("slurm", "submit", "--workdir", str(workdir), *args, "--dry-run")
+    scripts = {job: (workdir / "slurm" / f"{job}.sbatch").read_text() for job in ("prepare", "generate", "finalize")}
+    for job, text in scripts.items():
+        assert text in proc.stdout, f"{job}'s script is not printed as written"
+    assert not (workdir / "slurm" / "submit.json").exists(), "a dry run recorded a submit"
+    return scripts
+
+
+def sbatch_lines(script: str) -> list[str]:
+    return [line.removeprefix("#SBATCH ") for line in script.splitlines() if line.startswith("#SBATCH ")]
+
+
+def test_a_kimi_k25_submit_on_four_nodes_starts_sglang_with_the_profiles_flags(tmp_path):
+    w = tmp_path / "k25"
+    s = dry_run(w, "B4", "B6", "--nodes", "4", "--engine", "sglang", "--partition", "gpu", "--time", "24:00:00",
+                "--setup", "module load cuda\nsource /shared/venv/bin/activate", "--sbatch-arg=--mem=0")
+    for text in s.values():
+        subprocess.run(["bash", "-n"], input=text, text=True, check=True)
+        assert "module load cuda\nsource /shared/venv/bin/activate" in text
+        assert {"--partition=gpu", "--time=24:00:00", "--mem=0"} <= set(sbatch_lines(text))
+    gen = sbatch_lines(s["generate"])
+    assert {"--array=0-3", "--gpus-per-node=8", "--exclusive", "--requeue", "--signal=B:USR1@120"} <= set(gen)
+    assert not any(line.startswith("--gpus") for line in sbatch_lines(s["prepare"]) + sbatch_lines(s["finalize"]))
+    assert f"kimi-data prepare B4 B6 --workdir {w} --no-progress" in s["prepare"]
+    assert (f'kimi-data generate B4 B6 --workdir {w} --engine sglang --no-progress --server '
+            '"http://127.0.0.1:$port" --shard "$shard/4"') in s["generate"]
+    assert f"kimi-data build B4 B6 --workdir {w} --no-progress" in s["finalize"]
+
+    # The engine the task starts, asked for its launch command: Kimi-K2.5 on 8 GPUs with the profile's flags, a
+    # context that fits the profile's max_seq_len (16384) plus SGLang's 2 tokens.
+    serve = next(line for line in s["generate"].splitlines() if line.startswith("kimi-data serve"))
+    args = shlex.split(serve.split(">>")[0].replace('"$port"', "30002"))
+    launch = run_cli(*args[1:], "--dry-run").stdout.split()
+    flags = dict(zip(launch, launch[1:]))
+    assert launch[:3] == ["python", "-m", "sglang.launch_server"]
+    assert flags["--model-path"] == "moonshotai/Kimi-K2.5" and flags["--tp"] == "8" and flags["--port"] == "30002"
+    assert flags["--tool-call-parser"] == "kimi_k2" and flags["--reasoning-parser"] == "kimi_k2"
+    assert flags["--context-length"] == "16386" and "--trust-remote-code" in launch
+    assert 'curl -sf "http://127.0.0.1:$port/health_generate"' in s["generate"]
+
+
+def test_vllm_tasks_wait_on_vllms_health_and_named_servers_start_nothing(tmp_path):
+    s = dry_run(tmp_path / "v", "B4", "--nodes", "2", "--engine", "vllm")
+    assert "kimi-data serve --engine vllm" in s["generate"] and "/health\"" in s["generate"]
+    assert "--context-length 16384 " in s["generate"]       # vLLM needs no margin beside max_seq_len
+    s = dry_run(tmp_path / "g", "B4", "--nodes", "2", "--engine", "sglang", "--server", "http://gateway:8000")
+    assert "kimi-data serve" not in s["generate"] and "--gpus-per-node" not in s["generate"]
+    assert "--server http://gateway:8000 --no-progress --shard" in s["generate"]
+
+
+def test_push_repo_names_the_repo_in_the_card_and_pushes(tmp_path):
+    w = tmp_path / "p"
+    s = dry_run(w, "B4", "--nodes", "2", "--push-repo", "my-org/kimi-eagle")
+    assert f"kimi-data build B4 --workdir {w} --no-progress --repo my-org/kimi-eagle" in s["finalize"]
+    assert f"kimi-data push {w} --repo my-org/kimi-eagle" in s["finalize"]
+
+
+@pytest.mark.parametrize("args, hint", [
+    (["--shard", "0/2"], "--shard"),
+    (["--engine", "vllm", "--serve-engine", "local"], "--serve-engine"),
+    (["--engine", "sglang", "--server", "http://h:1", "--serve-engine", "sglang"], "--serve-engine"),
+    (["--push-repo", "no-slash"], "--push-repo"),
+])
+def test_a_submit_that_cannot_work_is_a_usage_error(args, hint, tmp_path):
+    proc = run_cli("slurm", "submit", "B4", "--workdir", str(tmp_path / "w"), "--nodes", "2", *args, "--dry-run",
+                   check=False)
+    assert proc.returncode == 2 and hint in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "w").exists()
+
+
+def test_a_workdir_path_sbatch_cannot_hold_is_one_error_line(tmp_path):
+    proc = run_cli("slurm", "submit", "B4", "--workdir", str(tmp_path / "my run"), "--nodes", "2", "--dry-run",
+                   check=False)
+    assert proc.returncode == 1 and len(error_lines(proc)) == 1 and "#SBATCH" in proc.stderr
+
+
+def test_status_without_a_submit_says_how_to_submit(tmp_path):
+    proc = run_cli("slurm", "status", "--workdir", str(tmp_path), check=False)
+    assert proc.returncode == 1 and len(error_lines(proc)) == 1 and "kimi-data slurm submit" in proc.stderr
+
+
+def test_a_generate_task_run_as_slurm_runs_it_marks_its_shard_and_then_does_nothing(tmp_path):
+    """The generate script run by bash with the variables Slurm sets: the task generates its shard, writes its
+    marker and its events; run again it does nothing; prompts prepared anew (another --limit) make the marker
+    stale."""
+    w = tmp_path / "w"
+    run = ["B4", "--config", str(DEMO_CONFIG), "--samples", "--profile", "tiny-kimi", "--model", TINY, "--limit", "4",
+           "--max-new-tokens", "32"]
+    dry_run(w, *run, "--nodes", "2", "--engine", "local")
+    run_cli("prepare", *run, "--workdir", str(w))
+    env = {**os.environ, "SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_JOB_ID": "77", "SLURM_RESTART_COUNT": "0"}
+
+    def task() -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", str(w / "slurm" / "generate.sbatch")], capture_output=True, text=True, env=env,
+                              timeout=600)
+
+    first = task()
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert re.search(r"generate: \d+ completed, 0 failed", first.stdout), first.stdout
+    marker = w / "slurm" / "done" / "shard-1-of-2"
+    assert marker.read_text().count('"fingerprint"') == 1
+    events = [json.loads(line) for line in (w / "slurm" / "events" / "shard-1-of-2.jsonl").read_text().splitlines()]
+    assert [(e["event"], e["job"], e.get("rc")) for e in events] == [("start", "77_1", None), ("end", "77_1", 0)]
+    assert (w / "generations.shard-1-of-2.sqlite").exists() and not (w / "generations.shard-0-of-2.sqlite").exists()
+
+    again = task()
+    assert again.returncode == 0 and "is done" in again.stdout and "nothing to do" in again.stdout
+    assert len((w / "slurm" / "events" / "shard-1-of-2.jsonl").read_text().splitlines()) == 2
+
+    run_cli("prepare", *run[:-4], "--limit", "6", "--max-new-tokens", "32", "--workdir", str(w))
+    third = task()
+    assert third.returncode == 0 and "nothing to do" not in third.stdout, third.stdout

@@ -1,0 +1,213 @@
+"""`kimi-data slurm submit` / `status` on a real one-host Slurm cluster (scripts/slurm/run_tier.sh): B4 and B6 (its
+conversations continued on the model's own turns) with the tiny model, three generate tasks. Each run's dataset must
+hold the rows of a one-process `build` with the same settings (the tiny model samples each request from its own
+id, one request per batch: where a sample is made does not change it), after a requeue in the middle of a shard,
+and after a shard that failed for good was submitted again."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from kimi_eagle_data.sources.partitions import DEMO_CONFIG
+from kimi_eagle_data.store.checkpoint import in_shard
+from tests.helpers.cli import run_cli
+from tests.helpers.servers import TINY, wait_for
+
+pytestmark = pytest.mark.slurm
+
+SHARDS = 3
+# B6 continues its conversations (policy own_history in the demo's partition config); 8 source rows per config make
+# 16 prompts, 4, 5 and 7 of them in the three shards.
+RUN = ["B4", "B6", "--config", str(DEMO_CONFIG), "--samples", "--profile", "tiny-kimi", "--model", TINY,
+       "--limit", "8", "--max-new-tokens", "64"]
+DEADLINE_S = 600
+
+
+def status(workdir: Path) -> tuple[dict, subprocess.CompletedProcess]:
+    proc = run_cli("slurm", "status", "--workdir", str(workdir), "--json", check=False)
+    return json.loads(proc.stdout), proc
+
+
+def submit(workdir: Path, *extra: str) -> dict[str, str]:
+    run_cli("slurm", "submit", *RUN, "--workdir", str(workdir), "--nodes", str(SHARDS), *extra)
+    return json.loads((workdir / "slurm" / "submit.json").read_text())["jobs"]
+
+
+def job_state(job: str) -> str:
+    """scontrol's JobState of a job or array task ("" once Slurm forgot it)."""
+    out = subprocess.run(["scontrol", "show", "job", "-o", job], capture_output=True, text=True).stdout
+    return next((f.split("=", 1)[1] for f in out.split() if f.startswith("JobState=")), "")
+
+
+def wait_finished(workdir: Path, jobs: dict[str, str]) -> dict:
+    """The status once the finalize job ended (COMPLETED, or cancelled because a job before it failed)."""
+    wait_for(lambda: job_state(jobs["finalize"]) not in ("", "PENDING", "RUNNING", "COMPLETING", "CONFIGURING"),
+             DEADLINE_S, "the finalize job did not end")
+    return status(workdir)[0]
+
+
+def dataset_rows(workdir: Path) -> dict[str, dict]:
+    rows: dict[str, dict] = {}
+    for f in sorted((workdir / "dataset" / "data").glob("*/*.parquet")):
+        for r in pq.read_table(f).to_pylist():
+            assert r["id"] not in rows, f"{r['id']} twice in the dataset"
+            rows[r["id"]] = r
+    return rows
+
+
+def checkpoint_ids(workdir: Path) -> list[str]:
+    ids: list[str] = []
+    for f in sorted(workdir.glob("generations*.sqlite")):
+        with closing(sqlite3.connect(f)) as db:
+            ids += [r[0] for r in db.execute("SELECT id FROM completions")]
+    return ids
+
+
+def commit_stamps(checkpoint: Path) -> dict[str, float]:
+    if not checkpoint.exists():
+        return {}
+    try:
+        with closing(sqlite3.connect(checkpoint)) as db:
+            return dict(db.execute("SELECT id, created_at FROM completions").fetchall())
+    except sqlite3.OperationalError:      # created this instant, no table yet
+        return {}
+
+
+def pending_turns(checkpoint: Path) -> set[str]:
+    """Later turns of conversations the checkpoint holds (stored with the turn before) that have no completion yet."""
+    with closing(sqlite3.connect(checkpoint)) as db:
+        return {r[0] for r in db.execute("SELECT id FROM turns WHERE id NOT IN (SELECT id FROM completions)")}
+
+
+def prepared_ids(workdir: Path) -> set[str]:
+    return {i for c in ("B4", "B6") for i in pq.read_table(workdir / "prepared" / f"{c}.parquet",
+                                                           columns=["id"]).column("id").to_pylist()}
+
+
+def events(workdir: Path, shard: int) -> list[dict]:
+    path = workdir / "slurm" / "events" / f"shard-{shard}-of-{SHARDS}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory) -> dict[str, dict]:
+    """The rows of a one-process build with the same settings."""
+    w = tmp_path_factory.mktemp("one-process") / "w"
+    run_cli("build", *RUN, "--workdir", str(w), "--batch-size", "1", "--no-progress")
+    return dataset_rows(w)
+
+
+def assert_complete(workdir: Path, one_process: dict[str, dict]) -> None:
+    """Every prepared id once in the dataset, each completion stored once, `kimi-data check` passes on the train
+    rows, and the rows are the one-process build's."""
+    rows = dataset_rows(workdir)
+    assert prepared_ids(workdir) <= rows.keys()
+    for i in range(SHARDS):     # a conversation's turns stay on the shard of its first turn
+        with closing(sqlite3.connect(workdir / f"generations.shard-{i}-of-{SHARDS}.sqlite")) as db:
+            conversations = {r[0] for r in db.execute("SELECT conversation_id FROM turns")}
+        assert all(in_shard(c, (i, SHARDS)) for c in conversations), i
+    stored = checkpoint_ids(workdir)
+    assert len(stored) == len(set(stored)) == len(rows)
+    train = sorted((workdir / "dataset" / "data").glob("*/train-*.parquet"))
+    assert train
+    for f in train:
+        run_cli("check", str(f), "--profile", "tiny-kimi", "--model", TINY, "--no-progress")
+    assert rows.keys() == one_process.keys()
+    assert rows == one_process
+
+
+def test_a_submit_runs_every_job_and_makes_the_rows_of_a_one_process_build(one_process, tmp_path):
+    w = tmp_path / "w"
+    jobs = submit(w, "--engine", "local", "--batch-size", "1")
+    first, _ = status(w)       # prepare has not finished: nothing generated yet, every shard waits
+    assert [s["state"] for s in first["shards"]] == ["queued"] * SHARDS
+    assert first["done"] == 0
+    final = wait_finished(w, jobs)
+    assert [s["state"] for s in final["shards"]] == ["done"] * SHARDS, final
+    assert {j["job"]: j["state"] for j in final["jobs"]} == {"prepare": "COMPLETED", "finalize": "COMPLETED"}
+    assert final["done"] == final["total"] == len(one_process) and final["failed"] == 0
+    assert final["dataset"] == str(w / "dataset") and not final["problems"]
+    assert all(s["done"] > 0 for s in final["shards"]), "a shard had nothing to do: the split went untested"
+    assert_complete(w, one_process)
+
+
+def test_a_requeued_task_resumes_its_shard_without_generating_anything_twice(one_process, tmp_path):
+    """Each task starts its own server (the SGLang-protocol stand-in, slowed down so a shard takes seconds); once
+    shard 2 committed its first completion, `scontrol requeue` stops it (SIGTERM: exit 143) and puts it back in the
+    queue; it resumes, keeps what it had committed, and the dataset is the one-process build's."""
+    w = tmp_path / "w"
+    jobs = submit(w, "--engine", "sglang", "--serve-engine", "local", "--serve-arg=--max-batch=1",
+                  "--serve-arg=--delay=0.5", "--concurrency", "1")
+    shard = 2
+    checkpoint = w / f"generations.shard-{shard}-of-{SHARDS}.sqlite"
+    wait_for(lambda: commit_stamps(checkpoint), DEADLINE_S, "shard 2 committed nothing")
+    subprocess.run(["scontrol", "requeue", f"{jobs['generate']}_{shard}"], check=True)
+    wait_for(lambda: any(e["event"] == "end" for e in events(w, shard)), 120, "the requeued task did not stop")
+    stopped = events(w, shard)
+    assert [e["event"] for e in stopped] == ["start", "end"] and stopped[1]["rc"] == 143, stopped
+    before = commit_stamps(checkpoint)
+    # Stopped in the middle of a conversation: a turn was answered, the next one not yet.
+    interrupted = pending_turns(checkpoint)
+    assert interrupted, "the requeue found no conversation between two turns"
+    mid, _ = status(w)        # back in the queue (Slurm holds a requeued job a few seconds), its work counted
+    s = mid["shards"][shard]
+    assert s["state"] in ("queued", "running") and s["restarts"] == 1 and "requeued 1 time" in s["detail"], s
+    assert 0 < s["done"] < s["total"], s
+
+    final = wait_finished(w, jobs)
+    assert [e["event"] for e in events(w, shard)] == ["start", "end", "start", "end"]
+    assert events(w, shard)[2]["restarts"] == 1 and events(w, shard)[3]["rc"] == 0
+    assert final["shards"][shard]["state"] == "done" and final["shards"][shard]["restarts"] == 1
+    after = commit_stamps(checkpoint)
+    assert {i: after[i] for i in before} == before, "a completion committed before the requeue was made again"
+    assert interrupted <= after.keys(), "a conversation the requeue interrupted did not continue"
+    assert_complete(w, one_process)
+
+
+def test_a_shard_that_fails_for_good_holds_finalize_back_until_submitted_again(one_process, tmp_path):
+    """Shard 1's node lacks the environment (kimi-data is not on its PATH): its task fails, finalize never runs,
+    status names the shard and why and exits 1. Submitting again reruns only shard 1."""
+    w = tmp_path / "w"
+    path = f'export PATH={Path(sys.executable).parent}:"$PATH"'     # what submit puts there without --setup
+    broken = path + '\nif [ "${SLURM_ARRAY_TASK_ID:-}" = 1 ]; then export PATH=/usr/bin:/bin; fi'
+    jobs = submit(w, "--engine", "local", "--batch-size", "1", "--setup", broken)
+    final = wait_finished(w, jobs)
+    assert job_state(jobs["finalize"]) == "CANCELLED"
+    assert job_state(f"{jobs['generate']}_1") == "FAILED"
+    assert [s["state"] for s in final["shards"]] == ["done", "failed", "done"], final
+    assert "exit 127" in final["shards"][1]["detail"] and "kimi-data: command not found" in final["shards"][1]["detail"]
+    assert final["dataset"] is None and not (w / "dataset").exists()
+    _, proc = status(w)
+    assert proc.returncode == 1
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "shard 1 failed" in errors[0] and "command not found" in errors[0], proc.stderr
+    done_before = {i: events(w, i) for i in (0, 2)}
+
+    jobs = submit(w, "--engine", "local", "--batch-size", "1", "--setup", path)
+    final = wait_finished(w, jobs)
+    assert [s["state"] for s in final["shards"]] == ["done"] * SHARDS and final["dataset"], final
+    assert {i: events(w, i) for i in (0, 2)} == done_before, "a finished shard ran again"
+    assert "nothing to do" in (w / "slurm" / "logs" / "generate-0.log").read_text()
+    assert [e["event"] for e in events(w, 1)] == ["start", "end", "start", "end"]
+    assert_complete(w, one_process)
+
+
+def test_dry_run_scripts_are_accepted_by_sbatch(tmp_path):
+    """The scripts of a 4-node Kimi-K2.5 submit (no GPU on this cluster: --gpus-per-node 0), checked by Slurm
+    without running them."""
+    w = tmp_path / "k25"
+    proc = run_cli("slurm", "submit", "--workdir", str(w), "--nodes", "4", "--engine", "sglang", "--partition",
+                   "debug", "--time", "1:00:00", "--gpus-per-node", "0", "--sbatch-arg=--mem=1000", "--dry-run")
+    assert "not run: --dry-run" in proc.stdout and not (w / "slurm" / "submit.json").exists()
+    for job in ("prepare", "generate", "finalize"):
+        test = subprocess.run(["sbatch", "--test-only", str(w / "slurm" / f"{job}.sbatch")], capture_output=True,
+                              text=True)
+        assert test.returncode == 0 and "to start at" in test.stderr, (job, test.stderr)
