@@ -32,6 +32,7 @@ Accounting: selected = prepared + rejected_total.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
@@ -54,8 +55,10 @@ from kimi_eagle_data.sources.rows import AdapterColumns
 from kimi_eagle_data.prompts.tokenizer import ToolRenderingError, render_prompt
 from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported
 from kimi_eagle_data.profile import INSTANT, KIMI_K25, THINKING, ModelProfile
-from kimi_eagle_data.sources.modes import choose_mode, choose_sampling
+from kimi_eagle_data.sources.modes import ModePlan, choose_mode, choose_sampling, run_wide_overridden
 from kimi_eagle_data.store.workdir import Workdir, atomic_path, write_json
+
+log = logging.getLogger(__name__)
 
 STAGES = ("adapted", "content", "tools", "language", "chars", "decontam", "render", "length", "dedup", "near_dedup")
 REASON_STAGE = {
@@ -343,6 +346,7 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
                            {"temperature": settings.temperature, "top_p": settings.top_p})
     state = PrepareState(pconf.dedup, pconf.decontam)
     run = PrepareRun({}, {}, state.decontam.summary() if state.decontam else {})
+    warn_run_wide_overridden(modes.run_wide, {c: pconf.partition(c).modes for c in settings.configs})
     for config in settings.configs:
         part = pconf.partition(config)
         columns: dict[str, None] = {}      # a local file's columns, as its rows are read
@@ -372,6 +376,18 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
         if report.selected and not report.prepared:
             run.errors[config] = no_prompt_line(part, desc, report, list(columns), expected, workdir)
     return run
+
+
+def warn_run_wide_overridden(run_wide: dict[str, float | None], plans: dict[str, ModePlan]) -> None:
+    """A run-wide temperature / top_p that every config of the run replaces for every prompt is a setting no
+    row gets: a warning naming it and what replaces it."""
+    for key, value in run_wide.items():
+        if value is None or not plans:
+            continue
+        why = {c: run_wide_overridden(plan, key) for c, plan in plans.items()}
+        if all(why.values()):
+            log.warning("the run-wide %s = %g (--%s or [sampling] %s) is never used: %s", key, value,
+                        key.replace("_", "-"), key, "; ".join(f"{c}: {w}" for c, w in why.items()))
 
 
 def ignored_columns_line(part: Partition, desc: str, ignored: list[str], expected: AdapterColumns) -> str:

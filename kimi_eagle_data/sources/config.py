@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,7 +71,7 @@ from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.sources.partitions import PARTITIONS, POLICIES, Filters, Partition
 from kimi_eagle_data.sources.decontam import DecontamSettings, EvalSet
 from kimi_eagle_data.sources.dedup import DedupSettings
-from kimi_eagle_data.sources.modes import SAMPLING_FIELDS, MixEntry, ModePlan, SamplingOverride
+from kimi_eagle_data.sources.modes import SAMPLING_FIELDS, MixEntry, ModePlan, SamplingOverride, dead_settings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -79,6 +80,9 @@ else:  # pragma: no cover - Python 3.10
 
 from kimi_eagle_data.run_checks import CONFIG_NAME, CONFIG_NAME_RULE, SettingError
 from kimi_eagle_data.settings import SAMPLING_KEYS, SETTING_RULES, check_settings, setting_problem
+
+
+log = logging.getLogger(__name__)
 
 
 class ConfigError(KimiDataError, ValueError):
@@ -363,6 +367,9 @@ def load_config(path: str | Path | None) -> PrepareConfig:
         parts[config] = _partition(config, _Table(body, f"partitions.{config}.", file), PARTITIONS.get(config),
                                    seed=seed, filters=filters, base_dir=base_dir)
     pt.done()
+    for config in pt.data:
+        for line in dead_settings(parts[config].modes, f"partitions.{config}."):
+            log.warning("%s: %s", file, line)
     # seed and filters at the top level apply to the built-ins not mentioned too
     for config, p in parts.items():
         if config not in pt.data:

@@ -61,6 +61,9 @@ class ValidateReport:
     failure_reasons: Counter = field(default_factory=Counter)
     finish: Counter = field(default_factory=Counter)
     modes: dict = field(default_factory=dict)      # mode -> {"valid": n, "rejected": n}
+    # (mode, temperature, top_p) each row was generated with -> {"valid": n, "rejected": n}; None: the run's
+    # sampling (a prompt prepared before modes)
+    sampling: dict = field(default_factory=dict)
     conversation_ends: Counter = field(default_factory=Counter)   # own_history: why conversations ended
 
     @property
@@ -69,9 +72,17 @@ class ValidateReport:
                 == self.rejected_at_prepare + self.valid + self.rejected + self.failed + self.pending)
 
     def to_json(self) -> dict[str, Any]:
-        d = {k: (dict(sorted(v.items())) if isinstance(v, (Counter, dict)) else v) for k, v in self.__dict__.items()}
+        d = {k: (dict(sorted(v.items())) if isinstance(v, (Counter, dict)) else v) for k, v in self.__dict__.items()
+             if k != "sampling"}
+        d["sampling"] = [{"mode": m, "temperature": t, "top_p": p, **n}
+                         for (m, t, p), n in sorted(self.sampling.items(), key=_sampling_order)]
         d["balanced"] = self.balanced
         return d
+
+
+def _sampling_order(item) -> tuple:
+    (mode, temperature, top_p), _ = item
+    return mode or "", -1 if temperature is None else temperature, -1 if top_p is None else top_p
 
 
 class RowSink(Protocol):
@@ -380,9 +391,11 @@ def _account(rep: ValidateReport, light: pa.Table) -> None:
     rep.valid += n_valid
     rep.rejected += len(train) - n_valid
     rep.finish.update(light["finish_reason"].to_pylist())
-    for mode, ok in zip(light["mode"].to_pylist(), train.tolist()):
-        counts = rep.modes.setdefault(mode, {"valid": 0, "rejected": 0})
-        counts["valid" if ok else "rejected"] += 1
+    for mode, temperature, top_p, ok in zip(light["mode"].to_pylist(), light["temperature"].to_pylist(),
+                                            light["top_p"].to_pylist(), train.tolist()):
+        for counts in (rep.modes.setdefault(mode, {"valid": 0, "rejected": 0}),
+                       rep.sampling.setdefault((mode, temperature, top_p), {"valid": 0, "rejected": 0})):
+            counts["valid" if ok else "rejected"] += 1
     rep.reasons.update(pc.list_flatten(light["issues"]).to_pylist())
     rep.prompt_tokens += int(plen.sum())
     rep.completion_tokens += int(clen.sum())
