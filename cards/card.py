@@ -118,6 +118,9 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
         score=_score_section(score), manifest_sha256=manifest_sha256, vocab=vocab,
         modes=_modes_section(rows, profile, provenance.get("sampling") or {}),
         conversations=_conversations_section(rows, conversations or {}),
+        special_text={"rejected": {r["config"]: n for r in rows
+                                   if (n := (r["r"].get("prepare_reasons") or {}).get("special_token_text", 0))},
+                      "kept": {r["config"]: n for r in rows if (n := r["r"].get("special_text_kept", 0))}},
     )
     return str(card)
 

@@ -65,6 +65,8 @@ class ValidateReport:
     # sampling (a prompt prepared before modes)
     sampling: dict = field(default_factory=dict)
     conversation_ends: Counter = field(default_factory=Counter)   # own_history: why conversations ended
+    # prompts prepare kept with special-token text, encoded as served (partition special_text = "as_served")
+    special_text_kept: int = 0
 
     @property
     def balanced(self) -> bool:
@@ -358,6 +360,7 @@ def validate_config(workdir: Workdir, config: str, checkpoint: CheckpointSet, po
     prep = read_json(workdir.prepare_report(config))
     rep = ValidateReport(config, selected=prep["selected"], rejected_at_prepare=prep["rejected_total"],
                          prepared=prompts.count, later_turns=len(turns.ids), prepare_reasons=prep["rejected"],
+                         special_text_kept=prep.get("special_text_kept", 0),
                          conversation_ends=Counter(e.reason for e in turns.ends.values()))
     completed_failures: set[str] = set()
     with (_Blocks(sink) if sink is not None else nullcontext()) as blocks:

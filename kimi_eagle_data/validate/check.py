@@ -36,7 +36,7 @@ import orjson
 
 from kimi_eagle_data.profile import MODES, THINKING, ModelProfile, ProfileTokens
 from kimi_eagle_data.prompts.answer import render_answer
-from kimi_eagle_data.prompts.tokenizer import render_prompt
+from kimi_eagle_data.prompts.tokenizer import render_prompt, special_text, special_text_line
 from kimi_eagle_data.sources.rows import split_reasoning, unknown_role
 from kimi_eagle_data.validate.check_input import FORMS_EXPECTED, CheckInputError, Unreadable
 from kimi_eagle_data.wording import counted
@@ -53,6 +53,9 @@ CHECK_REASONS = {
     "loss_mask_not_suffix": "a loss_mask 0 after the first 1: the generated tokens are not one suffix "
                             "(checked as prompt = tokens before the first 1)",
     "template_error": "form (b): the chat template failed to render the row's messages and tools",
+    "special_token_in_text": "a prompt message's text (or the tools) holds a special-token string, which the "
+                             "tokenizer encodes as the special token itself: a turn boundary or control token "
+                             "forged inside a message (prepare rejects such a source row: special_token_text)",
 }
 
 def describe(code: str) -> str:
@@ -92,6 +95,7 @@ class Checker:
         self.tokens = ProfileTokens.from_tokenizer(profile, tokenizer)
         self.validator = Validator(self.tokens, tokenizer, max_seq_len or profile.max_seq_len,
                                    keep_truncated=keep_truncated)
+        self.special_text = special_text(tokenizer)
         self._system_id = tokenizer.convert_tokens_to_ids(profile.turn_tokens["system"])
         self._eot_id = self.tokens.end_of_turn
 
@@ -117,6 +121,7 @@ class Checker:
         out.issues += v.issues
         out.details += [d + (" (no finish_reason in the row: taken as length)" if inferred and c == "truncated" else "")
                         for c, d in zip(v.issues, v.details)]
+        self._special_text(raw, tools, out)
         return out
 
     # -- the two row forms -----------------------------------------------------------------------
@@ -159,6 +164,21 @@ class Checker:
             return prompt, output, tools, finish, detail
         keys = ", ".join(sorted(raw)[:8]) or "none"
         raise Unreadable(f"none of the forms check reads: {FORMS_EXPECTED} (keys: {keys})")
+
+    def _special_text(self, raw: dict, tools: list | None, out: RowVerdict) -> None:
+        """special_token_in_text when the text of the row's prompt messages (a row's `messages` or
+        `conversations` up to its completion: a last assistant turn is the completion, never looked at) or of
+        its tools holds special-token strings. A row with ids only has no message text to look at."""
+        messages = raw.get("messages") if raw.get("messages") is not None else raw.get("conversations")
+        if not isinstance(messages, list):
+            messages = []
+        if raw.get("completion") is None and messages and isinstance(messages[-1], dict) \
+                and messages[-1].get("role") == "assistant":
+            messages = messages[:-1]
+        found = self.special_text.in_chat(messages, tools)
+        if found is not None:
+            out.issues.append("special_token_in_text")
+            out.details.append(f"{special_text_line(found)}: the tokenizer encodes it as the special token itself")
 
     def _render(self, messages: list, tools: list | None, out: RowVerdict, col: str,
                 mode: str = THINKING) -> np.ndarray | None:
