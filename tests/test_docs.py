@@ -170,3 +170,23 @@ def test_example_config_states_the_code_defaults():
                         "max_seq_len": KIMI_K25.max_seq_len}
     max_chars = re.search(r"(?m)^# max_chars = (\d+)", text)
     assert max_chars and int(max_chars[1]) == default_max_chars(KIMI_K25.max_seq_len)
+
+
+# A repository path as the docs write it: `kimi_eagle_data/…`, `scripts/…`, `benchmarks/…`, `tests/…`, `examples/…`,
+# `builders/…`, `cards/…` inside backticks. Paths under a run directory (DIR/…, run/…) are not repository paths.
+REPO_PATH = re.compile(r"`((?:kimi_eagle_data|scripts|benchmarks|tests|examples|builders|cards)/[\w./-]*[\w/])`")
+
+
+def test_every_repository_path_the_docs_name_exists():
+    missing = []
+    for md in markdown_files():
+        for n, line in enumerate(md.read_text(encoding="utf-8").splitlines(), 1):
+            for path in REPO_PATH.findall(line):
+                if not (ROOT / path.split("::")[0]).exists():
+                    missing.append(f"{md.relative_to(ROOT)}:{n}: {path}")
+    assert not missing, "paths the docs name that do not exist:\n" + "\n".join(missing)
+
+
+def test_the_readme_stays_short():
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 160, f"README.md has {len(lines)} lines: move detail into docs/"
