@@ -190,3 +190,43 @@ def test_every_repository_path_the_docs_name_exists():
 def test_the_readme_stays_short():
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) <= 160, f"README.md has {len(lines)} lines: move detail into docs/"
+
+
+def _code_blocks(text: str) -> list[str]:
+    return re.findall(r"(?ms)^```(?:bash|sh|console)?\n(.*?)^```", text)
+
+
+def test_every_option_a_docs_command_line_uses_exists():
+    """Each `kimi-data COMMAND … --option` line in a code block of the README or docs/ names an option that
+    command takes (click's own parser, no subprocess)."""
+    import click
+
+    from kimi_eagle_data.cli.main import main as cli
+
+    bad, checked = [], 0
+    for md in markdown_files():
+        for block in _code_blocks(md.read_text(encoding="utf-8")):
+            for line in block.replace("\\\n", " ").splitlines():
+                m = re.search(r"\bkimi-data\s+([a-z]+)(?:\s+([a-z]+))?(.*)", line.split("#")[0])
+                if not m:
+                    continue
+                cmd = cli.commands.get(m[1])
+                if cmd is None:
+                    bad.append(f"{md.relative_to(ROOT)}: no command `kimi-data {m[1]}`")
+                    continue
+                rest = m[3]
+                if isinstance(cmd, click.Group):
+                    sub = cmd.commands.get(m[2] or "")
+                    if sub is None:
+                        bad.append(f"{md.relative_to(ROOT)}: no command `kimi-data {m[1]} {m[2]}`")
+                        continue
+                    cmd = sub
+                elif m[2]:
+                    rest = f" {m[2]}{rest}"
+                names = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)} | {"--help", "-h"}
+                for opt in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", rest):
+                    checked += 1
+                    if opt not in names:
+                        bad.append(f"{md.relative_to(ROOT)}: `kimi-data {cmd.name}` takes no {opt}")
+    assert checked > 30, "the docs' command lines were not found"
+    assert not bad, "\n".join(sorted(set(bad)))
