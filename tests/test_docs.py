@@ -193,7 +193,19 @@ def test_the_readme_stays_short():
 
 
 def _code_blocks(text: str) -> list[str]:
-    return re.findall(r"(?ms)^```(?:bash|sh|console)?\n(.*?)^```", text)
+    """The shell code blocks of a Markdown text (fenced ```bash, ```sh, ```console or without a language)."""
+    blocks, current, shell = [], None, False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            if current is None:
+                current, shell = [], line[3:].strip() in ("", "bash", "sh", "console")
+            else:
+                if shell:
+                    blocks.append("\n".join(current))
+                current = None
+        elif current is not None:
+            current.append(line)
+    return blocks
 
 
 def test_every_option_a_docs_command_line_uses_exists():
