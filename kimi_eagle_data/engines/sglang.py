@@ -13,7 +13,6 @@ server, retries, answer checks).
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, Iterable, Iterator
 
 import orjson
@@ -21,7 +20,7 @@ import orjson
 from kimi_eagle_data.records import Completion, RequestFailure
 from kimi_eagle_data.engines.base import EngineError, EngineInfo, GenerationRequest, ScoreRequest, ScoreResult
 from kimi_eagle_data.engines.http_client import (  # noqa: F401 - RetryPolicy: re-exported for callers
-    Failure, HTTPEngine, RetryPolicy, check_output_ids, storable)
+    Failure, HTTPEngine, RetryPolicy, Waiting, check_output_ids, storable)
 from kimi_eagle_data.engines.sglang_logprobs import (LOGPROB_FIELDS, parse_score, score_payload,
                                                     with_output_logprobs)
 
@@ -80,17 +79,19 @@ class SGLangEngine(HTTPEngine):
 
     async def _router_workers(self, session, url: str) -> list[str]:
         """Healthy worker URLs behind a router; waits for registration (its /health answers before)."""
-        deadline = time.monotonic() + self.health_timeout_s
+        waiting = Waiting(f"a healthy worker behind the router at {url}", self.health_timeout_s)
         while True:
             body = await self._get_json(session, url, "/workers")
             if "workers" not in body:
                 return []          # not a router after all
             healthy = [w["url"] for w in body["workers"] if w.get("is_healthy", True) and w.get("url")]
             if healthy:
+                waiting.done()
                 return sorted(healthy)
-            if time.monotonic() > deadline:
+            if waiting.over():
                 raise EngineError(f"router {url} has no healthy worker after {self.health_timeout_s:.0f}s; "
                                   "check its --worker-urls")
+            waiting.report(f"{len(body['workers'])} workers registered, none healthy yet")
             await asyncio.sleep(0.5)
 
     def served_models(self) -> set[str]:
