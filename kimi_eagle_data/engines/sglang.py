@@ -58,6 +58,8 @@ class SGLangEngine(HTTPEngine):
                                          "router": url, "router_workers": workers}
                     if not self._model_info:
                         self._model_info = await self._get_json(s, workers[0], "/model_info", "/get_model_info")
+            if "version" not in self._server_info:
+                await self._refuse_vllm(s, (self._server_info.get("router_workers") or [url])[0])
         version = str(self._server_info.get("version", ""))
         self.check_version(version, MIN_SGLANG, "0.5.2-0.5.3 put prompt tokens into output_ids")
         context_length = self._server_info.get("context_length")
@@ -76,6 +78,12 @@ class SGLangEngine(HTTPEngine):
             context_length=context_length if type(context_length) is int else None,
             server_args={"urls": self.urls, **args},
         )
+
+    async def _refuse_vllm(self, session, url: str) -> None:
+        """A server without SGLang's /server_info that answers vLLM's /version is vLLM: say so (EngineError)."""
+        if "version" in await self._get_json(session, url, "/version"):
+            raise EngineError(f"this is a vLLM server at {url} (it serves /version, not SGLang's /server_info): use "
+                              "--engine vllm")
 
     async def _router_workers(self, session, url: str) -> list[str]:
         """Healthy worker URLs behind a router; waits for registration (its /health answers before)."""
