@@ -286,7 +286,8 @@ def test_connection_refused_still_waits_for_health(prepared, tmp_path):
     proc = run_cli("generate", "--workdir", str(w), "--server", url, "--health-timeout", "3", check=False)
     # The line is written only when the health deadline has passed, naming the refusal it kept getting.
     assert proc.returncode == 1 and "not healthy after 3s" in proc.stderr, proc.stderr
-    assert "Cannot connect to host" in proc.stderr and len(error_lines(proc)) == 1, proc.stderr
+    assert "(connection refused)" in proc.stderr and len(error_lines(proc)) == 1, proc.stderr
+    assert f"waiting for the sglang server at {url}: connection refused" in proc.stderr
 
 
 # -- config names ------------------------------------------------------------------------------------

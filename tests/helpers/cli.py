@@ -50,6 +50,30 @@ def popen_cli(*args: str, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
                             env=full_env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
+def read_until(proc, text: str, timeout_s: float, stream: str = "stderr") -> str:
+    """What a running `proc` (popen_cli's, or a Popen) wrote on `stream` (a PIPE) up to the first line holding
+    `text`. Fails after `timeout_s`, or at once when the stream ends first. What follows stays in the pipe
+    (`communicate` reads it)."""
+    import select
+    import time
+
+    fd = proc.fileno(stream) if hasattr(proc, "fileno") else getattr(proc, stream).fileno()
+    deadline = time.monotonic() + timeout_s
+    got = b""
+    while True:
+        lines = got.decode(errors="replace").splitlines(keepends=True)
+        if any(text in line and line.endswith("\n") for line in lines):
+            return "".join(lines)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"no line with {text!r} on {stream} within {timeout_s:.0f}s; it wrote:\n{got.decode()}")
+        if select.select([fd], [], [], left)[0]:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise AssertionError(f"{stream} ended before a line with {text!r}; it wrote:\n{got.decode()}")
+            got += chunk
+
+
 def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
     """The `error…` lines a command printed on stderr (a user error is exactly one)."""
     return [line for line in proc.stderr.splitlines() if line.startswith("error")]

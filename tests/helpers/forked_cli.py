@@ -98,6 +98,10 @@ class ForkedCli:
         for fd in child_fds.values():
             os.close(fd)
 
+    def fileno(self, name: str) -> int:
+        """The reading end of the child's `name` (stdout or stderr) when it is a PIPE."""
+        return self._pipes[name]
+
     def poll(self) -> int | None:
         if self.returncode is None:
             pid, status = os.waitpid(self.pid, os.WNOHANG)
