@@ -151,7 +151,7 @@ class KimiEagleData(datasets.ArrowBasedBuilder):
         from kimi_eagle_data.pipeline import Pipeline
 
         name = self.config.name
-        pipeline = Pipeline(_run_settings(self.config))
+        pipeline = Pipeline(_run_settings(self.config), server_first=True)
         try:
             pipeline.prepare(reuse=True)
             pipeline.generate()

@@ -99,14 +99,16 @@ class BuildReport:
 class Pipeline:
     def __init__(self, settings: RunSettings, console: Console | None = None, *,
                  partitions: PrepareConfig | None = None, generate_only: bool = False, create: bool = True,
-                 remember_options: bool = True):
+                 remember_options: bool = True, server_first: bool = False):
         """Reads the partition config (unless `partitions` is given), the tokenizer, and binds the workdir's
         run.json; holds the workdir's lock (store/lock.py) from then until the Pipeline is dropped: one writer at
         a time. The workdir is made (with `create`) or touched only once all of that succeeded: a command that fails
         on its settings leaves nothing behind. Without `create` the workdir must have a run.json already (every
         stage but prepare works on what an earlier one left). `generate_only` with `--shard i/N`: shares the
         workdir with the other shards' generates. Without `remember_options`, run.json keeps the options it has
-        (score: another engine for scoring is not the run's engine)."""
+        (score: another engine for scoring is not the run's engine). With `server_first` (build), a first run
+        connects to its servers before anything is bound (make_engine's checks): a setting the server refutes,
+        such as a max_seq_len beyond its context, fails before the workdir is bound to it."""
         from kimi_eagle_data.emit.writer import check_version
         from kimi_eagle_data.store.lock import WorkdirLock
 
@@ -128,6 +130,9 @@ class Pipeline:
         if not create:
             self.workdir.settings()    # MissingInputError naming the workdir: there is nothing to resume
         options = settings.options() if remember_options else self.workdir.settings().get("options", {})
+        self._engine: Engine | None = None       # made before the binding (server_first): generate's engine
+        if server_first and settings.engine in ("sglang", "vllm") and not self.workdir.settings_path.exists():
+            self._engine = self.make_engine()
         # Everything is valid: only now is the workdir made and locked.
         self.workdir = Workdir.at(self.workdir.root)
         self.lock = WorkdirLock(self.workdir.root, settings.shard if generate_only else None)
@@ -358,7 +363,7 @@ class Pipeline:
         ckpt = Checkpoint(self.workdir.shard_checkpoint(self.s.shard))
         own = engine is None
         try:
-            engine = engine or self.make_engine()
+            engine, self._engine = engine or self._engine or self.make_engine(), None
             ckpt.set_meta("engine", asdict(engine.info()))
             report = generate_records(records, engine, ckpt, self.sampling, done=done, failed=failed,
                                       retry_failed=self.s.retry_failed, console=self.console,

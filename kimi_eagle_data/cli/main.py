@@ -174,7 +174,7 @@ def build(**kw):
     the others is still emitted; rerun with --retry-failed); 1 on an error; 2 on a usage error.
     """
     check_repo(kw["repo"])
-    build_and_print(pipeline_for(kw))
+    build_and_print(pipeline_for(kw, server_first=True))
 
 
 @main.command()

@@ -4,11 +4,12 @@ settings the server can refute before the workdir is bound to them."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 
-from tests.helpers.cli import popen_cli, read_until
-from tests.helpers.servers import TINY, free_port
+from tests.helpers.cli import error_lines, popen_cli, read_until, run_cli
+from tests.helpers.servers import TINY, Server, free_port
 
 # A run against a server that is not up must say so within this many seconds (issue: a silent 600 s wait).
 WAITING_LINE_S = 20
@@ -33,3 +34,20 @@ def test_a_run_against_a_port_where_nothing_listens_says_it_waits_and_stops_on_c
     assert proc.returncode == 130, waiting + err
     rest = [line for line in err.splitlines() if not line.startswith("waiting for")]
     assert len(rest) == 1 and rest[0].startswith("interrupted"), waiting + err
+
+
+def test_a_max_seq_len_beyond_the_servers_context_fails_before_the_workdir_is_bound(tmp_path):
+    """The stand-in reports a context of 1000 tokens; the tiny profile's max_seq_len 1022 needs 1024 on SGLang. The
+    first build refuses before it binds (or even makes) the workdir; the corrected rerun there works."""
+    server = Server("--context-length", "1000").start()
+    w = tmp_path / "w"
+    try:
+        proc = run_cli(*build_args(w, "sglang", server.url), check=False)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "context length 1000 is below the 1024 tokens max_seq_len 1022 needs" in proc.stderr, proc.stderr
+        assert len(error_lines(proc)) == 1 and not w.exists() and server.served() == 0
+        rerun = run_cli(*build_args(w, "sglang", server.url, "--max-seq-len", "998"))
+        assert "generate: 2 completed, 0 failed" in rerun.stdout, rerun.stdout
+        assert json.loads((w / "run.json").read_text())["max_seq_len"] == 998
+    finally:
+        server.kill()
