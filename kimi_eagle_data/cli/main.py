@@ -16,7 +16,8 @@ from rich.table import Table
 
 from kimi_eagle_data.cli.common import console, friendly_errors, out
 from kimi_eagle_data.cli.options import pipeline_for, settings_from
-from kimi_eagle_data.settings import option_for, run_options
+from kimi_eagle_data.cli.help import SectionedCommand
+from kimi_eagle_data.settings import options_for
 from kimi_eagle_data.wording import counted
 
 # Exit status of generate/build/demo when samples failed in this run (everything else was kept).
@@ -133,11 +134,8 @@ def main():
     """
 
 
-@main.command()
-@option_for("workdir")
-@option_for("limit")
-@option_for("progress")
-@option_for("workers")
+@main.command(cls=SectionedCommand)
+@options_for("demo")
 @friendly_errors
 def demo(workdir: str, limit: int | None, progress: bool, workers: int | None):
     """The whole pipeline on the bundled sample prompts with the embedded tiny model (CPU, no network).
@@ -151,9 +149,8 @@ def demo(workdir: str, limit: int | None, progress: bool, workers: int | None):
                          console=console))
 
 
-@main.command()
-@run_options
-@option_for("workers")
+@main.command(cls=SectionedCommand)
+@options_for("build")
 @friendly_errors
 def build(**kw):
     """prepare -> generate -> validate -> emit, resumable and idempotent.
@@ -167,8 +164,8 @@ def build(**kw):
     build_and_print(pipeline_for(kw))
 
 
-@main.command()
-@run_options
+@main.command(cls=SectionedCommand)
+@options_for("prepare")
 @click.option("--dry-run", is_flag=True,
               help="Print per-config counts after each stage (selected, adapted, filters, dedup, prepared); "
                    "write nothing.")
@@ -190,8 +187,8 @@ def prepare(dry_run: bool, **kw):
     print_prepare(pipeline_for(kw).prepare())
 
 
-@main.command()
-@run_options
+@main.command(cls=SectionedCommand)
+@options_for("generate")
 @friendly_errors
 def generate(**kw):
     """Generate completions for prepared prompts into the checkpoint (resumable).
@@ -206,9 +203,8 @@ def generate(**kw):
     exit_if_failed(pipeline_for(kw, generate_only=True, create=False).generate_and_account(show))
 
 
-@main.command()
-@run_options
-@option_for("workers")
+@main.command(cls=SectionedCommand)
+@options_for("validate")
 @friendly_errors
 def validate(**kw):
     """Check every completion's token structure (docs/token-rules.md): verdicts, lengths, finish reasons and
@@ -218,10 +214,8 @@ def validate(**kw):
     pipeline_for(kw, create=False).validate_and_account(show)
 
 
-@main.command()
-@run_options
-@option_for("repo")
-@option_for("workers")
+@main.command(cls=SectionedCommand)
+@options_for("emit")
 @friendly_errors
 def emit(**kw):
     """Validate every completion and stream its row straight into WORKDIR/dataset (Parquet per config and

@@ -8,9 +8,9 @@ import click
 import orjson
 
 from kimi_eagle_data.cli.common import friendly_errors, out
+from kimi_eagle_data.cli.help import SectionedCommand
 from kimi_eagle_data.cli.options import pipeline_for
-from kimi_eagle_data.run_checks import click_config_names
-from kimi_eagle_data.settings import engine_options, option_for
+from kimi_eagle_data.settings import options_for
 
 from kimi_eagle_data.score.scoring import DEFAULT_LIMIT
 from kimi_eagle_data.score.report import REGENERATE_GAP
@@ -32,15 +32,13 @@ S = {samples, tokens, nats_per_token (mean log-prob per token, token-
     weighted), top1 (share of tokens that are the target's top-1)}"""
 
 
-@click.command(epilog=SCORE_JSON_HELP)
-@click.argument("configs", nargs=-1, metavar="[CONFIG]...", callback=click_config_names)
-@option_for("workdir")
+@click.command(cls=SectionedCommand, epilog=SCORE_JSON_HELP)
+@options_for("score")
 @click.option("--limit", "sample_limit", default=DEFAULT_LIMIT, show_default=True, type=click.IntRange(min=1),
               help="Prompts sampled per config (seeded; those with an own completion first).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the sample and the bootstrap.")
 @click.option("--threshold", default=REGENERATE_GAP, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="nats/token: verdict `either` only when the gap's whole interval lies within ±this.")
-@engine_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (keys below).")
 @friendly_errors
 def score(sample_limit: int, seed: int, threshold: float, as_json: bool, **kw):
