@@ -17,6 +17,7 @@ from rich.table import Table
 from kimi_eagle_data.cli.common import console, friendly_errors, out
 from kimi_eagle_data.cli.options import pipeline_for, settings_from
 from kimi_eagle_data.cli.help import SectionedCommand
+from kimi_eagle_data.cli.progress import RichProgress, show_log_records
 from kimi_eagle_data.settings import options_for
 from kimi_eagle_data.wording import counted
 
@@ -32,6 +33,40 @@ def print_prepare(reports) -> None:
         t.add_row(cfg, r.source, str(r.selected), str(r.prepared), str(sum(r.rejected.values())),
                   ", ".join(f"{k} {v}" for k, v in r.rejected.most_common(3)))
     out.print(t)
+
+
+def funnel_table(run, title: str = "prepare --dry-run: prompts left after each stage"):
+    """The per-config funnel as a rich renderable: a table of counts, then every rejection reason."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from kimi_eagle_data.prompts.prepare import STAGES
+
+    t = Table(title=title)
+    cols = ["config", "scanned", "repeats", "selected", *STAGES[:-1], "prepared", "n"]
+    for c in cols:
+        t.add_column(c.replace("_", "-"), justify="left" if c == "config" else "right", no_wrap=True)
+    lines = []
+    for cfg, r in run.reports.items():
+        funnel = dict(r.funnel())
+        n = "all" if r.n is None else f"{r.n:,}"
+        t.add_row(cfg, f"{r.scanned:,}", f"{r.repeated_rows:,}",
+                  *(f"{funnel[s]:,}" for s in ["selected", *STAGES[:-1]]), f"{r.prepared:,}", n)
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(r.rejected.items(), key=lambda kv: (-kv[1], kv[0])))
+        line = f"{cfg} ({r.source}): " + (f"rejected {reasons}" if reasons else "nothing rejected")
+        if r.scan_errors:
+            line += "; row errors among all scanned rows: " + ", ".join(f"{k} {v}" for k, v in r.scan_errors.items())
+        if r.exhausted:
+            line += f"; only {r.prepared:,} of n={r.n:,}: the selection ran out, raise `oversample`"
+        lines.append(Text(line))
+    for cfg, err in run.errors.items():
+        if cfg not in run.reports:
+            t.add_row(cfg, *["-"] * (len(cols) - 1))
+        lines.append(Text(f"{cfg}: error: {err}"))
+    for name, st in run.decontam.items():
+        lines.append(Text(f"eval set {name}: {st['texts']:,} texts, {st['ngrams']:,} n-grams"
+                          + (f", {st['ignored_short']} too short to match" if st["ignored_short"] else "")))
+    return Group(t, *lines)
 
 
 def print_generate(rep) -> None:
@@ -132,6 +167,7 @@ def main():
     card). `build` runs all four and resumes where it stopped; `demo` runs them on CPU with the embedded
     tiny model.
     """
+    show_log_records(console)
 
 
 @main.command(cls=SectionedCommand)
@@ -146,7 +182,7 @@ def demo(workdir: str, limit: int | None, progress: bool, workers: int | None):
     from kimi_eagle_data.pipeline import Pipeline, demo_settings
 
     build_and_print(Pipeline(demo_settings(workdir, limit=limit, progress=progress, workers=workers),
-                         console=console))
+                             progress=RichProgress(console)))
 
 
 @main.command(cls=SectionedCommand)
@@ -175,7 +211,7 @@ def prepare(dry_run: bool, **kw):
     (prepared/<CONFIG>.parquet; rejected rows with reasons in prepared/<CONFIG>.rejects.jsonl)."""
     if dry_run:
         from kimi_eagle_data.pipeline import prepare_dry_run
-        from kimi_eagle_data.prompts.prepare import PrepareError, funnel_table
+        from kimi_eagle_data.prompts.prepare import PrepareError
 
         run = prepare_dry_run(*settings_from(kw))
         out.print(funnel_table(run))

@@ -32,6 +32,20 @@ S = {samples, tokens, nats_per_token (mean log-prob per token, token-
     weighted), top1 (share of tokens that are the target's top-1)}"""
 
 
+def score_table(report: dict[str, Any], title: str = "score: the target's log-prob of the upstream answers"):
+    from rich.table import Table
+
+    from kimi_eagle_data.score.report import COLUMNS, table_rows
+
+    t = Table(title=title)
+    for key, head in COLUMNS:
+        t.add_column(head, justify="left" if key in ("config", "segment", "verdict", "gap") else "right")
+    for r in table_rows(report):
+        style = {"regenerate": "bold red", "either": "bold green"}.get(r["verdict"])
+        t.add_row(*(r[k] for k, _ in COLUMNS[:-1]), f"[{style}]{r['verdict']}[/]" if style else r["verdict"])
+    return t
+
+
 @click.command(cls=SectionedCommand, epilog=SCORE_JSON_HELP)
 @options_for("score")
 @click.option("--limit", "sample_limit", default=DEFAULT_LIMIT, show_default=True, type=click.IntRange(min=1),
@@ -57,7 +71,7 @@ def score(sample_limit: int, seed: int, threshold: float, as_json: bool, **kw):
       kimi-data score --workdir demo-work
       kimi-data score B1 B5 --workdir pilot --engine sglang --server http://node1:30000 --json
     """
-    from kimi_eagle_data.score.report import rich_table, threshold_note
+    from kimi_eagle_data.score.report import threshold_note
     from kimi_eagle_data.store.workdir import Workdir
 
     wd = Workdir(Path(kw["workdir"]).resolve())
@@ -73,7 +87,7 @@ def score(sample_limit: int, seed: int, threshold: float, as_json: bool, **kw):
     if as_json:
         click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return
-    out.print(rich_table(report))
+    out.print(score_table(report))
     run = report.get("run")
     if run:
         out.print(f"scored {counted(run['scored'], 'answer')} ({counted(run['tokens'], 'token')}) in "

@@ -28,7 +28,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
@@ -248,7 +248,7 @@ def _remote_manifest(api, repo_id: str, tag: str) -> dict[str, Any] | None:
 
 
 def push_dataset(path: str | os.PathLike, repo_id: str, *, private: bool = False, token_env: str | None = None,
-                 dry_run: bool = False, echo: Callable[[str], None] = print) -> PushResult:
+                 dry_run: bool = False) -> PushResult:
     """`token_env`: the variable holding the token (None: HF_TOKEN or the stored login)."""
     if not REPO_ID.match(repo_id):
         raise PublishError(f"--repo {repo_id!r}: expected ORG/NAME, e.g. my-org/kimi-k2.5-eagle3-data")
