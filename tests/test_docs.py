@@ -494,3 +494,24 @@ def test_the_launch_lines_production_shows_are_what_serve_prints(args):
     assert printed.startswith(("python -m sglang.launch_server ", "vllm serve ")), printed
     flat = re.sub(r"\s+", " ", (DOCS / "production.md").read_text(encoding="utf-8"))
     assert printed in flat, f"docs/production.md does not show what `kimi-data serve {' '.join(args)}` prints:\n{printed}"
+
+
+def test_every_option_a_docs_script_line_uses_exists():
+    """`python benchmarks/bench_emit.py --tokens 10 --repeat 3`, `python scripts/tool_schema_fuzz.py --original …`:
+    each option is one the script's argument parser declares (read from its source: running every script is slow)."""
+    line = re.compile(r"\b(?:python3?|bash)\s+((?:benchmarks|scripts)/[\w/.-]+\.(?:py|sh))([^`\n#|;&]*)")
+    bad, checked = [], 0
+    for md in markdown_files():
+        text = md.read_text(encoding="utf-8")
+        code = _fenced_blocks(text) + re.findall(r"`([^`\n]+)`", re.sub(r"(?ms)^```.*?^```", "", text))
+        for snippet in code:
+            for script, rest in line.findall(snippet):
+                if not (ROOT / script).is_file():
+                    continue        # test_every_repository_path_in_the_docs_code_exists names it
+                source = (ROOT / script).read_text(encoding="utf-8")
+                for opt in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", rest):
+                    checked += 1
+                    if f'"{opt}"' not in source and f"'{opt}'" not in source:
+                        bad.append(f"{md.relative_to(ROOT)}: {script} takes no {opt}")
+    assert checked >= 5, "the docs' script lines were not found"
+    assert not bad, "\n".join(sorted(set(bad)))
