@@ -14,6 +14,10 @@ Config fields are the run settings under their CLI option's name (`server`, `sou
 --source, --config; the others as `max_new_tokens` is for --max-new-tokens); None means the run's default.
 The `datasets` cache is keyed by what the rows depend on: the workdir and every setting except those that only
 steer how the run goes (RUN_ONLY), so the same settings are a cache hit and a changed one is another entry.
+
+The run prints nothing: its notes ("reusing N completed samples …") and warnings are `logging` records of the
+`kimi_eagle_data` loggers, its progress INFO records of `kimi_eagle_data.progress` (none with progress=False), for
+the caller to route or silence.
 """
 
 from __future__ import annotations

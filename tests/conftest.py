@@ -32,8 +32,7 @@ def tiny_tokenizer():
 
 # The bundled B6 prompts through each stage with the local engine (tiny model, in the CLI's own process): the
 # workdirs that failure tests copy and then break (a full disk, a second writer, a kill).
-LOCAL_B6 = ("B6", "--profile", "tiny-kimi", "--model", "{tiny}", "--samples", "--max-new-tokens", "64",
-            "--no-progress")
+LOCAL_B6 = ("B6", "--profile", "tiny-kimi", "--model", "{tiny}", "--samples", "--max-new-tokens", "64")
 
 
 @pytest.fixture(scope="session")

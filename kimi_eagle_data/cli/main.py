@@ -16,7 +16,9 @@ from rich.table import Table
 
 from kimi_eagle_data.cli.common import console, friendly_errors, out
 from kimi_eagle_data.cli.options import pipeline_for, settings_from
-from kimi_eagle_data.settings import option_for, run_options
+from kimi_eagle_data.cli.help import SectionedCommand
+from kimi_eagle_data.cli.progress import RichProgress, show_log_records
+from kimi_eagle_data.settings import options_for
 from kimi_eagle_data.wording import counted
 
 # Exit status of generate/build/demo when samples failed in this run (everything else was kept).
@@ -31,6 +33,40 @@ def print_prepare(reports) -> None:
         t.add_row(cfg, r.source, str(r.selected), str(r.prepared), str(sum(r.rejected.values())),
                   ", ".join(f"{k} {v}" for k, v in r.rejected.most_common(3)))
     out.print(t)
+
+
+def funnel_table(run, title: str = "prepare --dry-run: prompts left after each stage"):
+    """The per-config funnel as a rich renderable: a table of counts, then every rejection reason."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from kimi_eagle_data.prompts.prepare import STAGES
+
+    t = Table(title=title)
+    cols = ["config", "scanned", "repeats", "selected", *STAGES[:-1], "prepared", "n"]
+    for c in cols:
+        t.add_column(c.replace("_", "-"), justify="left" if c == "config" else "right", no_wrap=True)
+    lines = []
+    for cfg, r in run.reports.items():
+        funnel = dict(r.funnel())
+        n = "all" if r.n is None else f"{r.n:,}"
+        t.add_row(cfg, f"{r.scanned:,}", f"{r.repeated_rows:,}",
+                  *(f"{funnel[s]:,}" for s in ["selected", *STAGES[:-1]]), f"{r.prepared:,}", n)
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(r.rejected.items(), key=lambda kv: (-kv[1], kv[0])))
+        line = f"{cfg} ({r.source}): " + (f"rejected {reasons}" if reasons else "nothing rejected")
+        if r.scan_errors:
+            line += "; row errors among all scanned rows: " + ", ".join(f"{k} {v}" for k, v in r.scan_errors.items())
+        if r.exhausted:
+            line += f"; only {r.prepared:,} of n={r.n:,}: the selection ran out, raise `oversample`"
+        lines.append(Text(line))
+    for cfg, err in run.errors.items():
+        if cfg not in run.reports:
+            t.add_row(cfg, *["-"] * (len(cols) - 1))
+        lines.append(Text(f"{cfg}: error: {err}"))
+    for name, st in run.decontam.items():
+        lines.append(Text(f"eval set {name}: {st['texts']:,} texts, {st['ngrams']:,} n-grams"
+                          + (f", {st['ignored_short']} too short to match" if st["ignored_short"] else "")))
+    return Group(t, *lines)
 
 
 def print_generate(rep) -> None:
@@ -139,13 +175,11 @@ def main():
     card). `build` runs all four and resumes where it stopped; `demo` runs them on CPU with the embedded
     tiny model.
     """
+    show_log_records(console)
 
 
-@main.command()
-@option_for("workdir")
-@option_for("limit")
-@option_for("progress")
-@option_for("workers")
+@main.command(cls=SectionedCommand)
+@options_for("demo")
 @friendly_errors
 def demo(workdir: str, limit: int | None, progress: bool, workers: int | None):
     """The whole pipeline on the bundled sample prompts with the embedded tiny model (CPU, no network).
@@ -156,13 +190,11 @@ def demo(workdir: str, limit: int | None, progress: bool, workers: int | None):
     from kimi_eagle_data.pipeline import Pipeline, demo_settings
 
     build_and_print(Pipeline(demo_settings(workdir, limit=limit, progress=progress, workers=workers),
-                         console=console))
+                             progress=RichProgress(console)))
 
 
-@main.command()
-@run_options
-@option_for("repo")
-@option_for("workers")
+@main.command(cls=SectionedCommand)
+@options_for("build")
 @friendly_errors
 def build(**kw):
     """prepare -> generate -> validate -> emit, resumable and idempotent.
@@ -177,8 +209,8 @@ def build(**kw):
     build_and_print(pipeline_for(kw, server_first=True))
 
 
-@main.command()
-@run_options
+@main.command(cls=SectionedCommand)
+@options_for("prepare")
 @click.option("--dry-run", is_flag=True,
               help="Print per-config counts after each stage (selected, adapted, filters, dedup, prepared); "
                    "write nothing.")
@@ -188,7 +220,7 @@ def prepare(dry_run: bool, **kw):
     (prepared/<CONFIG>.parquet; rejected rows with reasons in prepared/<CONFIG>.rejects.jsonl)."""
     if dry_run:
         from kimi_eagle_data.pipeline import prepare_dry_run
-        from kimi_eagle_data.prompts.prepare import PrepareError, funnel_table
+        from kimi_eagle_data.prompts.prepare import PrepareError
 
         run = prepare_dry_run(*settings_from(kw))
         out.print(funnel_table(run))
@@ -200,8 +232,8 @@ def prepare(dry_run: bool, **kw):
     print_prepare(pipeline_for(kw).prepare())
 
 
-@main.command()
-@run_options
+@main.command(cls=SectionedCommand)
+@options_for("generate")
 @friendly_errors
 def generate(**kw):
     """Generate completions for prepared prompts into the checkpoint (resumable).
@@ -216,9 +248,8 @@ def generate(**kw):
     exit_if_failed(pipeline_for(kw, generate_only=True, create=False).generate_and_account(show))
 
 
-@main.command()
-@run_options
-@option_for("workers")
+@main.command(cls=SectionedCommand)
+@options_for("validate")
 @friendly_errors
 def validate(**kw):
     """Check every completion's token structure (docs/token-rules.md): verdicts, lengths, finish reasons and
@@ -228,10 +259,8 @@ def validate(**kw):
     pipeline_for(kw, create=False).validate_and_account(show)
 
 
-@main.command()
-@run_options
-@option_for("repo")
-@option_for("workers")
+@main.command(cls=SectionedCommand)
+@options_for("emit")
 @friendly_errors
 def emit(**kw):
     """Validate every completion and stream its row straight into WORKDIR/dataset (Parquet per config and

@@ -371,9 +371,10 @@ def _print_plan(r: dict[str, Any]) -> None:
     if r["skipped"]:
         out.print("skipped: " + "; ".join(f"{k}: {v}" for k, v in r["skipped"].items()), highlight=False)
     if r.get("score"):
-        from kimi_eagle_data.score.report import rich_table, threshold_note
+        from kimi_eagle_data.cli.score import score_table
+        from kimi_eagle_data.score.report import threshold_note
 
-        out.print(rich_table(r["score"], title="where regeneration pays (kimi-data score)"))
+        out.print(score_table(r["score"], title="where regeneration pays (kimi-data score)"))
         out.print(threshold_note(r["score"]), highlight=False, soft_wrap=True)
     else:
         out.print("where regeneration pays: run `kimi-data score` on this workdir to compare the upstream answers "

@@ -18,6 +18,7 @@ log-prob at L, and `input_top_logprobs` (null at L), computed by the engine's `s
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import random
 import time
@@ -30,6 +31,8 @@ from aiohttp import web
 
 from kimi_eagle_data.engines.base import Engine, GenerationRequest, SamplingParams, ScoreRequest
 from kimi_eagle_data.records import RequestFailure
+
+log = logging.getLogger(__name__)
 
 # What this stand-in reports as its SGLang version: the behaviour it mirrors is 0.5.5+.
 PROTOCOL_VERSION = "0.5.23"
@@ -538,7 +541,7 @@ def _add_output_logprobs(meta: dict[str, Any], c, top_n: int) -> None:
                                        zip(c.output_top1_logprobs or [], c.output_top1_ids or [])]
 
 
-def run_server(server: ProtocolServer, host: str, port: int, *, print_url=print) -> None:
+def run_server(server: ProtocolServer, host: str, port: int, *, print_url=log.info) -> None:
     async def on_startup(app):
         print_url(f"serving SGLang protocol at http://{host}:{port} (model {server.info.model_path})")
 

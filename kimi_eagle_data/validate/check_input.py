@@ -6,7 +6,9 @@
 - Arrow IPC: a `.arrow` file as `datasets` writes it (the IPC stream format) or an IPC file, one record
   batch at a time;
 - a `Dataset.save_to_disk` directory (speculators' `prepare_data` output): its Arrow files in the order
-  state.json lists them.
+  state.json lists them;
+- a shard of a dataset `kimi-data emit` wrote, with each row's recorded `issues` (`emitted_rows`; the shards
+  are those its manifest lists, hub/publish.py's LocalDataset.shards).
 
 Each yields (row dict, an `Unreadable`, or None for a blank JSONL line; progress advance). A columnar
 file's schema is checked before its first row: a column check reads with another type, or no column of
@@ -82,6 +84,13 @@ FORMS_EXPECTED = ("input_ids (list<int>) + loss_mask (list<int>) or prompt_len (
 _LIST_COLUMNS = ("input_ids", "loss_mask")     # read as numpy slices, not Python lists
 
 
+def emitted_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """The rows of one shard of an emitted dataset: the columns check reads, and `issues` (the recorded verdict)."""
+    rows, _ = _parquet(path, also=("issues",))
+    for row, _ in rows:
+        yield row
+
+
 def open_input(path: Path) -> tuple[Iterator[RowItem], int]:
     """(rows, total): total is the progress bar's, in the unit the rows advance it by (bytes, or rows for
     Parquet). Raises CheckInputError when the input cannot be opened or its schema has no form check reads."""
@@ -110,8 +119,9 @@ def dataset_dir_files(path: Path) -> list[Path]:
                               f"e.g. kimi-data check {path / (splits[0] if splits else 'train')}")
     state = path / "state.json"
     if not state.is_file():
-        raise CheckInputError(f"{path} is a directory without state.json, not a `Dataset.save_to_disk` dataset; "
-                              "give a JSONL, Parquet or Arrow file, or a save_to_disk directory")
+        raise CheckInputError(f"{path} is a directory without state.json nor manifest.json: neither a "
+                              "`Dataset.save_to_disk` dataset nor one `kimi-data emit` wrote; give a JSONL, Parquet "
+                              "or Arrow file, a save_to_disk directory, or a kimi-data dataset (WORKDIR/dataset)")
     try:
         names = [d["filename"] for d in json.loads(state.read_text())["_data_files"]]
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -177,14 +187,18 @@ def _jsonl_rows(f) -> Iterator[RowItem]:
                 yield Unreadable(f"not valid JSON ({e})"), len(line)
 
 
-def _parquet(path: Path) -> tuple[Iterator[RowItem], int]:
+def _parquet(path: Path, also: tuple[str, ...] = ()) -> tuple[Iterator[RowItem], int]:
+    """The rows of a Parquet file: the columns check reads, and the columns `also` names (each must be there)."""
     import pyarrow.parquet as pq
 
     try:
         pf = pq.ParquetFile(path, buffer_size=PARQUET_READ_BUFFER, pre_buffer=False)
     except Exception as e:  # pyarrow raises ArrowInvalid, OSError, …
         raise CheckInputError(f"{path} is not a readable Parquet file: {' '.join(str(e).split())}") from None
-    columns = columns_to_read(pf.schema_arrow, path)
+    missing = [c for c in also if c not in pf.schema_arrow.names]
+    if missing:
+        raise CheckInputError(f"{path} has no {', '.join(missing)} column; re-run `kimi-data emit`")
+    columns = columns_to_read(pf.schema_arrow, path) + list(also)
 
     def rows() -> Iterator[RowItem]:
         try:

@@ -90,7 +90,7 @@ def published(demo_run, tmp_path_factory, hub, hf_home):
     """The demo dataset pushed once, as `kimi-data emit --repo` + `kimi-data push` would do it."""
     work = copy_workdir(demo_run, tmp_path_factory, "pub")
     env = hub_env(hub, hf_home)
-    emitted = kd(env, "emit", "--workdir", str(work), "--repo", REPO, "--no-progress")
+    emitted = kd(env, "emit", "--workdir", str(work), "--repo", REPO)
     assert emitted.returncode == 0, emitted.stderr
     proc = kd(env, "push", str(work), "--repo", REPO)
     return work, proc, emitted
@@ -164,8 +164,7 @@ def test_other_content_under_a_published_version_is_refused(published, demo_run,
     assert (dict(repo.tags), dict(repo.branches), len(repo.commits)) == before
 
     # A new version is the way: emit 0.1.1 for the repo and push it; v0.1.0 keeps pointing at its commit.
-    assert kd(env, "emit", "--workdir", str(other), "--dataset-version", "0.1.1", "--repo", REPO,
-              "--no-progress").returncode == 0
+    assert kd(env, "emit", "--workdir", str(other), "--dataset-version", "0.1.1", "--repo", REPO).returncode == 0
     proc = kd(env, "push", str(other), "--repo", REPO)
     assert proc.returncode == 0, proc.stderr
     assert repo.tags["v0.1.0"] == before[0]["v0.1.0"]
@@ -179,7 +178,7 @@ def test_files_gone_from_the_tree_are_deleted_on_the_hub(published, demo_run, tm
     work = copy_workdir(demo_run, tmp_path_factory, "shrunk")
     env = hub_env(hub, hf_home)
     emitted = kd(env, "emit", *(f"B{i}" for i in range(1, 8)), "--workdir", str(work), "--dataset-version", "0.2.0",
-                 "--repo", REPO, "--no-progress")
+                 "--repo", REPO)
     assert emitted.returncode == 0, emitted.stderr
     assert not (work / "dataset" / "data" / "B8").exists()
     assert not (work / "dataset" / "assets" / "lengths_B8.png").exists()     # nor its plot

@@ -191,7 +191,7 @@ def test_build_and_score_through_vllm_and_sglang_on_the_same_prepared_prompts(id
     through_vllm, through_sglang = tmp_path / "vllm", tmp_path / "sglang"
     # 10 prompts with the tiny profile's 192 new tokens (fewer cut most answers short: no train rows).
     run_cli("prepare", "B6", "--workdir", str(through_vllm), "--profile", "tiny-kimi", "--model", TINY, "--samples",
-            "--limit", "10", "--no-progress")
+            "--limit", "10")
     shutil.copytree(through_vllm, through_sglang)     # the same prepared prompts, byte for byte
     vllm_build = run_cli("build", "--workdir", str(through_vllm), "--engine", "vllm", "--server", vllm.url,
                          "--no-progress", timeout=CLI_TIMEOUT_S)
