@@ -17,7 +17,7 @@ from kimi_eagle_data.engines.protocol_server import BAD_OUTPUT_MODES
 from kimi_eagle_data.engines.sglang import check_output_ids
 from kimi_eagle_data.run_checks import url_problem
 
-from tests.helpers.cli import error_lines, run_cli
+from tests.helpers.cli import REPO, error_lines, run_cli
 from tests.helpers.servers import Server, free_port, get_json, sglang_router
 from tests.helpers.workdirs import completions, prepare_args, prepared_count, sglang_args
 
@@ -278,6 +278,17 @@ def test_a_server_that_is_not_a_url_is_a_usage_error_at_once(url, tmp_path):
     assert proc.returncode == 2 and "--server" in proc.stderr and "http" in proc.stderr, proc.stderr
     # At once: refused while the options are read, before a workdir exists or any server is waited for.
     assert not (tmp_path / "w").exists() and "not healthy" not in proc.stderr and url_problem(url)
+
+
+def test_fault_injection_is_the_test_stand_ins_not_the_user_facing_serve():
+    proc = run_cli("serve", "--engine", "local", "--delay", "1", check=False)
+    assert proc.returncode == 2 and "No such option '--delay'" in proc.stderr, proc.stderr
+    shown = run_cli("serve", "--help").stdout
+    assert not any(flag in shown for flag in ("--error-rate", "--drop-rate", "--bad-output", "--stale-rids",
+                                              "--fault-seed", "--record-requests", "--skip-tokenizer-init"))
+    stand_in = subprocess.run([sys.executable, "-m", "tests.helpers.standin_server", "--help"], capture_output=True,
+                              text=True, cwd=REPO, timeout=600)
+    assert stand_in.returncode == 0 and "--error-rate" in stand_in.stdout and "--delay" in stand_in.stdout
 
 
 def test_connection_refused_still_waits_for_health(prepared, tmp_path):
