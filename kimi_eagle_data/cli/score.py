@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 import orjson
 
-from kimi_eagle_data.cli.common import friendly_errors, out
+from kimi_eagle_data.cli.common import SCORES, friendly_errors, out
 from kimi_eagle_data.cli.options import pipeline_for
 from kimi_eagle_data.run_checks import click_config_names
 from kimi_eagle_data.settings import engine_options, option_for
@@ -42,7 +42,7 @@ S = {samples, tokens, nats_per_token (mean log-prob per token, token-
               help="nats/token: verdict `either` only when the gap's whole interval lies within ±this.")
 @engine_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (keys below).")
-@friendly_errors
+@friendly_errors(interrupted=SCORES)
 def score(sample_limit: int, seed: int, threshold: float, as_json: bool, **kw):
     """Where regeneration pays: the target's log-prob of each partition's upstream answers vs its own.
 

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from kimi_eagle_data.cli.common import UserError, friendly_errors, out
+from kimi_eagle_data.cli.common import SERVES, UserError, friendly_errors, out
 
 
 @click.command()
@@ -45,7 +45,7 @@ from kimi_eagle_data.cli.common import UserError, friendly_errors, out
               help="local: as SGLang's flag: token ids only (answers carry no `text`, /tokenize fails).")
 @click.option("--record-requests", type=click.Path(dir_okay=False), metavar="FILE",
               help="local: append every /generate body received to FILE, one JSON line each (tests).")
-@friendly_errors
+@friendly_errors(interrupted=SERVES)
 def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem_fraction_static, no_metrics, extra,
           health_timeout, dry_run, max_batch, error_rate, drop_rate, delay, fault_seed, bad_output, stale_rids,
           skip_tokenizer_init, record_requests):
