@@ -26,6 +26,7 @@ from kimi_eagle_data import __version__
 from kimi_eagle_data.errors import KimiDataError, MissingInputError
 from kimi_eagle_data.validate.assemble import ValidateReport, validate_config
 from kimi_eagle_data.store.checkpoint import Checkpoint, CheckpointSet, in_shard
+from kimi_eagle_data.store.progress import generation_progress
 from kimi_eagle_data.engines.base import Engine, EngineError, SamplingParams
 from kimi_eagle_data.engines.generate import GenerateReport, generate_records
 from kimi_eagle_data.grammar import reasoning_length
@@ -402,24 +403,11 @@ class Pipeline:
         """The accounting identity (docs/reliability.md) before validation:
         selected + later turns = rejected at prepare + generated + failed + pending (later turns: those of
         conversations continued on the model's own turns)."""
-        from kimi_eagle_data.store.workdir import read_json
-
         ckpt = CheckpointSet(self.checkpoint_paths())
         try:
-            done, failed = ckpt.done_ids(), ckpt.failures()
-            later = {c: ckpt.turn_ids(c) for c in self.s.configs}
+            return generation_progress(self.workdir, self.s.configs, ckpt)
         finally:
             ckpt.close()
-        table = {}
-        for c in self.s.configs:
-            prep = read_json(self.workdir.prepare_report(c))
-            ids = [r.id for r in read_prepared(self.workdir, c)] + sorted(later[c])
-            generated = sum(i in done for i in ids)
-            n_failed = sum(i in failed and i not in done for i in ids)
-            table[c] = {"selected": prep["selected"], "later_turns": len(later[c]),
-                        "rejected_at_prepare": prep["rejected_total"], "generated": generated, "failed": n_failed,
-                        "pending": len(ids) - generated - n_failed}
-        return table
 
     def verdict_pool(self):
         """The Validator of this run in --workers processes (validate/verdicts.py)."""

@@ -280,10 +280,10 @@ def _click_rule(rule: Rule):
 # -- a workdir's run.json: what a later command inherits ------------------------------------------------------
 def saved_options(workdir: str | Path) -> tuple[Path, dict[str, Any]]:
     """run.json's path and its `options` ({} when the workdir has none yet): the explicit read of run.json."""
-    from kimi_eagle_data.store.workdir import Workdir, read_json
+    from kimi_eagle_data.store.workdir import Workdir
 
-    run_json = Workdir(Path(workdir).resolve()).settings_path
-    return run_json, (read_json(run_json).get("options", {}) if run_json.exists() else {})
+    wd = Workdir(Path(workdir).resolve())
+    return wd.settings_path, (wd.settings().get("options", {}) if wd.settings_path.exists() else {})
 
 
 def inherit(values: dict[str, Any], given: set[str], saved: dict[str, Any], run_json: Path) -> dict[str, Any]:

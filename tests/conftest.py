@@ -50,6 +50,11 @@ def generated_b6(prepared_b6, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def emitted_b6(generated_b6, tmp_path_factory) -> Path:
+    return next_stage(generated_b6, tmp_path_factory.mktemp("emitted-b6") / "w", "emit")
+
+
+@pytest.fixture(scope="session")
 def conversation_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     """A built workdir with own_history conversations (C1) and single-turn prompts (C2): helpers/conversations.py."""
     from tests.helpers.conversations import build_conversations

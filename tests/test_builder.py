@@ -82,6 +82,17 @@ def test_local_engine_gives_the_rows_of_build(tmp_path):
     assert not (tmp_path / "w").exists()
 
 
+def test_a_streaming_dataset_can_be_read_twice(tmp_path):
+    """The table generator only reads the staged rows: a streaming dataset iterated twice gives the same rows
+    twice (each iteration runs the generator again over the same files)."""
+    b = builder(tmp_path, workdir=str(tmp_path / "w"), **SETTINGS)
+    streamed = b.as_streaming_dataset()
+    assert set(streamed) == {"train", "rejected"}
+    for split in streamed:
+        first = list(streamed[split])
+        assert first and list(streamed[split]) == first, split
+
+
 @pytest.fixture(scope="module")
 def stand_in_build(stand_in, tmp_path_factory) -> dict[str, list[dict]]:
     """The uninterrupted `kimi-data build` against the stand-in."""

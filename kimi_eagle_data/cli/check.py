@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import sys
 import time
 from collections import Counter
@@ -12,13 +11,10 @@ import click
 import orjson
 from click.core import ParameterSource
 
-from kimi_eagle_data.cli.common import UserError, console, friendly_errors, out
+from kimi_eagle_data.cli.common import READS_ONLY, UserError, console, friendly_errors, out
 from kimi_eagle_data.wording import counted, plural
 
 _SHOWN_ROWS = 20     # invalid / unreadable rows listed one per line before the summary
-
-
-
 
 def _load(profile: str, model: str | None, tokenizer: str | None):
     """The profile and its tokenizer, chosen as `build` chooses them: --tokenizer, else --model, else the
@@ -33,19 +29,9 @@ def _load(profile: str, model: str | None, tokenizer: str | None):
     return prof, load_tokenizer(tokenizer or model or prof.model_path)   # its error names --tokenizer/--profile
 
 
-def check_errors(fn):
-    """The CLI's one-line errors, CheckInputError included."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        from kimi_eagle_data.validate.check import CheckInputError
-
-        try:
-            return friendly_errors(fn)(*args, **kwargs)
-        except CheckInputError as e:
-            raise UserError(str(e)) from None
-
-    return wrapper
+# What is true when Ctrl-C or SIGTERM stops `check`.
+CHECK_STOPPED = ("check writes nothing, and what it printed covers only the rows before the stop; rerun the same "
+                 "command to check every row")
 
 
 def tokenizer_options(fn):
@@ -68,7 +54,7 @@ def tokenizer_options(fn):
 @click.option("--mode", type=click.Choice(["thinking", "instant"]), default="thinking", show_default=True,
               help="instant: the chat template's thinking=False (the generation prompt ends <think></think>).")
 @tokenizer_options
-@check_errors
+@friendly_errors(interrupted=READS_ONLY)
 def render(source: str, row: int | None, as_ids: bool, mode: str, profile: str, model: str | None,
            tokenizer: str | None):
     """Print the exact prompt the model sees for {"messages": [...], "tools": [...]} (`-`: stdin).
@@ -101,7 +87,7 @@ def render(source: str, row: int | None, as_ids: bool, mode: str, profile: str, 
               help='One line per row on stdout: {"row", "valid", "issues", "details"[, "id", "mode"]} (a row of a '
                    'kimi-data dataset also "file", "recorded", "passed"); summary on stderr.')
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-@check_errors
+@friendly_errors(interrupted=CHECK_STOPPED)
 def check(file: Path, profile: str, model: str | None, tokenizer: str | None, max_seq_len: int | None,
           keep_truncated: bool, as_json: bool, no_progress: bool):
     """Audit EAGLE-3 data (ours or another pipeline's) with the rules of docs/token-rules.md.
@@ -132,8 +118,9 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
     from rich.table import Table
     from rich.text import Text
 
-    from kimi_eagle_data.validate.check import Checker, check_dataset, check_file, describe, tokenizer_problem
     from kimi_eagle_data.hub.publish import has_dataset, load_local
+    from kimi_eagle_data.sources.filters import max_row_bytes
+    from kimi_eagle_data.validate.check import Checker, check_dataset, check_file, describe, tokenizer_problem
     from kimi_eagle_data.validate.check_input import open_input
 
     dataset = load_local(file, verify=False) if file.is_dir() and has_dataset(file) else None
@@ -148,7 +135,7 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
             raise UserError(problem)
         verdicts, total = check_dataset(checker, dataset.root, dataset.shards()), dataset.rows()
     else:
-        rows, total = open_input(file)
+        rows, total = open_input(file, max_row_bytes(checker.validator.max_seq_len))
         verdicts = check_file(checker, rows)
     report = console if as_json else out
     reasons: Counter[str] = Counter()

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from kimi_eagle_data.cli.common import console, friendly_errors, out
+from kimi_eagle_data.cli.common import REWRITES, console, friendly_errors, out
 from kimi_eagle_data.cli.options import pipeline_for, settings_from
 from kimi_eagle_data.cli.help import SectionedCommand
 from kimi_eagle_data.cli.progress import RichProgress, show_log_records
@@ -214,7 +214,7 @@ def build(**kw):
 @click.option("--dry-run", is_flag=True,
               help="Print per-config counts after each stage (selected, adapted, filters, dedup, prepared); "
                    "write nothing.")
-@friendly_errors
+@friendly_errors(interrupted=REWRITES)
 def prepare(dry_run: bool, **kw):
     """Select source rows, adapt, filter, decontaminate, dedup and render prompts with the chat template
     (prepared/<CONFIG>.parquet; rejected rows with reasons in prepared/<CONFIG>.rejects.jsonl)."""
@@ -250,7 +250,7 @@ def generate(**kw):
 
 @main.command(cls=SectionedCommand)
 @options_for("validate")
-@friendly_errors
+@friendly_errors(interrupted=REWRITES)
 def validate(**kw):
     """Check every completion's token structure (docs/token-rules.md): verdicts, lengths, finish reasons and
     reasons per sample in validated/<CONFIG>.parquet (light columns, what stats, plan and inspect read), counts in
@@ -261,7 +261,7 @@ def validate(**kw):
 
 @main.command(cls=SectionedCommand)
 @options_for("emit")
-@friendly_errors
+@friendly_errors(interrupted=REWRITES)
 def emit(**kw):
     """Validate every completion and stream its row straight into WORKDIR/dataset (Parquet per config and
     split), then card, plots and manifest. Runs `validate`'s pass itself (and rewrites validated/), so it

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 import orjson
 
-from kimi_eagle_data.cli.common import friendly_errors, out
+from kimi_eagle_data.cli.common import SCORES, friendly_errors, out
 from kimi_eagle_data.cli.help import SectionedCommand
 from kimi_eagle_data.cli.options import pipeline_for
 from kimi_eagle_data.settings import options_for
@@ -54,7 +54,7 @@ def score_table(report: dict[str, Any], title: str = "score: the target's log-pr
 @click.option("--threshold", default=REGENERATE_GAP, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="nats/token: verdict `either` only when the gap's whole interval lies within ±this.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (keys below).")
-@friendly_errors
+@friendly_errors(interrupted=SCORES)
 def score(sample_limit: int, seed: int, threshold: float, as_json: bool, **kw):
     """Where regeneration pays: the target's log-prob of each partition's upstream answers vs its own.
 

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from kimi_eagle_data.cli.common import UserError, friendly_errors, out
+from kimi_eagle_data.cli.common import SERVES, UserError, friendly_errors, out
 
 
 @click.command()
@@ -29,7 +29,7 @@ from kimi_eagle_data.cli.common import UserError, friendly_errors, out
 @click.option("--health-timeout", default=1800.0, show_default=True, help="Seconds to wait for the server to load.")
 @click.option("--dry-run", is_flag=True, help="Print the SGLang (or, with --engine vllm, vLLM) launch command and exit.")
 @click.option("--max-batch", default=16, show_default=True, help="local: requests decoded together.")
-@friendly_errors
+@friendly_errors(interrupted=SERVES)
 def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem_fraction_static, no_metrics, extra,
           health_timeout, dry_run, max_batch):
     """Launch SGLang or vLLM for Kimi-K2.5 (or serve a local model over SGLang's protocol).

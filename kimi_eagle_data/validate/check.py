@@ -39,9 +39,11 @@ from typing import Any
 import numpy as np
 import orjson
 
+from kimi_eagle_data.json_text import UTF8_BOM, JsonTextError, parse_json
 from kimi_eagle_data.profile import MODES, THINKING, ModelProfile, ProfileTokens
 from kimi_eagle_data.prompts.answer import render_answer
 from kimi_eagle_data.prompts.tokenizer import render_prompt
+from kimi_eagle_data.sources.filters import CHARS_PER_TOKEN_BOUND, ROW_BYTES_PER_CHAR
 from kimi_eagle_data.sources.rows import split_reasoning, unknown_role
 from kimi_eagle_data.validate.check_input import FORMS_EXPECTED, CheckInputError, Unreadable, emitted_rows
 from kimi_eagle_data.wording import counted
@@ -58,6 +60,9 @@ CHECK_REASONS = {
     "loss_mask_not_suffix": "a loss_mask 0 after the first 1: the generated tokens are not one suffix "
                             "(checked as prompt = tokens before the first 1)",
     "template_error": "form (b): the chat template failed to render the row's messages and tools",
+    "row_too_large": "a JSONL row longer in bytes than any row within max_seq_len needs (max_seq_len × "
+                     f"{CHARS_PER_TOKEN_BOUND * ROW_BYTES_PER_CHAR}, as prepare caps a source row): not parsed, so "
+                     "one huge row costs no memory",
 }
 
 def describe(code: str) -> str:
@@ -269,9 +274,9 @@ def _mode(raw: dict) -> str:
 
 def _json(text: str | bytes, what: str):
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError as e:
-        raise Unreadable(f"{what} is not valid JSON ({e})") from None
+        return parse_json(text)
+    except JsonTextError as e:
+        raise Unreadable(f"{what} is {e}") from None
 
 
 def _ids(value, what: str, kinds: str = "iu") -> np.ndarray:
@@ -295,7 +300,7 @@ def check_file(checker: Checker, rows: Iterator[tuple[Any, int]]) -> Iterator[tu
             yield None, advance
             continue
         if isinstance(raw, Unreadable):
-            yield RowVerdict(row=n, id=None, issues=["unreadable_row"], details=[str(raw)]), advance
+            yield RowVerdict(row=n, id=None, issues=[raw.code], details=[str(raw)]), advance
         else:
             yield checker.check(raw, n), advance
 
@@ -346,9 +351,9 @@ def read_render_row(source: str, row: int | None) -> tuple[list, list | None]:
         else:
             data = _one_document(f, where)
     try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError as e:
-        raise CheckInputError(f"{where} is not valid JSON ({e})") from None
+        obj = parse_json(data.removeprefix(UTF8_BOM))     # a BOM starts a file, so it can only be before row 1
+    except JsonTextError as e:
+        raise CheckInputError(f"{where} is {e}") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
         raise CheckInputError(f'{where} has no "messages" list; expected {{"messages": [...], "tools": [...]}}')
     problem = unknown_role(obj["messages"])
@@ -380,7 +385,7 @@ def _one_document(f, where: str) -> bytes:
             first = line
             break
     try:
-        orjson.loads(first)
+        orjson.loads(first.removeprefix(UTF8_BOM))
     except orjson.JSONDecodeError:
         return first + f.read()         # a document over several lines (pretty-printed): read it whole
     for line in f:

@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pyarrow as pa
 
 from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.json_text import JsonTextError, bounded_lines, parse_json
 
 BATCH_ROWS = 1024
 PARQUET_READ_BUFFER = 1 << 20      # bytes: Parquet pages are read through this buffer, not a column chunk at once
@@ -40,7 +40,15 @@ class CheckInputError(KimiDataError, ValueError):
 
 
 class Unreadable(ValueError):
-    """One row cannot be read (the run goes on; the row is counted `unreadable_row`)."""
+    """One row cannot be read (the run goes on; the row is counted under `code`)."""
+
+    code = "unreadable_row"
+
+
+class RowTooLarge(Unreadable):
+    """A JSONL row longer than any row within max_seq_len needs: skipped unparsed, so memory stays flat."""
+
+    code = "row_too_large"
 
 
 def _is_list(t: pa.DataType) -> bool:
@@ -91,9 +99,11 @@ def emitted_rows(path: Path) -> Iterator[dict[str, Any]]:
         yield row
 
 
-def open_input(path: Path) -> tuple[Iterator[RowItem], int]:
+def open_input(path: Path, max_row_bytes: int | None = None) -> tuple[Iterator[RowItem], int]:
     """(rows, total): total is the progress bar's, in the unit the rows advance it by (bytes, or rows for
-    Parquet). Raises CheckInputError when the input cannot be opened or its schema has no form check reads."""
+    Parquet). A JSONL row over `max_row_bytes` (sources/filters.max_row_bytes: what a row within max_seq_len
+    can need at most) comes out as RowTooLarge, unparsed. Raises CheckInputError when the input cannot be
+    opened or its schema has no form check reads."""
     if path.is_dir():
         files = dataset_dir_files(path)
         return _arrow_files_rows(files), sum(f.stat().st_size for f in files)
@@ -108,7 +118,7 @@ def open_input(path: Path) -> tuple[Iterator[RowItem], int]:
     if magic.startswith(ARROW_STREAM_MAGIC) or magic.startswith(ARROW_FILE_MAGIC):
         f.close()
         return _arrow_files_rows([path]), path.stat().st_size
-    return _jsonl_rows(f), path.stat().st_size
+    return _jsonl_rows(f, max_row_bytes), path.stat().st_size
 
 
 def dataset_dir_files(path: Path) -> list[Path]:
@@ -175,16 +185,19 @@ def batch_rows(batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
 
 # -- the formats --------------------------------------------------------------------------------
 
-def _jsonl_rows(f) -> Iterator[RowItem]:
+def _jsonl_rows(f, max_row_bytes: int | None) -> Iterator[RowItem]:
     with f:
-        for line in f:
-            if not line.strip():
-                yield None, len(line)       # blank lines are not rows
-                continue
-            try:
-                yield orjson.loads(line), len(line)
-            except orjson.JSONDecodeError as e:
-                yield Unreadable(f"not valid JSON ({e})"), len(line)
+        for _n, line, size in bounded_lines(f, max_row_bytes):
+            if line is None:
+                yield RowTooLarge(f"row of {size:,} bytes > {max_row_bytes:,}, more than any row within "
+                                  "max_seq_len needs; not parsed (raise --max-seq-len to read it)"), size
+            elif not line.strip():
+                yield None, size            # blank lines are not rows
+            else:
+                try:
+                    yield parse_json(line), size
+                except JsonTextError as e:
+                    yield Unreadable(str(e)), size
 
 
 def _parquet(path: Path, also: tuple[str, ...] = ()) -> tuple[Iterator[RowItem], int]:

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -635,3 +636,36 @@ def test_the_token_never_leaves_the_authorization_header(token_traffic):
                 carried += 1
             assert TOKEN not in name
     assert carried > 10
+
+
+@pytest.mark.parametrize("sig, code, by", [(signal.SIGINT, 130, ""), (signal.SIGTERM, 143, " by SIGTERM")],
+                         ids=["ctrl-c", "sigterm"])
+def test_push_stopped_mid_upload_says_what_is_true(sig, code, by, emitted_b6, tmp_path, hf_home):
+    """Stopped while the Hub holds its commit request: push says nothing counts as published before the tag, and
+    the rerun (the server answering again) publishes the version. No word of a checkpoint (push has none)."""
+    work = tmp_path / "w"
+    shutil.copytree(emitted_b6, work)
+    with HubServer(token=TOKEN, hold=r"^/api/datasets/.+/commit/") as hub:
+        env = hub_env(hub, hf_home)
+        proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "push", str(work), "--repo", REPO],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        try:
+            if not hub.held.wait(600):
+                proc.kill()
+                raise AssertionError(f"push never sent its commit: {proc.communicate()}")
+            proc.send_signal(sig)
+            _, err = proc.communicate(timeout=600)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == code, (proc.returncode, err)
+        assert "Traceback" not in err and "checkpoint" not in err and TOKEN not in err, err
+        assert f"interrupted{by}: nothing counts as published until the version's tag is on the Hub; rerun the " \
+               "same command to finish (it checks the tag first)" in " ".join(err.split()), err
+        assert not hub.repos[("dataset", REPO)].tags
+        hub.release()
+        again = kd(env, "push", str(work), "--repo", REPO)
+        assert again.returncode == 0, again.stderr
+        assert "v0.1.0" in hub.repos[("dataset", REPO)].tags
