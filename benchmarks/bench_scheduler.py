@@ -99,7 +99,7 @@ def run_conversations(url: str, conv: Conversations, concurrency: int) -> float:
         raise RuntimeError(f"{job.key} failed: {failure.reason}: {failure.message}")
 
     run = run_requests("conversations", conv.first(), engine.generate, conv.keep, fail, RequestRun(),
-                       show_progress=False, streaming=engine.streams_requests)
+                       streaming=engine.streams_requests)
     assert run.completed == run.requested == sum(conv.turns)
     return run.seconds
 

@@ -14,6 +14,10 @@ Config fields are the run settings under their CLI option's name (`server`, `sou
 --source, --config; the others as `max_new_tokens` is for --max-new-tokens); None means the run's default.
 The `datasets` cache is keyed by what the rows depend on: the workdir and every setting except those that only
 steer how the run goes (RUN_ONLY), so the same settings are a cache hit and a changed one is another entry.
+
+The run prints nothing: its notes ("reusing N completed samples …") and warnings are `logging` records of the
+`kimi_eagle_data` loggers, its progress INFO records of `kimi_eagle_data.progress` (none with progress=False), for
+the caller to route or silence.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from kimi_eagle_data.schema import features
 from kimi_eagle_data.store.workdir import file_sha256
 
 BATCH_ROWS = 1024
-STAGING = ".builder"    # <workdir>/.builder/<CONFIG>/: the validated rows, until the table generator streamed them
+STAGING = ".builder"    # <workdir>/.builder/<CONFIG>/: the validated rows, until download_and_prepare has cached them
 # Settings that change how the run goes, never which rows it gives: not part of the cache key.
 RUN_ONLY = ("engine", "server", "concurrency", "max_attempts", "retry_backoff", "request_timeout", "health_timeout",
             "allow_old_server", "retry_failed", "batch_size", "workers", "progress")
@@ -151,7 +155,7 @@ class KimiEagleData(datasets.ArrowBasedBuilder):
         from kimi_eagle_data.pipeline import Pipeline
 
         name = self.config.name
-        pipeline = Pipeline(_run_settings(self.config))
+        pipeline = Pipeline(_run_settings(self.config), server_first=True)
         try:
             pipeline.prepare(reuse=True)
             pipeline.generate()
@@ -167,12 +171,18 @@ class KimiEagleData(datasets.ArrowBasedBuilder):
         return [datasets.SplitGenerator(name=split, gen_kwargs={"files": [staging / f for f in info.files]})
                 for split, info in splits.items()]
 
+    def _download_and_prepare(self, dl_manager, verification_mode, **prepare_split_kwargs):
+        super()._download_and_prepare(dl_manager, verification_mode, **prepare_split_kwargs)
+        # The rows are in the cache now: the staged copy goes. (A streaming dataset reads the staged files each
+        # time it is iterated; they stay until the next run of the pipeline replaces them.)
+        staging = Path(self.config.workdir).resolve() / STAGING
+        shutil.rmtree(staging / self.config.name, ignore_errors=True)
+        with suppress(OSError):
+            staging.rmdir()
+
     def _generate_tables(self, files: list[Path]):
+        """The staged rows, read and never changed: every iteration (a streaming dataset's too) reads them whole."""
         for shard, path in enumerate(files):
             with pq.ParquetFile(path) as f:
                 for i, batch in enumerate(f.iter_batches(batch_size=BATCH_ROWS)):
                     yield Key(shard, i), pa.Table.from_batches([batch])
-            path.unlink()
-        with suppress(OSError):   # the last split streamed: the staging folder goes
-            files[0].parent.rmdir()
-            files[0].parent.parent.rmdir()

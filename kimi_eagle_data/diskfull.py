@@ -67,7 +67,7 @@ def mount_point(path: str | os.PathLike) -> Path:
 def disk_full_line(path: str | os.PathLike | None) -> str:
     if path is None:
         return "no space left on the device being written; free space and rerun"
-    return f"no space left on {mount_point(path)} writing {path}; free space and rerun"
+    return f"no space left on {mount_point(path)} writing {os.path.abspath(path)}; free space and rerun"
 
 
 @contextmanager

@@ -2,6 +2,10 @@
 (`build`, a stage command's run with its accounting check) and the reports they return. The CLI only turns options
 into `RunSettings` and prints the reports.
 
+It prints nothing: warnings and notes are `logging` records (logger `kimi_eagle_data.pipeline`), progress goes to
+the `Progress` it is given (progress.py; default: INFO records of `kimi_eagle_data.progress`, none with
+`progress=False` in the settings), so a library caller routes or silences both.
+
     settings = RunSettings(workdir="runs/b4", configs=["B4"], engine="sglang", servers=["http://node1:30000"])
     p = Pipeline(settings)          # reads the partition config, the tokenizer, binds run.json
     p.prepare(); p.generate(); p.validate()          # or p.build()
@@ -10,23 +14,25 @@ into `RunSettings` and prints the reports.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
 import orjson
-from rich.console import Console
 
 from kimi_eagle_data import __version__
 from kimi_eagle_data.errors import KimiDataError, MissingInputError
 from kimi_eagle_data.validate.assemble import ValidateReport, validate_config
 from kimi_eagle_data.store.checkpoint import Checkpoint, CheckpointSet, in_shard
+from kimi_eagle_data.store.progress import generation_progress
 from kimi_eagle_data.engines.base import Engine, EngineError, SamplingParams
 from kimi_eagle_data.engines.generate import GenerateReport, generate_records
 from kimi_eagle_data.grammar import reasoning_length
 from kimi_eagle_data.prompts.prepare import PrepareReport, PrepareRun, read_prepared
 from kimi_eagle_data.profile import TINY_MODEL_DIR, ProfileTokens
+from kimi_eagle_data.progress import LogProgress, NoProgress, Progress
 from kimi_eagle_data.settings import BOUND, RunSettings
 from kimi_eagle_data.sources.config import PrepareConfig, load_config
 from kimi_eagle_data.sources.partitions import DEMO_CONFIG
@@ -37,6 +43,8 @@ from kimi_eagle_data.store.workdir import Workdir, dataset_config_dir
 
 __all__ = ["AccountingError", "BuildReport", "Pipeline", "RunSettings", "demo_settings", "load_partitions",
            "prepare_dry_run"]
+
+log = logging.getLogger(__name__)
 
 # What the run is bound to: a workdir started with one value refuses another (settings.py marks the
 # bound settings; sampling is bound as the request it makes, the tokenizer by its fingerprints).
@@ -97,16 +105,20 @@ class BuildReport:
 
 
 class Pipeline:
-    def __init__(self, settings: RunSettings, console: Console | None = None, *,
+    def __init__(self, settings: RunSettings, *, progress: Progress | None = None,
                  partitions: PrepareConfig | None = None, generate_only: bool = False, create: bool = True,
-                 remember_options: bool = True):
+                 remember_options: bool = True, server_first: bool = False):
         """Reads the partition config (unless `partitions` is given), the tokenizer, and binds the workdir's
         run.json; holds the workdir's lock (store/lock.py) from then until the Pipeline is dropped: one writer at
         a time. The workdir is made (with `create`) or touched only once all of that succeeded: a command that fails
         on its settings leaves nothing behind. Without `create` the workdir must have a run.json already (every
         stage but prepare works on what an earlier one left). `generate_only` with `--shard i/N`: shares the
         workdir with the other shards' generates. Without `remember_options`, run.json keeps the options it has
-        (score: another engine for scoring is not the run's engine)."""
+        (score: another engine for scoring is not the run's engine). With `server_first` (build), a first run
+        connects to its servers before anything is bound (make_engine's checks): a setting the server refutes,
+        such as a max_seq_len beyond its context, fails before the workdir is bound to it. `progress` gets the
+        progress of generate and score (default: log records, progress.LogProgress); with `settings.progress`
+        false, none is reported."""
         from kimi_eagle_data.emit.writer import check_version
         from kimi_eagle_data.store.lock import WorkdirLock
 
@@ -114,7 +126,7 @@ class Pipeline:
         settings, self.partitions = load_partitions(settings, partitions)
         check_version(settings.version)
         self.s = settings
-        self.console = console or Console(stderr=True)
+        self.progress = (progress or LogProgress()) if settings.progress else NoProgress()
         self.profile = settings.model_profile
         self.tokenizer = load_tokenizer(settings.tokenizer_path)
         self.tokens = ProfileTokens.from_tokenizer(self.profile, self.tokenizer)
@@ -128,6 +140,9 @@ class Pipeline:
         if not create:
             self.workdir.settings()    # MissingInputError naming the workdir: there is nothing to resume
         options = settings.options() if remember_options else self.workdir.settings().get("options", {})
+        self._engine: Engine | None = None       # made before the binding (server_first): generate's engine
+        if server_first and settings.engine in ("sglang", "vllm") and not self.workdir.settings_path.exists():
+            self._engine = self.make_engine()
         # Everything is valid: only now is the workdir made and locked.
         self.workdir = Workdir.at(self.workdir.root)
         self.lock = WorkdirLock(self.workdir.root, settings.shard if generate_only else None)
@@ -164,7 +179,7 @@ class Pipeline:
         try:
             manifest = self.emit()
         except NothingToEmit as e:
-            self.console.print(f"[yellow]warning:[/] {e}", highlight=False)
+            log.warning("%s", e)
             manifest = None
         self.check_validated(show)
         return BuildReport(prepared, generated, self.reports, manifest)
@@ -222,7 +237,7 @@ class Pipeline:
                               max_new_tokens=self.sampling.max_new_tokens, max_seq_len=self.max_seq_len,
                               workdir=self.workdir)
         for warning in run.warnings:
-            self.console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+            log.warning("%s", warning)
         if run.errors:
             raise PrepareError(run.error_line())
         for c in run.reports:
@@ -236,10 +251,9 @@ class Pipeline:
             return
         self.pilot_limit = max(limits)
         now = "the full sources" if self.s.limit is None else f"at most {self.s.limit} rows per config"
-        self.console.print(f"note: the earlier prepare of this workdir read at most {self.pilot_limit} source rows per "
-                           f"config (--limit {self.pilot_limit}, a pilot); this one reads {now}. Completed samples "
-                           "of prompts selected again are reused, not generated twice.", highlight=False,
-                           soft_wrap=True)
+        log.info("note: the earlier prepare of this workdir read at most %d source rows per config (--limit %d, a "
+                 "pilot); this one reads %s. Completed samples of prompts selected again are reused, not generated "
+                 "twice.", self.pilot_limit, self.pilot_limit, now)
 
     def reuse_line(self, ids: set[str], done: set[str]) -> str | None:
         """'reusing N completed samples from an earlier run …' when this run's prompts have completions already;
@@ -348,7 +362,7 @@ class Pipeline:
         ids = {r.id for r in prepared}
         reuse = self.reuse_line(ids | {i for c in turns for i, conv in turns[c].items() if conv in ids}, done)
         if reuse:
-            self.console.print(reuse, highlight=False, soft_wrap=True)
+            log.info("%s", reuse)
         if not any(r.id not in done and (self.s.retry_failed or r.id not in failed) for r in records):
             return GenerateReport(skipped_done=sum(r.id in done for r in records) + done_later,
                                   skipped_failed=sum(r.id in failed and r.id not in done for r in records))
@@ -358,11 +372,10 @@ class Pipeline:
         ckpt = Checkpoint(self.workdir.shard_checkpoint(self.s.shard))
         own = engine is None
         try:
-            engine = engine or self.make_engine()
+            engine, self._engine = engine or self._engine or self.make_engine(), None
             ckpt.set_meta("engine", asdict(engine.info()))
             report = generate_records(records, engine, ckpt, self.sampling, done=done, failed=failed,
-                                      retry_failed=self.s.retry_failed, console=self.console,
-                                      show_progress=self.s.progress,
+                                      retry_failed=self.s.retry_failed, progress=self.progress,
                                       reasoning_length=partial(reasoning_length, tokens=self.tokens),
                                       next_turn=next_turn)
             report.skipped_done += done_later
@@ -390,24 +403,11 @@ class Pipeline:
         """The accounting identity (docs/reliability.md) before validation:
         selected + later turns = rejected at prepare + generated + failed + pending (later turns: those of
         conversations continued on the model's own turns)."""
-        from kimi_eagle_data.store.workdir import read_json
-
         ckpt = CheckpointSet(self.checkpoint_paths())
         try:
-            done, failed = ckpt.done_ids(), ckpt.failures()
-            later = {c: ckpt.turn_ids(c) for c in self.s.configs}
+            return generation_progress(self.workdir, self.s.configs, ckpt)
         finally:
             ckpt.close()
-        table = {}
-        for c in self.s.configs:
-            prep = read_json(self.workdir.prepare_report(c))
-            ids = [r.id for r in read_prepared(self.workdir, c)] + sorted(later[c])
-            generated = sum(i in done for i in ids)
-            n_failed = sum(i in failed and i not in done for i in ids)
-            table[c] = {"selected": prep["selected"], "later_turns": len(later[c]),
-                        "rejected_at_prepare": prep["rejected_total"], "generated": generated, "failed": n_failed,
-                        "pending": len(ids) - generated - n_failed}
-        return table
 
     def verdict_pool(self):
         """The Validator of this run in --workers processes (validate/verdicts.py)."""
@@ -484,7 +484,7 @@ class Pipeline:
 
         warning = self.published_names().warning
         if warning:
-            self.console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+            log.warning("%s", warning)
         clear_data(self.workdir)
         vocab = self.vocab_size()
         sinks = {c: ConfigShards(dataset_config_dir(self.workdir.dataset, c), token_freq_path(self.workdir.dataset, c),

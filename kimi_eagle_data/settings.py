@@ -4,8 +4,9 @@ command on the workdir inherits it from run.json's `options` and whether the wor
 
 Building a RunSettings reads nothing and writes nothing; it checks each value's range. Reading the partition
 TOML (`pipeline.load_partitions`) and a workdir's run.json (`saved_options`, `inherit`) are separate, explicit
-steps. The CLI builds its options from these declarations (`run_options`, `engine_options`, `option_for`), so
-every command that takes a setting takes it with the same option, default and check.
+steps. The CLI builds its options from these declarations (`options_for`: the settings each command reads,
+COMMAND_SETTINGS, shown under the headings of SECTIONS), so every command that takes a setting takes it with the
+same option, default and check, and no command takes one it never reads.
 
 Run settings arrive from CLI options, from `[sampling]` in the partition TOML and from a workdir's run.json.
 Each source checks its values with the same rules (run_checks.py), so `temperature = -1` in a TOML file,
@@ -67,8 +68,6 @@ class Setting:
     toml: str | None = None            # its key in the partition config file, e.g. "sampling.top_p"
     inherited: bool = False            # a later stage command on the workdir takes run.json's value
     bound: bool = False                # the workdir refuses to resume with another value (it changes the data)
-    group: str = "run"                 # which commands take the option: run (build and the stage commands),
-    #                                    engine (those and score), own (only those that name it: option_for)
     type: Any = None                   # click type of the option
     is_flag: bool = False
     multiple: bool = False
@@ -77,8 +76,9 @@ class Setting:
     negated: bool = False              # the flag turns the setting off (--no-progress)
     callback: Callable | None = None   # turns the option's text into the setting's value, or a usage error
 
-    def click_option(self, name: str, default: Any):
-        kw: dict[str, Any] = {"help": self.help, "required": default is MISSING}
+    def click_option(self, name: str, default: Any, section: str):
+        kw: dict[str, Any] = {"help": self.help, "required": default is MISSING, "cls": SettingOption,
+                              "section": section}
         if self.is_flag:
             kw["is_flag"] = True
         elif default is not None and default is not MISSING:
@@ -132,28 +132,25 @@ class RunSettings:
         help="What the card and manifest name as the model (its Hub id), e.g. when --model is a local path "
              "(a local path is never published). Default: --model when it is a Hub id.")
     engine: str = setting("local", flag="--engine", type=click.Choice(ENGINES), show_default=True, inherited=True,
-                          group="engine",
                           help="local: transformers in-process (CPU or one GPU); sglang: SGLang servers via --server; "
                                "vllm: vLLM servers (launched with --enable-scale-out) via --server.")
     servers: list[str] = setting(factory=list, flag="--server", multiple=True, metavar="URL", inherited=True,
-                                 group="engine", callback=_servers,
+                                 callback=_servers,
                                  help="SGLang / vLLM server or sglang-router URL (repeatable; requests go to the "
                                       "least loaded).")
     concurrency: int = setting(256, flag="--concurrency", type=int, show_default=True, rule=AT_LEAST_1,
-                               group="engine", help="Server requests kept in flight (sglang, vllm).")
+                               help="Server requests kept in flight (sglang, vllm).")
     max_attempts: int = setting(5, flag="--max-attempts", type=int, show_default=True, rule=AT_LEAST_1,
-                                group="engine",
                                 help="Tries per sample on 5xx/timeouts/connection errors before it is recorded as "
                                      "failed.")
     retry_backoff: float = setting(1.0, flag="--retry-backoff", type=float, show_default=True, rule=NON_NEGATIVE,
-                                   group="engine",
                                    help="Seconds before the first retry; doubles each attempt (with jitter, at most "
                                         "60 s).")
     request_timeout: float = setting(3600.0, flag="--request-timeout", type=float, show_default=True, rule=POSITIVE,
-                                     group="engine", help="Seconds per server request (sglang, vllm).")
+                                     help="Seconds per server request (sglang, vllm).")
     health_timeout: float = setting(600.0, flag="--health-timeout", type=float, show_default=True, rule=POSITIVE,
-                                    group="engine", help="Seconds to wait for the servers to become healthy.")
-    allow_old_server: bool = setting(False, flag="--allow-old-server", is_flag=True, group="engine",
+                                    help="Seconds to wait for the servers to become healthy.")
+    allow_old_server: bool = setting(False, flag="--allow-old-server", is_flag=True,
                                      help="Run against SGLang < 0.5.5 or vLLM < 0.32.0 (not recommended).")
     shard: tuple[int, int] | None = setting(
         None, flag="--shard", metavar="i/N", callback=_shard,
@@ -193,19 +190,19 @@ class RunSettings:
                                            "profile's).")
     keep_truncated: bool = setting(False, flag="--keep-truncated", is_flag=True, inherited=True,
                                    help="Keep length-truncated completions in train.")
-    retry_failed: bool = setting(False, flag="--retry-failed", is_flag=True, group="engine",
+    retry_failed: bool = setting(False, flag="--retry-failed", is_flag=True,
                                  help="Send again what is recorded as failed (samples to generate, answers to score).")
     batch_size: int = setting(16, flag="--batch-size", type=int, show_default=True, rule=AT_LEAST_1, inherited=True,
-                              group="engine", help="Local engine batch size.")
+                              help="Local engine batch size.")
     version: str = setting("0.1.0", flag="--dataset-version", show_default=True, inherited=True,
-                           help="The dataset's version (semver; the Hub tag v<version>). `kimi-data --version` is the tool's.")
-    repo: str | None = setting(None, flag="--repo", metavar="ORG/NAME", group="own", inherited=True,
+                           help="The dataset's version (semver; the Hub tag v<version>). `kimi-data --version` is "
+                                "the tool's.")
+    repo: str | None = setting(None, flag="--repo", metavar="ORG/NAME", inherited=True,
                                help="Hub repo the card's load line names (the one you will `kimi-data push` to).")
-    workers: int | None = setting(None, flag="--workers", type=click.IntRange(min=1), metavar="N", group="own",
+    workers: int | None = setting(None, flag="--workers", type=click.IntRange(min=1), metavar="N",
                                   help="Processes that validate and decode completions (default: the machine's "
                                        "cores). The output does not depend on it.")
-    progress: bool = setting(True, flag="--no-progress", is_flag=True, negated=True, group="engine",
-                             help="No progress bars.")
+    progress: bool = setting(True, flag="--no-progress", is_flag=True, negated=True, help="No progress bars.")
 
     def __post_init__(self):
         # Callers other than the CLI (which checked each option already) get the same one-line errors.
@@ -283,10 +280,10 @@ def _click_rule(rule: Rule):
 # -- a workdir's run.json: what a later command inherits ------------------------------------------------------
 def saved_options(workdir: str | Path) -> tuple[Path, dict[str, Any]]:
     """run.json's path and its `options` ({} when the workdir has none yet): the explicit read of run.json."""
-    from kimi_eagle_data.store.workdir import Workdir, read_json
+    from kimi_eagle_data.store.workdir import Workdir
 
-    run_json = Workdir(Path(workdir).resolve()).settings_path
-    return run_json, (read_json(run_json).get("options", {}) if run_json.exists() else {})
+    wd = Workdir(Path(workdir).resolve())
+    return wd.settings_path, (wd.settings().get("options", {}) if wd.settings_path.exists() else {})
 
 
 def inherit(values: dict[str, Any], given: set[str], saved: dict[str, Any], run_json: Path) -> dict[str, Any]:
@@ -315,29 +312,58 @@ def inherit(values: dict[str, Any], given: set[str], saved: dict[str, Any], run_
 
 
 # -- the CLI's options, built from the declarations ------------------------------------------------------------
+# Every setting with an option under one heading of a command's help, in this order.
+SECTIONS: dict[str, tuple[str, ...]] = {
+    "Run": ("workdir", "shard", "merge", "progress"),
+    "Model": ("profile", "model", "tokenizer"),
+    "Sources": ("config_file", "samples", "sources", "revision", "limit"),
+    "Sampling": ("max_new_tokens", "temperature", "top_p", "max_seq_len"),
+    "Engine": ("engine", "servers", "concurrency", "batch_size", "max_attempts", "retry_backoff", "request_timeout",
+               "health_timeout", "allow_old_server", "retry_failed"),
+    "Validation": ("keep_truncated", "workers"),
+    "Output": ("version", "model_label", "repo"),
+}
+SECTION_OF = {name: heading for heading, names in SECTIONS.items() for name in names}
+
+_ENGINE = SECTIONS["Engine"]
+# The settings each command reads, so the options it takes. A setting the workdir is bound to (model, sampling) is
+# taken where the workdir is started (prepare, build); the later stages inherit it from run.json. "configs": the
+# CONFIG arguments.
+COMMAND_SETTINGS: dict[str, tuple[str, ...]] = {
+    "demo": ("workdir", "progress", "limit", "workers"),
+    "build": ("configs", *SECTION_OF),
+    "prepare": ("configs", "workdir", *SECTIONS["Model"], *SECTIONS["Sources"], *SECTIONS["Sampling"]),
+    "generate": ("configs", "workdir", "shard", "merge", "progress", *_ENGINE, "keep_truncated"),
+    "validate": ("configs", "workdir", "merge", *SECTIONS["Validation"]),
+    "emit": ("configs", "workdir", "merge", *SECTIONS["Validation"], *SECTIONS["Output"]),
+    "score": ("configs", "workdir", "progress", *_ENGINE),
+}
+
+
+class SettingOption(click.Option):
+    """A setting's CLI option; `section` is the heading it is shown under in a command's help (cli/help.py)."""
+
+    def __init__(self, *args, section: str, **kw):
+        super().__init__(*args, **kw)
+        self.section = section
+
+
 def _option(name: str):
     f, s = DECLARED[name]
-    return s.click_option(name, f.default if f.default_factory is MISSING else None)
+    return s.click_option(name, f.default if f.default_factory is MISSING else None, section=SECTION_OF[name])
 
 
-def _decorate(fn, options: list):
-    for opt in reversed(options):
-        fn = opt(fn)
-    return fn
+def options_for(command: str):
+    """A decorator adding the options (and CONFIG arguments) of the settings `command` reads (COMMAND_SETTINGS), in
+    SECTIONS order: every command that takes a setting takes it with the same option, default and check."""
+    names = COMMAND_SETTINGS[command]
+    params = [_option(n) for n in SECTION_OF if n in names]
+    if "configs" in names:
+        params.insert(0, click.argument("configs", nargs=-1, metavar="[CONFIG]...", callback=click_config_names))
 
+    def decorate(fn):
+        for param in reversed(params):
+            fn = param(fn)
+        return fn
 
-def engine_options(fn):
-    """The engine's options (every command that calls an engine: the run commands and score)."""
-    return _decorate(fn, [_option(n) for n, (_, s) in DECLARED.items() if s.flag and s.group == "engine"])
-
-
-def run_options(fn):
-    """The options every run command (build and the stage commands) takes: CONFIG arguments, the run's and the
-    engine's settings."""
-    return _decorate(fn, [click.argument("configs", nargs=-1, metavar="[CONFIG]...", callback=click_config_names),
-                          *(_option(n) for n, (_, s) in DECLARED.items() if s.flag and s.group in ("run", "engine"))])
-
-
-def option_for(name: str):
-    """The CLI option of one setting (--workers, --repo: only some commands take them)."""
-    return _option(name)
+    return decorate

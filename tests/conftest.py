@@ -32,8 +32,7 @@ def tiny_tokenizer():
 
 # The bundled B6 prompts through each stage with the local engine (tiny model, in the CLI's own process): the
 # workdirs that failure tests copy and then break (a full disk, a second writer, a kill).
-LOCAL_B6 = ("B6", "--profile", "tiny-kimi", "--model", "{tiny}", "--samples", "--max-new-tokens", "64",
-            "--no-progress")
+LOCAL_B6 = ("B6", "--profile", "tiny-kimi", "--model", "{tiny}", "--samples", "--max-new-tokens", "64")
 
 
 @pytest.fixture(scope="session")
@@ -48,6 +47,11 @@ def prepared_b6(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def generated_b6(prepared_b6, tmp_path_factory) -> Path:
     return next_stage(prepared_b6, tmp_path_factory.mktemp("generated-b6") / "w", "generate")
+
+
+@pytest.fixture(scope="session")
+def emitted_b6(generated_b6, tmp_path_factory) -> Path:
+    return next_stage(generated_b6, tmp_path_factory.mktemp("emitted-b6") / "w", "emit")
 
 
 @pytest.fixture(scope="session")

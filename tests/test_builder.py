@@ -5,6 +5,7 @@ depend on."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -81,6 +82,17 @@ def test_local_engine_gives_the_rows_of_build(tmp_path):
     assert not (tmp_path / "w").exists()
 
 
+def test_a_streaming_dataset_can_be_read_twice(tmp_path):
+    """The table generator only reads the staged rows: a streaming dataset iterated twice gives the same rows
+    twice (each iteration runs the generator again over the same files)."""
+    b = builder(tmp_path, workdir=str(tmp_path / "w"), **SETTINGS)
+    streamed = b.as_streaming_dataset()
+    assert set(streamed) == {"train", "rejected"}
+    for split in streamed:
+        first = list(streamed[split])
+        assert first and list(streamed[split]) == first, split
+
+
 @pytest.fixture(scope="module")
 def stand_in_build(stand_in, tmp_path_factory) -> dict[str, list[dict]]:
     """The uninterrupted `kimi-data build` against the stand-in."""
@@ -94,7 +106,7 @@ def test_sglang_engine_gives_the_rows_of_build(stand_in, stand_in_build, tmp_pat
     assert builder_rows(b) == stand_in_build
 
 
-def test_killed_and_run_again_resumes_without_generating_twice(stand_in, stand_in_build, tmp_path, capfd):
+def test_killed_and_run_again_resumes_without_generating_twice(stand_in, stand_in_build, tmp_path, caplog):
     w = tmp_path / "w"
     settings = {"workdir": str(w), "engine": "sglang", "server": stand_in.url, "concurrency": 1, **SETTINGS}
     code = ("from kimi_eagle_data.builders.kimi_eagle import KimiEagleData; "
@@ -110,13 +122,14 @@ def test_killed_and_run_again_resumes_without_generating_twice(stand_in, stand_i
     n = prepared_count(w)
     assert 0 < len(before) < n, "the builder finished before it was killed; slow the stand-in down"
 
+    caplog.set_level(logging.INFO, logger="kimi_eagle_data")    # the library's notes are log records
     rows = builder_rows(builder(tmp_path, **settings))
     assert rows == stand_in_build
     after = completion_stamps(w)
     assert len(after) == n
     # What was committed before the kill is kept as it was (same commit time), not generated again.
     assert {i: after[i] for i in before} == before
-    assert f"reusing {len(before)} completed samples from an earlier run" in capfd.readouterr().err
+    assert f"reusing {len(before)} completed samples from an earlier run" in caplog.text
 
 
 def test_the_cache_is_keyed_by_the_settings_the_rows_depend_on(tmp_path):
@@ -146,7 +159,7 @@ def test_bad_settings_fail_when_the_builder_is_made(tmp_path):
 
 
 def test_failed_samples_stop_the_build_then_are_retried_into_the_rows_of_build(stand_in, stand_in_build, tmp_path,
-                                                                                capfd):
+                                                                                caplog):
     from kimi_eagle_data.builders.kimi_eagle import BuildError
 
     faulty = Server("--max-batch", "1", "--error-rate", "0.5", "--fault-seed", "1").start()
@@ -167,10 +180,11 @@ def test_failed_samples_stop_the_build_then_are_retried_into_the_rows_of_build(s
         "is healthy")
     assert not Path(b.cache_dir).exists()      # nothing incomplete was cached
 
-    capfd.readouterr()
+    caplog.clear()
+    caplog.set_level(logging.INFO, logger="kimi_eagle_data")
     rows = builder_rows(builder(tmp_path, server=stand_in.url, retry_failed=True, **settings))
     assert rows == stand_in_build
-    assert f"reusing {n - failed} completed samples from an earlier run" in capfd.readouterr().err
+    assert f"reusing {n - failed} completed samples from an earlier run" in caplog.text
 
 
 def test_a_config_file_partition_is_a_config_and_its_contents_key_the_cache(tmp_path):

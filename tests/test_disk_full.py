@@ -136,3 +136,55 @@ def test_every_form_of_a_full_disk_is_recognised(error, full, tmp_path):
     if full:
         mount = next(p for p in (tmp_path, *tmp_path.parents) if os.path.ismount(p))
         assert str(caught.value) == f"no space left on {mount} writing {tmp_path}/f.parquet; free space and rerun"
+
+
+# -- export: vocab_mapping.pt (torch's writer) and the speculators directory (datasets' writers) ---------------
+
+PAGE = 4096    # tmpfs counts space in pages
+
+
+def pages(n: int) -> int:
+    return -(-n // PAGE) * PAGE
+
+
+def assert_export_disk_full(proc, disk: Path, written: Path) -> None:
+    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "unexpected pos" not in proc.stderr, proc.stderr
+    lines = error_lines(proc)
+    assert lines == [f"error: no space left on {disk} writing {written}; free space and rerun"], proc.stderr
+
+
+def test_disk_full_while_export_writes_vocab_mapping_is_one_line(emitted_b6, tmp_path):
+    """The rows fit, SpecForge's vocab_mapping.pt beside them does not (torch's own file writer fails then with
+    two chained errors): one line naming it, no temp file; the rerun after freeing space writes it."""
+    sizes = tmp_path / "sizes"
+    run_cli("export", str(emitted_b6), "--out", str(sizes / "rows.jsonl"), "--draft-vocab-size", "1024")
+    rows, mapping = (sizes / "rows.jsonl").stat().st_size, (sizes / "vocab_mapping.pt").stat().st_size
+    assert mapping > PAGE, mapping      # so one page short of it is a full disk mid-file
+    with small_disk(tmp_path / "disk") as disk:
+        filler = fill(disk, pages(rows) + pages(mapping) - PAGE)
+        out = disk / "rows.jsonl"
+        proc = run_cli("export", str(emitted_b6), "--out", str(out), "--draft-vocab-size", "1024", check=False)
+        assert_export_disk_full(proc, disk, disk / "vocab_mapping.pt")
+        assert out.stat().st_size == rows and tmp_files(disk) == [] and not (disk / "vocab_mapping.pt").exists()
+        filler.unlink()
+        run_cli("export", str(emitted_b6), "--out", str(out), "--draft-vocab-size", "1024")
+        assert (disk / "vocab_mapping.pt").read_bytes() == (sizes / "vocab_mapping.pt").read_bytes()
+
+
+@pytest.mark.parametrize("share", [0, 0.5])
+def test_disk_full_during_the_speculators_export_names_mount_and_directory(share, emitted_b6, tmp_path):
+    """No space at all, or half of what the export takes: one line naming the mount and the output directory,
+    and no temp directory left beside it."""
+    sizes = tmp_path / "sizes"
+    run_cli("export", str(emitted_b6), "--format", "speculators", "--out", str(sizes / "spec"))
+    need = sum(pages(p.stat().st_size) for p in (sizes / "spec").iterdir())
+    with small_disk(tmp_path / "disk") as disk:
+        filler = fill(disk, pages(int(need * share)))
+        out = disk / "spec"
+        proc = run_cli("export", str(emitted_b6), "--format", "speculators", "--out", str(out), check=False)
+        assert_export_disk_full(proc, disk, out)
+        assert sorted(p.name for p in disk.iterdir()) == ["filler"]
+        filler.unlink()
+        run_cli("export", str(emitted_b6), "--format", "speculators", "--out", str(out))
+        assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in (sizes / "spec").iterdir())

@@ -3,6 +3,7 @@ docs/token-rules.md are exactly the ones the code emits, and the example config 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import sys
@@ -170,3 +171,347 @@ def test_example_config_states_the_code_defaults():
                         "max_seq_len": KIMI_K25.max_seq_len}
     max_chars = re.search(r"(?m)^# max_chars = (\d+)", text)
     assert max_chars and int(max_chars[1]) == default_max_chars(KIMI_K25.max_seq_len)
+
+
+# A repository path as the docs write it: `kimi_eagle_data/…`, `scripts/…`, `benchmarks/…`, `tests/…`, `examples/…`,
+# `builders/…`, `cards/…` inside backticks. Paths under a run directory (DIR/…, run/…) are not repository paths.
+REPO_PATH = re.compile(r"`((?:kimi_eagle_data|scripts|benchmarks|tests|examples|builders|cards)/[\w./-]*[\w/])`")
+
+
+def test_every_repository_path_the_docs_name_exists():
+    missing = []
+    for md in markdown_files():
+        for n, line in enumerate(md.read_text(encoding="utf-8").splitlines(), 1):
+            for path in REPO_PATH.findall(line):
+                if not (ROOT / path.split("::")[0]).exists():
+                    missing.append(f"{md.relative_to(ROOT)}:{n}: {path}")
+    assert not missing, "paths the docs name that do not exist:\n" + "\n".join(missing)
+
+
+def test_the_readme_stays_short():
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 160, f"README.md has {len(lines)} lines: move detail into docs/"
+
+
+def _code_blocks(text: str) -> list[str]:
+    """The shell code blocks of a Markdown text (fenced ```bash, ```sh, ```console or without a language)."""
+    blocks, current, shell = [], None, False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            if current is None:
+                current, shell = [], line[3:].strip() in ("", "bash", "sh", "console")
+            else:
+                if shell:
+                    blocks.append("\n".join(current))
+                current = None
+        elif current is not None:
+            current.append(line)
+    return blocks
+
+
+def test_every_option_a_docs_command_line_uses_exists():
+    """Each `kimi-data COMMAND … --option` line in a code block of the README or docs/ names an option that
+    command takes (click's own parser, no subprocess)."""
+    import click
+
+    from kimi_eagle_data.cli.main import main as cli
+
+    bad, checked = [], 0
+    for md in markdown_files():
+        for block in _code_blocks(md.read_text(encoding="utf-8")):
+            for line in block.replace("\\\n", " ").splitlines():
+                m = re.search(r"\bkimi-data\s+([a-z]+)(?:\s+([a-z]+))?(.*)", line.split("#")[0])
+                if not m:
+                    continue
+                cmd = cli.commands.get(m[1])
+                if cmd is None:
+                    bad.append(f"{md.relative_to(ROOT)}: no command `kimi-data {m[1]}`")
+                    continue
+                rest = m[3]
+                if isinstance(cmd, click.Group):
+                    sub = cmd.commands.get(m[2] or "")
+                    if sub is None:
+                        bad.append(f"{md.relative_to(ROOT)}: no command `kimi-data {m[1]} {m[2]}`")
+                        continue
+                    cmd = sub
+                elif m[2]:
+                    rest = f" {m[2]}{rest}"
+                names = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)} | {"--help", "-h"}
+                for opt in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", rest):
+                    checked += 1
+                    if opt not in names:
+                        bad.append(f"{md.relative_to(ROOT)}: `kimi-data {cmd.name}` takes no {opt}")
+    assert checked > 30, "the docs' command lines were not found"
+    assert not bad, "\n".join(sorted(set(bad)))
+
+
+def _inline_commands(text: str) -> list[str]:
+    """The `kimi-data …` code spans of a Markdown text, outside fenced blocks (`\\|` in a table cell is a `|`)."""
+    prose = re.sub(r"(?ms)^```.*?^```", "", text)
+    return [span.replace("\\|", "|") for span in re.findall(r"`(kimi-data [^`]+)`", prose)]
+
+
+def test_every_option_a_docs_code_span_uses_exists():
+    """The same for `kimi-data COMMAND --option` written inline in the prose and tables of the README and docs/."""
+    import click
+
+    from kimi_eagle_data.cli.main import main as cli
+
+    bad, checked = [], 0
+    for md in markdown_files():
+        for span in _inline_commands(md.read_text(encoding="utf-8")):
+            m = re.match(r"kimi-data\s+([a-z]+)(?:\s+([a-z]+))?(.*)", span)
+            if not m:
+                continue
+            cmd, rest = cli.commands.get(m[1]), m[3]
+            if cmd is None:
+                bad.append(f"{md.relative_to(ROOT)}: `{span}`: no command `kimi-data {m[1]}`")
+                continue
+            if isinstance(cmd, click.Group):
+                cmd = cmd.commands.get(m[2] or "")
+                if cmd is None:
+                    bad.append(f"{md.relative_to(ROOT)}: `{span}`: no such subcommand")
+                    continue
+            elif m[2]:
+                rest = f" {m[2]}{rest}"
+            names = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)} | {"--help", "-h"}
+            for opt in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", rest):
+                checked += 1
+                if opt not in names:
+                    bad.append(f"{md.relative_to(ROOT)}: `{span}`: `kimi-data {cmd.name}` takes no {opt}")
+    assert checked > 20, "the docs' inline command lines were not found"
+    assert not bad, "\n".join(sorted(set(bad)))
+
+
+def _fenced_blocks(text: str) -> list[str]:
+    """Every fenced block's text, whatever its language."""
+    return re.findall(r"(?ms)^```[^\n]*\n(.*?)^```", text)
+
+
+def test_every_repository_path_in_the_docs_code_exists():
+    """A repository path anywhere in a code block or code span — `python scripts/sglang_contract_check.py --url …`,
+    `bash scripts/real_engines/run_tier.sh`, `python benchmarks/bench_emit.py` — is there (a path under a run
+    directory, such as /shared/kimi/k25/slurm/…, is not a repository path)."""
+    path = re.compile(r"(?<![\w/.~$-])((?:kimi_eagle_data|scripts|benchmarks|tests|examples|builders|cards)/[\w./-]*\w)")
+    missing, checked = [], 0
+    for md in markdown_files():
+        text = md.read_text(encoding="utf-8")
+        code = _fenced_blocks(text) + re.findall(r"`([^`\n]+)`", re.sub(r"(?ms)^```.*?^```", "", text))
+        for snippet in code:
+            for p in path.findall(snippet):
+                checked += 1
+                if not (ROOT / p.split("::")[0]).exists():
+                    missing.append(f"{md.relative_to(ROOT)}: {p}")
+    assert checked >= 30, f"only {checked} repository paths found in the docs' code: the pattern is broken"
+    assert not missing, "paths in the docs' code that do not exist:\n" + "\n".join(sorted(set(missing)))
+
+
+# A claimed default: "`--max-attempts`, default 5", "(`--limit`, default 200)", "`--retry-backoff`, default 1 s",
+# "`max_turns`, default 4", "`min_script_share` (default 0.5)", "`ngram`-word n-gram (default 13", and a table row
+# "| `--port P` | … (default 30000) |". Prose may wrap, so lines are joined first.
+_VALUE = r"`?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)*|[a-z][\w-]*)`?(?: s)?(?=[),;:|]|$)"
+DEFAULT_CLAIM = re.compile(r"`(--[a-z][a-z0-9-]*|[a-z][a-z0-9_.]*)(?: [A-Za-z_<>]+)?`[^`()|.]{0,20}?\(?(?:by )?"
+                           r"default:? " + _VALUE)
+DEFAULT_ROW = re.compile(r"^\| `(--[a-z][a-z0-9-]*)[^`]*` \|.*?\(default:? " + _VALUE)
+# Settings of other tools the docs state defaults of (not ours to check).
+OTHER_TOOLS_SETTINGS = {"data.max_length"}     # SpecForge's maximum row length
+
+
+def _default_claims() -> list[tuple[str, str, str]]:
+    claims = []
+    for md in markdown_files():
+        text = md.read_text(encoding="utf-8")
+        where = str(md.relative_to(ROOT))
+        claims += [(where, *m.groups()) for line in text.splitlines() if (m := DEFAULT_ROW.match(line))]
+        claims += [(where, *m.groups()) for m in DEFAULT_CLAIM.finditer(re.sub(r"[ \t]*\n[ \t]*", " ", text))]
+    return claims
+
+
+def _same(claimed: str, actual) -> bool:
+    if isinstance(actual, bool) or actual is None:
+        return False
+    if isinstance(actual, (int, float)):
+        try:
+            return float(claimed.replace(",", "")) == float(actual)
+        except ValueError:
+            return False
+    return claimed == str(actual)
+
+
+def _option_defaults() -> dict[str, list]:
+    """Each option -> its defaults: RunSettings' declaration (settings.py) and every command's own click default."""
+    import click
+
+    from kimi_eagle_data.cli.main import main as cli
+    from kimi_eagle_data.settings import DECLARED
+
+    defaults: dict[str, list] = {}
+    for f, s in DECLARED.values():
+        if s.flag and f.default is not dataclasses.MISSING:
+            defaults.setdefault(s.flag, []).append(f.default)
+
+    def walk(cmd):
+        for sub in (cmd.commands.values() if isinstance(cmd, click.Group) else ()):
+            walk(sub)
+        for p in cmd.params:
+            if isinstance(p, click.Option) and not p.is_flag:
+                for o in p.opts:
+                    defaults.setdefault(o, []).append(p.default)
+    walk(cli)
+    return defaults
+
+
+def _config_defaults() -> dict[str, list]:
+    """Each key of the partition config file -> its defaults (the dataclasses the file is read into)."""
+    from kimi_eagle_data.sources.decontam import DecontamSettings
+    from kimi_eagle_data.sources.dedup import DedupSettings
+    from kimi_eagle_data.sources.modes import ModePlan
+    from kimi_eagle_data.sources.partitions import Filters, Partition
+
+    defaults: dict[str, list] = {}
+    for cls in (Partition, Filters, DedupSettings, DecontamSettings, ModePlan):
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING:
+                defaults.setdefault(f.name, []).append(f.default)
+    return defaults
+
+
+def test_every_default_the_docs_claim_is_the_codes():
+    """A default the README or docs/ states for an option or a config key is the one the code declares: an option's
+    in settings.py (RunSettings) or on the command that takes it, a config key's in the dataclass it is read into."""
+    from kimi_eagle_data.settings import DECLARED
+
+    options, keys = _option_defaults(), _config_defaults()
+    run_flags = {s.flag for _, s in DECLARED.values() if s.flag}
+    claims = _default_claims()
+    wrong, unknown, run_settings_checked = [], [], 0
+    for where, name, value in claims:
+        if name in OTHER_TOOLS_SETTINGS:
+            continue
+        actual = options.get(name) if name.startswith("--") else keys.get(name.split(".")[-1])
+        if actual is None:
+            unknown.append(f"{where}: `{name}` (default {value}): no such option or config key")
+        elif not any(_same(value, a) for a in actual):
+            wrong.append(f"{where}: `{name}` default {value}; the code's: {', '.join(sorted({str(a) for a in actual}))}")
+        elif name in run_flags:
+            run_settings_checked += 1
+    assert len(claims) >= 15 and run_settings_checked >= 5, f"too few default claims found ({len(claims)}): pattern broken?"
+    assert not unknown, "\n".join(unknown)
+    assert not wrong, "defaults the docs state that the code does not have:\n" + "\n".join(wrong)
+
+
+def test_the_code_map_names_every_module():
+    """docs/architecture.md has a row per package of kimi_eagle_data/ (and one for its top-level modules); each
+    row names every module of its package, subpackages included, and names no module the package lacks."""
+    rows = {}
+    for line in (DOCS / "architecture.md").read_text(encoding="utf-8").splitlines():
+        m = re.match(r"^\| `kimi_eagle_data/([\w*.]+)/?` \|(.*)\|\s*$", line)
+        if m:
+            rows[m[1]] = set(re.findall(r"`(\w+\.py)`", m[2]))
+    packages = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
+    assert len(packages) >= 10 and "conversation" in packages
+    problems = [f"no row for kimi_eagle_data/{p}/" for p in packages if p not in rows]
+    for key, named in rows.items():
+        files = PACKAGE.glob("*.py") if key == "*.py" else (PACKAGE / key).rglob("*.py")
+        modules = {f.name for f in files if f.name != "__init__.py"}
+        problems += [f"kimi_eagle_data/{key}: {m} is not in the code map" for m in sorted(modules - named)]
+        problems += [f"kimi_eagle_data/{key}: the code map names {m}, which is not there" for m in sorted(named - modules)]
+    assert "*.py" in rows, "no row for the top-level modules (`kimi_eagle_data/*.py`)"
+    assert not problems, "docs/architecture.md is behind the code:\n" + "\n".join(problems)
+
+
+def _table_cells(md: Path, first: str) -> str:
+    """The rest of the table row of `md` whose first cell is `first`."""
+    for line in md.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        if cells and cells[0] == first:
+            return " | ".join(cells[1:])
+    raise AssertionError(f"{md.relative_to(ROOT)}: no table row {first}")
+
+
+def _listed(cell: str) -> set[str]:
+    """The `names` a cell lists, leaving out what it says in parentheses about them."""
+    while True:
+        bare = re.sub(r"\([^()]*\)", "", cell)
+        if bare == cell:
+            return set(re.findall(r"`(\w+)`", cell))
+        cell = bare
+
+
+def test_the_workdir_page_lists_every_column_of_every_file(tmp_path):
+    """docs/workdir.md's table of files names exactly the columns (or keys, or tables) the code writes."""
+    import sqlite3
+
+    from kimi_eagle_data.records import Rejection
+    from kimi_eagle_data.schema import LIGHT_SCHEMA, PROMPT_SCHEMA
+    from kimi_eagle_data.store.checkpoint import Checkpoint
+
+    page = DOCS / "workdir.md"
+    assert _listed(_table_cells(page, "`prepared/<CONFIG>.parquet`")) == set(PROMPT_SCHEMA.names)
+    assert _listed(_table_cells(page, "`validated/<CONFIG>.parquet`")) == set(LIGHT_SCHEMA.names)
+    assert _listed(_table_cells(page, "`prepared/<CONFIG>.rejects.jsonl`")) == {f.name for f in dataclasses.fields(Rejection)}
+
+    Checkpoint(tmp_path / "generations.sqlite").close()
+    db = sqlite3.connect(tmp_path / "generations.sqlite")
+    actual = {t: {r[1] for r in db.execute(f"PRAGMA table_info({t})")}
+              for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    db.close()
+    documented = {}
+    for part in _table_cells(page, "`generations.sqlite`").split(";"):
+        m = re.match(r"\s*table `(\w+)`(.*)", part)
+        assert m, f"docs/workdir.md: {part.strip()[:60]!r} is not 'table `NAME`: `column`, …'"
+        documented[m[1]] = _listed(m[2])
+    assert documented == actual
+
+
+def test_the_row_schema_table_is_the_schema():
+    """docs/data-format.md's row schema lists the emitted columns in the order schema.py writes them."""
+    from kimi_eagle_data.schema import ROW_SCHEMA
+
+    text = (DOCS / "data-format.md").read_text(encoding="utf-8")
+    section = text[text.index("## Row schema"):]
+    section = section[:section.index("\n## ")]
+    listed = []
+    for line in section.splitlines():
+        m = re.match(r"^\| (`\w+`(?:, `\w+`)*) \|", line)
+        if m:
+            listed += re.findall(r"`(\w+)`", m[1])
+    assert listed == ROW_SCHEMA.names
+
+
+@pytest.mark.parametrize("args", [["--dry-run", "--context-length", "16386"],
+                                  ["--engine", "vllm", "--dry-run", "--tp", "8", "--context-length", "32768"]],
+                         ids=["sglang", "vllm"])
+def test_the_launch_lines_production_shows_are_what_serve_prints(args):
+    """docs/production.md quotes `kimi-data serve … --dry-run`'s launch command: it is what the command prints."""
+    from click.testing import CliRunner
+
+    from kimi_eagle_data.cli.main import main as cli
+
+    result = CliRunner().invoke(cli, ["serve", *args])
+    assert result.exit_code == 0, result.output
+    printed = result.output.strip()
+    assert printed.startswith(("python -m sglang.launch_server ", "vllm serve ")), printed
+    flat = re.sub(r"\s+", " ", (DOCS / "production.md").read_text(encoding="utf-8"))
+    assert printed in flat, f"docs/production.md does not show what `kimi-data serve {' '.join(args)}` prints:\n{printed}"
+
+
+def test_every_option_a_docs_script_line_uses_exists():
+    """`python benchmarks/bench_emit.py --tokens 10 --repeat 3`, `python scripts/tool_schema_fuzz.py --original …`:
+    each option is one the script's argument parser declares (read from its source: running every script is slow)."""
+    line = re.compile(r"\b(?:python3?|bash)\s+((?:benchmarks|scripts)/[\w/.-]+\.(?:py|sh))([^`\n#|;&]*)")
+    bad, checked = [], 0
+    for md in markdown_files():
+        text = md.read_text(encoding="utf-8")
+        code = _fenced_blocks(text) + re.findall(r"`([^`\n]+)`", re.sub(r"(?ms)^```.*?^```", "", text))
+        for snippet in code:
+            for script, rest in line.findall(snippet):
+                if not (ROOT / script).is_file():
+                    continue        # test_every_repository_path_in_the_docs_code_exists names it
+                source = (ROOT / script).read_text(encoding="utf-8")
+                for opt in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", rest):
+                    checked += 1
+                    if f'"{opt}"' not in source and f"'{opt}'" not in source:
+                        bad.append(f"{md.relative_to(ROOT)}: {script} takes no {opt}")
+    assert checked >= 5, "the docs' script lines were not found"
+    assert not bad, "\n".join(sorted(set(bad)))

@@ -14,11 +14,11 @@ import pytest
 
 from tests.helpers.cli import error_lines, popen_cli, run_cli, tmp_files
 from tests.helpers.servers import wait_for
-from tests.helpers.workdirs import completions, generate_in_flight, next_stage
+from tests.helpers.workdirs import completions, generate_in_flight
 
 @pytest.fixture(scope="module")
-def emitted(generated_b6, tmp_path_factory) -> Path:
-    return next_stage(generated_b6, tmp_path_factory.mktemp("emitted") / "w", "emit")
+def emitted(emitted_b6) -> Path:
+    return emitted_b6
 
 
 # -- two processes on one workdir --------------------------------------------------------------------

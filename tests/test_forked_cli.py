@@ -14,8 +14,7 @@ from tests.helpers.cli import popen_cli, run_cli
 CASES = [("serve", "--dry-run", "--port", "30123"),                        # stdout, exit 0
          ("generate", "B6", "--engine", "sglang", "--server", "notaurl"),   # a usage error, exit 2
          ("stats", "--workdir", "{tmp}/missing"),                            # a user error, one line, exit 1
-         ("prepare", "B6", "--workdir", "{tmp}/w", "--profile", "tiny-kimi", "--samples", "--limit", "3",
-          "--no-progress")]                                                  # a table, a workdir written
+         ("prepare", "B6", "--workdir", "{tmp}/w", "--profile", "tiny-kimi", "--samples", "--limit", "3")]                                                  # a table, a workdir written
 
 
 @pytest.mark.parametrize("args", CASES, ids=[a[0] for a in CASES])

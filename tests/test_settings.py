@@ -13,7 +13,7 @@ import pytest
 
 from kimi_eagle_data.cli.main import main
 from kimi_eagle_data.pipeline import AccountingError, Pipeline, RunSettings, load_partitions
-from kimi_eagle_data.settings import DECLARED, INHERITED, saved_options
+from kimi_eagle_data.settings import DECLARED, INHERITED, SECTIONS, saved_options
 from kimi_eagle_data.sources.config import ConfigError
 from tests.helpers.cli import error_lines, run_cli
 
@@ -57,7 +57,7 @@ def _params(command: str) -> dict[str, click.Parameter]:
 
 def test_score_takes_the_engine_options_with_generates_defaults():
     score, generate = _params("score"), _params("generate")
-    engine_options = [n for n, (_, s) in DECLARED.items() if s.group == "engine"]
+    engine_options = SECTIONS["Engine"]
     assert {"concurrency", "request_timeout", "max_attempts", "engine", "servers"} <= set(engine_options)
     for name in engine_options:
         assert score[name].default == generate[name].default, name
@@ -86,7 +86,7 @@ def test_a_failing_command_leaves_no_workdir_behind(args, code, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[sampling]\ntop_p = 7\n")
     w = tmp_path / "typo"
-    proc = run_cli(*(a.format(bad=bad) for a in args), "--workdir", str(w), "--no-progress", check=False)
+    proc = run_cli(*(a.format(bad=bad) for a in args), "--workdir", str(w), check=False)
     assert proc.returncode == code, proc.stderr
     assert "Traceback" not in proc.stderr and not w.exists()
     if code == 1:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import sys
 import time
 from collections import Counter
@@ -10,14 +9,12 @@ from pathlib import Path
 
 import click
 import orjson
+from click.core import ParameterSource
 
-from kimi_eagle_data.cli.common import UserError, console, friendly_errors, out
+from kimi_eagle_data.cli.common import READS_ONLY, UserError, console, friendly_errors, out
 from kimi_eagle_data.wording import counted, plural
 
 _SHOWN_ROWS = 20     # invalid / unreadable rows listed one per line before the summary
-
-
-
 
 def _load(profile: str, model: str | None, tokenizer: str | None):
     """The profile and its tokenizer, chosen as `build` chooses them: --tokenizer, else --model, else the
@@ -32,19 +29,9 @@ def _load(profile: str, model: str | None, tokenizer: str | None):
     return prof, load_tokenizer(tokenizer or model or prof.model_path)   # its error names --tokenizer/--profile
 
 
-def check_errors(fn):
-    """The CLI's one-line errors, CheckInputError included."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        from kimi_eagle_data.validate.check import CheckInputError
-
-        try:
-            return friendly_errors(fn)(*args, **kwargs)
-        except CheckInputError as e:
-            raise UserError(str(e)) from None
-
-    return wrapper
+# What is true when Ctrl-C or SIGTERM stops `check`.
+CHECK_STOPPED = ("check writes nothing, and what it printed covers only the rows before the stop; rerun the same "
+                 "command to check every row")
 
 
 def tokenizer_options(fn):
@@ -67,7 +54,7 @@ def tokenizer_options(fn):
 @click.option("--mode", type=click.Choice(["thinking", "instant"]), default="thinking", show_default=True,
               help="instant: the chat template's thinking=False (the generation prompt ends <think></think>).")
 @tokenizer_options
-@check_errors
+@friendly_errors(interrupted=READS_ONLY)
 def render(source: str, row: int | None, as_ids: bool, mode: str, profile: str, model: str | None,
            tokenizer: str | None):
     """Print the exact prompt the model sees for {"messages": [...], "tools": [...]} (`-`: stdin).
@@ -105,17 +92,18 @@ def render(source: str, row: int | None, as_ids: bool, mode: str, profile: str, 
 @click.option("--max-seq-len", type=click.IntRange(min=1), help="Default: the profile's (16384 for Kimi-K2.5).")
 @click.option("--keep-truncated", is_flag=True, help="`length` rows without an end of turn are not `truncated`.")
 @click.option("--json", "as_json", is_flag=True,
-              help='One line per row on stdout: {"row", "valid", "issues", "details"[, "id", "mode"]}; summary on '
-                   'stderr.')
+              help='One line per row on stdout: {"row", "valid", "issues", "details"[, "id", "mode"]} (a row of a '
+                   'kimi-data dataset also "file", "recorded", "passed"); summary on stderr.')
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-@check_errors
+@friendly_errors(interrupted=CHECK_STOPPED)
 def check(file: Path, profile: str, model: str | None, tokenizer: str | None, max_seq_len: int | None,
           keep_truncated: bool, as_json: bool, no_progress: bool):
     """Audit EAGLE-3 data (ours or another pipeline's) with the rules of docs/token-rules.md.
 
     \b
     Input (streamed): JSONL; Parquet; an Arrow file (.arrow, as `datasets`
-    writes it); a `Dataset.save_to_disk` directory (speculators' data).
+    writes it); a `Dataset.save_to_disk` directory (speculators' data);
+    a dataset kimi-data emitted (WORKDIR/dataset, or WORKDIR).
     Rows: input_ids + loss_mask (prompt = tokens before the first 1) or input_ids + prompt_len,
           optional tools (JSON string or list; without it, the tools the prompt declares)
           and finish_reason (without it: stop when the completion ends with
@@ -127,21 +115,40 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
     row's mode is read from its prompt's end, reported per row and summed by mode.
     Rows are numbered from 1 (a JSONL row by its line number). Exit 0 when every row
     is valid, 1 otherwise (an input without rows included), 2 on usage errors.
+
+    \b
+    A kimi-data dataset is checked against itself: every shard its manifest.json
+    lists, with the profile, max_seq_len and keep_truncated it records; a row
+    passes when its verdict is the `issues` it records (rejected rows included).
+    Exit 0 when every row passes.
     """
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
     from rich.table import Table
     from rich.text import Text
 
-    from kimi_eagle_data.validate.check import Checker, check_file, describe
+    from kimi_eagle_data.hub.publish import has_dataset, load_local
+    from kimi_eagle_data.sources.filters import max_row_bytes
+    from kimi_eagle_data.validate.check import Checker, check_dataset, check_file, describe, tokenizer_problem
     from kimi_eagle_data.validate.check_input import open_input
 
+    dataset = load_local(file, verify=False) if file.is_dir() and has_dataset(file) else None
+    if dataset is not None:
+        profile, max_seq_len, keep_truncated = _dataset_settings(dataset, profile, max_seq_len, keep_truncated)
     prof, tok = _load(profile, model, tokenizer)
     checker = Checker(prof, tok, max_seq_len=max_seq_len, keep_truncated=keep_truncated)
-    rows, total = open_input(file)
+    if dataset is not None:
+        problem = tokenizer_problem(tok, tokenizer or model or prof.model_path, dataset.manifest["provenance"],
+                                    dataset.root)
+        if problem:
+            raise UserError(problem)
+        verdicts, total = check_dataset(checker, dataset.root, dataset.shards()), dataset.rows()
+    else:
+        rows, total = open_input(file, max_row_bytes(checker.validator.max_seq_len))
+        verdicts = check_file(checker, rows)
     report = console if as_json else out
     reasons: Counter[str] = Counter()
     by_mode: Counter[tuple[str, bool]] = Counter()     # (mode, valid) -> rows
-    n = valid = tokens = shown = 0
+    n = valid = passed = tokens = shown = 0
     progress = Progress(TextColumn("[bold]check"), BarColumn(), TextColumn("{task.fields[rows]:>9,} rows"),
                         TextColumn("{task.fields[tps]:>9,.0f} tok/s"), TextColumn("{task.fields[bad]}"),
                         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
@@ -149,33 +156,36 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
     t0 = time.perf_counter()
     with progress:
         task = progress.add_task("check", total=total, rows=0, tps=0.0, bad="")
-        for k, (v, advance) in enumerate(check_file(checker, rows)):
+        for k, (v, advance) in enumerate(verdicts):
             if v is not None:
                 n += 1
                 tokens += v.tokens
                 valid += v.valid
+                passed += v.passed
                 reasons.update(v.issues)
                 if v.mode is not None:
                     by_mode[v.mode, v.valid] += 1
                 if as_json:
                     sys.stdout.write(orjson.dumps(v.to_json()).decode() + "\n")
-                if not v.valid and shown < _SHOWN_ROWS and (not as_json or "unreadable_row" in v.issues):
+                if not v.passed and shown < _SHOWN_ROWS and (not as_json or "unreadable_row" in v.issues):
                     shown += 1
-                    _print_row(report, file, v)
+                    _print_row(report, file if dataset is None else dataset.root, v)
             if k % 256 == 0:
                 elapsed = time.perf_counter() - t0
                 progress.update(task, advance=advance, rows=n, tps=tokens / elapsed if elapsed else 0.0,
-                                bad=f"invalid {n - valid}" if n > valid else "")
+                                bad=_failing(n, passed, dataset))
             else:
                 progress.advance(task, advance)
-        progress.update(task, rows=n, bad=f"invalid {n - valid}" if n > valid else "")
+        progress.update(task, rows=n, bad=_failing(n, passed, dataset))
     seconds = time.perf_counter() - t0
     if n == 0:      # nothing checked is not a pass (as in `prepare`, a file without rows is an error)
         empty = file.is_file() and file.stat().st_size == 0
         raise UserError(f"{file} has no rows to check ({'0 bytes' if empty else 'only blank lines, or no records'})")
-    if shown < n - valid and not as_json:
-        report.print(f"… {n - valid - shown:,} more invalid {plural(n - valid - shown, 'row')} (--json lists "
-                     "every row)", highlight=False)
+    if shown < n - passed and not as_json:
+        more = n - passed - shown
+        report.print(f"… {more:,} more " + (f"invalid {plural(more, 'row')}" if dataset is None else
+                                             f"{plural(more, 'row')} whose verdict is not the one recorded")
+                     + " (--json lists every row)", highlight=False)
     if reasons:
         t = Table(title=f"check: {file}")
         for col in ("reason", "rows", "meaning"):
@@ -184,23 +194,47 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
             t.add_row(code, f"{count:,}", Text(describe(code)))
         report.print(t)
     rate = f"{n / seconds:,.0f} rows/s, {tokens / seconds:,.0f} tokens/s" if seconds > 0 else ""
+    agreed = "" if dataset is None else (f"; {passed:,} with the verdict they record, {n - passed:,} with "
+                                         "another")
     report.print(f"{counted(n, 'row')} checked ({counted(tokens, 'token')} in {seconds:.2f}s, {rate}): "
                  f"{valid:,} valid, "
-                 f"{n - valid:,} invalid  " + ("[green]✓[/]" if valid == n else "[red]✗[/]"), highlight=False,
-                 soft_wrap=True)
+                 f"{n - valid:,} invalid{agreed}  " + ("[green]✓[/]" if passed == n else "[red]✗[/]"),
+                 highlight=False, soft_wrap=True)
     modes = sorted({m for m, _ in by_mode})
     if modes:
         report.print("by mode: " + "; ".join(f"{m} {counted(by_mode[m, True] + by_mode[m, False], 'row')}, "
                                               f"{by_mode[m, True]:,} valid" for m in modes), highlight=False)
-    if valid != n:
+    if passed != n:
         sys.exit(1)
 
 
+def _failing(n: int, passed: int, dataset) -> str:
+    """The progress bar's count of the rows that fail so far."""
+    return "" if passed == n else f"{'invalid' if dataset is None else 'not as recorded'} {n - passed}"
+
+
+def _dataset_settings(dataset, profile: str, max_seq_len: int | None, keep_truncated: bool):
+    """The profile, max_seq_len and keep_truncated an emitted dataset's manifest records: its rows were judged with
+    them. An option naming another value is a usage error (its verdicts could not be the recorded ones)."""
+    ctx = click.get_current_context()
+    judged_with = dataset.judged_with()
+    for name, given, recorded in zip(("profile", "max_seq_len", "keep_truncated"),
+                                     (profile, max_seq_len, keep_truncated), judged_with):
+        if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT) and given != recorded:
+            raise click.BadParameter(f"{dataset.root} was made with {name} {recorded}, and its rows are checked "
+                                     "with what they were judged with; drop the option",
+                                     param_hint="--" + name.replace("_", "-"))
+    return judged_with
+
+
 def _print_row(report, file: Path, v) -> None:
-    """One invalid row on one line; an unreadable row is an error line on stderr (the run continues)."""
+    """One failing row on one line; an unreadable row is an error line on stderr (the run continues)."""
     from rich.text import Text
 
-    line = f"{file} row {v.row}{f' ({v.id})' if v.id else ''}: " + "; ".join(
+    where = file if v.file is None else file / v.file
+    recorded = "" if v.recorded is None else (f"records [{', '.join(v.recorded)}], check finds "
+                                              f"[{', '.join(v.issues)}]" + ("; " if v.issues else ""))
+    line = f"{where} row {v.row}{f' ({v.id})' if v.id else ''}: " + recorded + "; ".join(
         f"{code}: {detail}" for code, detail in zip(v.issues, v.details))
     if "unreadable_row" in v.issues:
         console.print(Text.assemble(("error: ", "bold red"), line), soft_wrap=True)

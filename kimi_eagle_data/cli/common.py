@@ -7,7 +7,6 @@ Errors the user can fix print one line (what, where, what to do) and exit 1. SIG
 from __future__ import annotations
 
 import functools
-import logging
 import signal
 import sqlite3
 import sys
@@ -24,20 +23,6 @@ console = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 160)
 
 
-class WarningLines(logging.Handler):
-    """The package's logged warnings, printed as the commands' own: one line `warning: …` on stderr."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        from rich.markup import escape
-
-        console.print(f"[yellow]warning:[/] {escape(record.getMessage())}", highlight=False, soft_wrap=True)
-
-
-_package_log = logging.getLogger("kimi_eagle_data")
-if not any(isinstance(h, WarningLines) for h in _package_log.handlers):
-    _package_log.addHandler(WarningLines(logging.WARNING))
-
-
 class UserError(click.ClickException):
     """Printed as one line `error: …`, exit 1."""
 
@@ -45,8 +30,21 @@ class UserError(click.ClickException):
         console.print(f"[bold red]error:[/] {self.message}", highlight=False, soft_wrap=True)
 
 
-def friendly_errors(fn):
-    """Turn the project's expected failures into one clear line instead of a traceback."""
+# What is true after Ctrl-C or SIGTERM, by what the command writes (its line: "interrupted[ by SIGTERM]: …").
+RESUMES = "completed samples are in the checkpoint; rerun the same command to resume"
+REWRITES = "no file is left half-written (each is replaced whole or not at all); rerun the same command"
+READS_ONLY = "it writes nothing; rerun the same command"
+SCORES = "scored answers are in the score checkpoint; rerun the same command to resume"
+PUSHES = ("nothing counts as published until the version's tag is on the Hub; rerun the same command to finish (it "
+          "checks the tag first)")
+SERVES = "the server stopped"
+
+
+def friendly_errors(fn=None, *, interrupted: str = RESUMES):
+    """Turn the project's expected failures into one clear line instead of a traceback. `interrupted`: what to
+    say when Ctrl-C or SIGTERM stops the command (what stays, and what to do)."""
+    if fn is None:
+        return functools.partial(friendly_errors, interrupted=interrupted)
     # FileNotFoundError: a path the user gave that the OS could not open (ours raise MissingInputError).
     expected = (KimiDataError, FileNotFoundError)
 
@@ -64,8 +62,7 @@ def friendly_errors(fn):
             raise UserError(disk_full_line(getattr(e, "filename", None))) from None
         except KeyboardInterrupt as e:
             by = " by SIGTERM" if isinstance(e, Terminated) else ""
-            console.print(f"[yellow]interrupted{by}[/]: completed samples are in the checkpoint; rerun the same "
-                          "command to resume", soft_wrap=True)
+            console.print(f"[yellow]interrupted{by}[/]: {interrupted}", highlight=False, soft_wrap=True)
             sys.exit(128 + signal.SIGTERM if by else 130)
         finally:
             restore_sigterm(previous)

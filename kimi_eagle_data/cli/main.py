@@ -14,9 +14,11 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from kimi_eagle_data.cli.common import console, friendly_errors, out
+from kimi_eagle_data.cli.common import REWRITES, console, friendly_errors, out
 from kimi_eagle_data.cli.options import pipeline_for, settings_from
-from kimi_eagle_data.settings import option_for, run_options
+from kimi_eagle_data.cli.help import SectionedCommand
+from kimi_eagle_data.cli.progress import RichProgress, show_log_records
+from kimi_eagle_data.settings import options_for
 from kimi_eagle_data.wording import counted
 
 # Exit status of generate/build/demo when samples failed in this run (everything else was kept).
@@ -36,6 +38,40 @@ def print_prepare(reports) -> None:
             out.print(f"{cfg}: {counted(r.special_text_kept, 'prompt')} keep special-token text, tokenized as served "
                       "(the special tokens' ids; partition special_text = \"as_served\")", highlight=False,
                       soft_wrap=True)
+
+
+def funnel_table(run, title: str = "prepare --dry-run: prompts left after each stage"):
+    """The per-config funnel as a rich renderable: a table of counts, then every rejection reason."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from kimi_eagle_data.prompts.prepare import STAGES
+
+    t = Table(title=title)
+    cols = ["config", "scanned", "repeats", "selected", *STAGES[:-1], "prepared", "n"]
+    for c in cols:
+        t.add_column(c.replace("_", "-"), justify="left" if c == "config" else "right", no_wrap=True)
+    lines = []
+    for cfg, r in run.reports.items():
+        funnel = dict(r.funnel())
+        n = "all" if r.n is None else f"{r.n:,}"
+        t.add_row(cfg, f"{r.scanned:,}", f"{r.repeated_rows:,}",
+                  *(f"{funnel[s]:,}" for s in ["selected", *STAGES[:-1]]), f"{r.prepared:,}", n)
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(r.rejected.items(), key=lambda kv: (-kv[1], kv[0])))
+        line = f"{cfg} ({r.source}): " + (f"rejected {reasons}" if reasons else "nothing rejected")
+        if r.scan_errors:
+            line += "; row errors among all scanned rows: " + ", ".join(f"{k} {v}" for k, v in r.scan_errors.items())
+        if r.exhausted:
+            line += f"; only {r.prepared:,} of n={r.n:,}: the selection ran out, raise `oversample`"
+        lines.append(Text(line))
+    for cfg, err in run.errors.items():
+        if cfg not in run.reports:
+            t.add_row(cfg, *["-"] * (len(cols) - 1))
+        lines.append(Text(f"{cfg}: error: {err}"))
+    for name, st in run.decontam.items():
+        lines.append(Text(f"eval set {name}: {st['texts']:,} texts, {st['ngrams']:,} n-grams"
+                          + (f", {st['ignored_short']} too short to match" if st["ignored_short"] else "")))
+    return Group(t, *lines)
 
 
 def print_generate(rep) -> None:
@@ -144,13 +180,11 @@ def main():
     card). `build` runs all four and resumes where it stopped; `demo` runs them on CPU with the embedded
     tiny model.
     """
+    show_log_records(console)
 
 
-@main.command()
-@option_for("workdir")
-@option_for("limit")
-@option_for("progress")
-@option_for("workers")
+@main.command(cls=SectionedCommand)
+@options_for("demo")
 @friendly_errors
 def demo(workdir: str, limit: int | None, progress: bool, workers: int | None):
     """The whole pipeline on the bundled sample prompts with the embedded tiny model (CPU, no network).
@@ -161,13 +195,11 @@ def demo(workdir: str, limit: int | None, progress: bool, workers: int | None):
     from kimi_eagle_data.pipeline import Pipeline, demo_settings
 
     build_and_print(Pipeline(demo_settings(workdir, limit=limit, progress=progress, workers=workers),
-                         console=console))
+                             progress=RichProgress(console)))
 
 
-@main.command()
-@run_options
-@option_for("repo")
-@option_for("workers")
+@main.command(cls=SectionedCommand)
+@options_for("build")
 @friendly_errors
 def build(**kw):
     """prepare -> generate -> validate -> emit, resumable and idempotent.
@@ -179,21 +211,21 @@ def build(**kw):
     the others is still emitted; rerun with --retry-failed); 1 on an error; 2 on a usage error.
     """
     check_repo(kw["repo"])
-    build_and_print(pipeline_for(kw))
+    build_and_print(pipeline_for(kw, server_first=True))
 
 
-@main.command()
-@run_options
+@main.command(cls=SectionedCommand)
+@options_for("prepare")
 @click.option("--dry-run", is_flag=True,
               help="Print per-config counts after each stage (selected, adapted, filters, dedup, prepared); "
                    "write nothing.")
-@friendly_errors
+@friendly_errors(interrupted=REWRITES)
 def prepare(dry_run: bool, **kw):
     """Select source rows, adapt, filter, decontaminate, dedup and render prompts with the chat template
     (prepared/<CONFIG>.parquet; rejected rows with reasons in prepared/<CONFIG>.rejects.jsonl)."""
     if dry_run:
         from kimi_eagle_data.pipeline import prepare_dry_run
-        from kimi_eagle_data.prompts.prepare import PrepareError, funnel_table
+        from kimi_eagle_data.prompts.prepare import PrepareError
 
         run = prepare_dry_run(*settings_from(kw))
         out.print(funnel_table(run))
@@ -205,8 +237,8 @@ def prepare(dry_run: bool, **kw):
     print_prepare(pipeline_for(kw).prepare())
 
 
-@main.command()
-@run_options
+@main.command(cls=SectionedCommand)
+@options_for("generate")
 @friendly_errors
 def generate(**kw):
     """Generate completions for prepared prompts into the checkpoint (resumable).
@@ -221,10 +253,9 @@ def generate(**kw):
     exit_if_failed(pipeline_for(kw, generate_only=True, create=False).generate_and_account(show))
 
 
-@main.command()
-@run_options
-@option_for("workers")
-@friendly_errors
+@main.command(cls=SectionedCommand)
+@options_for("validate")
+@friendly_errors(interrupted=REWRITES)
 def validate(**kw):
     """Check every completion's token structure (docs/token-rules.md): verdicts, lengths, finish reasons and
     reasons per sample in validated/<CONFIG>.parquet (light columns, what stats, plan and inspect read), counts in
@@ -233,11 +264,9 @@ def validate(**kw):
     pipeline_for(kw, create=False).validate_and_account(show)
 
 
-@main.command()
-@run_options
-@option_for("repo")
-@option_for("workers")
-@friendly_errors
+@main.command(cls=SectionedCommand)
+@options_for("emit")
+@friendly_errors(interrupted=REWRITES)
 def emit(**kw):
     """Validate every completion and stream its row straight into WORKDIR/dataset (Parquet per config and
     split), then card, plots and manifest. Runs `validate`'s pass itself (and rewrites validated/), so it

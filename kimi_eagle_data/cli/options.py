@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kimi_eagle_data.cli.common import console
+from kimi_eagle_data.cli.progress import RichProgress
 from kimi_eagle_data.settings import DECLARED, inherit, saved_options
 from kimi_eagle_data.sources.partitions import PARTITIONS
 
@@ -51,4 +52,4 @@ def pipeline_for(kw: dict, **how):
     from kimi_eagle_data.pipeline import Pipeline
 
     settings, partitions = settings_from(kw)
-    return Pipeline(settings, console=console, partitions=partitions, **how)
+    return Pipeline(settings, progress=RichProgress(console), partitions=partitions, **how)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kimi_eagle_data.cli.common import console, friendly_errors, out
+from kimi_eagle_data.cli.common import PUSHES, REWRITES, console, friendly_errors, out
 
 from kimi_eagle_data.run_checks import click_config_names
 from kimi_eagle_data.wording import counted, plural
@@ -42,7 +42,7 @@ def _repo_id(ctx, param, value: str) -> str:
                    "else huggingface_hub's stored login. The token is never printed, logged or written to a file.")
 @click.option("--dry-run", is_flag=True, help="Check the tree against its manifest and show what would be pushed; "
                                               "no network.")
-@friendly_errors
+@friendly_errors(interrupted=PUSHES)
 def push(path: Path, repo_id: str, private: bool, token_env: str | None, dry_run: bool):
     """Publish DIR (a workdir or its dataset/) to the Hub as version tag v<version>.
 
@@ -108,7 +108,7 @@ def push(path: Path, repo_id: str, private: bool, token_env: str | None, dry_run
               help="Rows in one seeded random order across configs (default: config by config, so a trainer's "
                    "positional train/eval split would hold out whole configs).")
 @click.option("--seed", type=int, help="The --shuffle order's seed.  [default: 0]")
-@friendly_errors
+@friendly_errors(interrupted=REWRITES)
 def export(path: Path, fmt: str, split: str, configs: tuple[str, ...], out_path: Path, draft_vocab_size: int | None,
            shuffle: bool, seed: int | None):
     """Export DIR's token rows (a workdir or its dataset/) for an EAGLE-3 trainer.

@@ -8,7 +8,7 @@ from typing import Any
 import click
 import orjson
 
-from kimi_eagle_data.cli.common import friendly_errors, out
+from kimi_eagle_data.cli.common import READS_ONLY, REWRITES, friendly_errors, out
 from kimi_eagle_data.wording import counted
 
 from kimi_eagle_data.run_checks import click_config_names
@@ -139,7 +139,7 @@ def _range(iv: dict[str, float | None], fmt=_si, sep: str = "\n") -> str:
               help="Where to write lengths_<CONFIG>.png (default: WORKDIR/stats).")
 @click.option("--no-plots", is_flag=True, help="Do not write the histograms.")
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON (keys below) instead of tables.")
-@friendly_errors
+@friendly_errors(interrupted=REWRITES)
 def stats(configs, workdir: Path, split: str, plots_dir: Path | None, no_plots: bool, as_json: bool):
     """Length distributions, finish reasons, tool calls, cache hits and token totals per config.
 
@@ -153,9 +153,13 @@ def stats(configs, workdir: Path, split: str, plots_dir: Path | None, no_plots: 
       kimi-data stats B1 B4 --workdir run1 --json | jq '.overall.lengths.completion'
     """
     from kimi_eagle_data.emit.plots import plot_length_histograms
-    from kimi_eagle_data.reports.stats import collect_stats, open_workdir, validated_configs
+    from kimi_eagle_data.reports.stats import NothingValidatedYet, collect_stats, open_workdir, validated_configs
 
-    result = collect_stats(workdir, configs, split=split)
+    try:
+        result = collect_stats(workdir, configs, split=split)
+    except NothingValidatedYet as so_far:     # a first generate under way: what it has committed is the answer
+        _print_progress(so_far, as_json=as_json)
+        return
     plots: dict[str, str] = {}
     if not no_plots:
         wd = open_workdir(workdir)
@@ -168,6 +172,33 @@ def stats(configs, workdir: Path, split: str, plots_dir: Path | None, no_plots: 
         _print_json(result)
         return
     _print_stats(result)
+
+
+def _print_progress(so_far, *, as_json: bool = False) -> None:
+    """The generation progress of a workdir with nothing validated yet (reports.stats.NothingValidatedYet): the
+    accounting table generate prints, read from the checkpoints as they are committed."""
+    from rich.table import Table
+
+    from kimi_eagle_data.store.progress import PROGRESS_KEYS
+
+    rows = dict(so_far.progress)
+    overall = {k: sum(r[k] for r in rows.values()) for k in PROGRESS_KEYS}
+    if as_json:
+        _print_json({"workdir": str(so_far.workdir.root), "validated": False, "writer": so_far.writer,
+                     "configs": rows, "overall": overall})
+        return
+    later = overall["later_turns"] > 0
+    keys = [k for k in PROGRESS_KEYS if later or k != "later_turns"]
+    t = Table(title=f"generation so far: {so_far.workdir.root} (from the checkpoint; nothing validated yet)")
+    t.add_column("config")
+    for k in keys:
+        t.add_column(k.replace("_", " "), justify="right")
+    for name, row in [*rows.items(), ("all", overall)]:
+        t.add_row(name, *(_n(row[k]) for k in keys), style="bold" if name == "all" else None)
+    out.print(t)
+    out.print(f"{'writing now: ' + so_far.writer if so_far.writer else 'no command is writing the workdir now'}; "
+              "lengths, finish reasons and rejection reasons come once it is validated: `kimi-data validate "
+              f"--workdir {so_far.workdir.root}` (build and emit validate too)", highlight=False, soft_wrap=True)
 
 
 def _print_stats(r: dict[str, Any]) -> None:
@@ -309,7 +340,7 @@ def _print_draft_vocab(v: dict[str, Any] | None) -> None:
 @click.option("--confidence", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True,
               max_open=True), help="Confidence level of the intervals.")
 @click.option("--json", "as_json", is_flag=True, help="Print the projection as JSON (keys below).")
-@friendly_errors
+@friendly_errors(interrupted=READS_ONLY)
 def plan(workdir: Path, counts, gpus: int, throughput: float | None, confidence: float, as_json: bool):
     """Project tokens, disk, train rows and GPU-hours of the full run from a pilot, with intervals.
 
@@ -325,13 +356,18 @@ def plan(workdir: Path, counts, gpus: int, throughput: float | None, confidence:
       kimi-data plan --workdir pilot --counts B4=20000 --counts B8=0 --throughput 25000 --gpus 8
     """
     from kimi_eagle_data.reports.plan import collect_plan, parse_counts
-    from kimi_eagle_data.reports.stats import QualityError
+    from kimi_eagle_data.reports.stats import NothingValidatedYet, QualityError
 
     try:
         parsed = parse_counts(counts)
     except QualityError as e:
         raise click.BadParameter(str(e).removeprefix("--counts "), param_hint="--counts") from None
-    result = collect_plan(workdir, parsed, gpus=gpus, throughput=throughput, confidence=confidence)
+    try:
+        result = collect_plan(workdir, parsed, gpus=gpus, throughput=throughput, confidence=confidence)
+    except NothingValidatedYet as so_far:     # a pilot still generating: its counts, then why no projection
+        if not as_json:
+            _print_progress(so_far)
+        raise
     if as_json:
         _print_json(result)
         return
@@ -395,9 +431,10 @@ def _print_plan(r: dict[str, Any]) -> None:
     if r["skipped"]:
         out.print("skipped: " + "; ".join(f"{k}: {v}" for k, v in r["skipped"].items()), highlight=False)
     if r.get("score"):
-        from kimi_eagle_data.score.report import rich_table, threshold_note
+        from kimi_eagle_data.cli.score import score_table
+        from kimi_eagle_data.score.report import threshold_note
 
-        out.print(rich_table(r["score"], title="where regeneration pays (kimi-data score)"))
+        out.print(score_table(r["score"], title="where regeneration pays (kimi-data score)"))
         out.print(threshold_note(r["score"]), highlight=False, soft_wrap=True)
     else:
         out.print("where regeneration pays: run `kimi-data score` on this workdir to compare the upstream answers "
@@ -433,7 +470,7 @@ def _hours(x: float | None) -> str:
 @click.option("--max-chars", type=click.IntRange(min=1), help="Cut each segment's text to this many characters.")
 @click.option("--tokenizer", help="Tokenizer to decode with (default: the run's, from run.json).")
 @click.option("--json", "as_json", is_flag=True, help="Print the segments as JSON (keys below).")
-@friendly_errors
+@friendly_errors(interrupted=READS_ONLY)
 def inspect_cmd(directory: Path, config: str, sample_id: str | None, random_: bool, seed: int | None,
                 shortest: bool, longest: bool, rejected: str | None, raw: bool, max_chars: int | None,
                 tokenizer: str | None, as_json: bool):
@@ -454,12 +491,20 @@ def inspect_cmd(directory: Path, config: str, sample_id: str | None, random_: bo
         raise click.UsageError("give one of ID, --random, --shortest, --longest")
     if sample_id and rejected:
         raise click.UsageError("--rejected browses; give it without an ID")
-    if not pickers and not rejected:
-        raise click.UsageError("give an ID, or browse with --random, --shortest, --longest or --rejected REASON")
-    from kimi_eagle_data.reports.inspect import inspect_sample
+    from kimi_eagle_data.reports.inspect import inspect_sample, locate
+    from kimi_eagle_data.reports.stats import NothingValidatedYet
 
-    result = inspect_sample(directory, config, sample_id, tokenizer=tokenizer, random=random_, seed=seed,
-                            shortest=shortest, longest=longest, rejected=rejected)
+    try:
+        if not pickers and not rejected:
+            locate(directory, config)     # no such config, or nothing validated yet: that, before how to pick
+            raise click.UsageError("give an ID, or browse with --random, --shortest, --longest or --rejected "
+                                   "REASON")
+        result = inspect_sample(directory, config, sample_id, tokenizer=tokenizer, random=random_, seed=seed,
+                                shortest=shortest, longest=longest, rejected=rejected)
+    except NothingValidatedYet as so_far:     # a first generate under way: its counts, then why no sample
+        if not as_json:
+            _print_progress(so_far)
+        raise
     if as_json:
         _print_json(result)
         return

@@ -7,10 +7,10 @@ from pathlib import Path
 import click
 import orjson
 
-from kimi_eagle_data.cli.common import friendly_errors, out
+from kimi_eagle_data.cli.common import SCORES, friendly_errors, out
+from kimi_eagle_data.cli.help import SectionedCommand
 from kimi_eagle_data.cli.options import pipeline_for
-from kimi_eagle_data.run_checks import click_config_names
-from kimi_eagle_data.settings import engine_options, option_for
+from kimi_eagle_data.settings import options_for
 
 from kimi_eagle_data.score.scoring import DEFAULT_LIMIT
 from kimi_eagle_data.score.report import REGENERATE_GAP
@@ -32,17 +32,29 @@ S = {samples, tokens, nats_per_token (mean log-prob per token, token-
     weighted), top1 (share of tokens that are the target's top-1)}"""
 
 
-@click.command(epilog=SCORE_JSON_HELP)
-@click.argument("configs", nargs=-1, metavar="[CONFIG]...", callback=click_config_names)
-@option_for("workdir")
+def score_table(report: dict[str, Any], title: str = "score: the target's log-prob of the upstream answers"):
+    from rich.table import Table
+
+    from kimi_eagle_data.score.report import COLUMNS, table_rows
+
+    t = Table(title=title)
+    for key, head in COLUMNS:
+        t.add_column(head, justify="left" if key in ("config", "segment", "verdict", "gap") else "right")
+    for r in table_rows(report):
+        style = {"regenerate": "bold red", "either": "bold green"}.get(r["verdict"])
+        t.add_row(*(r[k] for k, _ in COLUMNS[:-1]), f"[{style}]{r['verdict']}[/]" if style else r["verdict"])
+    return t
+
+
+@click.command(cls=SectionedCommand, epilog=SCORE_JSON_HELP)
+@options_for("score")
 @click.option("--limit", "sample_limit", default=DEFAULT_LIMIT, show_default=True, type=click.IntRange(min=1),
               help="Prompts sampled per config (seeded; those with an own completion first).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the sample and the bootstrap.")
 @click.option("--threshold", default=REGENERATE_GAP, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="nats/token: verdict `either` only when the gap's whole interval lies within ±this.")
-@engine_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (keys below).")
-@friendly_errors
+@friendly_errors(interrupted=SCORES)
 def score(sample_limit: int, seed: int, threshold: float, as_json: bool, **kw):
     """Where regeneration pays: the target's log-prob of each partition's upstream answers vs its own.
 
@@ -59,7 +71,7 @@ def score(sample_limit: int, seed: int, threshold: float, as_json: bool, **kw):
       kimi-data score --workdir demo-work
       kimi-data score B1 B5 --workdir pilot --engine sglang --server http://node1:30000 --json
     """
-    from kimi_eagle_data.score.report import rich_table, threshold_note
+    from kimi_eagle_data.score.report import threshold_note
     from kimi_eagle_data.store.workdir import Workdir
 
     wd = Workdir(Path(kw["workdir"]).resolve())
@@ -75,7 +87,7 @@ def score(sample_limit: int, seed: int, threshold: float, as_json: bool, **kw):
     if as_json:
         click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return
-    out.print(rich_table(report))
+    out.print(score_table(report))
     run = report.get("run")
     if run:
         out.print(f"scored {counted(run['scored'], 'answer')} ({counted(run['tokens'], 'token')}) in "

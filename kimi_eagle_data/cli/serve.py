@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from kimi_eagle_data.cli.common import UserError, friendly_errors, out
+from kimi_eagle_data.cli.common import SERVES, UserError, friendly_errors, out
 
 
 @click.command()
@@ -20,7 +20,7 @@ from kimi_eagle_data.cli.common import UserError, friendly_errors, out
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=30000, show_default=True, type=int)
 @click.option("--tp", default=8, show_default=True, type=click.IntRange(min=1), help="Tensor parallel GPUs (sglang, vllm).")
-@click.option("--context-length", type=click.IntRange(min=1), help="SGLang --context-length; vLLM --max-model-len.")
+@click.option("--context-length", type=click.IntRange(min=1), help="SGLang --context-length; vLLM --max-model-len; local: as SGLang's.")
 @click.option("--mem-fraction-static", type=click.FloatRange(0, 1),
               help="SGLang --mem-fraction-static (default 0.85); vLLM --gpu-memory-utilization (default vLLM's).")
 @click.option("--no-metrics", is_flag=True, help="SGLang: do not pass --enable-metrics (vLLM always serves /metrics).")
@@ -29,26 +29,9 @@ from kimi_eagle_data.cli.common import UserError, friendly_errors, out
 @click.option("--health-timeout", default=1800.0, show_default=True, help="Seconds to wait for the server to load.")
 @click.option("--dry-run", is_flag=True, help="Print the SGLang (or, with --engine vllm, vLLM) launch command and exit.")
 @click.option("--max-batch", default=16, show_default=True, help="local: requests decoded together.")
-@click.option("--error-rate", default=0.0, type=click.FloatRange(0, 1), help="local: share of /generate answered 500.")
-@click.option("--drop-rate", default=0.0, type=click.FloatRange(0, 1),
-              help="local: share of /generate whose connection is dropped.")
-@click.option("--delay", default=0.0, type=click.FloatRange(min=0), help="local: seconds added to each /generate.")
-@click.option("--fault-seed", default=0, type=int, help="local: seed of the fault injection.")
-@click.option("--bad-output", type=click.Choice(["non_int", "bool", "out_of_vocab", "huge_int", "too_long",
-                                                 "meta_mismatch"]), multiple=True,
-              help="local: answer every /generate malformed this way (tests the client's response checks); "
-                   "repeated: the ways in turn, answer by answer.")
-@click.option("--stale-rids", default=0, type=click.IntRange(min=0), metavar="N",
-              help="local: take the first N request ids as still running from a killed client (HTTP 400 \"Duplicate "
-                   "request ID detected\", as SGLang) until /abort_request aborts them.")
-@click.option("--skip-tokenizer-init", is_flag=True,
-              help="local: as SGLang's flag: token ids only (answers carry no `text`, /tokenize fails).")
-@click.option("--record-requests", type=click.Path(dir_okay=False), metavar="FILE",
-              help="local: append every /generate body received to FILE, one JSON line each (tests).")
-@friendly_errors
+@friendly_errors(interrupted=SERVES)
 def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem_fraction_static, no_metrics, extra,
-          health_timeout, dry_run, max_batch, error_rate, drop_rate, delay, fault_seed, bad_output, stale_rids,
-          skip_tokenizer_init, record_requests):
+          health_timeout, dry_run, max_batch):
     """Launch SGLang or vLLM for Kimi-K2.5 (or serve a local model over SGLang's protocol).
 
     \b
@@ -58,7 +41,8 @@ def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem
     The same with vLLM:
       kimi-data serve --engine vllm --tp 8 --context-length 32768
       kimi-data build --engine vllm --server http://127.0.0.1:30000 --workdir run1
-    CPU stand-in (tests, demos): kimi-data serve --engine local --model DIR --port 30001
+    Any HF model on this CPU, over SGLang's protocol (the demo's tiny model: --profile tiny-kimi):
+      kimi-data serve --engine local --profile tiny-kimi --port 30001
     """
     import shlex
 
@@ -82,15 +66,7 @@ def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem
             sys.exit(run_server(launch, prof, health_timeout_s=health_timeout, echo=out.print))
         except (RuntimeError, TimeoutError) as e:
             raise UserError(f"{launch.display_name} did not start: {e}") from e
-    from kimi_eagle_data.engines.local import LocalEngine
-    from kimi_eagle_data.engines.protocol_server import Faults, ProtocolServer, run_server
-    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+    from kimi_eagle_data.engines.protocol_server import serve_model
 
-    tok = None if skip_tokenizer_init else load_tokenizer(tokenizer or model)
-    local = LocalEngine(model, batch_size=max_batch)
-    server = ProtocolServer(local, tokenizer=tok, max_batch=max_batch, eos_ids=local.eos_token_ids,
-                            faults=Faults(error_rate=error_rate, drop_rate=drop_rate, delay_s=delay, seed=fault_seed,
-                                          bad_output=tuple(bad_output), stale_rids=stale_rids),
-                            record_path=record_requests,
-                            skip_tokenizer_init=skip_tokenizer_init, context_length_arg=context_length)
-    run_server(server, host, port, print_url=lambda m: out.print(m, highlight=False))
+    serve_model(model, host=host, port=port, tokenizer=tokenizer, max_batch=max_batch, context_length=context_length,
+                print_url=lambda m: out.print(m, highlight=False))

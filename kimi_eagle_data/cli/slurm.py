@@ -9,7 +9,8 @@ import click
 from rich.table import Table
 
 from kimi_eagle_data.cli.common import friendly_errors, out
-from kimi_eagle_data.settings import DECLARED, option_for, run_options
+from kimi_eagle_data.cli.help import SectionedCommand
+from kimi_eagle_data.settings import COMMAND_SETTINGS, DECLARED, options_for
 
 
 @click.group()
@@ -19,11 +20,13 @@ def slurm():
     succeeded."""
 
 
-def _typed(ctx: click.Context, group: str) -> list[str]:
-    """The options of settings group `group` (settings.py) the command line gave, as they would be typed again."""
+def _typed(ctx: click.Context, command: str) -> list[str]:
+    """The options of the settings `command` reads (settings.py COMMAND_SETTINGS) the command line gave, as they
+    would be typed again."""
     args: list[str] = []
+    reads = COMMAND_SETTINGS[command]
     for p in ctx.command.params:
-        if p.name not in DECLARED or DECLARED[p.name][1].group != group or p.name == "progress":
+        if p.name not in reads or p.name == "progress" or (p.name not in DECLARED and p.name != "configs"):
             continue
         if ctx.get_parameter_source(p.name) in (None, click.core.ParameterSource.DEFAULT):
             continue
@@ -68,8 +71,8 @@ def _server(settings, serve_engine: str | None, port: int, serve_args: tuple[str
                   context_length=settings.resolved_sampling().max_seq_len + margin, port=port, extra=serve_args)
 
 
-@slurm.command()
-@run_options
+@slurm.command(cls=SectionedCommand)
+@options_for("build")
 @click.option("--nodes", type=click.IntRange(min=1), required=True,
               help="Generate tasks: one node and one shard each.")
 @click.option("--partition", help="Slurm partition of every job.")
@@ -124,11 +127,14 @@ def submit(nodes, partition, account, qos, time_limit, gpus_per_node, setup, sba
     if gpus_per_node is None:
         gpus_per_node = 8 if server is not None and server.engine != "local" else 0
     workdir = str(Path(settings.workdir).resolve())
-    run_args = _typed(ctx, "run")
-    i = run_args.index("--workdir")
-    run_args[i + 1] = workdir
-    jobs = SlurmJobs(workdir=Path(workdir), shards=nodes, configs=tuple(settings.configs), run_args=tuple(run_args),
-                     engine_args=tuple(_typed(ctx, "engine")), server=server, gpus_per_node=gpus_per_node,
+    args = {}
+    for command in ("prepare", "generate", "build"):
+        typed = _typed(ctx, command)
+        typed[typed.index("--workdir") + 1] = workdir
+        args[command] = tuple(typed)
+    jobs = SlurmJobs(workdir=Path(workdir), shards=nodes, configs=tuple(settings.configs),
+                     prepare_args=args["prepare"], generate_args=args["generate"], build_args=args["build"],
+                     server=server, gpus_per_node=gpus_per_node,
                      partition=partition, account=account, qos=qos, time=time_limit, setup=setup,
                      sbatch_args=tuple(sbatch_args), push_repo=push_repo)
     if dry_run:
@@ -155,7 +161,7 @@ def _duration(seconds: float | None) -> str:
 
 
 @slurm.command()
-@option_for("workdir")
+@click.option("--workdir", required=True, type=click.Path(file_okay=False), help="The workdir of the submitted run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
 @friendly_errors
 def status(workdir: str, as_json: bool):

@@ -19,10 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from rich.console import Console
-
 from kimi_eagle_data.engines.base import Engine, GenerationRequest, SamplingParams
 from kimi_eagle_data.engines.request_loop import Kept, RequestRun, pending, run_requests
+from kimi_eagle_data.progress import Progress
 from kimi_eagle_data.records import Completion, ConversationEnd, LogprobSums, PromptRecord, RequestFailure
 from kimi_eagle_data.store.checkpoint import Checkpoint
 
@@ -79,7 +78,7 @@ def record_sampling(sampling: SamplingParams, record: PromptRecord) -> SamplingP
 
 def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Checkpoint, sampling: SamplingParams,
                      *, done: set[str] | None = None, failed: dict | None = None, retry_failed: bool = False,
-                     console: Console | None = None, show_progress: bool = True,
+                     progress: Progress | None = None,
                      reasoning_length: Callable[[list[int]], int] | None = None,
                      next_turn: NextTurnFn | None = None) -> GenerateReport:
     """Generate every record not in `done` (nor in `failed`, unless `retry_failed`); commit each result, and
@@ -102,4 +101,4 @@ def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Ch
         checkpoint.record_failure(job.config, failure)
 
     return run_requests("generate", jobs, engine.generate, keep, fail, report, in_flight=engine.in_flight,
-                        console=console, show_progress=show_progress, streaming=engine.streams_requests)
+                        progress=progress, streaming=engine.streams_requests)

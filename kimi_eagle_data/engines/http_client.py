@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import errno
+import logging
 import queue
 import random
 import re
@@ -39,12 +41,16 @@ from kimi_eagle_data.engines.base import Engine, EngineError, EngineInfo, ScoreR
 from kimi_eagle_data.records import RequestFailure
 from kimi_eagle_data.run_checks import url_problem
 
+log = logging.getLogger(__name__)
+
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 # SGLang refuses a request whose rid it is still running: a client killed mid-request left it there, and its rerun
 # sends the same id. Retried after asking the server to abort the stale one (`_abort_stale`).
 DUPLICATE_RID = b"Duplicate request ID"
 # How long a run that stops early spends asking the servers to abort the requests it leaves in flight.
 ABORT_TIMEOUT_S = 5.0
+# A run waiting for a server says so at once, then every this many seconds (a K2.5 server loads for many minutes).
+WAIT_REPORT_S = 15.0
 
 
 @dataclass
@@ -108,6 +114,48 @@ def storable(finish: Any, rid: str) -> None:
         orjson.dumps(finish)
     except TypeError as e:
         raise Failure("bad_response", f"rid {rid}: the finish reason cannot be stored ({e})", True) from e
+
+
+def connect_problem(e: BaseException) -> str:
+    """What a failed health probe got, in a few words: "connection refused", "no answer in time", ..."""
+    import aiohttp
+
+    if isinstance(e, asyncio.TimeoutError):
+        return "no answer in time"
+    if isinstance(e, aiohttp.ClientConnectorError):
+        e = e.os_error
+    if isinstance(e, ConnectionRefusedError) or getattr(e, "errno", None) == errno.ECONNREFUSED \
+            or "Connect call failed" in str(e):
+        return "connection refused"
+    if isinstance(e, OSError) and e.strerror:
+        return f"cannot connect ({e.strerror})"
+    return f"{type(e).__name__}: {e}"
+
+
+class Waiting:
+    """A wait for a server that the user can see: the first `report` logs at once, later ones every WAIT_REPORT_S
+    (what it waits for, what it got, for how long so far); `done` says when a reported wait ended."""
+
+    def __init__(self, what: str, timeout_s: float):
+        self.what, self.timeout_s = what, timeout_s
+        self.started = time.monotonic()
+        self.next_report = self.started
+        self.reported = False
+
+    def over(self) -> bool:
+        return time.monotonic() - self.started >= self.timeout_s
+
+    def report(self, got: str) -> None:
+        now = time.monotonic()
+        if now >= self.next_report:
+            log.warning("waiting for %s: %s (%.0f s of %.0f s; Ctrl-C stops)", self.what, got, now - self.started,
+                        self.timeout_s)
+            self.next_report = now + WAIT_REPORT_S
+            self.reported = True
+
+    def done(self) -> None:
+        if self.reported:
+            log.info("%s is ready after %.0f s", self.what, time.monotonic() - self.started)
 
 
 class Failure(Exception):
@@ -236,23 +284,27 @@ class HTTPEngine(Engine):
     async def _wait_healthy(self, session, url: str) -> None:
         import aiohttp
 
-        deadline = time.monotonic() + self.health_timeout_s
+        waiting = Waiting(f"the {self.name} server at {url}", self.health_timeout_s)
         last = "no answer"
-        while time.monotonic() < deadline:
+        while True:
             for path in self.health_paths:
                 try:
                     async with session.get(url + path) as r:
                         if r.status == 200:
+                            waiting.done()
                             return
-                        last = f"{path} answered HTTP {r.status}"
+                        last = (f"not healthy yet ({path}: HTTP {r.status})" if r.status >= 500
+                                else f"HTTP {r.status} on {path}")
                         if r.status != 404:
                             break
-                except (aiohttp.ClientError, asyncio.TimeoutError) as e:
-                    last = f"{type(e).__name__}: {e}"
+                except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as e:
+                    last = connect_problem(e)
                     break
+            if waiting.over():
+                raise EngineError(f"server {url} not healthy after {self.health_timeout_s:.0f}s ({last}); is it "
+                                  "running? Start one with `kimi-data serve` or raise --health-timeout")
+            waiting.report(last)
             await asyncio.sleep(1.0)
-        raise EngineError(f"server {url} not healthy after {self.health_timeout_s:.0f}s ({last}); is it running? "
-                          "Start one with `kimi-data serve` or raise --health-timeout")
 
     async def _get_json(self, session, url: str, *paths: str) -> dict[str, Any]:
         for path in paths:

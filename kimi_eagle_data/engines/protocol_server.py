@@ -5,8 +5,9 @@ It speaks the subset of SGLang's native API this project uses, with SGLang's fie
 "meta_info": {"id", "finish_reason", "prompt_tokens", "completion_tokens", "cached_tokens",
 "e2e_latency"}}`; `/health`, `/health_generate`, `/model_info` (+ `/get_model_info`), `/server_info`
 (+ `/get_server_info`), `/tokenize`, `/flush_cache`. Concurrent requests are gathered into batches
-for the engine. Fault injection (error rate, delay, dropped connections, malformed answers)
-exercises the client's retries and response checks in tests.
+for the engine. Fault injection (error rate, delay, dropped connections, malformed answers; set by the tests'
+entry point tests/helpers/standin_server.py, not by `kimi-data serve`) exercises the client's retries and response
+checks.
 
 Log-probs as SGLang gives them (engines/sglang_logprobs.py cites the source): `return_logprob` adds
 `meta_info.output_token_logprobs` ([logprob, token_id, null] per sampled token) and, with
@@ -18,6 +19,7 @@ log-prob at L, and `input_top_logprobs` (null at L), computed by the engine's `s
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import random
 import time
@@ -30,6 +32,8 @@ from aiohttp import web
 
 from kimi_eagle_data.engines.base import Engine, GenerationRequest, SamplingParams, ScoreRequest
 from kimi_eagle_data.records import RequestFailure
+
+log = logging.getLogger(__name__)
 
 # What this stand-in reports as its SGLang version: the behaviour it mirrors is 0.5.5+.
 PROTOCOL_VERSION = "0.5.23"
@@ -538,7 +542,24 @@ def _add_output_logprobs(meta: dict[str, Any], c, top_n: int) -> None:
                                        zip(c.output_top1_logprobs or [], c.output_top1_ids or [])]
 
 
-def run_server(server: ProtocolServer, host: str, port: int, *, print_url=print) -> None:
+def serve_model(model: str, *, host: str, port: int, tokenizer: str | None = None, max_batch: int = 16,
+                context_length: int | None = None, faults: Faults | None = None, skip_tokenizer_init: bool = False,
+                record_path: str | None = None, print_url=log.info) -> None:
+    """Serve `model` (a local HF model or Hub id, run in this process on CPU) over SGLang's protocol until stopped:
+    `kimi-data serve --engine local`, and with faults, --skip-tokenizer-init or a request record, the tests' stand-in
+    (tests/helpers/standin_server.py)."""
+    from kimi_eagle_data.engines.local import LocalEngine
+    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+
+    tok = None if skip_tokenizer_init else load_tokenizer(tokenizer or model)
+    local = LocalEngine(model, batch_size=max_batch)
+    server = ProtocolServer(local, tokenizer=tok, max_batch=max_batch, eos_ids=local.eos_token_ids, faults=faults,
+                            record_path=record_path, skip_tokenizer_init=skip_tokenizer_init,
+                            context_length_arg=context_length)
+    run_server(server, host, port, print_url=print_url)
+
+
+def run_server(server: ProtocolServer, host: str, port: int, *, print_url=log.info) -> None:
     async def on_startup(app):
         print_url(f"serving SGLang protocol at http://{host}:{port} (model {server.info.model_path})")
 

@@ -1,6 +1,7 @@
 """The one request loop, shared by `generate` and `score`: send the engine every request whose result is not
 stored yet, take each result as it comes back (in any order), keep it — each in its own transaction, done by
-the caller's `keep` — or record its failure, and show progress.
+the caller's `keep` — or record its failure, and report progress (progress.py: the caller's `Progress` gets a
+snapshot after each answer).
 
 An engine answers each request with its result or a `RequestFailure`; the caller's `keep` and `fail` store
 them. The loop knows neither how requests are answered nor how results are kept.
@@ -20,9 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable, Iterator, Protocol, TypeVar
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
+from kimi_eagle_data.progress import NoProgress, Progress, Snapshot
 from kimi_eagle_data.records import RequestFailure
 
 
@@ -141,30 +140,25 @@ class Feed:
 def run_requests(label: str, jobs: list[J], send: Callable[[Iterable[Any]], Iterator[Any]],
                  keep: Callable[[J, Any], Kept | RequestFailure], fail: Callable[[J, RequestFailure], None],
                  run: RequestRun, *, in_flight: Callable[[], int | None] = lambda: None,
-                 console: Console | None = None, show_progress: bool = True, streaming: bool = True) -> RequestRun:
+                 progress: Progress | None = None, streaming: bool = True) -> RequestRun:
     """Send every job's request (`send`: requests -> results or RequestFailures, any order); `keep` stores a
     result (or says why it cannot be kept: then it is a failure) and names the jobs that follow it, `fail`
     records a failure. `streaming`: `send` is called once, with a Feed that also yields each follow-up as it
     appears (an engine that takes requests while others run); else in rounds, one per generation of follow-ups
-    (an engine that wants all its requests up front)."""
+    (an engine that wants all its requests up front). `progress` gets a Snapshot after each answer."""
     if not jobs:
         return run
     by_id = {job.request.id: job for job in jobs}      # the jobs not answered yet
     sent = set(by_id)                                  # every request id of this run (follow-ups are new ids)
     run.requested = len(jobs)
-    progress = Progress(
-        TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[tps]:>7.0f} tok/s"), TextColumn("{task.fields[flight]}"),
-        TextColumn("{task.fields[outcomes]}"),
-        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-        console=console or Console(stderr=True), disable=not show_progress, transient=False,
-    )
+    progress = progress or NoProgress()
+    answered = 0
     t0 = time.perf_counter()
-    with progress:
-        task = progress.add_task(label, total=len(jobs), tps=0.0, outcomes="", flight="")
-
+    progress.start(label, len(jobs))
+    try:
         def take(result: Any) -> list[Any]:
             """Keep or fail one result; the requests of the jobs that follow it (registered, counted)."""
+            nonlocal answered
             job = by_id.pop(result.id)        # an answered job is let go: a long run holds only what is in flight
             kept = result if isinstance(result, RequestFailure) else keep(job, result)
             follow: list[Any] = []
@@ -178,11 +172,10 @@ def run_requests(label: str, jobs: list[J], send: Callable[[Iterable[Any]], Iter
                 run.outcomes[kept.outcome] += 1
                 follow = [_register(by_id, sent, j) for j in kept.follow]
                 run.requested += len(follow)
+            answered += 1
             elapsed = time.perf_counter() - t0
-            flight = in_flight()
-            progress.update(task, advance=1, total=run.requested, tps=run.tokens / elapsed if elapsed else 0.0,
-                            flight="" if flight is None else f"in flight {flight}",
-                            outcomes=" ".join(f"{k}={v}" for k, v in sorted(run.outcomes.items())))
+            progress.update(Snapshot(label, answered, run.requested,
+                                     run.tokens / elapsed if elapsed else 0.0, in_flight(), dict(run.outcomes)))
             return follow
 
         requests = [job.request for job in jobs]
@@ -198,6 +191,8 @@ def run_requests(label: str, jobs: list[J], send: Callable[[Iterable[Any]], Iter
                     for result in results:
                         follow += take(result)
                 requests = follow
+    finally:
+        progress.stop()
     run.seconds = time.perf_counter() - t0
     return run
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import shlex
 import signal
 import subprocess
@@ -12,6 +13,8 @@ import urllib.request
 from dataclasses import dataclass, field
 
 from kimi_eagle_data.profile import ModelProfile
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -108,7 +111,7 @@ def wait_healthy(url: str, timeout_s: float, proc: subprocess.Popen | None = Non
 
 
 def run_server(launch: SGLangLaunch | VLLMLaunch, profile: ModelProfile, *, health_timeout_s: float,
-               echo=print) -> int:
+               echo=log.info) -> int:
     """Run the launch command until it exits (or Ctrl-C); say when it is healthy and how to use it."""
     cmd = launch.command(profile)
     echo(f"launching: {shlex.join(cmd)}")

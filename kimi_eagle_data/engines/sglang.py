@@ -13,7 +13,6 @@ server, retries, answer checks).
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, Iterable, Iterator
 
 import orjson
@@ -21,7 +20,7 @@ import orjson
 from kimi_eagle_data.records import Completion, RequestFailure
 from kimi_eagle_data.engines.base import EngineError, EngineInfo, GenerationRequest, ScoreRequest, ScoreResult
 from kimi_eagle_data.engines.http_client import (  # noqa: F401 - RetryPolicy: re-exported for callers
-    Failure, HTTPEngine, RetryPolicy, check_output_ids, storable)
+    Failure, HTTPEngine, RetryPolicy, Waiting, check_output_ids, storable)
 from kimi_eagle_data.engines.sglang_logprobs import (LOGPROB_FIELDS, parse_score, score_payload,
                                                     with_output_logprobs)
 
@@ -59,6 +58,8 @@ class SGLangEngine(HTTPEngine):
                                          "router": url, "router_workers": workers}
                     if not self._model_info:
                         self._model_info = await self._get_json(s, workers[0], "/model_info", "/get_model_info")
+            if "version" not in self._server_info:
+                await self._refuse_vllm(s, (self._server_info.get("router_workers") or [url])[0])
         version = str(self._server_info.get("version", ""))
         self.check_version(version, MIN_SGLANG, "0.5.2-0.5.3 put prompt tokens into output_ids")
         context_length = self._server_info.get("context_length")
@@ -78,19 +79,27 @@ class SGLangEngine(HTTPEngine):
             server_args={"urls": self.urls, **args},
         )
 
+    async def _refuse_vllm(self, session, url: str) -> None:
+        """A server without SGLang's /server_info that answers vLLM's /version is vLLM: say so (EngineError)."""
+        if "version" in await self._get_json(session, url, "/version"):
+            raise EngineError(f"this is a vLLM server at {url} (it serves /version, not SGLang's /server_info): use "
+                              "--engine vllm")
+
     async def _router_workers(self, session, url: str) -> list[str]:
         """Healthy worker URLs behind a router; waits for registration (its /health answers before)."""
-        deadline = time.monotonic() + self.health_timeout_s
+        waiting = Waiting(f"a healthy worker behind the router at {url}", self.health_timeout_s)
         while True:
             body = await self._get_json(session, url, "/workers")
             if "workers" not in body:
                 return []          # not a router after all
             healthy = [w["url"] for w in body["workers"] if w.get("is_healthy", True) and w.get("url")]
             if healthy:
+                waiting.done()
                 return sorted(healthy)
-            if time.monotonic() > deadline:
+            if waiting.over():
                 raise EngineError(f"router {url} has no healthy worker after {self.health_timeout_s:.0f}s; "
                                   "check its --worker-urls")
+            waiting.report(f"{len(body['workers'])} workers registered, none healthy yet")
             await asyncio.sleep(0.5)
 
     def served_models(self) -> set[str]:

@@ -152,6 +152,9 @@ class VLLMEngine(HTTPEngine):
             await asyncio.gather(*(self._wait_healthy(s, u) for u in self.urls))
             url = self.urls[0]
             version = str((await self._get_json(s, url, "/version")).get("version", ""))
+            if not version and "version" in await self._get_json(s, url, "/server_info"):
+                raise EngineError(f"this is an SGLang server at {url} (it serves /server_info, not vLLM's /version): "
+                                  "use --engine sglang")
             self.check_version(version, MIN_VLLM, "the token-in endpoint's answers this client reads")
             await asyncio.gather(*(self._check_token_in(s, u) for u in self.urls))
             models = (await self._get_json(s, url, "/v1/models")).get("data") or [{}]

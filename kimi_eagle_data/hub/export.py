@@ -23,9 +23,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kimi_eagle_data.diskfull import writing
 from kimi_eagle_data.emit.token_freq import TokenCounts, ranked_ids, token_freq_path
 from kimi_eagle_data.hub.publish import LocalDataset, PublishError, load_local
-from kimi_eagle_data.store.workdir import atomic_path, dataset_config_dir, dataset_configs, dataset_shards
+from kimi_eagle_data.store.workdir import (atomic_path, atomic_write_bytes, dataset_config_dir, dataset_configs,
+                                           dataset_shards)
 
 EXPORT_FORMATS = ("specforge", "speculators")
 # SpecForge's data.max_length default (specforge/config/schema.py `max_length: int = Field(default=2048, gt=0)`);
@@ -219,13 +221,23 @@ def specforge_vocab_mapping(counts: np.ndarray, draft_vocab_size: int, target_vo
     return d2t, t2d
 
 
-def write_specforge_vocab_mapping(path: Path, counts: np.ndarray, draft_vocab_size: int,
-                                  target_vocab_size: int) -> None:
+def torch_bytes(obj: Any) -> bytes:
+    """`torch.save(obj)` into memory. The file is then written by Python's own write (atomic_write_bytes), whose
+    failure is an OSError a full disk is recognised by: torch's file writer turns it into a RuntimeError
+    ("unexpected pos …") chained to another. The objects saved here are small (one bit per vocabulary id)."""
+    import io
+
     import torch
 
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def write_specforge_vocab_mapping(path: Path, counts: np.ndarray, draft_vocab_size: int,
+                                  target_vocab_size: int) -> None:
     d2t, t2d = specforge_vocab_mapping(counts, draft_vocab_size, target_vocab_size)
-    with atomic_path(path) as tmp:
-        torch.save({"d2t": d2t, "t2d": t2d}, tmp)
+    atomic_write_bytes(path, torch_bytes({"d2t": d2t, "t2d": t2d}))
 
 
 # speculators' token frequencies (same commit as below): src/speculators/train/vocab_mapping.py
@@ -237,12 +249,9 @@ def write_specforge_vocab_mapping(path: Path, counts: np.ndarray, draft_vocab_si
 SPECULATORS_TOKEN_FREQ = "token_freq.pt"
 
 
-def write_speculators_token_freq(path: Path, counts: np.ndarray) -> None:
-    import torch
-
+def _token_freq_dict(counts: np.ndarray) -> dict[int, int]:
     seen = np.flatnonzero(counts)
-    with atomic_path(path) as tmp:
-        torch.save(dict(zip(seen.tolist(), counts[seen].tolist())), tmp)
+    return dict(zip(seen.tolist(), counts[seen].tolist()))
 
 
 # What speculators' own prepare_data writes (vllm-project/speculators, checked at commit c05b95b3:
@@ -258,41 +267,51 @@ SPECULATORS_CHECKED = "vllm-project/speculators@c05b95b303f7d4f21e8d7624e0ffa1c2
 def _export_speculators(plan: list[tuple[str, list[Path]]], report: ExportReport, shuffle_seed: int | None) -> None:
     """An Arrow dataset directory (`Dataset.save_to_disk` layout) with token_freq.pt: streamed into one Arrow
     file with `datasets`' ArrowWriter, then `save_to_disk` from the memory-mapped file (in the seeded order when
-    shuffled) into a temp dir renamed into place."""
-    from datasets import Dataset, Features
-    from datasets.arrow_writer import ArrowWriter
-
+    shuffled) into a temp dir renamed into place. A full disk anywhere on the way is one line naming the
+    directory being written (or its token_freq.pt), whichever library's writer met it."""
     out = report.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    with writing(out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        arrow = work / "rows.arrow"
-        with ArrowWriter(features=Features.from_arrow_schema(SPECULATORS_SCHEMA), path=str(arrow)) as writer:
-            for config, shards in plan:
-                n = 0
-                for ids, offs, values, mask in iter_token_batches(shards):
-                    batch = _speculators_table(offs, values, mask)
-                    writer.write_table(batch)
-                    n += batch.num_rows
-                    report.count(config, ids, offs, values, mask)
-                report.configs[config] = n
-                report.rows += n
-            writer.finalize()
-        staged = work / "dataset"
-        ds = Dataset.from_file(str(arrow))
-        if shuffle_seed is not None:
-            ds = ds.select(shuffled_order(len(ds), shuffle_seed))
-        ds.set_format("torch")   # recorded in state.json: load_from_disk yields tensors, as speculators expects
-        ds.save_to_disk(str(staged))
-        write_speculators_token_freq(staged / SPECULATORS_TOKEN_FREQ, report.token_counts.counts)
-        report.written.append(out / SPECULATORS_TOKEN_FREQ)
-        old = None
+        with writing(out):
+            staged = _stage_speculators(plan, report, shuffle_seed, work)
+        freq = out / SPECULATORS_TOKEN_FREQ
+        with writing(freq):
+            (staged / SPECULATORS_TOKEN_FREQ).write_bytes(torch_bytes(_token_freq_dict(report.token_counts.counts)))
+        report.written.append(freq)
         if out.exists():
-            old = work / "previous"
-            os.replace(out, old)
+            os.replace(out, work / "previous")
         os.replace(staged, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _stage_speculators(plan: list[tuple[str, list[Path]]], report: ExportReport, shuffle_seed: int | None,
+                       work: Path) -> Path:
+    """The rows as a save_to_disk directory under `work` (returned)."""
+    from datasets import Dataset, Features
+    from datasets.arrow_writer import ArrowWriter
+
+    arrow = work / "rows.arrow"
+    with ArrowWriter(features=Features.from_arrow_schema(SPECULATORS_SCHEMA), path=str(arrow)) as writer:
+        for config, shards in plan:
+            n = 0
+            for ids, offs, values, mask in iter_token_batches(shards):
+                batch = _speculators_table(offs, values, mask)
+                writer.write_table(batch)
+                n += batch.num_rows
+                report.count(config, ids, offs, values, mask)
+            report.configs[config] = n
+            report.rows += n
+        writer.finalize()
+    staged = work / "dataset"
+    ds = Dataset.from_file(str(arrow))
+    if shuffle_seed is not None:
+        ds = ds.select(shuffled_order(len(ds), shuffle_seed))
+    ds.set_format("torch")   # recorded in state.json: load_from_disk yields tensors, as speculators expects
+    ds.save_to_disk(str(staged))
+    return staged
 
 
 def _speculators_table(offsets: np.ndarray, values: np.ndarray, mask: np.ndarray) -> pa.Table:

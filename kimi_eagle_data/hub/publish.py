@@ -28,13 +28,13 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.run_checks import REPO_ID
-from kimi_eagle_data.store.workdir import file_sha256
+from kimi_eagle_data.store.workdir import dataset_config_dir, file_sha256
 
 MANIFEST = "manifest.json"
 
@@ -74,6 +74,38 @@ class LocalDataset:
 
     def total_bytes(self) -> int:
         return sum((self.root / p).stat().st_size for p in [*self.files, MANIFEST])
+
+    def judged_with(self) -> tuple[str, int, bool]:
+        """(profile, max_seq_len, keep_truncated): the settings its rows were validated with (the provenance)."""
+        try:
+            p = self.manifest["provenance"]
+            return str(p["profile"]), int(p["max_seq_len"]), bool(p["keep_truncated"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise PublishError(f"{self.root / MANIFEST}: no provenance {e} (emitted by an older kimi-data?); re-run "
+                               "`kimi-data emit`") from None
+
+    def shards(self) -> list[Path]:
+        """Every Parquet shard the manifest lists, config by config; PublishError for one the folder lacks."""
+        try:
+            files = [dataset_config_dir(self.root, config) / name for config, entry in self.manifest["configs"].items()
+                     for info in entry["splits"].values() for name in info["files"]]
+        except (KeyError, TypeError, AttributeError) as e:
+            raise PublishError(f"{self.root / MANIFEST}: its configs do not list their splits' files ({e}); re-run "
+                               "`kimi-data emit`") from None
+        missing = [f for f in files if not f.is_file()]
+        if missing:
+            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            raise PublishError(f"{missing[0]} is missing{more}: {MANIFEST} lists it; re-run `kimi-data emit`")
+        return files
+
+    def rows(self) -> int:
+        return sum(int(info.get("rows", 0)) for entry in self.manifest["configs"].values()
+                   for info in entry["splits"].values())
+
+
+def has_dataset(path: str | os.PathLike) -> bool:
+    """`path` is an emitted dataset, or the workdir of one (it or its dataset/ holds manifest.json)."""
+    return any((p / MANIFEST).is_file() for p in (Path(path), Path(path) / "dataset"))
 
 
 def dataset_dir(path: str | os.PathLike) -> Path:
@@ -248,7 +280,7 @@ def _remote_manifest(api, repo_id: str, tag: str) -> dict[str, Any] | None:
 
 
 def push_dataset(path: str | os.PathLike, repo_id: str, *, private: bool = False, token_env: str | None = None,
-                 dry_run: bool = False, echo: Callable[[str], None] = print) -> PushResult:
+                 dry_run: bool = False) -> PushResult:
     """`token_env`: the variable holding the token (None: HF_TOKEN or the stored login)."""
     if not REPO_ID.match(repo_id):
         raise PublishError(f"--repo {repo_id!r}: expected ORG/NAME, e.g. my-org/kimi-k2.5-eagle3-data")

@@ -499,36 +499,3 @@ def dry_run(settings, partitions) -> PrepareRun:
     return prepare_configs(settings, partitions, tokenizer,
                            gen_prompt_ids=settings.model_profile.generation_prompt_ids(tokenizer),
                            max_new_tokens=sampling.max_new_tokens, max_seq_len=sampling.max_seq_len, workdir=None)
-
-
-def funnel_table(run: PrepareRun, title: str = "prepare --dry-run: prompts left after each stage"):
-    """The per-config funnel as a rich renderable: a table of counts, then every rejection reason."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    t = Table(title=title)
-    cols = ["config", "scanned", "repeats", "selected", *STAGES[:-1], "prepared", "n"]
-    for c in cols:
-        t.add_column(c.replace("_", "-"), justify="left" if c == "config" else "right", no_wrap=True)
-    lines = []
-    for cfg, r in run.reports.items():
-        funnel = dict(r.funnel())
-        n = "all" if r.n is None else f"{r.n:,}"
-        t.add_row(cfg, f"{r.scanned:,}", f"{r.repeated_rows:,}",
-                  *(f"{funnel[s]:,}" for s in ["selected", *STAGES[:-1]]), f"{r.prepared:,}", n)
-        reasons = ", ".join(f"{k} {v}" for k, v in sorted(r.rejected.items(), key=lambda kv: (-kv[1], kv[0])))
-        line = f"{cfg} ({r.source}): " + (f"rejected {reasons}" if reasons else "nothing rejected")
-        if r.scan_errors:
-            line += "; row errors among all scanned rows: " + ", ".join(f"{k} {v}" for k, v in r.scan_errors.items())
-        if r.exhausted:
-            line += f"; only {r.prepared:,} of n={r.n:,}: the selection ran out, raise `oversample`"
-        lines.append(Text(line))
-    for cfg, err in run.errors.items():
-        if cfg not in run.reports:
-            t.add_row(cfg, *["-"] * (len(cols) - 1))
-        lines.append(Text(f"{cfg}: error: {err}"))
-    for name, st in run.decontam.items():
-        lines.append(Text(f"eval set {name}: {st['texts']:,} texts, {st['ngrams']:,} n-grams"
-                          + (f", {st['ignored_short']} too short to match" if st["ignored_short"] else "")))
-    return Group(t, *lines)

@@ -31,7 +31,7 @@ from kimi_eagle_data.grammar import CompletionGrammar, ParsedCompletion
 from kimi_eagle_data.profile import INSTANT, THINKING, ModelProfile, ProfileTokens, get_profile, model_vocab_size
 from kimi_eagle_data.prompts.tokenizer import SegmentDecoder
 from kimi_eagle_data.run_checks import config_name_problem
-from kimi_eagle_data.reports.stats import QualityError
+from kimi_eagle_data.reports.stats import QualityError, generation_so_far, order_configs
 from kimi_eagle_data.validate.rules import REASONS
 from kimi_eagle_data.store.workdir import Workdir, dataset_configs, dataset_shards
 from kimi_eagle_data.wording import counted
@@ -256,10 +256,12 @@ def locate(path: str | Path, config: str) -> RowSource:
             owner = Workdir(parent)
             workdir = parent if owner.settings_path.exists() and owner.dataset.resolve() == ds else None
             return RowSource(list(files), workdir, ds, f"{ds}/data/{config}/*.parquet", files)
-    have = sorted(set(Workdir(d).validated_configs()) | {c for root in (d, Workdir(d).dataset)
-                                                         for c in dataset_configs(root)})
-    raise QualityError(f"no rows of config {config!r} in {path} (neither validated/{config}.parquet nor "
-                       f"data/{config}/); configs there: {', '.join(have) or 'none'}")
+    so_far = generation_so_far(Workdir(d))
+    if so_far is not None and config in so_far.progress:     # a first generate under way: its counts
+        raise so_far
+    have = set(Workdir(d).validated_configs()) | {c for root in (d, Workdir(d).dataset) for c in dataset_configs(root)}
+    have |= set(so_far.progress) if so_far is not None else set()
+    raise QualityError(f"no config {config} in {path} (configs: {', '.join(order_configs(have)) or 'none'})")
 
 
 def pick(src: RowSource, config: str, id_: str | None, *, random: bool = False, seed: int | None = None,

@@ -25,9 +25,12 @@ import pyarrow.parquet as pq
 from kimi_eagle_data.conversation.shape import (TURN_COLUMNS, conversation_shape, has_conversations,
                                               lengths_by_turn, turn_arrays)
 from kimi_eagle_data.sources.partitions import PARTITIONS
-from kimi_eagle_data.store.checkpoint import CorruptCheckpointError, open_workdir_checkpoints
+from kimi_eagle_data.store.checkpoint import CheckpointSet, CorruptCheckpointError, open_workdir_checkpoints
 from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.store.lock import workdir_writer
+from kimi_eagle_data.store.progress import PROGRESS_KEYS, generation_progress
 from kimi_eagle_data.store.workdir import Workdir, read_json
+from kimi_eagle_data.wording import counted
 
 SHORT_COMPLETION = 300          # tokens; "short" is reported, never a reason to reject
 DIST_KEYS = ("min", "p10", "median", "mean", "p90", "p99", "max")
@@ -46,12 +49,48 @@ class QualityError(KimiDataError, RuntimeError):
 
 # -- reading a workdir ----------------------------------------------------------------------------
 
+class NothingValidatedYet(QualityError):
+    """A workdir prepared (and perhaps generating: a first `generate` under way) with nothing validated yet. It
+    carries the generation progress the checkpoints hold, which the reports show instead."""
+
+    def __init__(self, wd: Workdir, progress: dict[str, dict[str, int]], writer: str | None):
+        self.workdir, self.progress, self.writer = wd, progress, writer
+        total = {k: sum(row[k] for row in progress.values()) for k in PROGRESS_KEYS}
+        prompts = total["selected"] + total["later_turns"] - total["rejected_at_prepare"]
+        doing = f"{writer} is writing it" if writer else "no command is writing it now"
+        super().__init__(
+            f"{wd.root} has nothing validated yet ({doing}); the checkpoint holds {total['generated']:,} of "
+            f"{counted(prompts, 'prompt')} generated, {total['failed']:,} failed, {total['pending']:,} pending; "
+            f"run `kimi-data validate --workdir {wd.root}` (build and emit validate too) once generate has stopped")
+
+
+def generation_so_far(wd: Workdir) -> NothingValidatedYet | None:
+    """For a workdir with run.json and prepared configs but nothing validated: its progress (None otherwise)."""
+    configs = order_configs(c for c in wd.prepared_configs() if wd.prepare_report(c).exists())
+    if wd.has_validated or not configs or not wd.settings_path.exists():
+        return None
+    try:
+        ckpt = open_workdir_checkpoints(wd) or CheckpointSet([])
+    except CorruptCheckpointError as e:
+        raise QualityError(f"{e}; is it a kimi-data checkpoint?") from e
+    try:
+        progress = generation_progress(wd, configs, ckpt)
+    finally:
+        ckpt.close()
+    return NothingValidatedYet(wd, progress, workdir_writer(wd.root))
+
+
 def open_workdir(path: str | Path) -> Workdir:
+    """A workdir with validated results. One prepared with nothing validated yet (a first generate under way) is
+    NothingValidatedYet, carrying its generation progress."""
     root = Path(path).resolve()
     if not root.is_dir():
         raise QualityError(f"{path} is not a directory; pass a workdir made by `kimi-data build` or `demo`")
     wd = Workdir(root)
     if not wd.has_validated:
+        so_far = generation_so_far(wd)
+        if so_far is not None:
+            raise so_far
         raise QualityError(f"{root} has no validated/ results; run `kimi-data build --workdir {path}` "
                            f"(or `validate`) there first")
     return wd

@@ -64,8 +64,7 @@ def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, s
                 engine = engine or p.make_engine()
                 try:
                     ckpt.set_meta("engine", {"engine": engine.info().engine, "version": engine.info().version})
-                    run = run_scoring(items, engine, ckpt, retry_failed=retry_failed, console=p.console,
-                                      show_progress=p.s.progress)
+                    run = run_scoring(items, engine, ckpt, retry_failed=retry_failed, progress=p.progress)
                 finally:
                     if own_engine:
                         engine.close()
@@ -253,18 +252,6 @@ COLUMNS = (("config", "config"), ("segment", "segment"), ("sampled", "sampled"),
            ("upstream", "upstream nats/tok"), ("own", "own nats/tok"), ("gap", "gap own−upstream [95%]"),
            ("top1_upstream", "top-1 upstream"), ("top1_own", "top-1 own"), ("n", "n up/own"),
            ("verdict", "verdict"))
-
-
-def rich_table(report: dict[str, Any], title: str = "score: the target's log-prob of the upstream answers"):
-    from rich.table import Table
-
-    t = Table(title=title)
-    for key, head in COLUMNS:
-        t.add_column(head, justify="left" if key in ("config", "segment", "verdict", "gap") else "right")
-    for r in table_rows(report):
-        style = {"regenerate": "bold red", "either": "bold green"}.get(r["verdict"])
-        t.add_row(*(r[k] for k, _ in COLUMNS[:-1]), f"[{style}]{r['verdict']}[/]" if style else r["verdict"])
-    return t
 
 
 def load_report(workdir) -> dict[str, Any] | None:

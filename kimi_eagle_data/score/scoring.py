@@ -32,12 +32,11 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-from rich.console import Console
-
 from kimi_eagle_data.engines.base import Engine, ScoreRequest, ScoreResult
 from kimi_eagle_data.engines.request_loop import Kept, RequestRun, pending, run_requests
 from kimi_eagle_data.grammar import reasoning_length
 from kimi_eagle_data.profile import INSTANT, ProfileTokens
+from kimi_eagle_data.progress import Progress
 from kimi_eagle_data.prompts.answer import render_answer  # noqa: F401  (score renders upstream answers with it)
 from kimi_eagle_data.records import LogprobSums, PromptRecord, RequestFailure
 from kimi_eagle_data.store.scores import Score, ScoreCheckpoint, ScoreKey
@@ -103,7 +102,7 @@ def plan_items(config: str, picked: list[PromptRecord], own: dict[str, Any], tok
 
 
 def run_scoring(items: list[Item], engine: Engine, ckpt: ScoreCheckpoint, *, retry_failed: bool,
-                console: Console | None = None, show_progress: bool = True) -> RequestRun:
+                progress: Progress | None = None) -> RequestRun:
     """Score every item not yet in the checkpoint; commit each result as it comes back."""
     run = RequestRun()
     todo = pending(items, set(ckpt.scores()), set(ckpt.failures()), retry_failed=retry_failed, run=run)
@@ -120,4 +119,4 @@ def run_scoring(items: list[Item], engine: Engine, ckpt: ScoreCheckpoint, *, ret
         ckpt.record_failure(it.config, it.key, failure)
 
     return run_requests("score", todo, engine.score, keep, fail, run, in_flight=engine.in_flight,
-                        console=console, show_progress=show_progress, streaming=engine.streams_requests)
+                        progress=progress, streaming=engine.streams_requests)

@@ -49,6 +49,7 @@ import json
 from dataclasses import replace
 from typing import Any, Callable
 
+from kimi_eagle_data.json_text import JsonTextError, parse_json
 from kimi_eagle_data.records import SourceRowError
 from kimi_eagle_data.sources.glaive import GLAIVE_COLUMNS, glaive
 from kimi_eagle_data.sources.rows import (
@@ -266,9 +267,9 @@ def _chat_tools(row: dict) -> list | None:
         return None
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise SourceRowError("bad_tool_json", f"`tools` is not valid JSON: {e.msg}") from None
+            raw = parse_json(raw)
+        except JsonTextError as e:
+            raise SourceRowError("bad_tool_json", f"`tools`: {e}") from None
     if not isinstance(raw, list):
         raise SourceRowError("bad_tool_json", f"`tools` is {type(raw).__name__}, expected a list of tools")
     return [normalize_tool(t) for t in raw] or None

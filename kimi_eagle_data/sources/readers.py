@@ -13,7 +13,8 @@ path or a wrong format, not thousands of row rejections.
 `max_row_bytes` (filters.max_row_bytes: no prompt within max_seq_len needs more) is enforced
 while reading, before parsing: a longer JSONL line is skipped in 1 MiB chunks and a Parquet row's
 string bytes are summed with pyarrow compute before it becomes Python objects, so one 50 MB row is
-a `too_many_chars` rejection in milliseconds with flat memory. (A `.json` array file and Hub rows
+a `too_many_chars` rejection in milliseconds with flat memory (json_text.bounded_lines, which `check` reads
+JSONL with too). (A `.json` array file and Hub rows
 arrive parsed; the prompt's own `max_chars` check still applies to them.)
 """
 
@@ -23,9 +24,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Iterator
 
-import orjson
-
 from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.json_text import UTF8_BOM, JsonTextError, bounded_lines, parse_json
 from kimi_eagle_data.sources.partitions import Partition
 from kimi_eagle_data.records import SourceRowError
 
@@ -69,45 +69,23 @@ def _too_long(where: str, size: int, cap: int) -> SourceRowError:
                                             "max_seq_len needs; not parsed (raise max_chars to keep such rows)")
 
 
-def _bounded_lines(f, cap: int | None) -> Iterator[tuple[int, bytes | None, int]]:
-    """(line number, line or None when longer than `cap` bytes, its size); a long line is skipped
-    in 1 MiB chunks, never held."""
-    n = 0
-    while True:
-        line = f.readline(cap + 1) if cap else f.readline()
-        if not line:
-            return
-        n += 1
-        if cap and len(line) > cap and not line.endswith(b"\n"):
-            size = len(line)
-            del line
-            while True:
-                chunk = f.readline(1 << 20)
-                size += len(chunk)
-                if not chunk or chunk.endswith(b"\n"):
-                    break
-            yield n, None, size
-            continue
-        yield n, line, len(line)
-
-
 def iter_jsonl(path: Path, max_row_bytes: int | None = None) -> Iterator[SourceRow]:
     path = Path(path)
     head = _sniff_text(path)
-    if path.suffix == ".json" and head.lstrip().startswith(b"["):
+    if path.suffix == ".json" and head.removeprefix(UTF8_BOM).lstrip().startswith(b"["):
         yield from _iter_json_array(path)
         return
     with open(path, "rb") as f:
-        for n, line, size in _bounded_lines(f, max_row_bytes):
+        for n, line, size in bounded_lines(f, max_row_bytes):
             if line is None:
                 yield n, _too_long(f"{path}:{n}", size, max_row_bytes)
                 continue
             if not line.strip():
                 continue
             try:
-                row = orjson.loads(line)
-            except orjson.JSONDecodeError as e:
-                yield n, SourceRowError("malformed_json", f"{path}:{n}: not valid JSON ({e}); fix or delete the line")
+                row = parse_json(line)
+            except JsonTextError as e:
+                yield n, SourceRowError("malformed_json", f"{path}:{n}: {e}; fix or delete the line")
                 continue
             if not isinstance(row, dict):
                 yield n, SourceRowError("wrong_type", f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
@@ -117,10 +95,11 @@ def iter_jsonl(path: Path, max_row_bytes: int | None = None) -> Iterator[SourceR
 
 def _iter_json_array(path: Path) -> Iterator[SourceRow]:
     """A `.json` file holding one array of row objects (ShareGPT dumps often are)."""
+    data = path.read_bytes()
     try:
-        rows = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as e:
-        raise SourceFileError(f"{path} is not valid JSON ({e}); expected JSON lines or one array of objects") from None
+        rows = parse_json(data[len(UTF8_BOM):] if data.startswith(UTF8_BOM) else data)
+    except JsonTextError as e:
+        raise SourceFileError(f"{path}: {e}; expected JSON lines or one array of objects") from None
     for n, row in enumerate(rows, start=1):
         if isinstance(row, dict):
             yield n, row

@@ -120,6 +120,16 @@ def busy_message(root: Path, lock_path: Path) -> str:
             "--workdir")
 
 
+def workdir_writer(root: Path) -> str | None:
+    """Who writes the workdir now (`kimi-data generate` (pid 123)), or None when no command holds it. For a
+    reader's message; it takes no lock."""
+    shards = [_holder(p) for p in sorted(root.glob(".lock.shard-*")) if _is_locked(p)]
+    if shards:
+        return ", ".join(shards)
+    lock = root / ".lock"
+    return _holder(lock) if _is_locked(lock) else None
+
+
 def _is_locked(path: Path) -> bool:
     """Whether some process holds `path` (a shard's lock) now."""
     try:

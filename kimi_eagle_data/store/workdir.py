@@ -28,6 +28,7 @@ import orjson
 
 from kimi_eagle_data.diskfull import writing
 from kimi_eagle_data.errors import KimiDataError, MissingInputError
+from kimi_eagle_data.json_text import JsonTextError, parse_json
 from kimi_eagle_data.run_checks import check_config_name
 
 
@@ -37,6 +38,16 @@ os.umask(_UMASK)
 
 class SettingsMismatchError(KimiDataError, RuntimeError):
     pass
+
+
+class DamagedFileError(KimiDataError, ValueError):
+    """A workdir's JSON file that does not parse (edited by hand, or damaged): one line naming it."""
+
+
+# What to do about a damaged run.json: the settings are in no other file, but a run started again with the same
+# options binds the same ones (the checkpoint is keyed by sample id, so nothing generated is lost).
+_RUN_JSON_REMEDY = ("restore it, or move it aside and rerun `kimi-data build` there with the options the run was "
+                    "started with")
 
 
 @dataclass(frozen=True)
@@ -126,7 +137,7 @@ class Workdir:
         or sampling would mix two runs' completions in one dataset: refuse instead.
         """
         if self.settings_path.exists():
-            old = read_json(self.settings_path)
+            old = self.settings()
             diffs = [k for k in binding_keys if old.get(k) != settings.get(k)]
             if diffs:
                 shown = "; ".join(f"{k}: {old.get(k)!r} -> {settings.get(k)!r}" for k in diffs)
@@ -139,16 +150,30 @@ class Workdir:
         write_json(self.settings_path, merged)
         # Hand back what the file holds (sorted keys), so a first run and a resumed run render the
         # same card and manifest byte for byte.
-        return read_json(self.settings_path)
+        return self.settings()
 
     def settings(self) -> dict[str, Any]:
         if not self.settings_path.exists():
             raise MissingInputError(f"{self.root} has no run.json; run `kimi-data prepare` or `build` there first")
-        return read_json(self.settings_path)
+        return read_json_object(self.settings_path, remedy=_RUN_JSON_REMEDY)
 
 
-def read_json(path: Path) -> Any:
-    return orjson.loads(Path(path).read_bytes())
+def read_json(path: Path, remedy: str = "restore it, or move it aside and rerun the command that writes it") -> Any:
+    """A JSON file of the workdir; one that does not parse is DamagedFileError naming it and saying what to do."""
+    path = Path(path)
+    try:
+        return parse_json(path.read_bytes())
+    except JsonTextError as e:
+        raise DamagedFileError(f"{path} is damaged: {e}; {remedy}") from None
+
+
+def read_json_object(path: Path, remedy: str = "restore it, or move it aside and rerun the command that writes it"
+                     ) -> dict[str, Any]:
+    """read_json for a file that holds one JSON object (a list or a number there is damage too)."""
+    obj = read_json(path, remedy)
+    if not isinstance(obj, dict):
+        raise DamagedFileError(f"{path} is damaged: it holds a JSON {type(obj).__name__}, not an object; {remedy}")
+    return obj
 
 
 def write_json(path: Path, obj: Any) -> None:

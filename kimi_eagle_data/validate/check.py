@@ -22,6 +22,10 @@ A form-(a) row without a `tools` value (a SpecForge export) gets the tool names 
 back from the tool-declaration turn by the profile (`ModelProfile.declared_tool_names`), so its verdict is
 the one the dataset's own `tools` column gives. Inputs are streamed (validate/check_input.py): memory stays
 flat whatever their size. Rows are numbered from 1 (a JSONL row by its line number).
+
+A dataset this project emitted (WORKDIR/dataset) is checked against itself: every shard its manifest lists, with
+the profile, max_seq_len and keep_truncated its manifest records, and each row passes when its verdict is the
+`issues` the row records (a `rejected` row passes too, when it was rejected for exactly those reasons).
 """
 
 from __future__ import annotations
@@ -29,16 +33,19 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 
+from kimi_eagle_data.json_text import UTF8_BOM, JsonTextError, parse_json
 from kimi_eagle_data.profile import MODES, THINKING, ModelProfile, ProfileTokens
 from kimi_eagle_data.prompts.answer import render_answer
 from kimi_eagle_data.prompts.tokenizer import render_prompt, special_text, special_text_line
+from kimi_eagle_data.sources.filters import CHARS_PER_TOKEN_BOUND, ROW_BYTES_PER_CHAR
 from kimi_eagle_data.sources.rows import split_reasoning, unknown_role
-from kimi_eagle_data.validate.check_input import FORMS_EXPECTED, CheckInputError, Unreadable
+from kimi_eagle_data.validate.check_input import FORMS_EXPECTED, CheckInputError, Unreadable, emitted_rows
 from kimi_eagle_data.wording import counted
 from kimi_eagle_data.validate.rules import REASONS
 from kimi_eagle_data.validate.validator import Validator
@@ -56,7 +63,14 @@ CHECK_REASONS = {
     "special_token_in_text": "a prompt message's text (or the tools) holds a special-token string, which the "
                              "tokenizer encodes as the special token itself: a turn boundary or control token "
                              "forged inside a message (prepare rejects such a source row: special_token_text)",
+    "row_too_large": "a JSONL row longer in bytes than any row within max_seq_len needs (max_seq_len × "
+                     f"{CHARS_PER_TOKEN_BOUND * ROW_BYTES_PER_CHAR}, as prepare caps a source row): not parsed, so "
+                     "one huge row costs no memory",
 }
+
+# check's flags about a row's source text, never among the `issues` validate records.
+NOT_RECORDED = frozenset({"special_token_in_text"})
+
 
 def describe(code: str) -> str:
     return REASONS.get(code) or CHECK_REASONS.get(code, "")
@@ -70,13 +84,25 @@ class RowVerdict:
     details: list[str] = field(default_factory=list)
     tokens: int = 0
     mode: str | None = None                # thinking / instant, from the prompt's end (None: not read)
+    recorded: list[str] | None = None      # a row of an emitted dataset: the `issues` it records
+    file: str | None = None                # ... and its shard, relative to the dataset
 
     @property
     def valid(self) -> bool:
         return not self.issues
 
+    @property
+    def passed(self) -> bool:
+        """Valid; a row of an emitted dataset: its verdict is the one it records (special_token_in_text aside:
+        it says what the source text held, which prepare decided on, rejecting the row or keeping it as served)."""
+        if self.recorded is None:
+            return self.valid
+        return [c for c in self.issues if c not in NOT_RECORDED] == self.recorded
+
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"row": self.row, "valid": self.valid, "issues": self.issues}
+        if self.recorded is not None:
+            d.update(file=self.file, recorded=self.recorded, passed=self.passed)
         if self.mode is not None:
             d["mode"] = self.mode
         if self.id is not None:
@@ -275,9 +301,9 @@ def _mode(raw: dict) -> str:
 
 def _json(text: str | bytes, what: str):
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError as e:
-        raise Unreadable(f"{what} is not valid JSON ({e})") from None
+        return parse_json(text)
+    except JsonTextError as e:
+        raise Unreadable(f"{what} is {e}") from None
 
 
 def _ids(value, what: str, kinds: str = "iu") -> np.ndarray:
@@ -301,9 +327,33 @@ def check_file(checker: Checker, rows: Iterator[tuple[Any, int]]) -> Iterator[tu
             yield None, advance
             continue
         if isinstance(raw, Unreadable):
-            yield RowVerdict(row=n, id=None, issues=["unreadable_row"], details=[str(raw)]), advance
+            yield RowVerdict(row=n, id=None, issues=[raw.code], details=[str(raw)]), advance
         else:
             yield checker.check(raw, n), advance
+
+
+def check_dataset(checker: Checker, root: Path, shards: list[Path]) -> Iterator[tuple[RowVerdict, int]]:
+    """(verdict, 1) per row of the shards of an emitted dataset at `root`, each with the issues it records; rows
+    are numbered from 1 in each shard."""
+    for path in shards:
+        rel = path.relative_to(root).as_posix()
+        for n, raw in enumerate(emitted_rows(path), 1):
+            v = checker.check(raw, n)
+            v.recorded, v.file = list(raw.get("issues") or ()), rel
+            yield v, 1
+
+
+def tokenizer_problem(tokenizer, given: str, made_with: dict[str, Any], where: Path) -> str | None:
+    """Why `tokenizer` (loaded from `given`) cannot judge the rows of the dataset at `where`, whose manifest's
+    provenance is `made_with`: another vocabulary than the one that rendered them (None when it is that one, or
+    when the manifest records none)."""
+    from kimi_eagle_data.prompts.tokenizer import tokenizer_fingerprint
+
+    recorded, sha = made_with.get("tokenizer_sha256"), tokenizer_fingerprint(tokenizer)["tokenizer_sha256"]
+    if not recorded or sha == recorded:
+        return None
+    return (f"{where} was made with another tokenizer ({made_with.get('tokenizer_path', '?')}, sha256 "
+            f"{recorded[:12]}…) than {given} (sha256 {sha[:12]}…); pass the one it was made with: --tokenizer PATH")
 
 
 # -- render -------------------------------------------------------------------------------------
@@ -328,9 +378,9 @@ def read_render_row(source: str, row: int | None) -> tuple[list, list | None]:
         else:
             data = _one_document(f, where)
     try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError as e:
-        raise CheckInputError(f"{where} is not valid JSON ({e})") from None
+        obj = parse_json(data.removeprefix(UTF8_BOM))     # a BOM starts a file, so it can only be before row 1
+    except JsonTextError as e:
+        raise CheckInputError(f"{where} is {e}") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
         raise CheckInputError(f'{where} has no "messages" list; expected {{"messages": [...], "tools": [...]}}')
     problem = unknown_role(obj["messages"])
@@ -362,7 +412,7 @@ def _one_document(f, where: str) -> bytes:
             first = line
             break
     try:
-        orjson.loads(first)
+        orjson.loads(first.removeprefix(UTF8_BOM))
     except orjson.JSONDecodeError:
         return first + f.read()         # a document over several lines (pretty-printed): read it whole
     for line in f:

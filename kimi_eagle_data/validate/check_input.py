@@ -6,7 +6,9 @@
 - Arrow IPC: a `.arrow` file as `datasets` writes it (the IPC stream format) or an IPC file, one record
   batch at a time;
 - a `Dataset.save_to_disk` directory (speculators' `prepare_data` output): its Arrow files in the order
-  state.json lists them.
+  state.json lists them;
+- a shard of a dataset `kimi-data emit` wrote, with each row's recorded `issues` (`emitted_rows`; the shards
+  are those its manifest lists, hub/publish.py's LocalDataset.shards).
 
 Each yields (row dict, an `Unreadable`, or None for a blank JSONL line; progress advance). A columnar
 file's schema is checked before its first row: a column check reads with another type, or no column of
@@ -20,10 +22,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pyarrow as pa
 
 from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.json_text import JsonTextError, bounded_lines, parse_json
 
 BATCH_ROWS = 1024
 PARQUET_READ_BUFFER = 1 << 20      # bytes: Parquet pages are read through this buffer, not a column chunk at once
@@ -38,7 +40,15 @@ class CheckInputError(KimiDataError, ValueError):
 
 
 class Unreadable(ValueError):
-    """One row cannot be read (the run goes on; the row is counted `unreadable_row`)."""
+    """One row cannot be read (the run goes on; the row is counted under `code`)."""
+
+    code = "unreadable_row"
+
+
+class RowTooLarge(Unreadable):
+    """A JSONL row longer than any row within max_seq_len needs: skipped unparsed, so memory stays flat."""
+
+    code = "row_too_large"
 
 
 def _is_list(t: pa.DataType) -> bool:
@@ -85,9 +95,18 @@ _LIST_COLUMNS = ("input_ids", "loss_mask")     # read as numpy slices, not Pytho
 EXTRA_COLUMNS = {"input_ids": ("messages",)}
 
 
-def open_input(path: Path) -> tuple[Iterator[RowItem], int]:
+def emitted_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """The rows of one shard of an emitted dataset: the columns check reads, and `issues` (the recorded verdict)."""
+    rows, _ = _parquet(path, also=("issues",))
+    for row, _ in rows:
+        yield row
+
+
+def open_input(path: Path, max_row_bytes: int | None = None) -> tuple[Iterator[RowItem], int]:
     """(rows, total): total is the progress bar's, in the unit the rows advance it by (bytes, or rows for
-    Parquet). Raises CheckInputError when the input cannot be opened or its schema has no form check reads."""
+    Parquet). A JSONL row over `max_row_bytes` (sources/filters.max_row_bytes: what a row within max_seq_len
+    can need at most) comes out as RowTooLarge, unparsed. Raises CheckInputError when the input cannot be
+    opened or its schema has no form check reads."""
     if path.is_dir():
         files = dataset_dir_files(path)
         return _arrow_files_rows(files), sum(f.stat().st_size for f in files)
@@ -102,7 +121,7 @@ def open_input(path: Path) -> tuple[Iterator[RowItem], int]:
     if magic.startswith(ARROW_STREAM_MAGIC) or magic.startswith(ARROW_FILE_MAGIC):
         f.close()
         return _arrow_files_rows([path]), path.stat().st_size
-    return _jsonl_rows(f), path.stat().st_size
+    return _jsonl_rows(f, max_row_bytes), path.stat().st_size
 
 
 def dataset_dir_files(path: Path) -> list[Path]:
@@ -113,8 +132,9 @@ def dataset_dir_files(path: Path) -> list[Path]:
                               f"e.g. kimi-data check {path / (splits[0] if splits else 'train')}")
     state = path / "state.json"
     if not state.is_file():
-        raise CheckInputError(f"{path} is a directory without state.json, not a `Dataset.save_to_disk` dataset; "
-                              "give a JSONL, Parquet or Arrow file, or a save_to_disk directory")
+        raise CheckInputError(f"{path} is a directory without state.json nor manifest.json: neither a "
+                              "`Dataset.save_to_disk` dataset nor one `kimi-data emit` wrote; give a JSONL, Parquet "
+                              "or Arrow file, a save_to_disk directory, or a kimi-data dataset (WORKDIR/dataset)")
     try:
         names = [d["filename"] for d in json.loads(state.read_text())["_data_files"]]
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -169,26 +189,33 @@ def batch_rows(batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
 
 # -- the formats --------------------------------------------------------------------------------
 
-def _jsonl_rows(f) -> Iterator[RowItem]:
+def _jsonl_rows(f, max_row_bytes: int | None) -> Iterator[RowItem]:
     with f:
-        for line in f:
-            if not line.strip():
-                yield None, len(line)       # blank lines are not rows
-                continue
-            try:
-                yield orjson.loads(line), len(line)
-            except orjson.JSONDecodeError as e:
-                yield Unreadable(f"not valid JSON ({e})"), len(line)
+        for _n, line, size in bounded_lines(f, max_row_bytes):
+            if line is None:
+                yield RowTooLarge(f"row of {size:,} bytes > {max_row_bytes:,}, more than any row within "
+                                  "max_seq_len needs; not parsed (raise --max-seq-len to read it)"), size
+            elif not line.strip():
+                yield None, size            # blank lines are not rows
+            else:
+                try:
+                    yield parse_json(line), size
+                except JsonTextError as e:
+                    yield Unreadable(str(e)), size
 
 
-def _parquet(path: Path) -> tuple[Iterator[RowItem], int]:
+def _parquet(path: Path, also: tuple[str, ...] = ()) -> tuple[Iterator[RowItem], int]:
+    """The rows of a Parquet file: the columns check reads, and the columns `also` names (each must be there)."""
     import pyarrow.parquet as pq
 
     try:
         pf = pq.ParquetFile(path, buffer_size=PARQUET_READ_BUFFER, pre_buffer=False)
     except Exception as e:  # pyarrow raises ArrowInvalid, OSError, …
         raise CheckInputError(f"{path} is not a readable Parquet file: {' '.join(str(e).split())}") from None
-    columns = columns_to_read(pf.schema_arrow, path)
+    missing = [c for c in also if c not in pf.schema_arrow.names]
+    if missing:
+        raise CheckInputError(f"{path} has no {', '.join(missing)} column; re-run `kimi-data emit`")
+    columns = columns_to_read(pf.schema_arrow, path) + list(also)
 
     def rows() -> Iterator[RowItem]:
         try:

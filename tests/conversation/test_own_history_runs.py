@@ -23,8 +23,9 @@ def source(tmp_path_factory):
 
 
 def args(workdir, config_file, *extra):
+    """prepare's arguments; build's with the engine's in `extra`."""
     return [CONFIG, "--config", str(config_file), "--workdir", str(workdir), "--profile", "tiny-kimi", "--model", TINY,
-            "--max-new-tokens", "96", "--no-progress", *extra]
+            "--max-new-tokens", "96", *extra]
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,8 @@ def stand_in():
 @pytest.fixture(scope="module")
 def uninterrupted(stand_in, source, tmp_path_factory):
     w = tmp_path_factory.mktemp("uninterrupted") / "w"
-    run_cli("build", *args(w, source[0], "--engine", "sglang", "--server", stand_in.url, "--concurrency", "4"))
+    run_cli("build", *args(w, source[0], "--engine", "sglang", "--server", stand_in.url, "--concurrency", "4",
+                           "--no-progress"))
     return w
 
 
@@ -53,7 +55,7 @@ def test_conversations_continue_on_the_models_own_turns_through_a_streaming_serv
 
 def test_the_local_engine_continues_conversations_in_rounds(source, tmp_path):
     w = tmp_path / "w"
-    run_cli("build", *args(w, source[0], "--engine", "local"))
+    run_cli("build", *args(w, source[0], "--engine", "local", "--no-progress"))
     convs = check_conversations(w, source[1])
     assert any(len(t) >= 2 for t in convs.values()), "no conversation reached a second turn"
 
@@ -69,8 +71,8 @@ def test_kill_9_across_turns_then_rerun_gives_the_rows_of_an_uninterrupted_run(s
     while len(completion_stamps(w)) < total and kills < 4:
         before = len(completion_stamps(w))
         target = before + rng.randint(1, 4)
-        proc = popen_cli("generate", *args(w, source[0], "--engine", "sglang", "--server", stand_in.url,
-                                           "--concurrency", "3"))
+        proc = popen_cli("generate", CONFIG, "--workdir", str(w), "--engine", "sglang", "--server", stand_in.url,
+                         "--concurrency", "3", "--no-progress")
         try:
             wait_for(lambda: len(completion_stamps(w)) >= min(target, total) or proc.poll() is not None, 300,
                      "no completion committed", proc=None)
@@ -83,7 +85,8 @@ def test_kill_9_across_turns_then_rerun_gives_the_rows_of_an_uninterrupted_run(s
         assert {i: stamps[i] for i in kept} == kept, "a stored turn was generated again"
         kept = stamps
     assert kills >= 2, "the run finished before it could be killed twice; slow the stand-in down"
-    run_cli("build", *args(w, source[0], "--engine", "sglang", "--server", stand_in.url, "--concurrency", "3"))
+    run_cli("build", *args(w, source[0], "--engine", "sglang", "--server", stand_in.url, "--concurrency", "3",
+                           "--no-progress"))
     stamps = completion_stamps(w)
     assert {i: stamps[i] for i in kept} == kept
     assert len(stamps) == total

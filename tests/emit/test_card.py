@@ -108,7 +108,7 @@ def test_model_label_names_the_model_and_a_local_path_is_never_published(demo_ru
     data = {k: v for k, v in tree_hashes(workdir / "dataset").items() if k.startswith("data/")}
 
     labelled = copy_run(workdir, tmp_path / "labelled")
-    proc = run_cli("emit", "--workdir", str(labelled), "--model-label", "org/tiny-kimi", "--no-progress")
+    proc = run_cli("emit", "--workdir", str(labelled), "--model-label", "org/tiny-kimi")
     assert "warning" not in proc.stderr
     card = (labelled / "dataset" / "README.md").read_text()
     manifest = orjson.loads((labelled / "dataset" / "manifest.json").read_bytes())
@@ -117,7 +117,7 @@ def test_model_label_names_the_model_and_a_local_path_is_never_published(demo_ru
     # the workdir remembers the label; the run stays bound to the model it loaded
     run = json.loads((labelled / "run.json").read_text())
     assert run["options"]["model_label"] == "org/tiny-kimi" and run["model"] == str(TINY_MODEL_DIR)
-    run_cli("emit", "--workdir", str(labelled), "--no-progress")
+    run_cli("emit", "--workdir", str(labelled))
     assert orjson.loads((labelled / "dataset" / "manifest.json").read_bytes())["provenance"]["model_path"] == \
         "org/tiny-kimi"
 
@@ -126,7 +126,7 @@ def test_model_label_names_the_model_and_a_local_path_is_never_published(demo_ru
     run = json.loads(run_json.read_text())
     run["options"]["model_label"] = None         # as `build --model LOCAL_DIR` without --model-label leaves it
     run_json.write_text(json.dumps(run))
-    proc = run_cli("emit", "--workdir", str(unlabelled), "--no-progress")
+    proc = run_cli("emit", "--workdir", str(unlabelled))
     warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("warning:")]
     assert len(warnings) == 1 and "--model-label" in warnings[0] and str(TINY_MODEL_DIR) in warnings[0]
     dataset = unlabelled / "dataset"

@@ -183,7 +183,7 @@ def test_changed_settings_are_refused_with_one_line(tmp_path):
     from kimi_eagle_data.profile import TINY_MODEL_DIR
 
     common = ["B6", "--workdir", str(tmp_path / "w"), "--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR),
-              "--samples", "--no-progress", "--limit", "2"]
+              "--samples", "--limit", "2"]
     run_cli("prepare", *common)
     proc = run_cli("prepare", *common, "--temperature", "0.5", check=False)
     assert proc.returncode == 1

@@ -17,9 +17,9 @@ from kimi_eagle_data.engines.protocol_server import BAD_OUTPUT_MODES
 from kimi_eagle_data.engines.sglang import check_output_ids
 from kimi_eagle_data.run_checks import url_problem
 
-from tests.helpers.cli import error_lines, run_cli
+from tests.helpers.cli import REPO, error_lines, run_cli
 from tests.helpers.servers import Server, free_port, get_json, sglang_router
-from tests.helpers.workdirs import completions, prepared_count, sglang_args
+from tests.helpers.workdirs import completions, prepare_args, prepared_count, sglang_args
 
 
 # -- the response check, unit by unit ----------------------------------------------------------------
@@ -49,9 +49,9 @@ def test_check_output_ids_accepts_a_good_answer():
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
-    """One prepared workdir (sglang engine, tiny model) the per-mode tests copy."""
+    """One prepared workdir (tiny model) the per-mode tests copy and generate against the stand-in."""
     w = tmp_path_factory.mktemp("faults") / "w"
-    run_cli("prepare", *sglang_args(w, "http://127.0.0.1:9"))
+    run_cli("prepare", *prepare_args(w))
     return w
 
 
@@ -72,8 +72,8 @@ def test_bad_answers_are_failures_then_retried(prepared, healthy, tmp_path):
     modes = sorted(BAD_OUTPUT_MODES)
     bad = Server(*(a for m in modes for a in ("--bad-output", m))).start()
     try:
-        proc = run_cli("generate", "--workdir", str(w), "--server", bad.url, "--max-attempts", "2",
-                       "--retry-backoff", "0.01", "--no-progress", check=False)
+        proc = run_cli("generate", "--workdir", str(w), "--engine", "sglang", "--server", bad.url, "--max-attempts",
+                       "2", "--retry-backoff", "0.01", "--no-progress", check=False)
         assert get_json(bad.url + "/server_info")["bad_answers"] >= len(modes) * 2   # every way, twice at least
     finally:
         bad.kill()
@@ -100,7 +100,8 @@ def test_a_rid_an_earlier_client_left_running_is_aborted_then_generated(prepared
     n = prepared_count(w)
     stale = Server("--stale-rids", "3").start()
     try:
-        proc = run_cli("generate", "--workdir", str(w), "--server", stale.url, "--retry-backoff", "0.01",
+        proc = run_cli("generate", "--workdir", str(w), "--engine", "sglang", "--server", stale.url, "--retry-backoff",
+                       "0.01",
                        "--no-progress")
     finally:
         stale.kill()
@@ -279,14 +280,27 @@ def test_a_server_that_is_not_a_url_is_a_usage_error_at_once(url, tmp_path):
     assert not (tmp_path / "w").exists() and "not healthy" not in proc.stderr and url_problem(url)
 
 
+def test_fault_injection_is_the_test_stand_ins_not_the_user_facing_serve():
+    proc = run_cli("serve", "--engine", "local", "--delay", "1", check=False)
+    assert proc.returncode == 2 and "No such option '--delay'" in proc.stderr, proc.stderr
+    shown = run_cli("serve", "--help").stdout
+    assert not any(flag in shown for flag in ("--error-rate", "--drop-rate", "--bad-output", "--stale-rids",
+                                              "--fault-seed", "--record-requests", "--skip-tokenizer-init"))
+    stand_in = subprocess.run([sys.executable, "-m", "tests.helpers.standin_server", "--help"], capture_output=True,
+                              text=True, cwd=REPO, timeout=600)
+    assert stand_in.returncode == 0 and "--error-rate" in stand_in.stdout and "--delay" in stand_in.stdout
+
+
 def test_connection_refused_still_waits_for_health(prepared, tmp_path):
     w = tmp_path / "w"
     shutil.copytree(prepared, w)
     url = f"http://127.0.0.1:{free_port()}"
-    proc = run_cli("generate", "--workdir", str(w), "--server", url, "--health-timeout", "3", check=False)
+    proc = run_cli("generate", "--workdir", str(w), "--engine", "sglang", "--server", url, "--health-timeout", "3",
+                   check=False)
     # The line is written only when the health deadline has passed, naming the refusal it kept getting.
     assert proc.returncode == 1 and "not healthy after 3s" in proc.stderr, proc.stderr
-    assert "Cannot connect to host" in proc.stderr and len(error_lines(proc)) == 1, proc.stderr
+    assert "(connection refused)" in proc.stderr and len(error_lines(proc)) == 1, proc.stderr
+    assert f"waiting for the sglang server at {url}: connection refused" in proc.stderr
 
 
 # -- config names ------------------------------------------------------------------------------------

@@ -4,12 +4,10 @@ both with the tiny model."""
 
 from __future__ import annotations
 
-import io
 import threading
 from dataclasses import dataclass
 
 import pytest
-from rich.console import Console
 
 from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams
 from kimi_eagle_data.engines.request_loop import Kept, RequestRun, run_requests
@@ -22,6 +20,22 @@ USER_TURN = [1000, 1001, 1002, 1003, 1004]     # the ids of the next user messag
 class TurnJob:
     key: str
     request: GenerationRequest
+
+
+class RecordedProgress:
+    """A progress.Progress that keeps what it is told."""
+
+    def __init__(self):
+        self.events: list = []
+
+    def start(self, label, total):
+        self.events.append(("start", label, total))
+
+    def update(self, snapshot):
+        self.events.append(snapshot)
+
+    def stop(self):
+        self.events.append(("stop",))
 
 
 @pytest.fixture(scope="module")
@@ -101,13 +115,17 @@ def test_follow_ups_stream_through_one_feed_to_the_sglang_engine(server, samplin
         calls.append(requests)
         return engine.generate(conv.sent(requests))
 
-    out = io.StringIO()
-    run = run_requests("generate", conv.initial(), send, conv.keep, never_fails, RequestRun(),
-                       console=Console(file=out, width=200), streaming=True)
+    progress = RecordedProgress()
+    run = run_requests("generate", conv.initial(), send, conv.keep, never_fails, RequestRun(), progress=progress,
+                       streaming=True)
     conv.check(run)
     assert len(calls) == 1
     total = len(conv.expected())
-    assert f"{total}/{total}" in out.getvalue()       # the bar's total grew with the follow-ups
+    snapshots = progress.events[1:-1]
+    assert progress.events[0] == ("start", "generate", len(conv.initial())) and progress.events[-1] == ("stop",)
+    assert [s.done for s in snapshots] == list(range(1, total + 1))    # one snapshot per answer
+    assert snapshots[0].total < snapshots[-1].total == total           # the total grew with the follow-ups
+    assert sum(snapshots[-1].outcomes.values()) == total
 
 
 def test_follow_ups_go_to_the_local_engine_in_rounds(sampling, tiny_tokenizer):
@@ -122,8 +140,7 @@ def test_follow_ups_go_to_the_local_engine_in_rounds(sampling, tiny_tokenizer):
         rounds.append(sorted(r.id for r in requests))
         return engine.generate(list(conv.sent(requests)))
 
-    run = run_requests("generate", conv.initial(), send, conv.keep, never_fails, RequestRun(), show_progress=False,
-                       streaming=False)
+    run = run_requests("generate", conv.initial(), send, conv.keep, never_fails, RequestRun(), streaming=False)
     conv.check(run)
     assert rounds == [sorted(f"c{c}-t{t}" for c, d in enumerate(conv.depths) if d >= t) for t in range(5)]
 
@@ -135,7 +152,7 @@ def test_an_engine_that_reads_all_requests_first_is_refused_a_feed(sampling, tin
     engine = LocalEngine(TINY, batch_size=4)
     with pytest.raises(RuntimeError, match="streaming=False"):
         run_requests("generate", conv.initial(), engine.generate, conv.keep, never_fails, RequestRun(),
-                     show_progress=False, streaming=True)
+                     streaming=True)
 
 
 class Boom(Exception):
@@ -170,7 +187,7 @@ def test_a_consumer_that_raises_with_follow_ups_in_flight_ends_the_run(server, s
     def consume():
         try:
             run_requests("generate", conv.initial(), lambda reqs: engine.generate(sent(reqs)), keep, never_fails,
-                         RequestRun(), show_progress=False, streaming=True)
+                         RequestRun(), streaming=True)
         except BaseException as e:
             ended.append(e)
 

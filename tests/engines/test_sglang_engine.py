@@ -18,9 +18,9 @@ import time
 import pytest
 
 from tests.helpers.cli import popen_cli, run_cli
-from tests.helpers.servers import TINY, Server, free_port, sglang_router, wait_for
-from tests.helpers.workdirs import (CONFIGS, completions, failure_reasons, generate_in_flight, prepared_count,
-                                   report, sglang_args)
+from tests.helpers.servers import TINY, Server, free_port, get_json, sglang_router, wait_for
+from tests.helpers.workdirs import (CONFIGS, completions, engine_args, failure_reasons, generate_in_flight,
+                                    prepare_args, prepared_count, report, sglang_args)
 
 
 @pytest.fixture
@@ -125,10 +125,10 @@ def test_server_killed_and_restarted_mid_run(tmp_path):
     port = free_port()
     first = Server("--delay", "0.5", "--max-batch", "2", port=port).start()
     w = tmp_path / "w"
-    run_cli("prepare", *sglang_args(w, first.url))
+    run_cli("prepare", *prepare_args(w))
     n = prepared_count(w)
-    gen = popen_cli("generate", "--workdir", str(w), "--concurrency", "2", "--max-attempts", "30", "--retry-backoff",
-                    "0.2", "--no-progress", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    gen = popen_cli("generate", "--workdir", str(w), *engine_args(first.url), "--concurrency", "2", "--max-attempts",
+                    "30", "--retry-backoff", "0.2", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_for(lambda: first.served() >= 1, 300, "the first server served nothing", proc=gen)
     first.kill()   # the client now sees connection refused until the second server is up (seconds)
     second = Server(port=port).start()
@@ -215,9 +215,9 @@ def ids_in(checkpoint) -> set[str]:
 
 def test_shards_generate_disjoint_sets_that_build_merges(server, tmp_path):
     w = tmp_path / "w"
-    run_cli("prepare", *sglang_args(w, server.url))
+    run_cli("prepare", *prepare_args(w))
     n = prepared_count(w)
-    run_cli("generate", "--workdir", str(w), "--shard", "0/2")
+    run_cli("generate", "--workdir", str(w), *engine_args(server.url), "--shard", "0/2")
     run_cli("generate", "--workdir", str(w), "--shard", "1/2")
     a, b = (ids_in(w / f"generations.shard-{k}-of-2.sqlite") for k in (0, 1))
     assert a and b and not (a & b) and len(a | b) == n

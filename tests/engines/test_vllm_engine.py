@@ -9,7 +9,7 @@ import pytest
 from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams, ScoreRequest
 from kimi_eagle_data.engines.http_client import Failure
 from kimi_eagle_data.engines.vllm import VLLMEngine, finish_record, generate_payload, parse_score, score_payload
-from tests.helpers.cli import run_cli
+from tests.helpers.cli import error_lines, run_cli
 from tests.helpers.servers import TINY, Server, free_port
 
 import orjson
@@ -46,14 +46,16 @@ def test_build_with_engine_vllm_needs_a_server_url(tmp_path):
 
 
 def test_engine_vllm_refuses_a_server_that_is_not_vllm(tmp_path):
-    """Our SGLang stand-in answers /health but has no /version: one error line, nothing generated."""
+    """Our SGLang stand-in answers /health and SGLang's /server_info, not vLLM's /version: one error line naming the
+    engine it is, nothing generated."""
     server = Server().start()
     try:
         proc = run_cli("build", "B6", "--samples", "--limit", "2", "--profile", "tiny-kimi", "--model", TINY,
                        "--workdir", str(tmp_path / "w"), "--engine", "vllm", "--server", server.url, "--no-progress",
                        check=False)
         assert proc.returncode == 1, proc.stdout + proc.stderr
-        assert "reports vllm version unknown; need >= 0.32.0" in proc.stderr, proc.stderr
+        assert f"this is an SGLang server at {server.url}" in proc.stderr, proc.stderr
+        assert "use --engine sglang" in proc.stderr and len(error_lines(proc)) == 1, proc.stderr
         assert "Traceback" not in proc.stderr
         assert server.served() == 0
     finally:

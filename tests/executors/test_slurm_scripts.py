@@ -42,10 +42,10 @@ def test_a_kimi_k25_submit_on_four_nodes_starts_sglang_with_the_profiles_flags(t
     gen = sbatch_lines(s["generate"])
     assert {"--array=0-3", "--gpus-per-node=8", "--exclusive", "--requeue", "--signal=B:USR1@120"} <= set(gen)
     assert not any(line.startswith("--gpus") for line in sbatch_lines(s["prepare"]) + sbatch_lines(s["finalize"]))
-    assert f"kimi-data prepare B4 B6 --workdir {w} --no-progress" in s["prepare"]
+    assert f"kimi-data prepare B4 B6 --workdir {w}\n" in s["prepare"]
     assert (f'kimi-data generate B4 B6 --workdir {w} --engine sglang --no-progress --server '
             '"http://127.0.0.1:$port" --shard "$shard/4"') in s["generate"]
-    assert f"kimi-data build B4 B6 --workdir {w} --no-progress" in s["finalize"]
+    assert f"kimi-data build B4 B6 --workdir {w} --engine sglang --no-progress" in s["finalize"]
 
     # The engine the task starts, asked for its launch command: Kimi-K2.5 on 8 GPUs with the profile's flags, a
     # context that fits the profile's max_seq_len (16384) plus SGLang's 2 tokens.

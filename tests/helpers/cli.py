@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 def _forkable(full_env: dict[str, str]) -> bool:
     """A run with this process's own environment can be forked from it (forked_cli.py): modules read the
@@ -37,17 +39,45 @@ def run_cli(*args: str, check: bool = True, timeout: float = 900, env: dict[str,
     return proc
 
 
-def popen_cli(*args: str, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
-    """`kimi-data ARGS` started in a process of its own and left running (text mode, as run_cli): a forked
-    one (forked_cli.ForkedCli, with what the tests use of Popen), or with KIMI_TEST_FRESH_CLI=1 a Popen."""
+def popen_cli(*args: str, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, module: str = "kimi_eagle_data"):
+    """`kimi-data ARGS` (or `python -m MODULE ARGS`, MODULE's click command `main`) started in a process of its own
+    and left running (text mode, as run_cli): a forked one (forked_cli.ForkedCli, with what the tests use of Popen),
+    or with KIMI_TEST_FRESH_CLI=1 a Popen."""
     full_env = {**os.environ, "COLUMNS": "200"}
     if _forkable(full_env):
         from tests.helpers.forked_cli import ForkedCli
 
-        return ForkedCli(list(args), full_env, stdout=stdout, stderr=stderr)
+        return ForkedCli(list(args), full_env, stdout=stdout, stderr=stderr, module=module)
     # SIGINT as a terminal delivers it, even to a test run started in the background (`cmd &` ignores it).
-    return subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", *args], stdout=stdout, stderr=stderr, text=True,
-                            env=full_env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # Another module (one of tests/) from the repository's root, where it is importable.
+    return subprocess.Popen([sys.executable, "-m", module, *args], stdout=stdout, stderr=stderr, text=True,
+                            env=full_env, cwd=None if module == "kimi_eagle_data" else REPO,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def read_until(proc, text: str, timeout_s: float, stream: str = "stderr") -> str:
+    """What a running `proc` (popen_cli's, or a Popen) wrote on `stream` (a PIPE), read until a whole line holds
+    `text`. Fails after `timeout_s`, or at once when the stream ends first. What it did not read stays in the
+    pipe (`communicate` reads it)."""
+    import select
+    import time
+
+    fd = proc.fileno(stream) if hasattr(proc, "fileno") else getattr(proc, stream).fileno()
+    deadline = time.monotonic() + timeout_s
+    got = b""
+    while True:
+        lines = got.decode(errors="replace").splitlines(keepends=True)
+        if any(text in line and line.endswith("\n") for line in lines):
+            return "".join(lines)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"no line with {text!r} on {stream} within {timeout_s:.0f}s; it wrote:\n"
+                                 f"{got.decode()}")
+        if select.select([fd], [], [], left)[0]:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise AssertionError(f"{stream} ended before a line with {text!r}; it wrote:\n{got.decode()}")
+            got += chunk
 
 
 def error_lines(proc: subprocess.CompletedProcess) -> list[str]:

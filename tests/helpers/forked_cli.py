@@ -67,14 +67,14 @@ def run_forked(args: list[str], env: dict[str, str], timeout: float) -> subproce
 
 
 class ForkedCli:
-    """`kimi-data ARGS` forked from this process, with what the tests use of subprocess.Popen (text mode):
-    pid, poll, wait, send_signal, terminate, kill, communicate, returncode. stdout and stderr: PIPE or
-    DEVNULL."""
+    """`kimi-data ARGS` (or `python -m MODULE ARGS` of another click command's module, its `main`) forked from this
+    process, with what the tests use of subprocess.Popen (text mode): pid, poll, wait, send_signal, terminate, kill,
+    communicate, returncode. stdout and stderr: PIPE or DEVNULL."""
 
     def __init__(self, args: list[str], env: dict[str, str], *, stdout=subprocess.DEVNULL,
-                 stderr=subprocess.DEVNULL):
+                 stderr=subprocess.DEVNULL, module: str = "kimi_eagle_data"):
         warm_up()
-        self.args = [sys.executable, "-m", "kimi_eagle_data", *args]
+        self.args = [sys.executable, "-m", module, *args]
         self.returncode: int | None = None
         self._pipes: dict[str, int] = {}
         child_fds = {}
@@ -92,11 +92,15 @@ class ForkedCli:
             try:
                 for fd in self._pipes.values():
                     os.close(fd)
-                _run_cli_in_child(args, env, child_fds["stdout"], child_fds["stderr"])
+                _run_cli_in_child(args, env, child_fds["stdout"], child_fds["stderr"], module)
             finally:
                 os._exit(70)
         for fd in child_fds.values():
             os.close(fd)
+
+    def fileno(self, name: str) -> int:
+        """The reading end of the child's `name` (stdout or stderr) when it is a PIPE."""
+        return self._pipes[name]
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -149,7 +153,7 @@ class ForkedCli:
         return texts.get("stdout"), texts.get("stderr")
 
 
-def _run_cli_in_child(args: list[str], env: dict[str, str], out_fd: int, err_fd: int) -> None:
+def _run_cli_in_child(args: list[str], env: dict[str, str], out_fd: int, err_fd: int, module: str) -> None:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(out_fd, 1)
@@ -163,9 +167,12 @@ def _run_cli_in_child(args: list[str], env: dict[str, str], out_fd: int, err_fd:
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
     os.environ.clear()
     os.environ.update(env)
-    import kimi_eagle_data
+    if module == "kimi_eagle_data":
+        import kimi_eagle_data
 
-    sys.argv = [os.path.join(os.path.dirname(kimi_eagle_data.__file__), "__main__.py"), *args]
+        sys.argv = [os.path.join(os.path.dirname(kimi_eagle_data.__file__), "__main__.py"), *args]
+    else:
+        sys.argv = [importlib.import_module(module).__file__, *args]
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for sig in (signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(sig, signal.SIG_DFL)
@@ -177,9 +184,11 @@ def _run_cli_in_child(args: list[str], env: dict[str, str], out_fd: int, err_fd:
     _log_to_this_stderr(stale)
     code = 0
     try:
-        from kimi_eagle_data.cli.main import main
-
-        main(args, prog_name="python -m kimi_eagle_data")
+        if module == "kimi_eagle_data":
+            from kimi_eagle_data.cli.main import main
+        else:
+            main = importlib.import_module(module).main
+        main(args, prog_name=f"python -m {module}")
     except SystemExit as e:   # as the interpreter turns it into an exit status
         if e.code is None:
             code = 0

@@ -1,4 +1,5 @@
-"""`kimi-data serve --engine local` (the SGLang-protocol stand-in) as a test's server, and waiting on events."""
+"""The SGLang-protocol stand-in (tests/helpers/standin_server.py: `kimi-data serve --engine local` with fault
+injection) as a test's server, and waiting on events."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def get_json(url: str):
 
 
 class Server:
-    """A `kimi-data serve --engine local` process (helpers.cli.popen_cli)."""
+    """A `python -m tests.helpers.standin_server ARGS` process (helpers.cli.popen_cli) serving the tiny model."""
 
     def __init__(self, *args: str, port: int | None = None):
         self.fixed_port = port is not None
@@ -44,7 +45,8 @@ class Server:
         free may be taken by another test's server first (this one then exits; it is started again on
         another port, unless the port was asked for)."""
         for _ in range(3):
-            self.proc = popen_cli("serve", "--engine", "local", "--model", TINY, "--port", str(self.port), *self.args)
+            self.proc = popen_cli("--model", TINY, "--port", str(self.port), *self.args,
+                                  module="tests.helpers.standin_server")
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline and self.proc.poll() is None:
                 try:

@@ -17,10 +17,21 @@ from tests.helpers.servers import TINY, Server, wait_for
 CONFIGS = ("B6",)
 
 
-def sglang_args(workdir, *urls, extra=()):
+def prepare_args(workdir):
+    """`prepare`'s arguments of a protocol workdir (the tiny model, the bundled samples, short completions)."""
     return [*CONFIGS, "--workdir", str(workdir), "--profile", "tiny-kimi", "--model", TINY, "--samples",
-            "--engine", "sglang", *(a for u in urls for a in ("--server", u)), "--retry-backoff", "0.05",
-            "--max-new-tokens", "64", "--no-progress", *extra]
+            "--max-new-tokens", "64"]
+
+
+def engine_args(*urls):
+    """The engine options of a protocol run against these stand-in servers (generate, build)."""
+    return ["--engine", "sglang", *(a for u in urls for a in ("--server", u)), "--retry-backoff", "0.05",
+            "--no-progress"]
+
+
+def sglang_args(workdir, *urls, extra=()):
+    """`build`'s arguments: prepare's and the engine's."""
+    return [*prepare_args(workdir), *engine_args(*urls), *extra]
 
 
 def completions(workdir) -> list[str]:
@@ -88,8 +99,8 @@ class InFlight:
     def again(self) -> None:
         """Start another generate on the same workdir; return once it has committed a completion of its own."""
         before = len(completions(self.workdir))
-        self.proc = popen_cli("generate", "--workdir", str(self.workdir), "--concurrency", "2", "--no-progress",
-                              **self.pipes)
+        self.proc = popen_cli("generate", "--workdir", str(self.workdir), *engine_args(self.server.url),
+                              "--concurrency", "2", **self.pipes)
         try:
             wait_for(lambda: len(completions(self.workdir)) > before, 300, "no completion committed", proc=self.proc)
         except AssertionError as e:   # ended first, or never committed: what it printed says why
@@ -110,7 +121,7 @@ def generate_in_flight(tmp_path: Path, *, delay: float = 1.0, output: bool = Fal
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE} if output else {}
     run = None
     try:
-        run_cli("prepare", *sglang_args(w, server.url))
+        run_cli("prepare", *prepare_args(w))
         run = InFlight(server, w, prepared_count(w), None, pipes)
         run.again()
         yield run

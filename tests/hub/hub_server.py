@@ -143,8 +143,14 @@ class HubServer:
     """`with HubServer(token="hf_x") as hub: ... hub.url ...` — an aiohttp app on 127.0.0.1 in a thread."""
 
     def __init__(self, root: str | os.PathLike | None = None, *, token: str | None = None, host: str = "127.0.0.1",
-                 port: int = 0, log_path: str | os.PathLike | None = None, record_bodies: bool = True):
+                 port: int = 0, log_path: str | os.PathLike | None = None, record_bodies: bool = True,
+                 hold: str | None = None):
+        """`hold`: a regular expression; a request whose path matches it is received and recorded, then left
+        unanswered until `release()` (`held` is set when the first one arrives): a client caught mid-request."""
         self._own_root = root is None
+        self.hold = re.compile(hold) if hold else None
+        self.held = threading.Event()
+        self._released = threading.Event()
         self.root = Path(root or tempfile.mkdtemp(prefix="hub-server-"))
         self.token = token
         self.host, self.port = host, port
@@ -200,7 +206,13 @@ class HubServer:
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]
 
+    def release(self) -> None:
+        """Answer the held requests, and hold no more."""
+        self.hold = None
+        self._released.set()
+
     def stop(self) -> None:
+        self._released.set()    # a held request must not keep the loop's executor waiting
         if self._loop and self._thread:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(30)
@@ -313,6 +325,9 @@ class HubServer:
                        body=body if self.record_bodies else b"")
         with self._lock:
             self.requests.append(rec)
+        if self.hold is not None and self.hold.search(urlsplit(request.raw_path).path):
+            self.held.set()
+            await asyncio.get_running_loop().run_in_executor(None, self._released.wait)
         try:
             resp = await self._route(request, body)
         except HubError as e:

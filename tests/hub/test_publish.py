@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -90,7 +91,7 @@ def published(demo_run, tmp_path_factory, hub, hf_home):
     """The demo dataset pushed once, as `kimi-data emit --repo` + `kimi-data push` would do it."""
     work = copy_workdir(demo_run, tmp_path_factory, "pub")
     env = hub_env(hub, hf_home)
-    emitted = kd(env, "emit", "--workdir", str(work), "--repo", REPO, "--no-progress")
+    emitted = kd(env, "emit", "--workdir", str(work), "--repo", REPO)
     assert emitted.returncode == 0, emitted.stderr
     proc = kd(env, "push", str(work), "--repo", REPO)
     return work, proc, emitted
@@ -164,8 +165,7 @@ def test_other_content_under_a_published_version_is_refused(published, demo_run,
     assert (dict(repo.tags), dict(repo.branches), len(repo.commits)) == before
 
     # A new version is the way: emit 0.1.1 for the repo and push it; v0.1.0 keeps pointing at its commit.
-    assert kd(env, "emit", "--workdir", str(other), "--dataset-version", "0.1.1", "--repo", REPO,
-              "--no-progress").returncode == 0
+    assert kd(env, "emit", "--workdir", str(other), "--dataset-version", "0.1.1", "--repo", REPO).returncode == 0
     proc = kd(env, "push", str(other), "--repo", REPO)
     assert proc.returncode == 0, proc.stderr
     assert repo.tags["v0.1.0"] == before[0]["v0.1.0"]
@@ -179,7 +179,7 @@ def test_files_gone_from_the_tree_are_deleted_on_the_hub(published, demo_run, tm
     work = copy_workdir(demo_run, tmp_path_factory, "shrunk")
     env = hub_env(hub, hf_home)
     emitted = kd(env, "emit", *(f"B{i}" for i in range(1, 8)), "--workdir", str(work), "--dataset-version", "0.2.0",
-                 "--repo", REPO, "--no-progress")
+                 "--repo", REPO)
     assert emitted.returncode == 0, emitted.stderr
     assert not (work / "dataset" / "data" / "B8").exists()
     assert not (work / "dataset" / "assets" / "lengths_B8.png").exists()     # nor its plot
@@ -636,3 +636,36 @@ def test_the_token_never_leaves_the_authorization_header(token_traffic):
                 carried += 1
             assert TOKEN not in name
     assert carried > 10
+
+
+@pytest.mark.parametrize("sig, code, by", [(signal.SIGINT, 130, ""), (signal.SIGTERM, 143, " by SIGTERM")],
+                         ids=["ctrl-c", "sigterm"])
+def test_push_stopped_mid_upload_says_what_is_true(sig, code, by, emitted_b6, tmp_path, hf_home):
+    """Stopped while the Hub holds its commit request: push says nothing counts as published before the tag, and
+    the rerun (the server answering again) publishes the version. No word of a checkpoint (push has none)."""
+    work = tmp_path / "w"
+    shutil.copytree(emitted_b6, work)
+    with HubServer(token=TOKEN, hold=r"^/api/datasets/.+/commit/") as hub:
+        env = hub_env(hub, hf_home)
+        proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "push", str(work), "--repo", REPO],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        try:
+            if not hub.held.wait(600):
+                proc.kill()
+                raise AssertionError(f"push never sent its commit: {proc.communicate()}")
+            proc.send_signal(sig)
+            _, err = proc.communicate(timeout=600)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == code, (proc.returncode, err)
+        assert "Traceback" not in err and "checkpoint" not in err and TOKEN not in err, err
+        assert f"interrupted{by}: nothing counts as published until the version's tag is on the Hub; rerun the " \
+               "same command to finish (it checks the tag first)" in " ".join(err.split()), err
+        assert not hub.repos[("dataset", REPO)].tags
+        hub.release()
+        again = kd(env, "push", str(work), "--repo", REPO)
+        assert again.returncode == 0, again.stderr
+        assert "v0.1.0" in hub.repos[("dataset", REPO)].tags

@@ -16,8 +16,7 @@ from kimi_eagle_data.profile import TINY_MODEL_DIR
 
 from tests.helpers.cli import run_cli
 
-TINY = ["--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR), "--max-new-tokens", "64", "--max-seq-len", "512",
-        "--no-progress"]
+TINY = ["--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR), "--max-new-tokens", "64", "--max-seq-len", "512"]
 GSM = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
        "How many clips did Natalia sell altogether in April and May?")
 
@@ -114,7 +113,7 @@ def test_user_defined_partitions_end_to_end(tmp_path):
     assert "C1" in again.stdout and "C2" in again.stdout and prepared_ids(a, "C1") == prepared_ids(b, "C1")
     # build runs a user-defined partition through generate, validate and emit like a built-in one
     c = tmp_path / "c"
-    built = kimi("build", "C2", "--config", str(cfg), "--workdir", str(c), *TINY, "--limit", "3")
+    built = kimi("build", "C2", "--config", str(cfg), "--workdir", str(c), *TINY, "--limit", "3", "--no-progress")
     assert "accounting" in built.stdout
     assert list((c / "dataset" / "data" / "C2").glob("*.parquet"))
     assert "config_name: C2" in (c / "dataset" / "README.md").read_text()
@@ -190,7 +189,7 @@ def test_columns_an_adapter_does_not_read_are_named_in_a_warning(tmp_path):
 def test_a_source_giving_no_prompt_is_an_error_naming_the_expected_columns(tmp_path):
     chats = write_chats(tmp_path / "my-chats.jsonl")
     w = tmp_path / "w"
-    proc = kimi("build", "B1", "--source", f"B1={chats}", "--workdir", str(w), *TINY, check=False)
+    proc = kimi("build", "B1", "--source", f"B1={chats}", "--workdir", str(w), *TINY, "--no-progress", check=False)
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert proc.returncode == 1, proc.stderr
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr

@@ -154,6 +154,13 @@ def test_check_flags_special_tokens_inside_a_message(built, tmp_path):
         flagged = r["source_id"] in ("forged", "system-eos")
         assert verdicts[r["id"]]["issues"] == r["issues"] + (["special_token_in_text"] if flagged else [])
 
+    # the emitted dataset checked as a whole: each row's verdict is the one it records, the flag aside
+    proc = run_cli("check", str(w / "dataset"), "--profile", "tiny-kimi", "--json", "--no-progress", check=False)
+    assert proc.returncode == 0, proc.stderr
+    checked = [json.loads(line) for line in proc.stdout.splitlines()]
+    flagged = [v for v in checked if "special_token_in_text" in v["issues"]]
+    assert len(flagged) == 2 and all(v["passed"] for v in checked)
+
     # a messages + completion row and a SpecForge conversations row: the prompt's text is looked at, never the
     # completion's (it is written with its special tokens on purpose)
     answer = f"Fine.{TINY_KIMI.think_close}Hi.{TINY_KIMI.end_of_turn}"

@@ -119,7 +119,7 @@ n = 10
 """)
     work = tmp_path / "work"
     run_cli("prepare", "--config", str(tmp_path / "cfg.toml"), "--workdir", str(work), "--profile", "tiny-kimi",
-            "--model", str(TINY_MODEL_DIR), "--max-new-tokens", "64", "--no-progress")
+            "--model", str(TINY_MODEL_DIR), "--max-new-tokens", "64")
     report = orjson.loads((work / "prepared" / "T1.json").read_bytes())
     assert report["rejected"] == {"tool_schema_unsupported": 1}
     assert report["prepared"] == 3

@@ -1,4 +1,4 @@
-"""One request set to our SGLang stand-in (`kimi-data serve --engine local --skip-tokenizer-init`) and to
+"""One request set to our SGLang stand-in (`python -m tests.helpers.standin_server --skip-tokenizer-init`) and to
 real SGLang 0.5.23 (`--skip-tokenizer-init`): the same status codes, keys and value types, finish-reason
 shapes and log-prob shapes. What the stand-in must mirror is listed in its module doc."""
 

@@ -24,11 +24,19 @@ pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(3 * 3600)]
 
 
 
-def build_args(workdir, url: str, *extra: str, limit: int = 10) -> list[str]:
+def prepare_args(workdir, limit: int = 10) -> list[str]:
     # 10 prompts with the tiny profile's 192 new tokens (fewer cut most answers short: no train rows); a CPU
     # serves the tiny model at ~1,000 tok/s idle, at tens when its cores are shared.
     return ["B6", "--workdir", str(workdir), "--profile", "tiny-kimi", "--model", TINY, "--samples", "--limit",
-            str(limit), "--engine", "sglang", "--server", url, "--no-progress", *extra]
+            str(limit)]
+
+
+def engine_args(url: str) -> list[str]:
+    return ["--engine", "sglang", "--server", url, "--no-progress"]
+
+
+def build_args(workdir, url: str, *extra: str, limit: int = 10) -> list[str]:
+    return [*prepare_args(workdir, limit), *engine_args(url), *extra]
 
 
 def assert_built_and_checked(workdir, build_stdout: str) -> None:
@@ -58,10 +66,10 @@ def test_build_then_score_through_real_sglang_ids_only(ids_server, tmp_path):
 
 def test_kill_9_of_the_client_then_the_rerun_completes_the_rest(ids_server, tmp_path):
     w = tmp_path / "w"
-    run_cli("prepare", *build_args(w, ids_server.url))
+    run_cli("prepare", *prepare_args(w))
     n = prepared_count(w)
     proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
-                             "--concurrency", "2", "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                             *engine_args(ids_server.url), "--concurrency", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wait_for(lambda: len(completions(w)) >= 2, CLI_TIMEOUT_S, "no completion committed", proc=proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -80,12 +88,12 @@ def test_server_killed_and_restarted_mid_run(tmp_path):
     w = tmp_path / "w"
     gen = None
     try:
-        run_cli("prepare", *build_args(w, servers[0].url, limit=6))
+        run_cli("prepare", *prepare_args(w, limit=6))
         n = prepared_count(w)
         with open(tmp_path / "generate.out", "w") as out, open(tmp_path / "generate.err", "w") as err:
             gen = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "generate", "--workdir", str(w),
-                                    "--concurrency", "2", "--max-attempts", "40", "--retry-backoff", "0.5",
-                                    "--no-progress"], stdout=out, stderr=err)
+                                    *engine_args(servers[0].url), "--concurrency", "2", "--max-attempts", "40",
+                                    "--retry-backoff", "0.5"], stdout=out, stderr=err)
         wait_for(lambda: len(completions(w)) >= 1, CLI_TIMEOUT_S, "no completion committed", proc=gen)
         servers[0].kill9()
         assert len(completions(w)) < n, "the run ended before the server was killed"

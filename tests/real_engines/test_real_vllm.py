@@ -18,7 +18,7 @@ from kimi_eagle_data.engines.vllm import VLLMEngine
 from kimi_eagle_data.engines.base import EngineError
 from kimi_eagle_data.profile import TINY_KIMI, ProfileTokens
 from kimi_eagle_data.records import RequestFailure
-from tests.helpers.cli import run_cli
+from tests.helpers.cli import error_lines, run_cli
 from tests.real_engines.servers import CLI_TIMEOUT_S, TINY, http, installed_venv, vllm_server
 from tests.helpers.workdirs import prepared_count
 
@@ -113,6 +113,16 @@ def test_a_prompt_id_outside_the_vocabulary_is_never_sent(engine, vllm, tiny_tok
     assert one(engine.generate([GenerationRequest("ok", PROMPT, greedy(2))])).finish_reason == "length"
 
 
+def test_engine_sglang_against_vllm_names_the_engine_it_found(vllm, tmp_path):
+    """vLLM serves /version, not SGLang's /server_info: one error line saying which engine to use."""
+    proc = run_cli("build", "B6", "--samples", "--limit", "2", "--profile", "tiny-kimi", "--model", TINY,
+                   "--workdir", str(tmp_path / "w"), "--engine", "sglang", "--server", vllm.url, "--no-progress",
+                   check=False, timeout=CLI_TIMEOUT_S)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"this is a vLLM server at {vllm.url}" in proc.stderr and "use --engine vllm" in proc.stderr, proc.stderr
+    assert len(error_lines(proc)) == 1 and "Traceback" not in proc.stderr, proc.stderr
+
+
 def test_the_serve_dry_run_parses_with_vllms_own_arguments():
     """`kimi-data serve --engine vllm --dry-run`'s command, parsed by vLLM 0.32.0's `vllm serve` parser: every
     flag exists, and the parser names are registered tool-call and reasoning parsers."""
@@ -181,7 +191,7 @@ def test_build_and_score_through_vllm_and_sglang_on_the_same_prepared_prompts(id
     through_vllm, through_sglang = tmp_path / "vllm", tmp_path / "sglang"
     # 10 prompts with the tiny profile's 192 new tokens (fewer cut most answers short: no train rows).
     run_cli("prepare", "B6", "--workdir", str(through_vllm), "--profile", "tiny-kimi", "--model", TINY, "--samples",
-            "--limit", "10", "--no-progress")
+            "--limit", "10")
     shutil.copytree(through_vllm, through_sglang)     # the same prepared prompts, byte for byte
     vllm_build = run_cli("build", "--workdir", str(through_vllm), "--engine", "vllm", "--server", vllm.url,
                          "--no-progress", timeout=CLI_TIMEOUT_S)

@@ -18,7 +18,7 @@ import pytest
 
 from kimi_eagle_data.sources.partitions import DEMO_CONFIG
 from kimi_eagle_data.store.checkpoint import in_shard
-from tests.helpers.cli import run_cli
+from tests.helpers.cli import REPO, run_cli
 from tests.helpers.servers import TINY, wait_for
 
 pytestmark = pytest.mark.slurm
@@ -39,6 +39,33 @@ def status(workdir: Path) -> tuple[dict, subprocess.CompletedProcess]:
 def submit(workdir: Path, *extra: str) -> dict[str, str]:
     run_cli("slurm", "submit", *RUN, "--workdir", str(workdir), "--nodes", str(SHARDS), *extra)
     return json.loads((workdir / "slurm" / "submit.json").read_text())["jobs"]
+
+
+def standin_setup(tmp_path: Path) -> str:
+    """--setup lines under which a task's `kimi-data serve` is the tests' stand-in (tests/helpers/standin_server.py:
+    the same server with fault injection, which the user's `serve` has not), given serve's options less those the
+    stand-in has no use for; every other command is this environment's kimi-data."""
+    bin_dir = Path(sys.executable).parent
+    wrapper = tmp_path / "standin-bin" / "kimi-data"
+    wrapper.parent.mkdir()
+    wrapper.write_text(
+        f"#!{sys.executable}\n"
+        "import os, sys\n"
+        "args = sys.argv[1:]\n"
+        "if args[:1] != ['serve']:\n"
+        f"    os.execv({str(bin_dir / 'kimi-data')!r}, [{str(bin_dir / 'kimi-data')!r}, *args])\n"
+        "kept, skip = [], False\n"
+        "for a in args[1:]:\n"
+        "    if skip:\n"
+        "        skip = False\n"
+        "    elif a in ('--engine', '--profile', '--health-timeout'):\n"
+        "        skip = True\n"
+        "    elif not a.startswith(('--engine=', '--profile=', '--health-timeout=')):\n"
+        "        kept.append(a)\n"
+        f"os.environ['PYTHONPATH'] = {str(REPO)!r}\n"
+        f"os.execv(sys.executable, [sys.executable, '-m', 'tests.helpers.standin_server', *kept])\n")
+    wrapper.chmod(0o755)
+    return f'export PATH={wrapper.parent}:{bin_dir}:"$PATH"'
 
 
 def job_state(job: str) -> str:
@@ -145,7 +172,7 @@ def test_a_requeued_task_resumes_its_shard_without_generating_anything_twice(one
     queue; it resumes, keeps what it had committed, and the dataset is the one-process build's."""
     w = tmp_path / "w"
     jobs = submit(w, "--engine", "sglang", "--serve-engine", "local", "--serve-arg=--max-batch=1",
-                  "--serve-arg=--delay=0.5", "--concurrency", "1")
+                  "--serve-arg=--delay=0.5", "--setup", standin_setup(tmp_path), "--concurrency", "1")
     shard = 2
     checkpoint = w / f"generations.shard-{shard}-of-{SHARDS}.sqlite"
     wait_for(lambda: commit_stamps(checkpoint), DEADLINE_S, "shard 2 committed nothing")

@@ -132,10 +132,10 @@ def test_a_previous_checkpoint_resumes_generation(tmp_path, tiny_tokenizer):
     engine = LocalEngine(str(TINY_MODEL_DIR), batch_size=2)
     ckpt = Checkpoint(path)
     try:
-        first = generate_records(records, engine, ckpt, sampling, show_progress=False)
+        first = generate_records(records, engine, ckpt, sampling)
         assert (first.requested, first.skipped_done, first.skipped_failed, first.completed) == (1, 1, 1, 1)
         assert ckpt.done_ids() == {"B1-a", "B1-b"} and set(ckpt.failures()) == {"B1-c"}
-        second = generate_records(records, engine, ckpt, sampling, retry_failed=True, show_progress=False)
+        second = generate_records(records, engine, ckpt, sampling, retry_failed=True)
         assert (second.requested, second.skipped_done, second.completed, second.failed) == (1, 2, 1, 0)
         assert ckpt.done_ids() == {"B1-a", "B1-b", "B1-c"} and ckpt.failures() == {}
         assert second.output_tokens == len(next(c for c in ckpt.completions("B1") if c.id == "B1-c").output_ids)

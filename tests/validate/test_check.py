@@ -8,6 +8,7 @@ agreement between `check` and `validate` must not.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -229,3 +230,83 @@ def test_render_mode_switch_is_the_templates_own(tmp_path, tiny_tokenizer):
         assert ids == want and f"{mode} mode" in proc.stderr
     text = run_cli("render", str(path), "--profile", "tiny-kimi", "--mode", "instant").stdout
     assert text.rstrip("\n").endswith(P.instant_generation_prompt)
+
+
+# -- a dataset kimi-data emitted ---------------------------------------------------------------------------
+
+def _shard_issues(dataset: Path) -> dict[tuple[str, int], tuple[str, list[str]]]:
+    """{(shard relative to the dataset, row from 1): (id, recorded issues)} of every shard the manifest lists."""
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    out = {}
+    for config, entry in manifest["configs"].items():
+        for info in entry["splits"].values():
+            for name in info["files"]:
+                rel = f"data/{config}/{name}"
+                table = pq.read_table(dataset / rel, columns=["id", "issues"])
+                for k, (i, issues) in enumerate(zip(table.column("id").to_pylist(),
+                                                    table.column("issues").to_pylist()), 1):
+                    out[rel, k] = (i, issues)
+    return out
+
+
+def test_the_emitted_dataset_folder_checks_against_its_recorded_issues(demo_run):
+    """`check DIR/dataset` (no --profile: the manifest's) judges every row of every shard with the settings the
+    manifest records; each verdict is the row's own `issues`, rejected rows included; the workdir works too."""
+    workdir, _ = demo_run
+    dataset = workdir / "dataset"
+    proc = run_cli("check", str(dataset), "--json", "--no-progress", check=False)
+    assert proc.returncode == 0, proc.stderr
+    verdicts = [json.loads(line) for line in proc.stdout.splitlines()]
+    recorded = _shard_issues(dataset)
+    assert {(v["file"], v["row"]): (v["id"], v["issues"]) for v in verdicts} == recorded
+    assert len(verdicts) == len(recorded)
+    assert all(v["passed"] and v["recorded"] == v["issues"] for v in verdicts)
+    assert any(v["issues"] for v in verdicts) and any(not v["issues"] for v in verdicts)   # both splits
+    n, invalid = len(verdicts), sum(1 for v in verdicts if v["issues"])
+    assert f"{n} rows checked" in proc.stderr and f"{n - invalid} valid, {invalid} invalid; {n} with the verdict " \
+        "they record, 0 with another" in proc.stderr
+
+    summary = run_cli("check", str(workdir), "--no-progress").stdout      # the workdir names its dataset
+    assert f"{n} rows checked" in summary and f"{n} with the verdict they record" in summary
+
+
+def test_a_row_whose_recorded_issues_are_not_its_verdict_fails(demo_run, tmp_path):
+    workdir, _ = demo_run
+    dataset = tmp_path / "dataset"
+    shutil.copytree(workdir / "dataset", dataset)
+    shard = sorted(dataset.glob("data/*/train-*.parquet"))[0]
+    table = pq.read_table(shard)
+    issues = table.column("issues").to_pylist()
+    issues[0] = ["truncated"]                    # a train row that claims a reason it does not have
+    pq.write_table(table.set_column(table.schema.get_field_index("issues"), "issues",
+                                    pa.array(issues, type=table.schema.field("issues").type)), shard)
+    proc = run_cli("check", str(dataset), "--no-progress", check=False)
+    assert proc.returncode == 1, proc.stderr
+    row_id = table.column("id")[0].as_py()
+    failing = [line for line in proc.stdout.splitlines() if " row " in line]
+    assert failing == [f"{shard} row 1 ({row_id}): records [truncated], check finds []"]
+    assert "with the verdict they record, 1 with another  ✗" in proc.stdout
+
+
+def test_an_option_other_than_the_manifests_is_a_usage_error(demo_run):
+    dataset = demo_run[0] / "dataset"
+    for option in (["--max-seq-len", "100"], ["--profile", "kimi-k2.5"], ["--keep-truncated"]):
+        proc = run_cli("check", str(dataset), *option, "--no-progress", check=False)
+        assert proc.returncode == 2 and option[0] in proc.stderr and "drop the option" in proc.stderr, proc.stderr
+    # the manifest's own value is no conflict
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    proc = run_cli("check", str(dataset), "--profile", "tiny-kimi", "--max-seq-len",
+                   str(manifest["provenance"]["max_seq_len"]), "--no-progress", check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_dataset_made_with_another_tokenizer_is_one_error_line(demo_run, tmp_path):
+    dataset = tmp_path / "dataset"
+    shutil.copytree(demo_run[0] / "dataset", dataset)
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    manifest["provenance"]["tokenizer_sha256"] = "0" * 64
+    (dataset / "manifest.json").write_text(json.dumps(manifest))
+    proc = run_cli("check", str(dataset), "--no-progress", check=False)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 1 and len(lines) == 1 and proc.stdout == "", proc.stderr
+    assert lines[0].startswith(f"error: {dataset} was made with another tokenizer") and "--tokenizer" in lines[0]

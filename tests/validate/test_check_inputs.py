@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import signal
 import subprocess
 import sys
 import time
@@ -273,3 +274,35 @@ def test_an_arrow_stream_is_read_batch_by_batch(demo_tables, tmp_path):
     assert len(verdicts) == sum(b.num_rows for b in batches[:-1]) and all(v["valid"] for v in verdicts)
     lines = _error_lines(proc)
     assert len(lines) == 1 and "cut.arrow" in lines[0] and "Arrow read failed" in lines[0], proc.stderr
+
+
+@pytest.mark.parametrize("sig, code, by", [(signal.SIGINT, 130, ""), (signal.SIGTERM, 143, " by SIGTERM")],
+                         ids=["ctrl-c", "sigterm"])
+def test_check_stopped_mid_input_says_what_is_true(sig, code, by, tmp_path):
+    """Stopped while it reads a pipe (row 1's verdict out, the rest unwritten): it says check writes nothing and
+    covered only the rows before the stop, never that a checkpoint resumes it (it has none)."""
+    fifo = tmp_path / "rows.jsonl"
+    os.mkfifo(fifo)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
+    row = json.dumps({"messages": [{"role": "user", "content": "hi"}], "completion": "</think>hi<|im_end|>"})
+    proc = subprocess.Popen([sys.executable, "-m", "kimi_eagle_data", "check", str(fifo), "--profile", "tiny-kimi",
+                             "--json", "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        fd = _open_fifo_writer(fifo, proc)
+        try:
+            os.write(fd, row.encode() + b"\n")
+            assert json.loads(_read_line(proc))["row"] == 1
+            proc.send_signal(sig)
+            _, err = proc.communicate(timeout=DEADLINE_S)
+        finally:
+            os.close(fd)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = err.decode()
+    assert proc.returncode == code, (proc.returncode, err)
+    assert "Traceback" not in err and "checkpoint" not in err and "resume" not in err, err
+    assert f"interrupted{by}: check writes nothing, and what it printed covers only the rows before the stop; " \
+           "rerun the same command to check every row" in " ".join(err.split()), err

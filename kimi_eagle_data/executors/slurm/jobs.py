@@ -6,7 +6,7 @@
     finalize  after every task succeeded (--dependency=afterok): `kimi-data build` (validate, emit, card; nothing
               is left to generate), then `kimi-data push` when asked
 
-Every job runs the same run options the submit was given (`run_args`, as typed), so each command sees the settings
+Every job runs the run options the submit was given, as typed (each command those it takes), so each command sees the settings
 a one-process `build` would, and the workdir binds them as usual.
 """
 
@@ -64,8 +64,11 @@ class SlurmJobs:
     workdir: Path
     shards: int
     configs: tuple[str, ...]
-    run_args: tuple[str, ...]        # the run options as typed, for every job's command (--workdir included)
-    engine_args: tuple[str, ...]     # the engine options as typed, for generate
+    # The run options as typed on submit, each command's share of them (--workdir included): every job's command
+    # sees the settings the submit was given, and takes only the options it reads.
+    prepare_args: tuple[str, ...]
+    generate_args: tuple[str, ...]
+    build_args: tuple[str, ...]
     server: Server | None            # None: the engine is in-process (local) or --server names running ones
     gpus_per_node: int = 0
     partition: str | None = None
@@ -108,19 +111,20 @@ class SlurmJobs:
                                  lstrip_blocks=True, autoescape=False)
         lay = self.layout
         common = dict(workdir=str(self.workdir), shards=self.shards, cwd=str(self.cwd),
-                      sbatch_lines=self.sbatch_lines(), setup=self.setup_lines(), run_args=shlex.join(self.run_args))
+                      sbatch_lines=self.sbatch_lines(), setup=self.setup_lines())
         reports = [Workdir(self.workdir).prepare_report(c) for c in self.configs]
-        generate_args = [*self.run_args, *self.engine_args, "--no-progress"]
+        generate_args = [*self.generate_args, "--no-progress"]
         server_arg = ' --server "http://127.0.0.1:$port"' if self.server else ""
-        build_args = [*self.run_args, "--no-progress", *(("--repo", self.push_repo) if self.push_repo else ())]
+        build_args = [*self.build_args, "--no-progress", *(("--repo", self.push_repo) if self.push_repo else ())]
         return {
-            "prepare": env.get_template("prepare.sbatch").render(**common, log=lay.log("prepare")),
+            "prepare": env.get_template("prepare.sbatch").render(**common, log=lay.log("prepare"),
+                                                                 prepare_args=shlex.join(self.prepare_args)),
             "generate": env.get_template("generate.sbatch").render(
                 **common, log=lay.generate_log("%a"), gpus=self.gpus_per_node,
                 marker=_with_shard(lay.marker(SHARD, self.shards)), events=_with_shard(lay.events_file(SHARD, self.shards)),
                 server_log=_with_shard(lay.server_log(SHARD)), prepared_dir=shlex.quote(str(reports[0].parent)),
                 prepare_reports=" ".join(shlex.quote(r.name) for r in reports),
-                serve=self.server is not None, servers="--server" in self.engine_args,
+                serve=self.server is not None, servers="--server" in self.generate_args,
                 serve_command=self.server.command(self.gpus_per_node) if self.server else "",
                 health_path=self.server.health_path if self.server else "",
                 port=self.server.port if self.server else 0, server_start_s=SERVER_START_S,
@@ -188,7 +192,8 @@ def submit(jobs: SlurmJobs) -> dict[str, str]:
         old = read_json(lay.submit_record)
         earlier = [*old.pop("earlier", []), old]
     write_json(lay.submit_record, {"submitted_at": time.time(), "shards": jobs.shards, "configs": list(jobs.configs),
-                                   "jobs": ids, "run_args": list(jobs.run_args), "engine_args": list(jobs.engine_args),
+                                   "jobs": ids, "prepare_args": list(jobs.prepare_args),
+                                   "generate_args": list(jobs.generate_args), "build_args": list(jobs.build_args),
                                    "server": asdict(jobs.server) if jobs.server else None, "earlier": earlier})
     return ids
 

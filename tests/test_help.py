@@ -1,0 +1,92 @@
+"""Each command takes and shows only the options of what it reads, under headings (Run, Model, Sources, Sampling,
+Engine, Validation, Output; the command's own options first), every shared option declared once (settings.py);
+an option of another command is a usage error."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from kimi_eagle_data.cli.main import main
+from kimi_eagle_data.settings import DECLARED, SECTIONS
+
+RUN = ["--workdir", "--shard", "--merge", "--no-progress"]
+MODEL = ["--profile", "--model", "--tokenizer"]
+SOURCES = ["--config", "--samples", "--source", "--revision", "--limit"]
+SAMPLING = ["--max-new-tokens", "--temperature", "--top-p", "--max-seq-len"]
+ENGINE = ["--engine", "--server", "--concurrency", "--batch-size", "--max-attempts", "--retry-backoff",
+          "--request-timeout", "--health-timeout", "--allow-old-server", "--retry-failed"]
+VALIDATION = ["--keep-truncated", "--workers"]
+
+# What each command's help shows, heading by heading, in order: written out here, not derived from settings.py.
+EXPECTED = {
+    "demo": {"Options": ["--help"], "Run": ["--workdir", "--no-progress"], "Sources": ["--limit"],
+             "Validation": ["--workers"]},
+    "build": {"Options": ["--help"], "Run": RUN, "Model": MODEL, "Sources": SOURCES, "Sampling": SAMPLING,
+              "Engine": ENGINE, "Validation": VALIDATION, "Output": ["--dataset-version", "--model-label", "--repo"]},
+    "prepare": {"Options": ["--dry-run", "--help"], "Run": ["--workdir"], "Model": MODEL, "Sources": SOURCES,
+                "Sampling": SAMPLING},
+    "generate": {"Options": ["--help"], "Run": RUN, "Engine": ENGINE, "Validation": ["--keep-truncated"]},
+    "validate": {"Options": ["--help"], "Run": ["--workdir", "--merge"], "Validation": VALIDATION},
+    "emit": {"Options": ["--help"], "Run": ["--workdir", "--merge"], "Validation": VALIDATION,
+             "Output": ["--dataset-version", "--model-label", "--repo"]},
+    "score": {"Options": ["--limit", "--seed", "--threshold", "--json", "--help"],
+              "Run": ["--workdir", "--no-progress"], "Engine": ENGINE},
+}
+
+
+def help_sections(command: str) -> dict[str, list[str]]:
+    """{heading: the long options listed under it}, in the order `kimi-data COMMAND --help` prints them."""
+    result = CliRunner().invoke(main, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    sections: dict[str, list[str]] = {}
+    heading = None
+    for line in result.output.splitlines():
+        if re.fullmatch(r"[A-Z]\w*:", line):
+            heading = line[:-1]
+            sections[heading] = []
+        elif not line.strip():      # a heading's options end at a blank line (the epilog may follow)
+            heading = None
+        elif heading and line.startswith("  -"):
+            sections[heading] += re.findall(r"--[\w-]+", line.strip().split("  ")[0])
+    return sections
+
+
+@pytest.mark.parametrize("command", list(EXPECTED))
+def test_help_lists_exactly_the_commands_options_under_their_headings(command):
+    sections = help_sections(command)
+    assert sections == EXPECTED[command]
+    assert list(sections) == [h for h in ("Options", *SECTIONS) if h in sections]   # the table's order
+    assert "CONFIG" in CliRunner().invoke(main, [command, "--help"]).output or command == "demo"
+
+
+def _value(setting: str) -> list[str]:
+    return [] if DECLARED[setting][1].is_flag else ["x"]
+
+
+@pytest.mark.parametrize("command", list(EXPECTED))
+def test_an_option_of_another_command_is_a_usage_error(command, tmp_path):
+    taken = {flag for flags in EXPECTED[command].values() for flag in flags}
+    foreign = [(n, s.flag) for n, (_, s) in DECLARED.items() if s.flag and s.flag not in taken]
+    assert foreign or command == "build"
+    for name, flag in foreign:
+        result = CliRunner().invoke(main, [command, "--workdir", str(tmp_path / "w"), flag, *_value(name)])
+        assert result.exit_code == 2, (flag, result.output)
+        assert re.search(rf"No such option:? '?{flag}\b", result.output), (flag, result.output)   # click 8.1, 8.2
+    assert not (tmp_path / "w").exists()
+
+
+def test_prepare_refuses_the_engine_and_validate_the_server():
+    """The two the issue names: `prepare --server`, `validate --engine` are usage errors, before anything runs."""
+    for args in (["prepare", "--server", "http://127.0.0.1:30000"], ["validate", "--engine", "sglang"],
+                 ["emit", "--no-progress"]):
+        result = CliRunner().invoke(main, [*args, "--workdir", "nowhere"])
+        assert result.exit_code == 2 and "No such option" in result.output, (args, result.output)
+
+
+def test_every_option_of_a_setting_is_under_one_heading():
+    flagged = [n for n, (_, s) in DECLARED.items() if s.flag]
+    listed = [n for names in SECTIONS.values() for n in names]
+    assert sorted(listed) == sorted(flagged)
