@@ -116,22 +116,37 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
         configs=rows, totals=totals, repo_id=repo_id, load_path=repo_id or "path/to/dataset",
         first_config="B4" if "B4" in summary else next(iter(summary)),
         score=_score_section(score), manifest_sha256=manifest_sha256, vocab=vocab,
-        modes=_modes_section(rows, profile),
+        modes=_modes_section(rows, profile, provenance.get("sampling") or {}),
         conversations=_conversations_section(rows, conversations or {}),
+        special_text={"rejected": {r["config"]: n for r in rows
+                                   if (n := (r["r"].get("prepare_reasons") or {}).get("special_token_text", 0))},
+                      "kept": {r["config"]: n for r in rows if (n := r["r"].get("special_text_kept", 0))}},
     )
     return str(card)
 
 
-def _modes_section(rows: list[dict[str, Any]], profile) -> dict[str, Any]:
-    """Rows per config and mode (thinking / instant), train and rejected, from the validation reports."""
+def _modes_section(rows: list[dict[str, Any]], profile, run_sampling: dict[str, Any]) -> dict[str, Any]:
+    """Rows per config and mode (thinking / instant), train and rejected, and per config and the sampling each
+    row got (mode, temperature, top_p: only values some row was generated with), from the validation reports.
+    A row with no sampling of its own (prepared before modes) got the run's (`run_sampling`)."""
     names = [m for m in ("thinking", "instant") if any(m in (r["r"].get("modes") or {}) for r in rows)]
     table = []
     for r in rows:
         m = r["r"].get("modes") or {}
         table.append({"config": r["config"],
                       "cells": [f"{m.get(k, {}).get('valid', 0)} / {m.get(k, {}).get('rejected', 0)}" for k in names]})
-    return {"names": names, "rows": table, "thinking_prompt": profile.generation_prompt,
+    sampling = []
+    for r in rows:
+        for e in r["r"].get("sampling") or ():
+            sampling.append({"config": r["config"], "mode": e["mode"], "valid": e["valid"], "rejected": e["rejected"],
+                             **{k: _value(e[k] if e[k] is not None else run_sampling.get(k))
+                                for k in ("temperature", "top_p")}})
+    return {"names": names, "rows": table, "sampling": sampling, "thinking_prompt": profile.generation_prompt,
             "instant_prompt": profile.instant_generation_prompt}
+
+
+def _value(x: Any) -> str:
+    return "–" if x is None else f"{x:g}" if isinstance(x, float) else str(x)
 
 
 def _conversations_section(rows: list[dict[str, Any]], shapes: dict[str, dict[str, Any]]) -> dict[str, Any] | None:

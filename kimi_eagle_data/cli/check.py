@@ -64,7 +64,7 @@ def render(source: str, row: int | None, as_ids: bool, mode: str, profile: str, 
     written out.
     """
     from kimi_eagle_data.validate.check import read_render_row
-    from kimi_eagle_data.prompts.tokenizer import render_prompt
+    from kimi_eagle_data.prompts.tokenizer import render_prompt, special_text, special_text_line
 
     messages, tools = read_render_row(source, row)
     _prof, tok = _load(profile, model, tokenizer)
@@ -74,6 +74,14 @@ def render(source: str, row: int | None, as_ids: bool, mode: str, profile: str, 
     except Exception as e:  # jinja and the tool encoder raise many types; the message is what matters
         raise UserError(f"{where}: cannot render the prompt: {' '.join(str(e).split())[:300]}") from None
     click.echo(orjson.dumps(ids).decode() if as_ids else tok.decode(ids, skip_special_tokens=False))
+    found = special_text(tok).in_chat(messages, tools)
+    if found is not None:
+        from rich.markup import escape
+
+        console.print(f"[yellow]warning:[/] {escape(special_text_line(found))}: rendered as the special token(s) "
+                      "themselves, as the tokenizer and the serving stack encode it; prepare rejects such a row "
+                      "(special_token_text) unless its partition sets special_text = \"as_served\"",
+                      highlight=False, soft_wrap=True)
     console.print(f"{counted(len(ids), 'prompt token')}, {mode} mode ({getattr(tok, 'name_or_path', '?')})",
                   highlight=False, soft_wrap=True)
 

@@ -7,6 +7,7 @@ Errors the user can fix print one line (what, where, what to do) and exit 1. SIG
 from __future__ import annotations
 
 import functools
+import logging
 import signal
 import sqlite3
 import sys
@@ -21,6 +22,20 @@ from kimi_eagle_data.stopping import Terminated, restore_sigterm, stop_on_sigter
 console = Console(stderr=True)
 # Tables stay readable when stdout is a pipe or a log file (rich would assume 80 columns).
 out = Console(width=None if sys.stdout.isatty() else 160)
+
+
+class WarningLines(logging.Handler):
+    """The package's logged warnings, printed as the commands' own: one line `warning: …` on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from rich.markup import escape
+
+        console.print(f"[yellow]warning:[/] {escape(record.getMessage())}", highlight=False, soft_wrap=True)
+
+
+_package_log = logging.getLogger("kimi_eagle_data")
+if not any(isinstance(h, WarningLines) for h in _package_log.handlers):
+    _package_log.addHandler(WarningLines(logging.WARNING))
 
 
 class UserError(click.ClickException):

@@ -33,6 +33,11 @@ def print_prepare(reports) -> None:
         t.add_row(cfg, r.source, str(r.selected), str(r.prepared), str(sum(r.rejected.values())),
                   ", ".join(f"{k} {v}" for k, v in r.rejected.most_common(3)))
     out.print(t)
+    for cfg, r in reports.items():
+        if r.special_text_kept:
+            out.print(f"{cfg}: {counted(r.special_text_kept, 'prompt')} keep special-token text, tokenized as served "
+                      "(the special tokens' ids; partition special_text = \"as_served\")", highlight=False,
+                      soft_wrap=True)
 
 
 def funnel_table(run, title: str = "prepare --dry-run: prompts left after each stage"):

@@ -54,13 +54,20 @@ PLAN_JSON_HELP = """\b
       per_request_tokens_per_s_median, engine, engine_version,
       device (e.g. cpu) | null, gpus (what ran the pilot; 0: none) | null} | null,
     note},
-  configs: {CONFIG: P + pilot {selected, generated, valid, failed,
-    mean_tokens, sd_tokens, mean_prompt_tokens, mean_completion_tokens,
-    naive_mean_tokens, bytes_per_token, bytes_per_token_from}},
+  configs: {CONFIG: P + pilot {selected, generated (rows), valid, failed,
+    conversations (finished: measured), incomplete_conversations,
+    mean_rows, mean_tokens, sd_tokens, mean_prompt_tokens,
+    mean_completion_tokens, naive_mean_tokens (means per conversation:
+    a single-turn prompt is a conversation of one turn),
+    bytes_per_token (per token beyond fixed_bytes: the column chunks' headers),
+    fixed_bytes, bytes_per_token_from,
+    turns (own_history; else null) {conversations, rows,
+      turns_per_conversation {mean, max, histogram}, end_reasons,
+      by_turn {TURN: {rows, prompt {mean, p50}, completion {mean, p50}}}}}},
   overall: P
-P = count (prompts to generate), and for each of tokens, prompt_tokens,
-    completion_tokens, valid_rate, train_rows, train_tokens, disk_bytes,
-    wall_hours, gpu_hours: {estimate, low, high};
+P = count (prompts to generate: conversations), and for each of rows (every
+    turn), tokens, prompt_tokens, completion_tokens, valid_rate, train_rows,
+    train_tokens, disk_bytes, wall_hours, gpu_hours: {estimate, low, high};
     naive {tokens, ratio_to_measured[, prompt_tokens, completion_tokens]}
 score: WORKDIR/score.json as `kimi-data score --json` prints it, or null"""
 
@@ -337,8 +344,10 @@ def _print_draft_vocab(v: dict[str, Any] | None) -> None:
 def plan(workdir: Path, counts, gpus: int, throughput: float | None, confidence: float, as_json: bool):
     """Project tokens, disk, train rows and GPU-hours of the full run from a pilot, with intervals.
 
-    Tokens are the pilot's measured mean per sample times the count, with a t-interval; the naive
-    characters/3.5 estimate is shown beside them. GPU-hours = completion tokens / throughput x GPUs.
+    Each prompt starts a conversation (one turn, or several under policy own_history): rows, tokens and
+    train rows are the pilot's measured means per conversation, every turn summed, times the count, with
+    t-intervals over the pilot's conversations; the naive characters/3.5 estimate is shown beside them.
+    GPU-hours = completion tokens of every turn / throughput x GPUs.
 
     \b
     Example:
@@ -370,21 +379,36 @@ def _print_plan(r: dict[str, Any]) -> None:
 
     level = f"{100 * r['confidence']:g}%"
     t = Table(title=f"plan from pilot {r['workdir']}  ({level} intervals)")
-    for col in ("config", "prompts", "pilot n", "tokens/sample", "tokens", "naive chars/3.5", "valid rate",
-                "train rows", "disk", "GPU-hours"):
+    talk = any(c["pilot"]["turns"] for c in r["configs"].values())
+    for col in ("config", "prompts", "pilot conv", *(("turns/conv", "rows") if talk else ()), "tokens/conv",
+                "tokens", "naive chars/3.5", "valid rate", "train rows", "disk", "GPU-hours"):
         t.add_column(col, justify="left" if col == "config" else "right", overflow="fold")
     rows = list(r["configs"].items()) + [("all", r["overall"])]
+    whole = lambda x: _n(None if x is None else round(x))   # noqa: E731
     for i, (name, c) in enumerate(rows):
         p = c.get("pilot")
         ratio = c["naive"]["ratio_to_measured"]
+        turns = (f"{p['mean_rows']:,.2f}" if p else "", _range(c["rows"], whole)) if talk else ()
         t.add_row(
-            name, _n(c["count"]), _n(p["generated"]) if p else "",
+            name, _n(c["count"]), _n(p["conversations"]) if p else "", *turns,
             f"{p['mean_tokens']:,.0f} ±{_hw(c)}" if p else "",
             _range(c["tokens"]), f"{_si(c['naive']['tokens'])}\n({ratio:.2f}× measured)" if ratio else "–",
-            _range(c["valid_rate"], _pct), _range(c["train_rows"], lambda x: _n(None if x is None else round(x))),
+            _range(c["valid_rate"], _pct), _range(c["train_rows"], whole),
             _range(c["disk_bytes"], lambda x: _si(x, "B")), _range(c["gpu_hours"], _hours),
             style="bold" if name == "all" else None, end_section=i >= len(rows) - 2)
     out.print(t)
+    for name, c in r["configs"].items():
+        shape, p = c["pilot"]["turns"], c["pilot"]
+        if shape:
+            hist = ", ".join(f"{k}: {v}" for k, v in shape["turns_per_conversation"]["histogram"].items())
+            ends = ", ".join(f"{k} {v}" for k, v in shape["end_reasons"].items())
+            growth = " → ".join(f"{b['prompt']['mean']:,.0f}" for b in shape["by_turn"].values())
+            out.print(f"{name} conversations in the pilot: turns {hist}; ended: {ends}; mean prompt tokens by turn "
+                      f"{growth}", highlight=False, soft_wrap=True)
+        if p["incomplete_conversations"]:
+            out.print(f"[yellow]note:[/] {name}: {counted(p['incomplete_conversations'], 'conversation')} of the "
+                      "pilot not ended yet (pending or a turn failed) left out of the means", highlight=False,
+                      soft_wrap=True)
     tp = r["throughput"]
     if tp["tokens_per_s"]:
         from kimi_eagle_data.reports.plan import measured_on

@@ -34,6 +34,9 @@ from kimi_eagle_data.store.workdir import Workdir, atomic_path, dataset_data_dir
 
 SEMVER = re.compile(r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$")
 SHARD_TARGET_BYTES = 512 << 20     # token bytes (4 id + 1 mask) after which a new shard starts (~150-250 MB)
+# How the dataset's shards are written (plan rewrites a pilot's rows with them to measure bytes per token).
+PARQUET_OPTIONS: dict = {"compression": "zstd", "use_dictionary": ["source", "finish_reason"],
+                         "write_page_index": False}
 
 
 class EmitError(KimiDataError, RuntimeError):
@@ -69,8 +72,7 @@ class SplitShards:
             self._path = self.out_dir / f".{self.split}-{len(self._done):05d}.parquet.tmp"
             with writing(self._path):
                 self.out_dir.mkdir(parents=True, exist_ok=True)
-                self._writer = pq.ParquetWriter(self._path, ROW_SCHEMA, compression="zstd",
-                                                use_dictionary=["source", "finish_reason"], write_page_index=False)
+                self._writer = pq.ParquetWriter(self._path, ROW_SCHEMA, **PARQUET_OPTIONS)
             self._bytes = 0
         with writing(self._path):
             self._writer.write_table(table)

@@ -32,6 +32,7 @@ Accounting: selected = prepared + rejected_total.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
@@ -51,15 +52,18 @@ from kimi_eagle_data.sources.selection import ScanStats, select
 from kimi_eagle_data.sources.adapters import CHAT_COLUMNS, adapter_columns
 from kimi_eagle_data.sources.readers import SourceFileError, SourceRow, iter_source, local_source, record_columns
 from kimi_eagle_data.sources.rows import AdapterColumns
-from kimi_eagle_data.prompts.tokenizer import ToolRenderingError, render_prompt
+from kimi_eagle_data.prompts.tokenizer import ToolRenderingError, render_prompt, special_text, special_text_line
 from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported
 from kimi_eagle_data.profile import INSTANT, KIMI_K25, THINKING, ModelProfile
-from kimi_eagle_data.sources.modes import choose_mode, choose_sampling
+from kimi_eagle_data.sources.modes import ModePlan, choose_mode, choose_sampling, run_wide_overridden
 from kimi_eagle_data.store.workdir import Workdir, atomic_path, write_json
+
+log = logging.getLogger(__name__)
 
 STAGES = ("adapted", "content", "tools", "language", "chars", "decontam", "render", "length", "dedup", "near_dedup")
 REASON_STAGE = {
-    "empty_prompt": "content", "non_text_content": "content", "invalid_tool_schema": "tools",
+    "empty_prompt": "content", "non_text_content": "content", "special_token_text": "content",
+    "invalid_tool_schema": "tools",
     "language": "language", "too_many_chars": "chars", "contaminated": "decontam",
     "template_error": "render", "no_generation_prompt": "render",
     "prompt_id_out_of_vocab": "render", "prompt_too_long": "length",
@@ -102,12 +106,14 @@ class PrepareReport:
     partition: dict = field(default_factory=dict)
     limit: int | None = None               # --limit: source rows read at most (a pilot), None for the full source
     ignored_columns: list = field(default_factory=list)     # a local source's columns the adapter does not read
+    # prompts kept although their text holds special-token strings (partition special_text = "as_served")
+    special_text_kept: int = 0
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "PrepareReport":
         """The summary fields of a written report (what a reused prepare shows)."""
         return cls(config=d["config"], source=d["source"], selected=d["selected"], prepared=d["prepared"],
-                   rejected=Counter(d["rejected"]))
+                   rejected=Counter(d["rejected"]), special_text_kept=d.get("special_text_kept", 0))
 
     def funnel(self) -> list[tuple[str, int]]:
         return [("scanned", self.scanned), ("selected", self.selected)] + [(s, self.passed[s]) for s in STAGES]
@@ -146,7 +152,8 @@ def partition_info(p: Partition) -> dict[str, Any]:
             "revision": p.revision, "adapter": p.adapter, "policy": p.policy, "license": p.license,
             "prompt_rule": p.prompt_rule, "n": p.n, "seed": p.seed, "builtin": p.builtin,
             "filters": asdict(p.filters), **({} if p.modes.is_default else {"modes": p.modes.to_json()}),
-            **({"max_turns": p.max_turns} if p.conversations else {})}
+            **({"max_turns": p.max_turns} if p.conversations else {}),
+            **({"special_text": p.special_text} if p.special_text != "reject" else {})}
 
 
 def prepare_rows(partition: Partition, rows: Iterable[SourceRow], tokenizer, *, gen_prompt_ids: list[int],
@@ -218,7 +225,8 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
     if mode != THINKING:
         id_ = sample_id(cfg, partition.upstream, sid, partition.id_rule, mode)
     gen_prompt_ids = modes.generation_prompts[mode]
-    checks = (("content", lambda: check_content(sp.messages)),
+    special = _special_text(sp, tokenizer)
+    checks = (("content", lambda: check_content(sp.messages) or _special_text_reason(partition, special)),
               ("tools", lambda: check_tools(sp.tools) if partition.filters.validate_tools else None),
               ("language", lambda: check_language(sp.messages, partition.filters)),
               ("chars", lambda: check_chars(sp.messages, sp.tools, partition.filters, max_seq_len)))
@@ -291,6 +299,24 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
                                 script=sp.script))
     report.prepared += 1
     report.without_answer += sp.answer is None
+    report.special_text_kept += special is not None
+
+
+def _special_text(sp: SourcePrompt, tokenizer) -> tuple[str, list[str]] | None:
+    """Where the text the prompt and its conversation render (the prompt's messages and tools, and under
+    own_history the source's later turns) holds special-token strings, and which; None when it holds none."""
+    finder = special_text(tokenizer)
+    return finder.in_chat(sp.messages, sp.tools) or finder.in_chat(sp.script or ())
+
+
+def _special_text_reason(partition: Partition, found: tuple[str, list[str]] | None) -> "tuple[str, str] | None":
+    """special_token_text for a row whose text holds special-token strings, unless the partition keeps such rows
+    as served (special_text = "as_served")."""
+    if found is None or partition.special_text == "as_served":
+        return None
+    return "special_token_text", (f"{special_text_line(found)}, which the tokenizer and the serving stack encode "
+                                  "as the special tokens themselves; partition option special_text = \"as_served\" "
+                                  "keeps such rows")
 
 
 @dataclass(frozen=True)
@@ -343,6 +369,7 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
                            {"temperature": settings.temperature, "top_p": settings.top_p})
     state = PrepareState(pconf.dedup, pconf.decontam)
     run = PrepareRun({}, {}, state.decontam.summary() if state.decontam else {})
+    warn_run_wide_overridden(modes.run_wide, {c: pconf.partition(c).modes for c in settings.configs})
     for config in settings.configs:
         part = pconf.partition(config)
         columns: dict[str, None] = {}      # a local file's columns, as its rows are read
@@ -372,6 +399,18 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
         if report.selected and not report.prepared:
             run.errors[config] = no_prompt_line(part, desc, report, list(columns), expected, workdir)
     return run
+
+
+def warn_run_wide_overridden(run_wide: dict[str, float | None], plans: dict[str, ModePlan]) -> None:
+    """A run-wide temperature / top_p that every config of the run replaces for every prompt is a setting no
+    row gets: a warning naming it and what replaces it."""
+    for key, value in run_wide.items():
+        if value is None or not plans:
+            continue
+        why = {c: run_wide_overridden(plan, key) for c, plan in plans.items()}
+        if all(why.values()):
+            log.warning("the run-wide %s = %g (--%s or [sampling] %s) is never used: %s", key, value,
+                        key.replace("_", "-"), key, "; ".join(f"{c}: {w}" for c, w in why.items()))
 
 
 def ignored_columns_line(part: Partition, desc: str, ignored: list[str], expected: AdapterColumns) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from functools import lru_cache
 
 import orjson
@@ -267,6 +268,96 @@ def fast_decoder(tokenizer):
     except ImportError:
         return None
     return core if isinstance(core, tiktoken.Encoding) else None
+
+
+class SpecialText:
+    """Special-token strings in text: the strings the model's tokenizer turns into special ids wherever they
+    stand, its added tokens (transformers splits text on them) and every special token of a tiktoken core (K2.5's
+    `TikTokenTokenizer` encodes text with `allowed_special="all"`, the reserved `<|reserved_token_N|>` names
+    included). A message holding `<|im_end|><|im_assistant|>` therefore renders as a real turn boundary: K2.5's
+    own encode, transformers' `apply_chat_template` and the chat paths of SGLang and vLLM all give the special
+    ids, and none has a mode that keeps the text plain (docs/token-rules.md, "Special-token text in a prompt").
+    Build it with `special_text(tokenizer)` (one per tokenizer)."""
+
+    def __init__(self, tokenizer):
+        strings = {getattr(t, "content", str(t)) for t in tokenizer.added_tokens_decoder.values()}
+        core = fast_decoder(tokenizer)
+        if core is not None:
+            strings |= set(core.special_tokens_set)
+        strings.discard("")
+        self.strings = frozenset(strings)
+        self._pattern = re.compile(_trie_pattern(sorted(strings))) if strings else None
+
+    def find(self, text: str) -> list[str]:
+        """The special-token strings in `text`, in order (empty: none)."""
+        return self._pattern.findall(text) if self._pattern is not None and text else []
+
+    def in_chat(self, messages, tools=None) -> tuple[str, list[str]] | None:
+        """(where, the strings) of the first message field (or the tools) whose text holds special-token
+        strings; None when none does. Every string of a message is looked at (content, reasoning, names, tool
+        calls' arguments), as the chat template may render any of them."""
+        for i, m in enumerate(messages or ()):
+            role = m.get("role", "?") if isinstance(m, dict) else "?"
+            for path, text in _strings(m):
+                found = self.find(text)
+                if found:
+                    return f"message {i} ({role}){' ' + path if path else ''}", found
+        for path, text in _strings(tools, "tools"):
+            found = self.find(text)
+            if found:
+                return path, found
+        return None
+
+
+def _trie_pattern(strings: list[str]) -> str:
+    """A regex matching any of `strings`, the longest where one is a prefix of another, written as a trie of
+    shared prefixes: one character test per position of a text that holds none (a flat alternation of a few
+    hundred names tries each one, ~10x slower on prose)."""
+    trie: dict = {}
+    for text in strings:
+        node = trie
+        for ch in text:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def walk(node: dict) -> str:
+        ends = "" in node
+        branches = [re.escape(ch) + walk(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if ends else body
+
+    return walk(trie)
+
+
+def _strings(obj, path: str = ""):
+    """(path, text) of every string in a JSON-like value, dict keys included."""
+    if isinstance(obj, str):
+        yield path, obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            key = f"{path}.{k}" if path else str(k)
+            if isinstance(k, str):
+                yield key, k
+            yield from _strings(v, key)
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            yield from _strings(v, f"{path}[{i}]")
+
+
+@lru_cache(maxsize=4)
+def special_text(tokenizer) -> SpecialText:
+    """The SpecialText of a tokenizer (built once: a few hundred strings in one pattern)."""
+    return SpecialText(tokenizer)
+
+
+def special_text_line(found: tuple[str, list[str]]) -> str:
+    """One line for a hit of SpecialText.in_chat: where, and the strings (each once, a few at most)."""
+    where, strings = found
+    names = list(dict.fromkeys(strings))
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return f"{where} holds special-token text {shown}"
 
 
 def token_byte_table(tokenizer):

@@ -1,36 +1,48 @@
 """`kimi-data plan`: project the full run from a pilot: measure, do not guess.
 
 From a pilot workdir (e.g. `kimi-data build --limit 200 --workdir pilot`) and target prompt counts per config
-(default: each partition's `default_n`), project:
+(default: each partition's `default_n`), project. The unit of sampling is the conversation: each prompt starts
+one, a single-turn prompt is a conversation of one turn, and an own_history conversation has as many turns (rows)
+as the model's answers and the source carried it (its later turns' prompts grow with the history). Every figure
+sums each conversation's turns, and its interval is a Student-t interval over the pilot's conversations (its
+rows are not independent draws: the turns of one conversation rise and fall together):
 
-- tokens (prompt + completion) = count x the pilot's mean tokens per sample, with a t-interval on that mean
-  (per config; the overall interval combines the configs' variances, Welch-Satterthwaite degrees of freedom);
-- expected train rows = count x the pilot's valid rate (Wilson interval per config; overall, the configs'
-  Wilson half-widths taken as standard errors and summed);
-- disk = projected tokens x the measured bytes per token of the emitted Parquet (column-chunk bytes, so the
-  per-file footer of a small pilot does not inflate it);
-- GPU-hours = projected completion tokens / throughput x GPUs. The throughput is the pilot's measured
-  aggregate output tokens/s (over the time requests were in flight, from the checkpoint's `created_at` and
-  latencies) unless `--throughput` gives the deployment's:
-  a CPU pilot's speed says nothing about an 8xH200 SGLang server;
+- rows, train rows, tokens (prompt + completion), train tokens = count x the pilot's mean per conversation, with a
+  t-interval on that mean (per config; the overall interval combines the configs' variances, Welch-Satterthwaite
+  degrees of freedom). A config of single-turn prompts projects its train rows with the Wilson interval on its
+  valid rate instead (a t-interval on 0/1 values collapses when the pilot's rate is 0 or 1);
+- valid rate = train rows / rows: Wilson for single-turn configs, else the ratio estimate with its delta-method
+  t-interval over conversations;
+- disk = projected tokens x the measured bytes per token of the emitted Parquet, plus the fixed bytes of its
+  column chunks' headers (`disk_cost`: a small pilot's files are mostly headers, which a per-token ratio would
+  multiply);
+- GPU-hours = projected completion tokens (every turn's) / throughput x GPUs. The throughput is the pilot's
+  measured aggregate output tokens/s (over the time requests were in flight, from the checkpoint's `created_at`
+  and latencies) unless `--throughput` gives the deployment's: a CPU pilot's speed says nothing about an 8xH200
+  SGLang server;
 - the naive rule-of-thumb estimate, characters / 3.5, side by side with the measured tokens.
 
-The interval covers the sampling uncertainty of the pilot's means only (throughput, prompt mix and server
-settings are taken as given).
+Only finished conversations are measured: an own_history conversation whose last row names no end reason is
+still going on (or its next turn failed) and is counted as `incomplete`, not averaged in. The interval covers the
+sampling uncertainty of the pilot's means only (throughput, prompt mix and server settings are taken as given).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from scipy.special import stdtrit
 
+from kimi_eagle_data.conversation.shape import (TURN_COLUMNS, conversation_shape, has_conversations,
+                                                lengths_by_turn, turn_arrays)
 from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.run_checks import config_name_problem
 from kimi_eagle_data.reports.stats import (QualityError, open_workdir, read_checkpoint_info, read_columns, read_report,
@@ -73,31 +85,161 @@ def wilson(k: int, n: int, confidence: float) -> tuple[float, float, float]:
     return p, max(0.0, centre - hw), min(1.0, centre + hw)
 
 
+def welch(terms: list[tuple[float, float, float]], level: float) -> dict[str, float | None]:
+    """The sum of independent estimates [(estimate, variance, df)] with its t-interval at quantile `level`,
+    Welch-Satterthwaite degrees of freedom (df inf: a variance taken as known)."""
+    est = sum(e for e, _, _ in terms)
+    var = sum(v for _, v, _ in terms)
+    if not math.isfinite(var):
+        return _interval(est, -math.inf, math.inf)
+    denom = sum(v * v / d for _, v, d in terms if d > 0 and v > 0)
+    df = (var * var / denom) if denom else math.inf
+    hw = t_quantile(level, df) * math.sqrt(var)
+    return _interval(est, est - hw, est + hw)
+
+
+def ratio_interval(num: np.ndarray, den: np.ndarray, confidence: float) -> tuple[float, float, float]:
+    """sum(num) / sum(den) over clusters (conversations) with its delta-method t-interval, clipped to [0, 1]:
+    the valid rate of turns that come in conversations."""
+    num, den = np.asarray(num, dtype=np.float64), np.asarray(den, dtype=np.float64)
+    r = float(num.sum() / den.sum())
+    if num.size < 2:
+        return r, 0.0, 1.0
+    se = math.sqrt(float((num - r * den).var(ddof=1)) / num.size) / float(den.mean())
+    hw = t_quantile(0.5 + confidence / 2, num.size - 1) * se
+    return r, max(0.0, r - hw), min(1.0, r + hw)
+
+
 def _interval(estimate: float, low: float, high: float) -> dict[str, float | None]:
     def r(x):
         return None if x is None or not math.isfinite(x) else round(float(x), 3)
     return {"estimate": r(estimate), "low": r(max(0.0, low)) if math.isfinite(low) else None, "high": r(high)}
 
 
-def _scale(iv: dict[str, float | None], factor: float) -> dict[str, float | None]:
-    return {k: (None if v is None else round(v * factor, 3)) for k, v in iv.items()}
-
-
 # -- measurements -----------------------------------------------------------------------------------
 
-def bytes_per_token(wd: Workdir, config: str, tokens: int) -> tuple[float | None, str]:
-    """Compressed column-chunk bytes of the emitted Parquet (all splits) per token; None when the workdir was
-    not emitted (validate writes no token rows)."""
+@dataclass
+class Conversations:
+    """A config's pilot rows summed per finished conversation (one value per conversation in each array)."""
+
+    rows: np.ndarray             # turns generated (train + rejected rows)
+    train: np.ndarray            # train rows
+    tokens: np.ndarray           # prompt + completion tokens of every turn
+    prompt: np.ndarray
+    completion: np.ndarray
+    train_tokens: np.ndarray
+    prompt_chars: np.ndarray
+    completion_chars: np.ndarray
+    incomplete: int              # conversations left out: not ended yet (or a turn failed)
+    all_tokens: int              # tokens of every row, finished conversations or not (what emit wrote)
+    shape: dict[str, Any] | None  # turns per conversation, end reasons, lengths per turn; None: single-turn
+
+    @property
+    def naive(self) -> np.ndarray:
+        return (self.prompt_chars + self.completion_chars) / NAIVE_CHARS_PER_TOKEN
+
+
+def conversation_configs(wd: Workdir) -> set[str]:
+    """The configs whose conversations go on (run.json `conversation_plan`: policy own_history)."""
+    path = wd.settings_path
+    plan = read_json(path).get("conversation_plan") if path.is_file() else None
+    return set(plan or ())
+
+
+def read_plan_columns(wd: Workdir, config: str) -> pa.Table:
+    """PLAN_COLUMNS + the turn columns of validated/<CFG>.parquet; a file written before turns: each row a
+    conversation of its own."""
+    path = wd.validated(config)
+    if set(TURN_COLUMNS) <= set(pq.read_schema(path).names):
+        return read_columns(path, PLAN_COLUMNS + TURN_COLUMNS)
+    t = read_columns(path, PLAN_COLUMNS)
+    return (t.append_column("conversation_id", t["id"]).append_column("turn", pa.array([1] * t.num_rows, pa.int32()))
+            .append_column("end_reason", pa.nulls(t.num_rows, pa.string())))
+
+
+def per_conversation(t: pa.Table, continues: bool) -> Conversations:
+    """Sum a config's rows per conversation. `continues`: an own_history config, whose conversation is finished
+    only once a row names its end reason (a single-turn prompt is finished with its one row)."""
+    conv, turn, end = turn_arrays(t)
+    keys, inverse = np.unique(conv.astype(str), return_inverse=True)
+    talk = continues or has_conversations(turn, end)
+    finished = np.ones(keys.size, dtype=bool)
+    if talk:
+        finished[:] = False
+        finished[inverse[np.array([r is not None for r in end], dtype=bool)]] = True
+
+    def col(name: str) -> np.ndarray:
+        return t[name].to_numpy().astype(np.float64)
+
+    def summed(values: np.ndarray) -> np.ndarray:
+        return np.bincount(inverse, weights=values, minlength=keys.size)[finished]
+
+    prompt, completion = col("prompt_len"), col("completion_len")
+    train = pc.equal(t["split"], "train").to_numpy(zero_copy_only=False).astype(bool)
+    shape = None
+    if talk:
+        shape = {**conversation_shape(conv, turn, end), "by_turn": lengths_by_turn(turn, prompt, completion)}
+    return Conversations(
+        rows=summed(np.ones(t.num_rows)), train=summed(train.astype(np.float64)),
+        tokens=summed(prompt + completion), prompt=summed(prompt), completion=summed(completion),
+        train_tokens=summed(np.where(train, prompt + completion, 0.0)),
+        prompt_chars=summed(col("prompt_chars")), completion_chars=summed(col("completion_chars")),
+        incomplete=int((~finished).sum()), all_tokens=int((prompt + completion).sum()), shape=shape)
+
+
+@dataclass
+class DiskCost:
+    """What the emitted Parquet costs: `per_token` bytes for each token's row share (ids, mask, messages), plus
+    `fixed` bytes the pilot's row groups take whatever they hold (page and dictionary headers of every column
+    chunk: a few kB each, which dominate a small pilot's files and would inflate a per-token ratio)."""
+
+    per_token: float
+    fixed: float
+
+    def bytes(self, tokens: float | None) -> float | None:
+        return None if tokens is None else tokens * self.per_token + self.fixed
+
+
+def chunk_bytes(md: pq.FileMetaData) -> int:
+    """Compressed column-chunk bytes of a Parquet file (its footer left out)."""
+    return sum(md.row_group(i).column(j).total_compressed_size
+               for i in range(md.num_row_groups) for j in range(md.num_columns))
+
+
+def disk_cost(wd: Workdir, config: str) -> tuple[DiskCost | None, str]:
+    """Measured from the emitted shards of a config: each shard's rows are written again, a growing prefix at a
+    time, the way emit writes them (emit/writer.PARQUET_OPTIONS); the bytes' common slope over the tokens
+    (within each shard) is the per-token cost, the rest of the shards' bytes the fixed part. None when the workdir
+    was not emitted (validate writes no token rows)."""
+    import io
+
+    from kimi_eagle_data.emit.writer import PARQUET_OPTIONS
+
     files = dataset_shards(wd.dataset, config)
     where = f"dataset/data/{config}/*.parquet"
     if not files:
         return None, f"not emitted (run `kimi-data emit --workdir {wd.root}`)"
-    total = 0
+    shards = []          # (tokens of each prefix, bytes of each prefix, the shard's tokens, its bytes)
     for f in files:
-        md = pq.ParquetFile(f).metadata
-        total += sum(md.row_group(i).column(j).total_compressed_size
-                     for i in range(md.num_row_groups) for j in range(md.num_columns))
-    return (total / tokens if tokens else None), where
+        table = pq.read_table(f)
+        lengths = pc.list_value_length(table["input_ids"]).to_numpy(zero_copy_only=False).astype(np.float64)
+        n = table.num_rows
+        xs, ys = [], []
+        for k in sorted({max(1, n * q // 4) for q in range(1, 5)}) if n > 1 else ():
+            buf = io.BytesIO()
+            pq.write_table(table.slice(0, k), buf, **PARQUET_OPTIONS)
+            xs.append(float(lengths[:k].sum()))
+            ys.append(float(chunk_bytes(pq.ParquetFile(io.BytesIO(buf.getvalue())).metadata)))
+        shards.append((np.array(xs), np.array(ys), float(lengths.sum()), float(chunk_bytes(pq.read_metadata(f)))))
+    tokens, total = sum(s[2] for s in shards), sum(s[3] for s in shards)
+    if not tokens:
+        return None, where
+    spread = sum(float(((x - x.mean()) ** 2).sum()) for x, _, _, _ in shards if x.size > 1)
+    if spread > 0:
+        slope = sum(float(((x - x.mean()) * (y - y.mean())).sum()) for x, y, _, _ in shards if x.size > 1) / spread
+        if 0 < slope < total / tokens:
+            return DiskCost(slope, total - slope * tokens), where
+    return DiskCost(total / tokens, 0.0), where   # one row per shard: no slope to measure, all of it per token
 
 
 def busy_seconds(starts: np.ndarray, ends: np.ndarray) -> float:
@@ -201,72 +343,91 @@ def collect_plan(workdir: str | Path, counts: dict[str, int] | None = None, *, g
             targets[c] = n
 
     level = 0.5 + confidence / 2
+    z = NormalDist().inv_cdf(level)
     result: dict[str, Any] = {
         "workdir": str(wd.root), "confidence": confidence, "gpus": gpus,
-        "interval": "t-interval on the pilot's per-sample mean (overall: configs' variances summed, "
-                    "Welch-Satterthwaite df); valid rate: Wilson score (overall: the configs' Wilson "
-                    "half-widths as standard errors, summed)",
+        "interval": "t-interval on the pilot's mean per conversation (a single-turn prompt: a conversation of one "
+                    "turn; overall: configs' variances summed, Welch-Satterthwaite df); train rows and valid rate "
+                    "of single-turn configs: Wilson score (overall: its half-width as a standard error); valid "
+                    "rate of conversations: ratio of the means, delta-method t-interval",
         "naive_chars_per_token": NAIVE_CHARS_PER_TOKEN, "configs": {}, "skipped": {},
     }
     # The pilot's speed is measured over all its samples, whatever the counts select.
     all_ids = [i for c in pilot for i in read_columns(wd.validated(c), ["id"])["id"].to_pylist()]
+    continuing = conversation_configs(wd)
     parts: list[dict[str, Any]] = []
     for config, target in targets.items():
-        t = read_columns(wd.validated(config), PLAN_COLUMNS)
-        n = t.num_rows
-        if n == 0:
+        t = read_plan_columns(wd, config)
+        if t.num_rows == 0:
             result["skipped"][config] = "the pilot generated no sample for it"
             continue
+        conv = per_conversation(t, config in continuing)
+        n = conv.rows.size
+        if n == 0:
+            result["skipped"][config] = (f"none of the pilot's {counted(conv.incomplete, 'conversation')} has "
+                                         "ended yet (rerun the pilot's build to finish them)")
+            continue
         report = read_report(wd, config)
-        prompt = t["prompt_len"].to_numpy().astype(np.float64)
-        completion = t["completion_len"].to_numpy().astype(np.float64)
-        tokens = prompt + completion
-        train = pc.equal(t["split"], "train").to_numpy(zero_copy_only=False).astype(bool)
-        p_chars = t["prompt_chars"].to_numpy().astype(np.float64)
-        c_chars = t["completion_chars"].to_numpy().astype(np.float64)
-        naive = (p_chars + c_chars) / NAIVE_CHARS_PER_TOKEN
 
-        m_tok, hw_tok, var_tok, _ = mean_interval(tokens, confidence)
-        m_comp, hw_comp, var_comp, _ = mean_interval(completion, confidence)
-        m_prompt, hw_prompt, var_prompt, _ = mean_interval(prompt, confidence)
-        m_train_tok, hw_train_tok, var_train_tok, _ = mean_interval(np.where(train, tokens, 0.0), confidence)
-        k = int(train.sum())
-        p, p_lo, p_hi = wilson(k, n, confidence)
-        bpt, bpt_from = bytes_per_token(wd, config, int(tokens.sum()))
-        naive_mean = float(naive.mean())
+        def total(values: np.ndarray) -> tuple[float, float, float]:
+            """(projected total, its variance, df) of a per-conversation quantity."""
+            m, _, var_mean, df = mean_interval(values, confidence)
+            return target * m, target * target * var_mean, df
 
-        tok_iv = _interval(target * m_tok, target * (m_tok - hw_tok), target * (m_tok + hw_tok))
-        comp_iv = _interval(target * m_comp, target * (m_comp - hw_comp), target * (m_comp + hw_comp))
+        single = bool((conv.rows == 1).all())
+        k_rows, k_train = int(conv.rows.sum()), int(conv.train.sum())
+        if single:
+            p, p_lo, p_hi = wilson(k_train, n, confidence)
+            train_total = (target * p, (target * (p_hi - p_lo) / (2 * z)) ** 2, math.inf)
+            train_iv = _interval(target * p, target * p_lo, target * p_hi)
+        else:
+            p, p_lo, p_hi = ratio_interval(conv.train, conv.rows, confidence)
+            train_total = total(conv.train)
+            train_iv = welch([train_total], level)
+        disk, disk_from = disk_cost(wd, config)
+        b = disk.per_token if disk else 0.0
+        terms = {"rows": total(conv.rows), "tokens": total(conv.tokens), "prompt_tokens": total(conv.prompt),
+                 "completion_tokens": total(conv.completion), "train_tokens": total(conv.train_tokens),
+                 "train_rows": train_total}
+        terms["disk_bytes"] = (terms["tokens"][0] * b + (disk.fixed if disk else 0.0), terms["tokens"][1] * b * b,
+                               terms["tokens"][2])
+        naive_mean = float(conv.naive.mean())
+        m_tok = float(conv.tokens.mean())
+        tok_iv = welch([terms["tokens"]], level)
         entry = {
             "count": target,
             "pilot": {
-                "selected": int(report.get("selected", 0)), "generated": n, "valid": k,
+                "selected": int(report.get("selected", 0)), "generated": int(t.num_rows),
+                "valid": int(pc.sum(pc.equal(t["split"], "train")).as_py() or 0),
                 "failed": int(report.get("failed", 0)),
-                "mean_tokens": round(m_tok, 3), "sd_tokens": round(float(tokens.std(ddof=1)), 3) if n > 1 else None,
-                "mean_prompt_tokens": round(m_prompt, 3), "mean_completion_tokens": round(m_comp, 3),
+                "conversations": n, "incomplete_conversations": conv.incomplete,
+                "mean_rows": round(float(conv.rows.mean()), 3),
+                "mean_tokens": round(m_tok, 3),
+                "sd_tokens": round(float(conv.tokens.std(ddof=1)), 3) if n > 1 else None,
+                "mean_prompt_tokens": round(float(conv.prompt.mean()), 3),
+                "mean_completion_tokens": round(float(conv.completion.mean()), 3),
                 "naive_mean_tokens": round(naive_mean, 3),
-                "bytes_per_token": None if bpt is None else round(bpt, 4), "bytes_per_token_from": bpt_from,
+                "bytes_per_token": None if disk is None else round(disk.per_token, 4),
+                "fixed_bytes": None if disk is None else round(disk.fixed), "bytes_per_token_from": disk_from,
+                "turns": conv.shape,
             },
+            "rows": welch([terms["rows"]], level),
             "tokens": tok_iv,
-            "prompt_tokens": _interval(target * m_prompt, target * (m_prompt - hw_prompt),
-                                       target * (m_prompt + hw_prompt)),
-            "completion_tokens": comp_iv,
+            "prompt_tokens": welch([terms["prompt_tokens"]], level),
+            "completion_tokens": welch([terms["completion_tokens"]], level),
             "valid_rate": _interval(p, p_lo, p_hi),
-            "train_rows": _interval(target * p, target * p_lo, target * p_hi),
-            "train_tokens": _interval(target * m_train_tok, target * (m_train_tok - hw_train_tok),
-                                      target * (m_train_tok + hw_train_tok)),
-            "disk_bytes": _scale(tok_iv, bpt) if bpt is not None else dict.fromkeys(("estimate", "low", "high")),
+            "train_rows": train_iv,
+            "train_tokens": welch([terms["train_tokens"]], level),
+            "disk_bytes": ({k: (None if v is None else round(disk.bytes(v), 3)) for k, v in tok_iv.items()}
+                           if disk is not None else dict.fromkeys(("estimate", "low", "high"))),
             "naive": {"tokens": round(target * naive_mean, 3),
                       "ratio_to_measured": round(naive_mean / m_tok, 4) if m_tok else None,
-                      "prompt_tokens": round(target * float(p_chars.mean()) / NAIVE_CHARS_PER_TOKEN, 3),
-                      "completion_tokens": round(target * float(c_chars.mean()) / NAIVE_CHARS_PER_TOKEN, 3)},
+                      "prompt_tokens": round(target * float(conv.prompt_chars.mean()) / NAIVE_CHARS_PER_TOKEN, 3),
+                      "completion_tokens": round(target * float(conv.completion_chars.mean()) / NAIVE_CHARS_PER_TOKEN,
+                                                 3)},
         }
         result["configs"][config] = entry
-        b = bpt or 0.0
-        parts.append({"N": target, "n": n, "m_tok": m_tok, "var_tok": var_tok, "m_comp": m_comp,
-                      "var_comp": var_comp, "p": p, "p_lo": p_lo, "p_hi": p_hi, "naive": naive_mean,
-                      "m_disk": m_tok * b, "var_disk": var_tok * b * b, "m_prompt": m_prompt, "var_prompt": var_prompt,
-                      "m_train_tok": m_train_tok, "var_train_tok": var_train_tok})
+        parts.append({"N": target, "naive": naive_mean, "terms": terms})
 
     if not parts:
         raise QualityError(f"the pilot {wd.root} has no generated sample in any config; run "
@@ -293,36 +454,27 @@ def collect_plan(workdir: str | Path, counts: dict[str, int] | None = None, *, g
         entry["gpu_hours"] = hours(entry["completion_tokens"], gpus)
 
     # -- overall: sums of the configs, variances combined
-    def combined(mean_key: str, var_key: str) -> dict[str, float | None]:
-        est = sum(q["N"] * q[mean_key] for q in parts)
-        a = [q["N"] ** 2 * q[var_key] for q in parts]
-        var = sum(a)
-        if not math.isfinite(var):
-            return _interval(est, -math.inf, math.inf)
-        dfs = [q["n"] - 1 for q in parts]
-        denom = sum(ai * ai / d for ai, d in zip(a, dfs) if d > 0 and ai > 0)
-        df = (var * var / denom) if denom else math.inf
-        hw = t_quantile(level, df) * math.sqrt(var)
-        return _interval(est, est - hw, est + hw)
+    def combined(key: str) -> dict[str, float | None]:
+        return welch([q["terms"][key] for q in parts], level)
 
-    tok_all = combined("m_tok", "var_tok")
-    comp_all = combined("m_comp", "var_comp")
-    z = NormalDist().inv_cdf(level)
-    rows_est = sum(q["N"] * q["p"] for q in parts)
-    # Each config's Wilson interval as a standard error (stays > 0 when a pilot rate is 0 or 1), summed.
-    rows_hw = z * math.sqrt(sum((q["N"] * (q["p_hi"] - q["p_lo"]) / (2 * z)) ** 2 for q in parts))
+    tok_all, comp_all, rows_all, train_all = (combined(k) for k in ("tokens", "completion_tokens", "rows",
+                                                                   "train_rows"))
     total_n = sum(q["N"] for q in parts)
     naive_total = sum(q["N"] * q["naive"] for q in parts)
+    rows_est = rows_all["estimate"]
     result["overall"] = {
         "count": total_n,
+        "rows": rows_all,
         "tokens": tok_all,
-        "prompt_tokens": combined("m_prompt", "var_prompt"),
+        "prompt_tokens": combined("prompt_tokens"),
         "completion_tokens": comp_all,
-        "valid_rate": _interval(rows_est / total_n, (rows_est - rows_hw) / total_n,
-                                min(1.0, (rows_est + rows_hw) / total_n)),
-        "train_rows": _interval(rows_est, rows_est - rows_hw, min(total_n, rows_est + rows_hw)),
-        "train_tokens": combined("m_train_tok", "var_train_tok"),
-        "disk_bytes": combined("m_disk", "var_disk"),
+        # the train rows' interval over the projected rows (the rows' own spread left out: it moves with them)
+        "valid_rate": _interval(train_all["estimate"] / rows_est, (train_all["low"] or 0.0) / rows_est,
+                                min(1.0, (train_all["high"] if train_all["high"] is not None else math.inf)
+                                    / rows_est)) if rows_est else dict.fromkeys(("estimate", "low", "high")),
+        "train_rows": train_all,
+        "train_tokens": combined("train_tokens"),
+        "disk_bytes": combined("disk_bytes"),
         "naive": {"tokens": round(naive_total, 3),
                   "ratio_to_measured": round(naive_total / tok_all["estimate"], 4) if tok_all["estimate"] else None},
         "wall_hours": hours(comp_all, 1),

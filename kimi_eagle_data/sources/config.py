@@ -34,6 +34,7 @@ run-wide sampling overrides, and user-defined partitions.
     seed = 7
     revision = "<commit sha>"
     policy = "first_user"            # first_user | every_user_prefix | after_tool_result (glaive) | own_history
+    special_text = "reject"          # a row whose text holds special-token strings: reject | as_served
     max_turns = 4                    # own_history: turns per conversation at most (default 4)
     source = "mot-math.parquet"      # read a local file in the upstream schema instead of the Hub
     scan_limit = 200000              # read at most this many rows
@@ -61,16 +62,17 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kimi_eagle_data.errors import KimiDataError
-from kimi_eagle_data.sources.partitions import PARTITIONS, POLICIES, Filters, Partition
+from kimi_eagle_data.sources.partitions import PARTITIONS, POLICIES, SPECIAL_TEXT, Filters, Partition
 from kimi_eagle_data.sources.decontam import DecontamSettings, EvalSet
 from kimi_eagle_data.sources.dedup import DedupSettings
-from kimi_eagle_data.sources.modes import SAMPLING_FIELDS, MixEntry, ModePlan, SamplingOverride
+from kimi_eagle_data.sources.modes import SAMPLING_FIELDS, MixEntry, ModePlan, SamplingOverride, dead_settings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -79,6 +81,9 @@ else:  # pragma: no cover - Python 3.10
 
 from kimi_eagle_data.run_checks import CONFIG_NAME, CONFIG_NAME_RULE, SettingError
 from kimi_eagle_data.settings import SAMPLING_KEYS, SETTING_RULES, check_settings, setting_problem
+
+
+log = logging.getLogger(__name__)
 
 
 class ConfigError(KimiDataError, ValueError):
@@ -192,7 +197,7 @@ def _path(base_dir: Path, value: str) -> str:
 
 PARTITION_KEYS = ("name", "upstream", "upstream_config", "split", "adapter", "n", "license", "prompt_rule",
                   "policy", "revision", "source", "seed", "scan_limit", "oversample", "filters", "id_field",
-                  "near_dedup", "instant_share", "sampling", "max_turns")
+                  "near_dedup", "instant_share", "sampling", "max_turns", "special_text")
 
 
 def _override(t: _Table) -> SamplingOverride:
@@ -265,6 +270,8 @@ def _partition(config: str, t: _Table, base: Partition | None, *, seed: int, fil
         near_dedup=t.get("near_dedup", bool, None if user else base.near_dedup),
         modes=_mode_plan(t, ModePlan() if user else base.modes),
         max_turns=t.get("max_turns", int, 4 if user else base.max_turns, check=_positive),
+        special_text=t.get("special_text", str, "reject" if user else base.special_text,
+                           check=lambda v: None if v in SPECIAL_TEXT else f"must be one of {', '.join(SPECIAL_TEXT)}"),
         upstream_config=t.get("upstream_config", str, None if user else base.upstream_config),
         upstream_split=t.get("split", str, "train" if user else base.upstream_split),
         license=t.get("license", str, "other" if user else base.license),
@@ -363,6 +370,9 @@ def load_config(path: str | Path | None) -> PrepareConfig:
         parts[config] = _partition(config, _Table(body, f"partitions.{config}.", file), PARTITIONS.get(config),
                                    seed=seed, filters=filters, base_dir=base_dir)
     pt.done()
+    for config in pt.data:
+        for line in dead_settings(parts[config].modes, f"partitions.{config}."):
+            log.warning("%s: %s", file, line)
     # seed and filters at the top level apply to the built-ins not mentioned too
     for config, p in parts.items():
         if config not in pt.data:

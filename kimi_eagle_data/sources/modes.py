@@ -98,3 +98,47 @@ def choose_sampling(plan: ModePlan, seed: int, key: str, mode: str, profile: Mod
                 return entry.override.apply(values)
         return plan.mix[-1].override.apply(values)     # float rounding of shares summing to 1
     return values
+
+
+# -- settings no prompt gets ----------------------------------------------------------------------------
+
+def modes_drawn(plan: ModePlan) -> tuple[str, ...]:
+    """The modes a partition's prompts can be drawn in."""
+    if plan.instant_share <= 0:
+        return (THINKING,)
+    return (INSTANT,) if plan.instant_share >= 1 else (THINKING, INSTANT)
+
+
+def _mix_sets(plan: ModePlan, key: str) -> str | None:
+    """The values every entry of the mix gives `key` ("0.5, 1"), when each entry sets it; else None."""
+    values = [getattr(e.override, key) for e in plan.mix]
+    if not values or any(v is None for v in values):
+        return None
+    return ", ".join(f"{v:g}" for v in dict.fromkeys(values))
+
+
+def dead_settings(plan: ModePlan, where: str) -> list[str]:
+    """One line per per-mode sampling value of a partition that no prompt is sampled at, naming the setting that
+    overrides it. `where`: the partition's key prefix in the config file (e.g. "partitions.B6.")."""
+    lines = []
+    for mode in (THINKING, INSTANT):
+        for key, value in plan.override(mode).to_json().items():
+            name = f"{where}sampling.{mode}.{key} = {value:g}"
+            if mode not in modes_drawn(plan):
+                lines.append(f"{name} is never used: {where}instant_share = {plan.instant_share:g} draws no prompt "
+                             f"in {mode} mode")
+            elif (mixed := _mix_sets(plan, key)) is not None:
+                lines.append(f"{name} is never used: every entry of {where}sampling.mix sets {key} ({mixed}), "
+                             f"which applies after it")
+    return lines
+
+
+def run_wide_overridden(plan: ModePlan, key: str) -> str | None:
+    """What in a partition's plan replaces a run-wide `key` for every one of its prompts (None: some prompt
+    keeps the run-wide value)."""
+    if _mix_sets(plan, key) is not None:
+        return "every entry of its sampling.mix sets it"
+    drawn = modes_drawn(plan)
+    if all(getattr(plan.override(m), key) is not None for m in drawn):
+        return f"its sampling.{' and '.join(drawn)} set{'s' if len(drawn) == 1 else ''} it"
+    return None

@@ -26,6 +26,13 @@ from kimi_eagle_data.sources.modes import ModePlan
 #                      (kimi_eagle_data/conversation/), at most `max_turns` turns
 POLICIES = ("first_user", "every_user_prefix", "after_tool_result", "own_history")
 
+# What prepare does with a source row whose text holds special-token strings (prompts/tokenizer.SpecialText):
+#   reject     the row is rejected with reason special_token_text (the default)
+#   as_served  the row is kept and tokenized as the serving stack tokenizes it: the strings become the special
+#              ids themselves (neither K2.5's tokenizer nor SGLang's or vLLM's chat path can keep them plain
+#              text); prepare counts such rows (special_text_kept)
+SPECIAL_TEXT = ("reject", "as_served")
+
 
 @dataclass(frozen=True)
 class Filters:
@@ -61,6 +68,7 @@ class Partition:
     builtin: bool = True
     modes: ModePlan = field(default_factory=ModePlan)   # mode mix and sampling mix (sources/modes.py)
     max_turns: int = 4                          # own_history: turns generated per conversation at most
+    special_text: str = "reject"                # SPECIAL_TEXT: special-token strings in a source row's text
 
     @property
     def conversations(self) -> bool:

@@ -61,7 +61,12 @@ class ValidateReport:
     failure_reasons: Counter = field(default_factory=Counter)
     finish: Counter = field(default_factory=Counter)
     modes: dict = field(default_factory=dict)      # mode -> {"valid": n, "rejected": n}
+    # (mode, temperature, top_p) each row was generated with -> {"valid": n, "rejected": n}; None: the run's
+    # sampling (a prompt prepared before modes)
+    sampling: dict = field(default_factory=dict)
     conversation_ends: Counter = field(default_factory=Counter)   # own_history: why conversations ended
+    # prompts prepare kept with special-token text, encoded as served (partition special_text = "as_served")
+    special_text_kept: int = 0
 
     @property
     def balanced(self) -> bool:
@@ -69,9 +74,17 @@ class ValidateReport:
                 == self.rejected_at_prepare + self.valid + self.rejected + self.failed + self.pending)
 
     def to_json(self) -> dict[str, Any]:
-        d = {k: (dict(sorted(v.items())) if isinstance(v, (Counter, dict)) else v) for k, v in self.__dict__.items()}
+        d = {k: (dict(sorted(v.items())) if isinstance(v, (Counter, dict)) else v) for k, v in self.__dict__.items()
+             if k != "sampling"}
+        d["sampling"] = [{"mode": m, "temperature": t, "top_p": p, **n}
+                         for (m, t, p), n in sorted(self.sampling.items(), key=_sampling_order)]
         d["balanced"] = self.balanced
         return d
+
+
+def _sampling_order(item) -> tuple:
+    (mode, temperature, top_p), _ = item
+    return mode or "", -1 if temperature is None else temperature, -1 if top_p is None else top_p
 
 
 class RowSink(Protocol):
@@ -347,6 +360,7 @@ def validate_config(workdir: Workdir, config: str, checkpoint: CheckpointSet, po
     prep = read_json(workdir.prepare_report(config))
     rep = ValidateReport(config, selected=prep["selected"], rejected_at_prepare=prep["rejected_total"],
                          prepared=prompts.count, later_turns=len(turns.ids), prepare_reasons=prep["rejected"],
+                         special_text_kept=prep.get("special_text_kept", 0),
                          conversation_ends=Counter(e.reason for e in turns.ends.values()))
     completed_failures: set[str] = set()
     with (_Blocks(sink) if sink is not None else nullcontext()) as blocks:
@@ -380,9 +394,11 @@ def _account(rep: ValidateReport, light: pa.Table) -> None:
     rep.valid += n_valid
     rep.rejected += len(train) - n_valid
     rep.finish.update(light["finish_reason"].to_pylist())
-    for mode, ok in zip(light["mode"].to_pylist(), train.tolist()):
-        counts = rep.modes.setdefault(mode, {"valid": 0, "rejected": 0})
-        counts["valid" if ok else "rejected"] += 1
+    for mode, temperature, top_p, ok in zip(light["mode"].to_pylist(), light["temperature"].to_pylist(),
+                                            light["top_p"].to_pylist(), train.tolist()):
+        for counts in (rep.modes.setdefault(mode, {"valid": 0, "rejected": 0}),
+                       rep.sampling.setdefault((mode, temperature, top_p), {"valid": 0, "rejected": 0})):
+            counts["valid" if ok else "rejected"] += 1
     rep.reasons.update(pc.list_flatten(light["issues"]).to_pylist())
     rep.prompt_tokens += int(plen.sum())
     rep.completion_tokens += int(clen.sum())

@@ -42,7 +42,7 @@ import orjson
 from kimi_eagle_data.json_text import UTF8_BOM, JsonTextError, parse_json
 from kimi_eagle_data.profile import MODES, THINKING, ModelProfile, ProfileTokens
 from kimi_eagle_data.prompts.answer import render_answer
-from kimi_eagle_data.prompts.tokenizer import render_prompt
+from kimi_eagle_data.prompts.tokenizer import render_prompt, special_text, special_text_line
 from kimi_eagle_data.sources.filters import CHARS_PER_TOKEN_BOUND, ROW_BYTES_PER_CHAR
 from kimi_eagle_data.sources.rows import split_reasoning, unknown_role
 from kimi_eagle_data.validate.check_input import FORMS_EXPECTED, CheckInputError, Unreadable, emitted_rows
@@ -63,6 +63,9 @@ CHECK_REASONS = {
     "row_too_large": "a JSONL row longer in bytes than any row within max_seq_len needs (max_seq_len × "
                      f"{CHARS_PER_TOKEN_BOUND * ROW_BYTES_PER_CHAR}, as prepare caps a source row): not parsed, so "
                      "one huge row costs no memory",
+    "special_token_in_text": "a prompt message's text (or the tools) holds a special-token string, which the "
+                             "tokenizer encodes as the special token itself: a turn boundary or control token "
+                             "forged inside a message (prepare rejects such a source row: special_token_text)",
 }
 
 def describe(code: str) -> str:
@@ -111,6 +114,7 @@ class Checker:
         self.tokens = ProfileTokens.from_tokenizer(profile, tokenizer)
         self.validator = Validator(self.tokens, tokenizer, max_seq_len or profile.max_seq_len,
                                    keep_truncated=keep_truncated)
+        self.special_text = special_text(tokenizer)
         self._system_id = tokenizer.convert_tokens_to_ids(profile.turn_tokens["system"])
         self._eot_id = self.tokens.end_of_turn
 
@@ -136,6 +140,7 @@ class Checker:
         out.issues += v.issues
         out.details += [d + (" (no finish_reason in the row: taken as length)" if inferred and c == "truncated" else "")
                         for c, d in zip(v.issues, v.details)]
+        self._special_text(raw, tools, out)
         return out
 
     # -- the two row forms -----------------------------------------------------------------------
@@ -178,6 +183,21 @@ class Checker:
             return prompt, output, tools, finish, detail
         keys = ", ".join(sorted(raw)[:8]) or "none"
         raise Unreadable(f"none of the forms check reads: {FORMS_EXPECTED} (keys: {keys})")
+
+    def _special_text(self, raw: dict, tools: list | None, out: RowVerdict) -> None:
+        """special_token_in_text when the text of the row's prompt messages (a row's `messages` or
+        `conversations` up to its completion: a last assistant turn is the completion, never looked at) or of
+        its tools holds special-token strings. A row with ids only has no message text to look at."""
+        messages = raw.get("messages") if raw.get("messages") is not None else raw.get("conversations")
+        if not isinstance(messages, list):
+            messages = []
+        if raw.get("completion") is None and messages and isinstance(messages[-1], dict) \
+                and messages[-1].get("role") == "assistant":
+            messages = messages[:-1]
+        found = self.special_text.in_chat(messages, tools)
+        if found is not None:
+            out.issues.append("special_token_in_text")
+            out.details.append(f"{special_text_line(found)}: the tokenizer encodes it as the special token itself")
 
     def _render(self, messages: list, tools: list | None, out: RowVerdict, col: str,
                 mode: str = THINKING) -> np.ndarray | None:

@@ -90,6 +90,9 @@ FORMS = (
 FORMS_EXPECTED = ("input_ids (list<int>) + loss_mask (list<int>) or prompt_len (int); messages + completion "
                   "(string); or SpecForge's conversations (list of {role, content})")
 _LIST_COLUMNS = ("input_ids", "loss_mask")     # read as numpy slices, not Python lists
+# Read beside a form's columns when present with this type, left out otherwise: a token-id row's messages (ours
+# have them) are looked at for special-token text (special_token_in_text).
+EXTRA_COLUMNS = {"input_ids": ("messages",)}
 
 
 def emitted_rows(path: Path) -> Iterator[dict[str, Any]]:
@@ -156,7 +159,8 @@ def columns_to_read(schema: pa.Schema, where: Path) -> list[str]:
             if wrong:
                 raise CheckInputError(f"{where}: column " + "; column ".join(wrong) + "; convert those columns "
                                       "or drop them")
-            return names
+            extra = EXTRA_COLUMNS.get(required[0], ())
+            return names + [c for c in extra if c in found and COLUMN_TYPES[c][1](found[c])]
     shown = ", ".join(f"{f.name} ({f.type})" for f in list(schema)[:12]) or "none"
     more = f" and {len(schema) - 12} more" if len(schema) > 12 else ""
     raise CheckInputError(f"{where} has none of the columns check reads (columns: {shown}{more}); expected "
