@@ -59,7 +59,7 @@ def test_prepare_reads_a_bom_first_row_and_says_too_deep(tmp_path):
                     + b"\n")
     w = tmp_path / "w"
     run_cli("prepare", "B4", "--source", f"B4={src}", "--workdir", str(w), "--profile", "tiny-kimi", "--model",
-            str(TINY_MODEL_DIR), "--no-progress")
+            str(TINY_MODEL_DIR))
     import pyarrow.parquet as pq
 
     prompts = pq.read_table(w / "prepared" / "B4.parquet", columns=["messages"]).column("messages").to_pylist()

@@ -14,12 +14,19 @@ from kimi_eagle_data.cli.common import SERVES, UserError, friendly_errors, out
 @click.option("--engine", type=click.Choice(["sglang", "vllm", "local"]), default="sglang", show_default=True,
               help="sglang: launch SGLang (GPU). vllm: launch vLLM (GPU) with its token-in endpoint. local: serve any "
                    "HF model over SGLang's /generate protocol on CPU.")
-@click.option("--profile", default="kimi-k2.5", show_default=True, help="Model profile (launch flags, tokens).")
+@click.option("--device", type=click.Choice(["gpu", "cpu"]), default="gpu", show_default=True,
+              help="sglang, vllm: cpu runs the engine's measured CPU recipe (a venv of its own, built by "
+                   "scripts/real_engines/install_ENGINE_cpu.sh) for the tiny model: trying the pipeline on a laptop.")
+@click.option("--venv", type=click.Path(file_okay=False), metavar="DIR",
+              help="--device cpu: the engine's venv (default: the one its install script builds).")
+@click.option("--profile", help="Model profile (launch flags, tokens). [default: kimi-k2.5; tiny-kimi with --device "
+                                "cpu]")
 @click.option("--model", help="Model path or Hub id (default: the profile's model).")
 @click.option("--tokenizer", help="Tokenizer for /tokenize and `text` (local engine; default: --model).")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=30000, show_default=True, type=int)
-@click.option("--tp", default=8, show_default=True, type=click.IntRange(min=1), help="Tensor parallel GPUs (sglang, vllm).")
+@click.option("--tp", default=8, show_default=True, type=click.IntRange(min=1),
+              help="Tensor parallel GPUs (sglang, vllm; none on CPU).")
 @click.option("--context-length", type=click.IntRange(min=1), help="SGLang --context-length; vLLM --max-model-len; local: as SGLang's.")
 @click.option("--mem-fraction-static", type=click.FloatRange(0, 1),
               help="SGLang --mem-fraction-static (default 0.85); vLLM --gpu-memory-utilization (default vLLM's).")
@@ -30,7 +37,7 @@ from kimi_eagle_data.cli.common import SERVES, UserError, friendly_errors, out
 @click.option("--dry-run", is_flag=True, help="Print the SGLang (or, with --engine vllm, vLLM) launch command and exit.")
 @click.option("--max-batch", default=16, show_default=True, help="local: requests decoded together.")
 @friendly_errors(interrupted=SERVES)
-def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem_fraction_static, no_metrics, extra,
+def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, context_length, mem_fraction_static, no_metrics, extra,
           health_timeout, dry_run, max_batch):
     """Launch SGLang or vLLM for Kimi-K2.5 (or serve a local model over SGLang's protocol).
 
@@ -41,24 +48,34 @@ def serve(engine, profile, model, tokenizer, host, port, tp, context_length, mem
     The same with vLLM:
       kimi-data serve --engine vllm --tp 8 --context-length 32768
       kimi-data build --engine vllm --server http://127.0.0.1:30000 --workdir run1
+    The real engines on CPU, serving the tiny model (the tier's recipe; install once with
+    scripts/real_engines/install_sglang_cpu.sh or install_vllm_cpu.sh):
+      kimi-data serve --engine sglang --device cpu
+      kimi-data build B4 --samples --profile tiny-kimi --engine sglang --server http://127.0.0.1:30000 --workdir run1
     Any HF model on this CPU, over SGLang's protocol (the demo's tiny model: --profile tiny-kimi):
       kimi-data serve --engine local --profile tiny-kimi --port 30001
     """
     import shlex
 
     from kimi_eagle_data.profile import get_profile
-    from kimi_eagle_data.engines.serve import SGLangLaunch, VLLMLaunch, run_server
+    from kimi_eagle_data.engines.serve import SGLangLaunch, VLLMLaunch, cpu_venv, run_server
 
-    prof = get_profile(profile)
+    cpu = device == "cpu" and engine in ("sglang", "vllm")
+    if venv and not cpu:
+        raise click.BadParameter("names the venv of an engine's CPU recipe: use it with --device cpu and --engine "
+                                 "sglang or vllm", param_hint="--venv")
+    prof = get_profile(profile or ("tiny-kimi" if cpu else "kimi-k2.5"))
     model = model or prof.model_path
     if engine in ("sglang", "vllm") or dry_run:
+        engine_venv = cpu_venv(engine, venv) if cpu else None
         if engine == "vllm":
             launch = VLLMLaunch(model=model, tp=tp, host=host, port=port, max_model_len=context_length,
-                                gpu_memory_utilization=mem_fraction_static, extra=list(extra))
+                                gpu_memory_utilization=mem_fraction_static, extra=list(extra), venv=engine_venv)
         else:
+            # On CPU the KV cache is bounded by the recipe's --max-total-tokens, not a share of GPU memory.
+            mem = mem_fraction_static if cpu or mem_fraction_static is not None else 0.85
             launch = SGLangLaunch(model=model, tp=tp, host=host, port=port, context_length=context_length,
-                                  mem_fraction_static=0.85 if mem_fraction_static is None else mem_fraction_static,
-                                  metrics=not no_metrics, extra=list(extra))
+                                  mem_fraction_static=mem, metrics=not no_metrics, extra=list(extra), venv=engine_venv)
         if dry_run:
             out.print(shlex.join(launch.shown(prof)), highlight=False, soft_wrap=True)
             return

