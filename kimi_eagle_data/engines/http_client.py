@@ -148,8 +148,8 @@ class Waiting:
     def report(self, got: str) -> None:
         now = time.monotonic()
         if now >= self.next_report:
-            log.warning("waiting for %s: %s (%.0f s of %.0f s; Ctrl-C stops)", self.what, got, now - self.started,
-                        self.timeout_s)
+            log.info("waiting for %s: %s (%.0f s of %.0f s; Ctrl-C stops)", self.what, got, now - self.started,
+                     self.timeout_s)
             self.next_report = now + WAIT_REPORT_S
             self.reported = True
 

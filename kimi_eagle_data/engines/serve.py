@@ -236,18 +236,22 @@ def wait_healthy(url: str, timeout_s: float, proc: subprocess.Popen | None = Non
 
 def run_server(launch: SGLangLaunch | VLLMLaunch, profile: ModelProfile, *, health_timeout_s: float,
                echo=log.info) -> int:
-    """Run the launch command until it exits (or Ctrl-C); say when it is healthy and how to use it."""
+    """Run the launch command until it exits (or Ctrl-C, SIGTERM); say when it is healthy, after how long, and how to
+    use it."""
     cmd, env = launch.command(profile), launch.env()
     echo(f"launching: {shlex.join([f'{k}={v}' for k, v in env.items()] + cmd)}")
+    started = time.monotonic()
     proc = subprocess.Popen(cmd, env={**os.environ, **env})
     try:
         wait_healthy(launch.url, health_timeout_s, proc, launch.health_path)
         profile_arg = f" --profile {profile.name}" if profile.is_test_model else ""
-        echo(f"{launch.display_name} is healthy at {launch.url}; generate with: kimi-data build --engine "
-             f"{launch.engine} --server {launch.url}{profile_arg}")
+        echo(f"{launch.display_name} is healthy at {launch.url} after {time.monotonic() - started:.0f} s; generate "
+             f"with: kimi-data build --engine {launch.engine} --server {launch.url}{profile_arg}")
         return proc.wait()
     except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
+        # Ctrl-C, or SIGTERM (a scheduler; stopping.Terminated): SIGTERM asks either engine to drain and shut down
+        # (SGLang takes a SIGINT as a KeyboardInterrupt, its traceback in the log).
+        proc.send_signal(signal.SIGTERM)
         return proc.wait()
     finally:
         if proc.poll() is None:

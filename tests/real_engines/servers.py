@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -77,7 +78,9 @@ class RealServer:
     def start(self) -> "RealServer":
         t0 = time.monotonic()
         with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(self.cmd, stdout=out, stderr=subprocess.STDOUT,
+            # From the log's folder, not the repository's root (which `python -m` would put on the engine's sys.path):
+            # the engine finds this package through what serve puts on its PYTHONPATH, as anywhere a user starts it.
+            self.proc = subprocess.Popen(self.cmd, stdout=out, stderr=subprocess.STDOUT, cwd=self.log.parent,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         try:
             self._wait(lambda: http("GET", self.url + self.health_path, timeout=10)[0] == 200, "healthy")
@@ -90,7 +93,7 @@ class RealServer:
             raise AssertionError(f"{self.engine} on port {self.port} did not become ready: {e}\n{self.log_tail()}") \
                 from e
         self.ready_s = time.monotonic() - t0
-        print(f"{self.engine} ready in {self.ready_s:.0f} s at {self.url}")
+        print(f"{self.engine} ready in {self.ready_s:.0f} s at {self.url}: {shlex.join(self.cmd)}")
         return self
 
     def _wait(self, condition, what: str) -> None:
