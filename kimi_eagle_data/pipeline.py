@@ -333,7 +333,7 @@ class Pipeline:
 
         return model_vocab_size(self.profile, self.tokenizer)
 
-    def checkpoint_paths(self) -> list:
+    def checkpoint_paths(self) -> list[Path]:
         """Every checkpoint file validate reads: this workdir's shards and those of --merge workdirs."""
         paths = self.workdir.checkpoint_paths()
         for other in self.s.merge:
@@ -341,13 +341,19 @@ class Pipeline:
             if not found:
                 raise MissingInputError(f"--merge {other}: no generations*.sqlite there; is it a kimi-data workdir?")
             paths += found
-        return paths or [self.workdir.checkpoint]
+        return paths
+
+    def checkpoints(self) -> CheckpointSet:
+        """Those files read as one, each opened read-only: what a stage only reads it never writes, locks or
+        migrates (a --merge workdir's files are another run's, maybe on a read-only mount; another shard's file
+        is its generate's). Only generate opens a file to write: its own shard's."""
+        return CheckpointSet(self.checkpoint_paths(), readonly=True)
 
     def generate(self, engine: Engine | None = None) -> GenerateReport:
         prepared = [r for c in self.s.configs for r in read_prepared(self.workdir, c)]
         # What is done anywhere (other shards' files, merged workdirs) is not generated again. A conversation's
         # later turns are stored once the turn before is (the shard of a conversation is its first turn's).
-        seen = CheckpointSet(self.checkpoint_paths())
+        seen = self.checkpoints()
         try:
             done, failed = seen.done_ids(), seen.failures()
             turns = {c: seen.turn_conversations(c) for c in self.s.configs}
@@ -403,7 +409,7 @@ class Pipeline:
         """The accounting identity (docs/reliability.md) before validation:
         selected + later turns = rejected at prepare + generated + failed + pending (later turns: those of
         conversations continued on the model's own turns)."""
-        ckpt = CheckpointSet(self.checkpoint_paths())
+        ckpt = self.checkpoints()
         try:
             return generation_progress(self.workdir, self.s.configs, ckpt)
         finally:
@@ -420,7 +426,7 @@ class Pipeline:
         """Judge every completion; light rows to validated/. With `sinks` (config -> emit.ConfigShards), the
         same pass streams each config's full rows into its shards. `light_done(config, rows)` runs as soon as a
         config's light rows are in place (its full rows may still be being written)."""
-        ckpt = CheckpointSet(self.checkpoint_paths())
+        ckpt = self.checkpoints()
         own = pool is None
         pool = pool or self.verdict_pool()
         try:
@@ -434,7 +440,7 @@ class Pipeline:
         return self.reports
 
     def provenance(self) -> dict[str, Any]:
-        ckpt = CheckpointSet(self.checkpoint_paths())
+        ckpt = self.checkpoints()
         try:
             engine = ckpt.get_meta("engine") or {}
             span = ckpt.time_range()

@@ -89,10 +89,16 @@ class ModelProfile:
 
     def rules_paragraph(self) -> str:
         """The card's summary of what a `train` row satisfies (docs/token-rules.md), in this profile's tokens."""
+        if self.instant_generation_prompt:     # two modes: each prompt ends as its mode's generation prompt does
+            ends = ("the prompt ends with its mode's generation prompt (thinking: last token `{think_open}`; instant: "
+                    "`{think_open}{think_close}`); a thinking-mode completion has exactly one `{think_close}`, an "
+                    "instant-mode one neither `{think_open}` nor `{think_close}`")
+        else:
+            ends = ("the prompt ends with the generation prompt (last token `{think_open}`); the completion has "
+                    "exactly one `{think_close}`")
         return self.describe(
-            "the prompt ends with the generation prompt (last token `{think_open}`); the completion has exactly one "
-            "`{think_close}`, no role or control tokens, a well-formed tool-call section naming declared tools "
-            "with JSON-object arguments and call indices continuing the conversation's count "
+            ends + "; every completion has no role or control tokens, a well-formed tool-call section naming "
+            "declared tools with JSON-object arguments and call indices continuing the conversation's count "
             "(`{tool_call_id_shape}`), and ends with one `{end_of_turn}`.")
 
     def generation_prompt_ids(self, tokenizer, mode: str = THINKING) -> list[int]:

@@ -3,6 +3,8 @@ disk: test_disk_full.py)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import signal
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.cli import error_lines, popen_cli, run_cli, tmp_files
+from tests.helpers.cli import error_lines, popen_cli, run_cli, tmp_files, tree_hashes
 from tests.helpers.servers import wait_for
 from tests.helpers.workdirs import completions, generate_in_flight
 
@@ -202,3 +204,53 @@ def test_emit_killed_leaves_no_worker_running(sig, generated_b6, tmp_path):
         assert tmp_files(w) == []
     run_cli("emit", "--workdir", str(w))    # nothing left locked; what a kill -9 left half-written is gone
     assert (w / "dataset" / "manifest.json").is_file() and tmp_files(w) == []
+
+
+# -- a --merge workdir is only read ----------------------------------------------------------------------
+
+@contextlib.contextmanager
+def read_only_view(src: Path, where: Path):
+    """`src` seen at `where` through a read-only bind mount (root cannot write there either; chmod alone does not
+    stop root, as in CI), with its files' write bits off too."""
+    for p in [src, *src.rglob("*")]:
+        p.chmod(p.stat().st_mode & ~0o222)
+    where.mkdir()
+    for cmd in (["mount", "--bind", str(src), str(where)], ["mount", "-o", "remount,bind,ro", str(where)]):
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode:
+            subprocess.run(["umount", str(where)], capture_output=True)
+            pytest.fail(f"cannot make a read-only bind mount ({proc.stderr.strip()}); run this test as root")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+        for p in [src, *src.rglob("*")]:
+            p.chmod(p.stat().st_mode | 0o200)
+
+
+def test_a_merge_source_is_opened_read_only_and_never_migrated(prepared_b6, generated_b6, tmp_path):
+    """Another node's workdir, on a read-only mount, with a checkpoint from before log-probs were recorded (an
+    older schema, which a writable open would migrate): validate, and build (generate, validate, emit), read it,
+    nothing there changes, and every completion counts: none is generated again."""
+    import sqlite3
+
+    src = tmp_path / "other"
+    shutil.copytree(generated_b6, src)
+    with contextlib.closing(sqlite3.connect(src / "generations.sqlite")) as db, db:
+        db.execute("ALTER TABLE completions DROP COLUMN logprob_stats")
+    before = tree_hashes(src)
+    assert "generations.sqlite" in before and "generations.sqlite-wal" not in before   # closed whole
+    w = tmp_path / "w"
+    shutil.copytree(prepared_b6, w)
+    with read_only_view(src, tmp_path / "ro") as ro:
+        proc = run_cli("validate", "--workdir", str(w), "--merge", str(ro), check=False)
+        assert proc.returncode == 0, proc.stderr
+        n = len(completions(generated_b6))
+        counts = json.loads((w / "validated" / "B6.json").read_text())
+        assert counts["generated"] == n and counts["pending"] == 0, counts
+        proc = run_cli("build", "--workdir", str(w), "--merge", str(ro), check=False)
+        assert proc.returncode == 0, proc.stderr
+        assert f"generate: 0 completed, 0 failed, {n} already done" in proc.stdout, proc.stdout
+        assert (w / "dataset" / "manifest.json").is_file()
+    assert tree_hashes(src) == before          # no byte changed, no -wal or -shm left, no column added
+    assert not list(w.glob("generations*.sqlite"))      # nor a checkpoint of its own made in the workdir

@@ -183,3 +183,30 @@ def test_reports_during_the_first_generate_show_the_checkpoints_counts(tmp_path)
             assert committed <= int(m[2].replace(",", "")) <= n
             assert "generation so far" in proc.stdout, proc.stdout
         assert run.proc.poll() is None, "generate ended before the reports ran; slow the stand-in server down"
+
+
+# -- small things a user met ------------------------------------------------------------------------------
+
+def test_inspect_of_a_config_the_directory_lacks_names_the_ones_it_has(emitted_b6):
+    for args in ([], ["--random"]):
+        proc = run_cli("inspect", str(emitted_b6), "C3", *args, check=False)
+        assert proc.returncode == 1, proc.stderr
+        assert one_error_line(proc) == f"error: no config C3 in {emitted_b6} (configs: B6)"
+
+
+@pytest.mark.parametrize("toml, said", [
+    ('configs = ["C2"]\n[partition.C2]\nsource = "rows.jsonl"\n',
+     "{file}: partition: unknown key (did you mean partitions?)"),
+    ('configs = ["C3"]\n[partitions.C2]\nsource = "rows.jsonl"\n',
+     "{file}: configs: 'C3' is neither a built-in config nor defined by a [partitions.C3] table; the configs are "
+     "B1, B2, B3, B4, B5, B6, B7, B8, C2"),
+])
+def test_a_partition_file_typo_is_named_with_its_brackets(toml, said, tmp_path):
+    """The line keeps `[partitions.C3]` as written (the console must not read it as markup and drop it)."""
+    file = tmp_path / "partitions.toml"
+    file.write_text(toml)
+    (tmp_path / "rows.jsonl").write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
+    proc = run_cli("prepare", "--config", str(file), "--workdir", str(tmp_path / "w"), check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert said.format(file=file) in " ".join(proc.stderr.split()), proc.stderr
+    assert "Traceback" not in proc.stderr

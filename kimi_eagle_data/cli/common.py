@@ -13,6 +13,7 @@ import sys
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from kimi_eagle_data.diskfull import disk_full_line, is_disk_full
 from kimi_eagle_data.errors import KimiDataError
@@ -27,7 +28,8 @@ class UserError(click.ClickException):
     """Printed as one line `error: …`, exit 1."""
 
     def show(self, file=None):
-        console.print(f"[bold red]error:[/] {self.message}", highlight=False, soft_wrap=True)
+        # escaped: a message quoting a TOML table (`[partitions.C2]`) must not be read as console markup
+        console.print(f"[bold red]error:[/] {escape(self.message)}", highlight=False, soft_wrap=True)
 
 
 # What is true after Ctrl-C or SIGTERM, by what the command writes (its line: "interrupted[ by SIGTERM]: …").

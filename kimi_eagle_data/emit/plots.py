@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
+from kimi_eagle_data.profile import INSTANT, THINKING
 from kimi_eagle_data.store.workdir import Workdir, atomic_path
 
 
@@ -128,26 +129,35 @@ LENGTH_PANELS = (("prompt", "prompt tokens"), ("completion", "completion tokens"
 def plot_length_histograms(workdir: Workdir, configs: list[str], out_dir: Path, *,
                            prefix: str = "assets") -> dict[str, str]:
     """One PNG per config: prompt / completion / reasoning length histograms (train and rejected stacked,
-    median marked). Written to `out_dir/lengths_<CFG>.png`; returns {title: f"{prefix}/lengths_<CFG>.png"}.
+    median marked), one row of panels per mode the config's rows have (thinking, instant): an instant row has no
+    reasoning (its 0s would pile up beside the thinking rows' lengths), so its row has no reasoning panel. Written
+    to `out_dir/lengths_<CFG>.png`; returns {title: f"{prefix}/lengths_<CFG>.png"}.
 
     Deterministic: same workdir, same bytes (Agg backend, no Software/date metadata)."""
 
     written: dict[str, str] = {}
     for config in configs:
-        data = config_lengths(workdir, config)
-        n = sum(len(data[s]["completion"]) for s in data)
-        plt, fig, axes = _figure(1, len(LENGTH_PANELS), 10.5, 2.8, left=0.7)
-        for ax, (kind, label) in zip(axes.flat, LENGTH_PANELS):
-            train, rejected = data["train"][kind], data["rejected"][kind]
-            both = np.concatenate([train, rejected])
-            _stacked_hist(ax, train, rejected, int(both.max()) if both.size else 1)
-            if both.size:
-                med = float(np.median(both))
-                ax.axvline(med, color="black", linestyle="--", linewidth=0.8, label=f"median {med:g}")
-            ax.set_xlabel(label, fontsize=8)
-            ax.tick_params(labelsize=7)
-            ax.legend(fontsize=6)
-        axes.flat[0].set_ylabel("samples", fontsize=8)
+        by_mode = config_lengths_by_mode(workdir, config)
+        n = sum(len(data[s]["completion"]) for data in by_mode.values() for s in data)
+        rows = len(by_mode)
+        plt, fig, axes = _figure(rows, len(LENGTH_PANELS), 10.5, 2.5 * rows + 0.3, left=0.7)
+        for r, (mode, data) in enumerate(by_mode.items()):
+            m = sum(len(data[s]["completion"]) for s in data)
+            for ax, (kind, label) in zip(axes[r], LENGTH_PANELS):
+                if kind == "reasoning" and mode == INSTANT:
+                    ax.axis("off")
+                    ax.text(0.5, 0.5, "instant mode: no reasoning", ha="center", va="center", fontsize=8)
+                    continue
+                train, rejected = data["train"][kind], data["rejected"][kind]
+                both = np.concatenate([train, rejected])
+                _stacked_hist(ax, train, rejected, int(both.max()) if both.size else 1)
+                if both.size:
+                    med = float(np.median(both))
+                    ax.axvline(med, color="black", linestyle="--", linewidth=0.8, label=f"median {med:g}")
+                ax.set_xlabel(label, fontsize=8)
+                ax.tick_params(labelsize=7)
+                ax.legend(fontsize=6)
+            axes[r][0].set_ylabel(f"{mode} (n={m})", fontsize=8)
         fig.suptitle(f"{config}: token lengths (n={n})", fontsize=10)
         title, name = _histograms_plot(config)
         _save(plt, fig, out_dir / name)
@@ -157,11 +167,34 @@ def plot_length_histograms(workdir: Workdir, configs: list[str], out_dir: Path, 
 
 def config_lengths(workdir: Workdir, config: str) -> dict[str, dict[str, np.ndarray]]:
     """{"train"|"rejected": {"prompt"|"completion"|"reasoning": lengths}} from validated/'s light columns."""
+    return _lengths(_light_table(workdir, config))
+
+
+def config_lengths_by_mode(workdir: Workdir, config: str) -> dict[str, dict[str, dict[str, np.ndarray]]]:
+    """config_lengths per mode the config's rows have ({THINKING: …, INSTANT: …}, thinking first; rows validated
+    before modes are thinking). A config without rows: {THINKING: empty lengths}."""
     import pyarrow.compute as pc
 
+    t = _light_table(workdir, config, with_mode=True)
+    if "mode" not in t.column_names:
+        return {THINKING: _lengths(t)}
+    present = set(t["mode"].to_pylist())
+    modes = [m for m in (THINKING, INSTANT) if m in present] or [THINKING]
+    return {m: _lengths(t.filter(pc.equal(t["mode"], m))) for m in modes}
+
+
+def _light_table(workdir: Workdir, config: str, with_mode: bool = False):
     # ParquetFile, not read_table: the latter imports pyarrow.dataset and pandas (~0.4 s where not yet loaded).
-    t = pq.ParquetFile(workdir.validated(config)).read(columns=["split", "prompt_len", "completion_len",
-                                                                 "reasoning_len"])
+    f = pq.ParquetFile(workdir.validated(config))
+    columns = ["split", "prompt_len", "completion_len", "reasoning_len"]
+    if with_mode and "mode" in f.schema_arrow.names:
+        columns.append("mode")
+    return f.read(columns=columns)
+
+
+def _lengths(t) -> dict[str, dict[str, np.ndarray]]:
+    import pyarrow.compute as pc
+
     out: dict[str, dict[str, np.ndarray]] = {}
     for split in ("train", "rejected"):
         s = t.filter(pc.equal(t["split"], split))

@@ -292,10 +292,13 @@ def measure_throughput(wd: Workdir, ids: list[str]) -> dict[str, Any] | None:
 
 def pilot_hardware(engine: dict[str, Any]) -> tuple[str | None, int | None]:
     """(device, GPUs) the pilot generated on, from the engine provenance its checkpoint records: the local
-    engine's `device` (cpu: 0 GPUs, one accelerator otherwise); one SGLang server's tp_size x dp_size.
-    GPUs None when the record does not tell (a router, several servers, no sizes)."""
+    engine's `device` (cpu: 0 GPUs, one accelerator otherwise); one SGLang server's tp_size x dp_size. A server
+    on `device` cpu (SGLang runs there too, its tp_size counting CPU workers) used no GPU. GPUs None when the
+    record does not tell (a router, several servers, no sizes)."""
     args = engine.get("server_args") or {}
     device = args.get("device") if isinstance(args.get("device"), str) else None
+    if device == "cpu":
+        return device, 0
     if engine.get("engine") == "local":
         return device, (None if device is None else 0 if device == "cpu" else 1)
     tp, dp = args.get("tp_size"), args.get("dp_size") or 1

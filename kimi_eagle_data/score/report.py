@@ -28,7 +28,6 @@ import numpy as np
 
 from kimi_eagle_data.prompts.prepare import read_prepared
 from kimi_eagle_data.score.scoring import DEFAULT_LIMIT, plan_items, run_scoring, sample
-from kimi_eagle_data.store.checkpoint import CheckpointSet
 from kimi_eagle_data.store.scores import ScoreCheckpoint
 from kimi_eagle_data.store.workdir import read_json, write_json
 
@@ -42,7 +41,7 @@ def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, s
     """Score `configs` of the pipeline's workdir (resumable) and write score.json; returns the report."""
     p, wd = pipeline, pipeline.workdir
     rescore_own = float(p.sampling.temperature) != 1.0
-    gen = CheckpointSet(p.checkpoint_paths())
+    gen = p.checkpoints()
     ckpt = ScoreCheckpoint(wd.score_checkpoint)
     per_config: dict[str, dict[str, Any]] = {}
     items = []

@@ -61,6 +61,7 @@ so a typo never silently falls back to a default.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import logging
 import sys
@@ -158,7 +159,9 @@ class _Table:
     def done(self) -> None:
         unknown = sorted(set(self.data) - self.used)
         if unknown:
-            raise self.err(unknown[0], "unknown key" + (f" (also {', '.join(unknown[1:])})" if unknown[1:] else ""))
+            near = difflib.get_close_matches(unknown[0], sorted(self.used), n=1)
+            raise self.err(unknown[0], "unknown key" + (f" (did you mean {near[0]}?)" if near else "")
+                           + (f" (also {', '.join(unknown[1:])})" if unknown[1:] else ""))
 
 
 def _positive(v) -> str | None:
@@ -379,11 +382,12 @@ def load_config(path: str | Path | None) -> PrepareConfig:
             parts[config] = dataclasses.replace(p, seed=seed, filters=filters)
 
     configs = top.get("configs", list, None)
+    top.done()     # a misspelt table (`[partition.C2]`) is named before the configs it would have defined
     if configs is None:
         configs = list(parts)
     for c in configs:
         if c not in parts:
-            raise top.err("configs", f"{c!r} is not a built-in or [partitions.{c}] config")
-    top.done()
+            raise top.err("configs", f"{c!r} is neither a built-in config nor defined by a [partitions.{c}] table; "
+                                     f"the configs are {', '.join(parts)}")
     return PrepareConfig(partitions=parts, configs=tuple(configs), dedup=dedup, decontam=decontam,
                          sampling=sampling, path=file, sha256=hashlib.sha256(raw).hexdigest())

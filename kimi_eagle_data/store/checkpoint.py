@@ -182,9 +182,11 @@ class Checkpoint(SQLiteStore):
     records_schema = COMPLETIONS_TABLE
 
     def migrate(self) -> None:
-        cols = {r[1] for r in self.db.execute("PRAGMA table_info(completions)")}
-        if "logprob_stats" not in cols:   # a checkpoint from before log-probs were recorded
+        if not self._has_column("completions", "logprob_stats"):   # a checkpoint from before log-probs were recorded
             self.db.execute("ALTER TABLE completions ADD COLUMN logprob_stats TEXT")
+
+    def _has_column(self, table: str, column: str) -> bool:
+        return any(r[1] == column for r in self.read(f"PRAGMA table_info({table})"))
 
     # -- writes -------------------------------------------------------------------------------
     def commit(self, config: str, c: Completion, follow: PromptRecord | ConversationEnd | None = None) -> None:
@@ -235,9 +237,11 @@ class Checkpoint(SQLiteStore):
             raise self.unreadable(e) from e
 
     def _completions(self, config: str) -> Iterator[Completion]:
+        # A file from before log-probs were recorded, opened read-only (so not migrated): none recorded.
+        logprobs = "logprob_stats" if self._has_column("completions", "logprob_stats") else "NULL"
         cur = self.db.execute(
             "SELECT id, output_ids, finish_reason, finish_detail, prompt_tokens, completion_tokens, "
-            "cached_tokens, engine, latency_s, checksum, logprob_stats FROM completions WHERE config=? ORDER BY id",
+            f"cached_tokens, engine, latency_s, checksum, {logprobs} FROM completions WHERE config=? ORDER BY id",
             (config,))
         for (id_, blob, fr, fd, pt, ct, cached, engine, lat, checksum, lps) in cur:
             if not isinstance(blob, bytes) or _checksum(id_, blob, fr) != checksum or len(blob) % 4:

@@ -16,11 +16,13 @@ What every store gets from here, written once:
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
+from urllib.parse import quote
 
 import orjson
 
@@ -73,6 +75,36 @@ def open_store(path: Path, schema: str) -> sqlite3.Connection:
         raise
 
 
+def open_readonly(path: Path, what: str = "checkpoint") -> sqlite3.Connection:
+    """`path` opened read-only (SQLite's `mode=ro`): nothing is written to it, no lock taken that a writer waits on,
+    no schema created or changed. Reading a WAL database needs its `-shm` index; where that is missing and cannot
+    be made (a read-only directory: another machine's workdir mounted read-only), a file with no write-ahead log
+    to apply is opened as immutable, and one with a log is refused with what to do."""
+    uri = f"file:{quote(str(path))}?mode=ro"
+    try:
+        return _connect_checked(uri)
+    except sqlite3.OperationalError as e:
+        if getattr(e, "sqlite_errorcode", None) != sqlite3.SQLITE_CANTOPEN or not path.is_file() \
+                or os.access(path.parent, os.W_OK):
+            raise
+    wal = path.with_name(path.name + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise CorruptCheckpointError(
+            f"{what} {path} cannot be read in place: its directory is read-only and its write-ahead log {wal} "
+            "holds commits not yet in the file; copy the workdir somewhere writable and read the copy")
+    return _connect_checked(uri + "&immutable=1")
+
+
+def _connect_checked(uri: str) -> sqlite3.Connection:
+    db = sqlite3.connect(uri, uri=True, timeout=60)
+    try:
+        db.execute("SELECT 1 FROM sqlite_master LIMIT 1")     # connect is lazy: open the file now
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
 class SQLiteStore:
     """A record store in one SQLite file. A subclass names its records' table and schema, the columns that key
     a record (and its failure row), how its errors name the file and what a user does about a corrupt one."""
@@ -84,11 +116,12 @@ class SQLiteStore:
     remedy = "rerun generate, or restore it from a backup"
 
     def __init__(self, path: str | Path, readonly: bool = False):
-        """`readonly`: for reports, which must never create or alter a store."""
+        """`readonly`: for every reader (reports, and the stages reading checkpoints), which must never create,
+        lock or alter a store (store/sqlite.open_readonly)."""
         self.path = Path(path)
         try:
             if readonly:
-                self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=60)
+                self.db = open_readonly(self.path, self.what)
                 # Not a store of this kind: fail here, not later.
                 self.db.execute(f"SELECT 1 FROM {self.records_table} LIMIT 1")
                 return

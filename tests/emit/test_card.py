@@ -193,3 +193,48 @@ def test_card_counts_conversations_as_their_rows_say(conversation_run):
     rows = {cells(r)[0]: cells(r) for r in table[1:]}
     assert rows["C1"][4] == str(report["later_turns"]) and rows["C2"][4] == "0"
     assert "selected + later turns = rejected at prepare + train + rejected + failed + pending" in " ".join(card.split())
+
+
+def test_card_states_each_modes_prompt_end_as_the_rows_have_it(demo_run, tiny_tokenizer):
+    """The rules sentence names both modes' prompt ends from the profile, and the train rows end so: a thinking
+    row's prompt with `<think>`, an instant row's with `<think></think>` (a card saying every prompt's last token
+    is `<think>` would be wrong for the instant rows)."""
+    import pyarrow.parquet as pq
+
+    from kimi_eagle_data.profile import get_profile
+
+    workdir, _ = demo_run
+    profile = get_profile("tiny-kimi")
+    card = (workdir / "dataset" / "README.md").read_text()
+    assert (f"thinking: last token `{profile.think_open}`; instant: `{profile.think_open}{profile.think_close}`"
+            in card), card
+    ends = {m: profile.generation_prompt_ids(tiny_tokenizer, m) for m in ("thinking", "instant")}
+    seen = set()
+    for f in sorted((workdir / "dataset" / "data").glob("*/train-*.parquet")):
+        for row in pq.read_table(f, columns=["input_ids", "prompt_len", "mode"]).to_pylist():
+            prompt = row["input_ids"][:row["prompt_len"]]
+            assert prompt[-len(ends[row["mode"]]):] == ends[row["mode"]]
+            seen.add(row["mode"])
+    assert seen == {"thinking", "instant"}
+
+
+def test_length_plots_keep_the_modes_apart(demo_run):
+    """The per-config histograms are drawn per mode: instant rows have no reasoning (all 0), so they are not
+    mixed into the thinking rows' reasoning lengths; the modes together are every row."""
+    import pyarrow.parquet as pq
+
+    from kimi_eagle_data.emit.plots import config_lengths, config_lengths_by_mode
+    from kimi_eagle_data.store.workdir import Workdir
+
+    workdir, _ = demo_run
+    wd = Workdir(workdir)
+    for config in wd.validated_configs():
+        modes = pq.read_table(wd.validated(config), columns=["mode"])["mode"].to_pylist()
+        by_mode = config_lengths_by_mode(wd, config)
+        assert list(by_mode) == [m for m in ("thinking", "instant") if m in modes]
+        for mode, data in by_mode.items():
+            assert sum(len(data[s]["reasoning"]) for s in data) == modes.count(mode)
+        if "instant" in by_mode:
+            assert not any(by_mode["instant"][s]["reasoning"].any() for s in ("train", "rejected"))
+        whole = config_lengths(wd, config)
+        assert sum(len(whole[s]["completion"]) for s in whole) == len(modes)

@@ -311,6 +311,21 @@ def test_plan_table_defaults_and_throughput_warning(demo_run):
     assert bad.returncode == 2
 
 
+@pytest.mark.parametrize("engine, args, said", [
+    ("sglang", {"device": "cpu", "tp_size": 1, "dp_size": 1}, "the sglang engine on cpu: no GPU"),   # SGLang on CPU
+    ("sglang", {"device": "cuda", "tp_size": 8, "dp_size": 1}, "the sglang engine on cuda, 8 GPUs"),
+    ("sglang", {"device": "cuda", "tp_size": 8, "router": True}, "the sglang engine on cuda, GPU count unknown"),
+    ("local", {"device": "cpu"}, "the local engine on cpu: no GPU"),
+    ("local", {"device": "cuda:0"}, "the local engine on cuda:0, 1 GPU"),
+])
+def test_plan_says_what_the_pilot_ran_on(engine, args, said):
+    """A pilot on the CPU is never said to have used a GPU, whatever the engine's tp_size counts."""
+    from kimi_eagle_data.reports.plan import measured_on, pilot_hardware
+
+    device, gpus = pilot_hardware({"engine": engine, "server_args": {"urls": ["http://h:30000"], **args}})
+    assert measured_on({"engine": engine, "device": device, "gpus": gpus}) == said
+
+
 def test_plan_counts_a_user_partition_by_the_n_prepare_recorded(demo_run, tmp_path):
     """A user-defined partition has no built-in default: its count is the `n` its prepared/<CFG>.json
     records; without one, plan asks for --counts in one line."""

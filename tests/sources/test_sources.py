@@ -258,7 +258,7 @@ license = "cc-by-4.0"
     ("[filters]\nmin_script_share = 2.0", "between 0 and 1"),
     ("[dedup]\nnear_threshold = 0", "must be in (0, 1]"),
     ("[[decontam.sets]]\nname = 'x'", "path: is required"),
-    ("configs = ['B9']", "'B9' is not a built-in"),
+    ("configs = ['B9']", "'B9' is neither a built-in config nor defined by a [partitions.B9] table; the configs are B1, "),
     ("[sampling]\ntemperature = 'hot'", "sampling.temperature"),
     ("seed = = 1", "not valid TOML"),
 ])
