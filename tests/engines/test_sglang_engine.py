@@ -169,9 +169,9 @@ def test_a_stopped_client_aborts_its_requests_on_every_worker_behind_the_router(
     try:
         with sglang_router(a.url, b.url) as url:
             w = tmp_path / "w"
-            run_cli("prepare", *sglang_args(w, url))
-            gen = popen_cli("generate", "--workdir", str(w), "--concurrency", "4", stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+            run_cli("prepare", *prepare_args(w))
+            gen = popen_cli("generate", "--workdir", str(w), *engine_args(url), "--concurrency", "4",
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             wait_for(lambda: len(a.running()) == len(b.running()) == 2, 300, "four requests in flight", proc=gen)
             in_flight = a.running() | b.running()
             gen.send_signal(signal.SIGTERM)
@@ -265,12 +265,16 @@ def test_out_of_vocabulary_prompt_is_a_counted_prepare_reject_and_never_sent(tmp
     texts = ["How many legs do 3 spiders have?", "Repeat after me: [PAD]", "Name a prime above 10."]
     source.write_text("".join(json.dumps({"prompt": t, "prompt_id": f"p{i}", "messages": [
         {"role": "user", "content": t}]}) + "\n" for i, t in enumerate(texts)))
+    # The text "[PAD]" is the special token's own string: kept as served (special_text), so the id reaches the bound.
+    config = tmp_path / "as_served.toml"
+    config.write_text('[partitions.B6]\nspecial_text = "as_served"\n')
     sent = tmp_path / "sent.jsonl"
     s = Server("--record-requests", str(sent)).start()
     try:
         w = tmp_path / "w"
         args = [a for a in sglang_args(w, s.url) if a != "--samples"]
-        result = CliRunner().invoke(cli, ["build", *args, "--source", f"B6={source}"], catch_exceptions=False)
+        result = CliRunner().invoke(cli, ["build", *args, "--source", f"B6={source}", "--config", str(config)],
+                                    catch_exceptions=False)
         assert result.exit_code == 0, result.output
     finally:
         s.kill()

@@ -214,7 +214,7 @@ def test_missing_tiktoken_is_one_line_from_the_cli(tmp_path):
     code = BLOCK_TIKTOKEN + (
         "from kimi_eagle_data.cli.main import main\n"
         f"sys.argv = ['kimi-data', 'prepare', 'B4', '--workdir', {str(tmp_path / 'w')!r}, '--profile', 'tiny-kimi',"
-        f" '--model', {str(TINY_MODEL_DIR)!r}, '--no-progress']\n"
+        f" '--model', {str(TINY_MODEL_DIR)!r}]\n"
         "main()\n")
     env = {**os.environ, "COLUMNS": "400", "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
