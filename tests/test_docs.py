@@ -209,38 +209,40 @@ def _code_blocks(text: str) -> list[str]:
     return blocks
 
 
-def test_every_option_a_docs_command_line_uses_exists():
-    """Each `kimi-data COMMAND … --option` line in a code block of the README or docs/ names an option that
-    command takes (click's own parser, no subprocess)."""
+def _option_problems(text: str) -> tuple[list[str], int]:
+    """The options in `kimi-data COMMAND [SUBCOMMAND] …` text that the command does not take (click's own parser,
+    no subprocess), and how many options were checked."""
     import click
 
     from kimi_eagle_data.cli.main import main as cli
 
+    m = re.search(r"\bkimi-data\s+([a-z]+)(?:\s+([a-z]+))?(.*)", text)
+    if not m:
+        return [], 0
+    cmd, rest = cli.commands.get(m[1]), m[3]
+    if cmd is None:
+        return [f"no command `kimi-data {m[1]}`"], 0
+    if isinstance(cmd, click.Group):
+        cmd = cmd.commands.get(m[2] or "")
+        if cmd is None:
+            return [f"no command `kimi-data {m[1]} {m[2]}`"], 0
+    elif m[2]:
+        rest = f" {m[2]}{rest}"
+    names = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)} | {"--help", "-h"}
+    options = re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", rest)
+    return [f"`kimi-data {cmd.name}` takes no {o}" for o in options if o not in names], len(options)
+
+
+def test_every_option_a_docs_command_line_uses_exists():
+    """Each `kimi-data COMMAND … --option` line in a code block of the README or docs/ names an option that
+    command takes."""
     bad, checked = [], 0
     for md in markdown_files():
         for block in _code_blocks(md.read_text(encoding="utf-8")):
             for line in block.replace("\\\n", " ").splitlines():
-                m = re.search(r"\bkimi-data\s+([a-z]+)(?:\s+([a-z]+))?(.*)", line.split("#")[0])
-                if not m:
-                    continue
-                cmd = cli.commands.get(m[1])
-                if cmd is None:
-                    bad.append(f"{md.relative_to(ROOT)}: no command `kimi-data {m[1]}`")
-                    continue
-                rest = m[3]
-                if isinstance(cmd, click.Group):
-                    sub = cmd.commands.get(m[2] or "")
-                    if sub is None:
-                        bad.append(f"{md.relative_to(ROOT)}: no command `kimi-data {m[1]} {m[2]}`")
-                        continue
-                    cmd = sub
-                elif m[2]:
-                    rest = f" {m[2]}{rest}"
-                names = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)} | {"--help", "-h"}
-                for opt in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", rest):
-                    checked += 1
-                    if opt not in names:
-                        bad.append(f"{md.relative_to(ROOT)}: `kimi-data {cmd.name}` takes no {opt}")
+                problems, n = _option_problems(line.split("#")[0])
+                checked += n
+                bad += [f"{md.relative_to(ROOT)}: {p}" for p in problems]
     assert checked > 30, "the docs' command lines were not found"
     assert not bad, "\n".join(sorted(set(bad)))
 
@@ -253,32 +255,12 @@ def _inline_commands(text: str) -> list[str]:
 
 def test_every_option_a_docs_code_span_uses_exists():
     """The same for `kimi-data COMMAND --option` written inline in the prose and tables of the README and docs/."""
-    import click
-
-    from kimi_eagle_data.cli.main import main as cli
-
     bad, checked = [], 0
     for md in markdown_files():
         for span in _inline_commands(md.read_text(encoding="utf-8")):
-            m = re.match(r"kimi-data\s+([a-z]+)(?:\s+([a-z]+))?(.*)", span)
-            if not m:
-                continue
-            cmd, rest = cli.commands.get(m[1]), m[3]
-            if cmd is None:
-                bad.append(f"{md.relative_to(ROOT)}: `{span}`: no command `kimi-data {m[1]}`")
-                continue
-            if isinstance(cmd, click.Group):
-                cmd = cmd.commands.get(m[2] or "")
-                if cmd is None:
-                    bad.append(f"{md.relative_to(ROOT)}: `{span}`: no such subcommand")
-                    continue
-            elif m[2]:
-                rest = f" {m[2]}{rest}"
-            names = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)} | {"--help", "-h"}
-            for opt in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", rest):
-                checked += 1
-                if opt not in names:
-                    bad.append(f"{md.relative_to(ROOT)}: `{span}`: `kimi-data {cmd.name}` takes no {opt}")
+            problems, n = _option_problems(span)
+            checked += n
+            bad += [f"{md.relative_to(ROOT)}: `{span}`: {p}" for p in problems]
     assert checked > 20, "the docs' inline command lines were not found"
     assert not bad, "\n".join(sorted(set(bad)))
 
