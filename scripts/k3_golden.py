@@ -4,7 +4,8 @@ Reads tests/golden/k3/conversations.json (our own conversations; each `request` 
 `kimi_eagle_data.profiles.kimi_k3.render.render_segments`), runs Moonshot's `encoding_k3.py` from the path you give
 on each (`build_chat_segments`, called with the effort K3's tokenizer defaults to, max, where a request names
 none), and writes tests/golden/k3/expected.json: conversation name -> its segments, each `[text, allow_special]`,
-or the type of the error the encoder raised; with the sha256 of the encoder (and of the conversations file) as provenance.
+or the type of the error the encoder raised; with the sha256 of the encoder (and of the conversations file) as
+provenance.
 
 With `--tokenizer-code PATH/tokenization_kimi.py`, each rendered conversation is also rendered through that file's
 `apply_chat_template(tokenize=False)`, letting it choose the default effort itself, and its text must equal the

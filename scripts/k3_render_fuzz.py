@@ -34,7 +34,8 @@ from typing import Any
 from kimi_eagle_data.profiles.kimi_k3.normalize import ROLES, K3FormatError, in_call_order
 from kimi_eagle_data.profiles.kimi_k3.render import EFFORTS, render_segments
 
-EQUAL, TEXT_DIFFERS, SPLIT_DIFFERS = "both render, equal", "both render, text differs", "both render, same text, segments differ"
+EQUAL, TEXT_DIFFERS = "both render, equal", "both render, text differs"
+SPLIT_DIFFERS = "both render, same text, segments differ"
 WE_REFUSE, ON_PURPOSE = "original renders, we refuse", "original renders, we refuse on purpose"
 THEY_REFUSE, BOTH_REFUSE, CRASH = "we render, original refuses", "both refuse", "we crash (not K3FormatError)"
 MUTATES = "we change the caller's request"
@@ -59,8 +60,9 @@ def load_original(path: Path):
 
 # ---- the generator --------------------------------------------------------------------------------------------
 
-PIECES = ["hello", "world", "Kimi", "EAGLE", "def f(x):", "SELECT *", "42", "3.14", "-7", "é", "naïve", "你好", "世界",
-          "こんにちは", "한국어", "مرحبا", "שלום", "Привет", "🙂", "👩‍👩‍👧", "🇫🇷", "e\u0301", "\u200b", "\u00a0", "\u3000",
+PIECES = ["hello", "world", "Kimi", "EAGLE", "def f(x):", "SELECT *", "42", "3.14", "-7", "é", "naïve", "你好",
+          "世界", "こんにちは", "한국어", "مرحبا", "שלום", "Привет", "🙂", "👩‍👩‍👧", "🇫🇷", "e\u0301", "\u200b",
+          "\u00a0", "\u3000",
           "\t", "\n", "\r\n", "\n\n", "   ", " ", "\"", "'", "&", "&amp;", "<", ">", "=\"", "`", "```json", "{}", "[]",
           "<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>", "[EOS]", "[BOS]", "<|im_end|>", "<|im_user|>",
           "<|kimi_image_placeholder|>", "<think>", "</think>", "\\", "_", "$ref", "...", "!?"]

@@ -71,9 +71,10 @@ def test_the_fuzz_passes_an_encoder_that_renders_as_we_do(tmp_path, capsys):
     assert counts["both render, equal"] + counts["both refuse"] == 300
 
 
-@pytest.mark.parametrize("tweak, outcome", [("merges the attribute segments", "both render, same text, segments differ"),
-                                            ("writes another text", "both render, text differs"),
-                                            ("refuses tools", "we render, original refuses")])
+@pytest.mark.parametrize("tweak, outcome", [
+    ("merges the attribute segments", "both render, same text, segments differ"),
+    ("writes another text", "both render, text differs"),
+    ("refuses tools", "we render, original refuses")])
 def test_the_fuzz_fails_on_each_kind_of_disagreement(tmp_path, capsys, tweak, outcome):
     code = load("k3_render_fuzz").main(["--encoder", str(stand_in(tmp_path, tweak)), "--cases", "200", "--show", "1"])
     out = capsys.readouterr().out

@@ -31,7 +31,8 @@ def test_the_golden_file_is_the_launch_encoders_output_for_these_conversations()
     assert provenance["encoder"]["sha256"] == LAUNCH_ENCODER_SHA256
     assert provenance["tokenizer_code"]["sha256"] == LAUNCH_TOKENIZER_CODE_SHA256
     # Conversations edited after the golden file was written: rerun scripts/k3_golden.py.
-    assert provenance["conversations_sha256"] == hashlib.sha256((GOLDEN / "conversations.json").read_bytes()).hexdigest()
+    conversations = (GOLDEN / "conversations.json").read_bytes()
+    assert provenance["conversations_sha256"] == hashlib.sha256(conversations).hexdigest()
     assert [c["name"] for c in CONVERSATIONS] == list(EXPECTED)
     assert len(CONVERSATIONS) >= 40
 

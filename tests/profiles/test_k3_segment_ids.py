@@ -4,28 +4,17 @@ special-token layout over the tiny model's BPE ranks (K3's own ranks are K2's, n
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import tiktoken
-from tiktoken.load import load_tiktoken_bpe
 
-from kimi_eagle_data.profile import TINY_MODEL_DIR
 from kimi_eagle_data.profiles.kimi_k3.render import joined_text, render_segments
 from kimi_eagle_data.profiles.kimi_k3.segment_ids import segment_ids, text_ids
-
-# K3's named reserved ids, as offsets from the base vocabulary (K3: 163584 + offset).
-K3_SPECIALS = {"[BOS]": 0, "[EOS]": 1, "<|end_of_msg|>": 2, "<|open|>": 3, "<|close|>": 4, "<|sep|>": 5}
+from tests.profiles.k3_tokens import k3_encoding
 
 
 @pytest.fixture(scope="module")
 def encoding() -> tiktoken.Encoding:
-    spec = importlib.util.spec_from_file_location("tiny_tokenizer_code", TINY_MODEL_DIR / "tokenization_tiny_kimi.py")
-    code = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(code)      # for K2's pre-tokenizer pattern, which K3 keeps
-    ranks = load_tiktoken_bpe(str(TINY_MODEL_DIR / "tiktoken.model"))
-    return tiktoken.Encoding("k3-layout-test", pat_str=code.PAT_STR, mergeable_ranks=ranks,
-                             special_tokens={name: len(ranks) + at for name, at in K3_SPECIALS.items()})
+    return k3_encoding()
 
 
 def joined_ids(encoding, segments) -> list[int]:
@@ -44,8 +33,8 @@ def test_a_typed_marker_is_text_per_segment_but_a_marker_in_the_joined_text(enco
 
 
 def test_bpe_never_merges_across_a_segment_boundary(encoding):
-    """A name attribute ending in `{` (`name="Bob{"`): per segment `{` and the closing `"` stay two tokens; the joined text's
-    pre-tokenizer makes `{"` one piece, which these ranks merge into one token. Same text, other ids."""
+    """A name attribute ending in `{` (`name="Bob{"`): per segment `{` and the closing `"` stay two tokens; the
+    joined text's pre-tokenizer makes `{"` one piece, which these ranks merge into one token. Same text, other ids."""
     segments = render_segments([{"role": "user", "content": "hi", "name": "Bob{"}], effort=None)
     merged = encoding.encode('{"')
     assert len(merged) == 1
