@@ -171,3 +171,51 @@ def test_every_reason_code_is_used_and_documented():
     assert not [c for c in REASONS if f'"{c}"' not in after_table]
     docs = (ROOT / "docs" / "kimi-k3.md").read_text("utf-8")
     assert not [c for c in REASONS if f"`{c}`" not in docs]
+
+
+# ---- round trip: random assistant messages rendered by our renderer (which the golden files and the fuzz hold to
+# K3's encoder) read back as themselves ----------------------------------------------------------------------------
+
+PIECES = ["word", " ", "\n", "你好", "🙂", "e\u0301", '"', "&", "=\"", "<|open|>", "<|close|>think<|sep|>", "<|sep|>",
+          "<|end_of_msg|>", "<|im_end|>", "[EOS]", "{}", "1", "\t", "x" * 30]
+
+
+def random_text(rng, n=6):
+    return "".join(rng.choice(PIECES) for _ in range(rng.randint(0, n)))
+
+
+def random_value(rng, depth=0):
+    kind = rng.choice(["s", "i", "f", "b", "n", "l", "d"] if depth < 2 else ["s", "i"])
+    return {"s": lambda: random_text(rng, 3), "i": lambda: rng.randint(-10**6, 10**6),
+            "f": lambda: rng.choice([0.5, 1e21, -2.25]), "b": lambda: rng.random() < 0.5, "n": lambda: None,
+            "l": lambda: [random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))],
+            "d": lambda: {random_text(rng, 2): random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))}}[kind]()
+
+
+def test_random_assistant_messages_read_back_as_themselves():
+    import random
+
+    from kimi_eagle_data.profiles.kimi_k3.render import render_segments
+
+    rng = random.Random(11)
+    for case in range(400):
+        thinking = rng.random() < 0.7
+        calls = [{"id": f"c{i}", "function": {"name": rng.choice(["f", "get_weather", "we&ird\"name", "天气"]),
+                                              "arguments": {random_text(rng, 2) or "k": random_value(rng)
+                                                            for _ in range(rng.randint(0, 3))}}}
+                 for i in range(rng.choice([0, 0, 1, 2, 3]))]
+        message = {"role": "assistant", "content": random_text(rng, 8) or "ok", "reasoning_content": random_text(rng)}
+        if calls:
+            message["tool_calls"] = calls
+        segments = render_segments([{"role": "user", "content": "q"}, message], thinking=thinking,
+                                   add_generation_prompt=False)
+        listed = [list(s) for s in segments]
+        head = next(i for i in range(len(listed)) if listed[i:i + 6] == HEAD)
+        sep = next(j for j in range(head, len(listed)) if listed[j] == ["<|sep|>", True])
+        parsed = parse(ids(listed[sep + 4:]), instant=not thinking)     # after the think/response opener
+        reasoning = message["reasoning_content"] if thinking and message["reasoning_content"].strip() else ""
+        assert (parsed.reasoning, parsed.content) == (reasoning, message["content"]), case
+        assert [(c.tool, c.arguments) for c in parsed.calls] == [(c["function"]["name"], c["function"]["arguments"])
+                                                                 for c in calls], case
+        blank = not message["content"].strip() and not calls
+        assert parsed.codes == (["empty_answer"] if blank else []), (case, parsed.violations)
