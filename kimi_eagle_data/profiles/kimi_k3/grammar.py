@@ -295,8 +295,8 @@ def parse_completion(ids: Sequence[int], tokens: K3TokenIds, decode: Callable[[S
                 break
             walk.tag(_Tag(roles[p], p, q + 1, decode(ids[p + 1:q])))
             p = q + 1
-        elif roles[p] == _END:      # before the last token: reported above; the turn ended there
-            break
+        elif roles[p] == _END:      # before the last token: reported above; nothing after it is read
+            walk.stopped = True
         elif roles[p] == _SEP:
             walk.fail("malformed_tag", p, f"a <|sep|> at {p} that ends no tag", stop=True)
         else:
