@@ -229,11 +229,24 @@ def model_vocab_size(profile: ModelProfile, tokenizer) -> int:
     return int(profile.vocab_size or len(tokenizer))
 
 
+class UnknownProfileError(KimiDataError, ValueError):
+    """A profile name no profile has (from --profile, run.json or a library caller): one line."""
+
+
 def get_profile(name: str) -> ModelProfile:
     try:
         return PROFILES[name]
     except KeyError:
-        raise ValueError(f"unknown model profile {name!r}; known: {', '.join(sorted(PROFILES))}") from None
+        raise UnknownProfileError(f"unknown model profile {name!r}; known: {', '.join(sorted(PROFILES))}") from None
+
+
+def click_profile(ctx, param, value: str | None) -> str | None:
+    """A click callback for --profile: an unknown name is a usage error (exit 2), as every command says it."""
+    import click
+
+    if value is not None and value not in PROFILES:
+        raise click.BadParameter(f"unknown model profile {value!r}; known: {', '.join(sorted(PROFILES))}")
+    return value
 
 
 class TokenLookupError(KimiDataError, ValueError):

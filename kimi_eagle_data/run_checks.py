@@ -20,6 +20,15 @@ CONFIG_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 CONFIG_NAME_RULE = "a config name is a letter then letters, digits, _ or - (at most 64)"
 
 
+# What a setting or a TOML integer may be: JSON (run.json, the fingerprints) and SQLite hold 64-bit integers only, and
+# TOML's integers are 64-bit (Python's tomllib reads any size).
+INT64 = (-(2 ** 63), 2 ** 63 - 1)
+
+
+def int64_problem(value: int) -> str:
+    return f"{value} is out of range: at most {INT64[1]:,} (a 64-bit integer)"
+
+
 @dataclass(frozen=True)
 class Rule:
     """A setting's range: its type and a check that says why a value is out of range (None when it is in)."""
@@ -30,6 +39,8 @@ class Rule:
         kind = self.kind
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
             return f"expected {kind.__name__}, got {type(value).__name__} {value!r}"
+        if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
+            return int64_problem(value)
         return self.check(float(value) if kind is float else value)
 
 
@@ -42,6 +53,9 @@ AT_LEAST_1 = Rule(int, _at_least(1))
 AT_LEAST_2 = Rule(int, _at_least(2))
 NON_NEGATIVE = Rule(float, lambda v: None if v >= 0 and math.isfinite(v) else f"must be >= 0, got {v!r}")
 POSITIVE = Rule(float, lambda v: None if v > 0 and math.isfinite(v) else f"must be > 0, got {v!r}")
+# Worker processes: each is a fork of the command; past this many none is faster, and a typo must not fork a million.
+MAX_WORKERS = 1024
+WORKERS = Rule(int, lambda v: None if 1 <= v <= MAX_WORKERS else f"must be 1..{MAX_WORKERS}, got {v!r}")
 TOP_P = Rule(float, lambda v: None if 0 < v <= 1 else f"must be in (0, 1], got {v!r}")
 
 

@@ -23,9 +23,9 @@ from typing import Any, Callable
 
 import click
 
-from kimi_eagle_data.profile import ModelProfile, get_profile
-from kimi_eagle_data.run_checks import (AT_LEAST_1, AT_LEAST_2, NON_NEGATIVE, POSITIVE, TOP_P, Rule, SettingError,
-                                        click_config_names, config_name_problem, url_problem)
+from kimi_eagle_data.profile import PROFILES, ModelProfile, click_profile, get_profile
+from kimi_eagle_data.run_checks import (AT_LEAST_1, AT_LEAST_2, NON_NEGATIVE, POSITIVE, TOP_P, WORKERS, Rule,
+                                        SettingError, click_config_names, config_name_problem, url_problem)
 
 ENGINES = ("local", "sglang", "vllm")
 
@@ -122,6 +122,7 @@ class RunSettings:
                            help="Run directory: checkpoint, stage outputs and dataset/ live here.")
     configs: list[str] = setting(factory=list, inherited=True)   # the CONFIG arguments
     profile: str = setting("kimi-k2.5", flag="--profile", show_default=True, inherited=True, bound=True,
+                           callback=click_profile,
                            help="Model profile (token names, generation prompt, sampling defaults).")
     model: str | None = setting(None, flag="--model", inherited=True, bound=True,
                                 help="Model path or Hub id (default: the profile's model).")
@@ -199,7 +200,7 @@ class RunSettings:
                                 "the tool's.")
     repo: str | None = setting(None, flag="--repo", metavar="ORG/NAME", inherited=True,
                                help="Hub repo the card's load line names (the one you will `kimi-data push` to).")
-    workers: int | None = setting(None, flag="--workers", type=click.IntRange(min=1), metavar="N",
+    workers: int | None = setting(None, flag="--workers", type=int, rule=WORKERS, metavar="N",
                                   help="Processes that validate and decode completions (default: the machine's "
                                        "cores). The output does not depend on it.")
     progress: bool = setting(True, flag="--no-progress", is_flag=True, negated=True, help="No progress bars.")
@@ -207,6 +208,7 @@ class RunSettings:
     def __post_init__(self):
         # Callers other than the CLI (which checked each option already) get the same one-line errors.
         check_settings({k: getattr(self, k) for k in SETTING_RULES}, "")
+        get_profile(self.profile)    # UnknownProfileError: one line, before anything is read or written
 
     def options(self) -> dict[str, Any]:
         """What later stage commands on this workdir inherit (settings marked `inherited`)."""
@@ -305,6 +307,9 @@ def inherit(values: dict[str, Any], given: set[str], saved: dict[str, Any], run_
         problem = config_name_problem(c)
         if problem:
             raise SettingError(f"{run_json}: options.configs: {problem}")
+    if "profile" in taken and taken["profile"] not in PROFILES:
+        raise SettingError(f"{run_json}: options.profile: unknown model profile {taken['profile']!r}; known: "
+                           f"{', '.join(sorted(PROFILES))}")
     problem = servers_problem(taken.get("servers"))
     if problem:
         raise SettingError(f"{run_json}: options.servers: {problem}")

@@ -80,7 +80,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from kimi_eagle_data.run_checks import CONFIG_NAME, CONFIG_NAME_RULE, SettingError
+from kimi_eagle_data.run_checks import CONFIG_NAME, CONFIG_NAME_RULE, INT64, SettingError, int64_problem
 from kimi_eagle_data.settings import SAMPLING_KEYS, SETTING_RULES, check_settings, setting_problem
 
 
@@ -146,6 +146,8 @@ class _Table:
         if not isinstance(v, kinds) or (isinstance(v, bool) and bool not in kinds):
             names = " or ".join(k.__name__ for k in kinds)
             raise self.err(key, f"expected {names}, got {type(v).__name__} {v!r}")
+        if isinstance(v, int) and not isinstance(v, bool) and not INT64[0] <= v <= INT64[1]:
+            raise self.err(key, int64_problem(v))
         if check is not None:
             problem = check(v)
             if problem:
