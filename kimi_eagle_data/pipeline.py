@@ -123,6 +123,8 @@ class Pipeline:
         from kimi_eagle_data.store.lock import WorkdirLock
 
         self.workdir = Workdir(Path(settings.workdir).resolve())
+        if not create:
+            self.workdir.settings()    # MissingInputError: no run there, before any tokenizer is looked for
         settings, self.partitions = load_partitions(settings, partitions)
         check_version(settings.version)
         self.s = settings
@@ -137,8 +139,6 @@ class Pipeline:
         self.reports: dict[str, ValidateReport] = {}   # the last validate pass's counts
         self.pilot_limit: int | None = None             # --limit of the prepare this run's prepare replaced
         fp = tokenizer_fingerprint(self.tokenizer)
-        if not create:
-            self.workdir.settings()    # MissingInputError naming the workdir: there is nothing to resume
         options = settings.options() if remember_options else self.workdir.settings().get("options", {})
         self._engine: Engine | None = None       # made before the binding (server_first): generate's engine
         if server_first and settings.engine in ("sglang", "vllm") and not self.workdir.settings_path.exists():

@@ -40,6 +40,10 @@ class SettingsMismatchError(KimiDataError, RuntimeError):
     pass
 
 
+class WorkdirError(KimiDataError, OSError):
+    """A workdir that cannot be made (a read-only or missing parent, /proc): one line naming it."""
+
+
 class DamagedFileError(KimiDataError, ValueError):
     """A workdir's JSON file that does not parse (edited by hand, or damaged): one line naming it."""
 
@@ -56,8 +60,16 @@ class Workdir:
 
     @classmethod
     def at(cls, path: str | os.PathLike) -> "Workdir":
+        from kimi_eagle_data.diskfull import is_disk_full
+
         root = Path(path).resolve()
-        root.mkdir(parents=True, exist_ok=True)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            if is_disk_full(e):
+                raise
+            raise WorkdirError(f"cannot make the workdir {root} ({e.strerror or e}); pass a --workdir in a folder you "
+                               "can write") from None
         return cls(root)
 
     @property
@@ -154,7 +166,9 @@ class Workdir:
 
     def settings(self) -> dict[str, Any]:
         if not self.settings_path.exists():
-            raise MissingInputError(f"{self.root} has no run.json; run `kimi-data prepare` or `build` there first")
+            there = "has no run.json" if self.root.is_dir() else "does not exist"
+            raise MissingInputError(f"no run in {self.root} (it {there}): start one there with `kimi-data build` (or "
+                                    "`prepare`), or pass the --workdir of an existing run")
         return read_json_object(self.settings_path, remedy=_RUN_JSON_REMEDY)
 
 
