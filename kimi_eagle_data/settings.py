@@ -28,6 +28,7 @@ from kimi_eagle_data.run_checks import (AT_LEAST_1, AT_LEAST_2, NON_NEGATIVE, PO
                                         SettingError, click_config_names, config_name_problem, url_problem)
 
 ENGINES = ("local", "sglang", "vllm")
+DEFAULT_SERVER_ENGINE = "sglang"     # what --server means without --engine
 
 
 def _servers(ctx, param, values) -> list[str]:
@@ -133,8 +134,9 @@ class RunSettings:
         help="What the card and manifest name as the model (its Hub id), e.g. when --model is a local path "
              "(a local path is never published). Default: --model when it is a Hub id.")
     engine: str = setting("local", flag="--engine", type=click.Choice(ENGINES), show_default=True, inherited=True,
-                          help="local: transformers in-process (CPU or one GPU); sglang: SGLang servers via --server; "
-                               "vllm: vLLM servers (launched with --enable-scale-out) via --server.")
+                          help="local: transformers in-process (CPU or one GPU); sglang: SGLang servers via --server "
+                               "(what --server alone means); vllm: vLLM servers (launched with --enable-scale-out) "
+                               "via --server.")
     servers: list[str] = setting(factory=list, flag="--server", multiple=True, metavar="URL", inherited=True,
                                  callback=_servers,
                                  help="SGLang / vLLM server or sglang-router URL (repeatable; requests go to the "
@@ -208,6 +210,9 @@ class RunSettings:
     def __post_init__(self):
         # Callers other than the CLI (which checked each option already) get the same one-line errors.
         check_settings({k: getattr(self, k) for k in SETTING_RULES}, "")
+        if self.engine == "local" and self.servers:
+            raise SettingError("engine 'local' runs the model in this process and talks to no server: drop the "
+                               "servers, or use engine 'sglang' (or 'vllm') to generate on them")
         get_profile(self.profile)    # UnknownProfileError: one line, before anything is read or written
 
     def options(self) -> dict[str, Any]:
@@ -313,7 +318,26 @@ def inherit(values: dict[str, Any], given: set[str], saved: dict[str, Any], run_
     problem = servers_problem(taken.get("servers"))
     if problem:
         raise SettingError(f"{run_json}: options.servers: {problem}")
-    return {**values, **taken}
+    return {**values, **taken, **engine_and_servers({**values, **taken}, given)}
+
+
+def engine_and_servers(values: dict[str, Any], given: set[str]) -> dict[str, Any]:
+    """The engine and servers a run uses, as a command's options and run.json's together say. A server URL names a
+    server engine: --server without --engine means the documented server engine, sglang (a vLLM server found there
+    is refused with "use --engine vllm"), or the server engine run.json names; --engine local with --server is a
+    usage error. An --engine local on a workdir whose run.json names servers drops them (they are another engine's)."""
+    engine, servers = values.get("engine"), values.get("servers") or []
+    if "engine" not in values or "servers" not in values:
+        return {}
+    if "servers" in given and servers and engine == "local":
+        if "engine" in given:
+            raise click.BadParameter("the local engine runs the model in this process and talks to no server: drop "
+                                     "--server, or use --engine sglang (or vllm) to generate on it",
+                                     param_hint="--engine local with --server")
+        return {"engine": DEFAULT_SERVER_ENGINE}
+    if engine == "local" and servers:     # inherited: the servers a server engine of an earlier run talked to
+        return {"servers": []}
+    return {}
 
 
 # -- the CLI's options, built from the declarations ------------------------------------------------------------
