@@ -484,19 +484,19 @@ class Pipeline:
         to emit (NothingToEmit). Plots are drawn by the verdict pool's workers from the light columns as soon as
         those are in place, while the last rows are still being written; the card, which records the manifest's
         hash, comes last."""
-        from kimi_eagle_data.emit.writer import ConfigShards, clear_data, finish_dataset
+        from kimi_eagle_data.emit.writer import ConfigShards, finish_dataset, pending_note
         from kimi_eagle_data.emit.token_freq import token_freq_path
         from kimi_eagle_data.store.workdir import read_json
 
         warning = self.published_names().warning
         if warning:
             log.warning("%s", warning)
-        clear_data(self.workdir)
         vocab = self.vocab_size()
-        sinks = {c: ConfigShards(dataset_config_dir(self.workdir.dataset, c), token_freq_path(self.workdir.dataset, c),
-                                 vocab) for c in self.s.configs}
-        with self.verdict_pool() as pool:
-            plots = CardPlots(pool, self.workdir, self.s.configs)
+        # Written beside dataset/, which it replaces whole at the end: the old dataset or the new one, never a mix.
+        with self.workdir.replacing_dataset() as staged, self.verdict_pool() as pool:
+            sinks = {c: ConfigShards(dataset_config_dir(staged.dataset, c), token_freq_path(staged.dataset, c),
+                                     vocab) for c in self.s.configs}
+            plots = CardPlots(pool, staged, self.s.configs)
             try:   # whatever stops it (a full disk, SIGTERM), no hidden temp shard stays behind
                 self.validate(sinks, pool, light_done=plots.config_validated)
                 prepared = {c: read_json(self.workdir.prepare_report(c)) for c in sinks}
@@ -509,7 +509,9 @@ class Pipeline:
                 for sink in sinks.values():
                     sink.abort()
                 raise
-            return finish_dataset(self.workdir, summary, version=self.s.version, provenance=self.provenance(),
+            if (note := pending_note(self.reports, self.workdir.root)):
+                log.warning("%s", note)
+            return finish_dataset(staged, summary, version=self.s.version, provenance=self.provenance(),
                                   plots_drawn=plots.drawn, repo_id=self.s.repo)
 
     def score(self, configs: list[str] | None = None, *, limit: int | None = None, seed: int = 0,

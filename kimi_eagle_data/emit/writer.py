@@ -16,7 +16,6 @@ workers, gives byte-identical files.
 from __future__ import annotations
 
 import re
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -25,12 +24,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kimi_eagle_data.diskfull import writing
-from kimi_eagle_data.emit.token_freq import TOKEN_FREQ_DIR, TokenCounts, write_counts
+from kimi_eagle_data.emit.token_freq import TokenCounts, write_counts
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data import __version__
 from kimi_eagle_data.schema import ROW_SCHEMA, SPLITS
 from kimi_eagle_data.stopping import check_stop
-from kimi_eagle_data.store.workdir import Workdir, atomic_path, dataset_data_dir, file_sha256, move_into_place, write_json
+from kimi_eagle_data.store.workdir import Workdir, atomic_path, file_sha256, move_into_place, write_json
 
 SEMVER = re.compile(r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$")
 SHARD_TARGET_BYTES = 512 << 20     # token bytes (4 id + 1 mask) after which a new shard starts (~150-250 MB)
@@ -147,14 +146,18 @@ def check_version(version: str) -> None:
         raise EmitError(f"version {version!r} is not semver (MAJOR.MINOR.PATCH); pass e.g. --dataset-version 1.0.0")
 
 
-def clear_data(workdir: Workdir) -> Path:
-    """Configs may have shrunk or been re-sharded since the last emit: the data tree (and the token counts
-    per config) is rebuilt whole."""
-    data_dir = dataset_data_dir(workdir.dataset)
-    for d in (data_dir, workdir.dataset / TOKEN_FREQ_DIR):
-        if d.exists():
-            shutil.rmtree(d)
-    return data_dir
+def pending_note(reports: dict[str, Any], root: Path) -> str | None:
+    """The warning an emit with pending samples gives (None when none is): per config how many of its samples have
+    neither a completion nor a failure yet (a generate stopped, a shard still generating or not merged). The dataset
+    is emitted without them, and the manifest and card count them as pending; the exit status stays 0."""
+    pending = {c: r for c, r in reports.items() if r.pending}
+    if not pending:
+        return None
+    counts = ", ".join(f"{c} {r.pending:,} of {r.prepared + r.later_turns:,}" for c, r in pending.items())
+    return (f"{sum(r.pending for r in pending.values()):,} samples are pending ({counts}): neither generated nor "
+            "failed yet, so this dataset lacks them (the manifest and card count them as pending); finish their "
+            f"generate (`kimi-data generate --workdir {root}`, or every shard's, merged with --merge) and emit "
+            "again")
 
 
 def conversation_shapes(workdir: Workdir, summary: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -22,7 +22,7 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import orjson
 
@@ -57,6 +57,8 @@ _RUN_JSON_REMEDY = ("restore it, or move it aside and rerun `kimi-data build` th
 @dataclass(frozen=True)
 class Workdir:
     root: Path
+    # Where this view's dataset is: emit writes the new one beside the old (store/swap.py), then swaps them.
+    dataset_root: Path | None = None
 
     @classmethod
     def at(cls, path: str | os.PathLike) -> "Workdir":
@@ -102,7 +104,16 @@ class Workdir:
 
     @property
     def dataset(self) -> Path:
-        return self.root / "dataset"
+        return self.dataset_root or self.root / "dataset"
+
+    @contextmanager
+    def replacing_dataset(self) -> Iterator["Workdir"]:
+        """This workdir as emit writes it: its dataset an empty folder beside `dataset/` that replaces it whole
+        once the block ends (store/swap.py); on an exception `dataset/` stays as it was."""
+        from kimi_eagle_data.store.swap import STAGING, replacing
+
+        with replacing(self.root / "dataset", self.root / STAGING) as staged:
+            yield Workdir(self.root, staged)
 
     @property
     def slurm(self) -> Path:
@@ -124,6 +135,9 @@ class Workdir:
     def remove_stale_temp_files(self) -> int:
         """Hidden temp files (`.NAME.*.tmp`, emit's `.SPLIT-NNNNN.parquet.tmp`) a killed process left behind; only
         for the workdir's one writer, which knows that no write is under way."""
+        from kimi_eagle_data.store.swap import recover_dataset
+
+        recover_dataset(self.root)    # a stopped emit's new dataset, or the old one it had moved aside
         stale = [p for p in self.root.rglob(".*.tmp") if p.is_file()]
         for p in stale:
             p.unlink(missing_ok=True)
