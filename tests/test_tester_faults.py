@@ -137,3 +137,29 @@ def test_a_workdir_that_cannot_be_made_is_one_line_naming_it(workdir):
     line = one_line(run_cli("build", *LOCAL_B6, "--workdir", workdir, check=False))
     assert line == f"error: cannot make the workdir {workdir} (No such file or directory); pass a --workdir in a " \
                    "folder you can write", line
+
+
+# -- emit with pending samples ------------------------------------------------------------------------------
+
+def test_an_emit_with_pending_samples_names_them_per_config(prepared_b6, tmp_path):
+    """A shard-only emit (shard 0 of 2 generated, shard 1 not yet): the dataset of what is done, exit 0, and a
+    warning that counts the pending samples per config, as the manifest records them."""
+    import re
+    import shutil
+
+    w = tmp_path / "w"
+    shutil.copytree(prepared_b6, w)
+    run_cli("generate", "--workdir", str(w), "--shard", "0/2", "--no-progress")
+    proc = run_cli("emit", "--workdir", str(w))
+    counts = json.loads((w / "dataset" / "manifest.json").read_text())["configs"]["B6"]["counts"]
+    assert 0 < counts["pending"] < counts["prepared"]
+    warning = " ".join(line for line in " ".join(proc.stderr.split()).split("warning: ") if "pending" in line)
+    assert re.fullmatch(
+        rf"{counts['pending']} samples are pending \(B6 {counts['pending']} of {counts['prepared']}\): neither "
+        r"generated nor failed yet, so this dataset lacks them \(the manifest and card count them as pending\); "
+        rf"finish their generate \(`kimi-data generate --workdir {w.resolve()}`, or every shard's, merged with "
+        r"--merge\) and emit again ?", warning), proc.stderr
+    run_cli("generate", "--workdir", str(w), "--shard", "1/2", "--no-progress")
+    proc = run_cli("emit", "--workdir", str(w))
+    assert "pending" not in proc.stderr, proc.stderr
+    assert json.loads((w / "dataset" / "manifest.json").read_text())["configs"]["B6"]["counts"]["pending"] == 0
