@@ -6,7 +6,9 @@ It mirrors SGLang's observable behaviour where the data contract depends on it:
 - `max_new_tokens` is clipped to `context_length - prompt_len - 2` (SGLang's scheduler: `max_req_len
   - input_len - 1` with `max_req_len = context_len - 1`), and a `length` finish reports that value.
 Requests are grouped by sampling parameters, sorted by length to limit padding, and decoded in
-batches; each batch is seeded from its request ids so a rerun reproduces it.
+batches. Each request samples from a random generator of its own, seeded from its id and seed (`sample_seed`),
+so its completion does not depend on the batch it lands in: a resumed run, a pilot followed by the full run, or
+another --batch-size gives every sample the tokens an uninterrupted run gives it.
 
 Log-probs, when asked (`return_logprob`, and `score`), are log_softmax of the raw logits in float32:
 what SGLang reports for prefill tokens, and for sampled tokens at temperature 1 (it scales by the
@@ -100,18 +102,16 @@ class LocalEngine(Engine):
         for i, r in enumerate(batch):  # left padding: generation continues from the last column
             ids[i, width - len(r.input_ids):] = torch.tensor(r.input_ids, dtype=torch.long)
             mask[i, width - len(r.input_ids):] = 1
-        seed = int.from_bytes(hashlib.sha256("|".join(r.id + str(r.seed) for r in batch).encode()).digest()[:8], "little")
-        torch.manual_seed(seed % (2**63))
-        do_sample = sp.temperature > 0
         want_lp = batch[0].return_logprob
+        # Sampling is the per-request sampler's (RowSampler); generate itself then only takes its choice.
+        sampler = ([RowSampler([sample_seed(r) for r in batch], sp.temperature, sp.top_p, self.device)]
+                   if sp.temperature > 0 else [])
         try:
             with torch.no_grad():
                 out = self.model.generate(
                     input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                    max_new_tokens=max(max(limits), 1), do_sample=do_sample,
-                    temperature=sp.temperature if do_sample else None,
-                    top_p=sp.top_p if do_sample else None, top_k=0 if do_sample else None,
-                    eos_token_id=list(sp.stop_token_ids), pad_token_id=self.pad_id,
+                    max_new_tokens=max(max(limits), 1), do_sample=False, temperature=None, top_p=None, top_k=None,
+                    logits_processor=sampler, eos_token_id=list(sp.stop_token_ids), pad_token_id=self.pad_id,
                     return_dict_in_generate=True, output_logits=want_lp,
                 )
         except RuntimeError as e:
@@ -188,3 +188,38 @@ class LocalEngine(Engine):
                                        top1_ids=top_id[:-1].tolist(), top1_logprobs=top_lp[:-1].tolist(),
                                        next_top1=(float(top_lp[-1]), int(top_id[-1]))))
         return results
+
+
+def sample_seed(request: GenerationRequest) -> int:
+    """The seed of a request's own random generator: from its id and its seed, nothing else (not its batch)."""
+    digest = hashlib.sha256(f"{request.id}\x1f{request.seed}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") % (2 ** 63)
+
+
+class RowSampler:
+    """A logits processor that samples each row's next token with that row's own torch.Generator: temperature,
+    then top-p (the smallest set of most likely tokens whose probability reaches top_p), as SGLang samples. It
+    returns scores where only the chosen token is finite, so generate's greedy step takes it. A row's draws
+    depend on its own logits and generator only: the same in any batch."""
+
+    def __init__(self, seeds: list[int], temperature: float, top_p: float, device: str):
+        import torch
+
+        self.torch, self.temperature, self.top_p = torch, temperature, top_p
+        self.generators = [torch.Generator(device=device).manual_seed(s) for s in seeds]
+
+    def __call__(self, input_ids, scores):
+        torch = self.torch
+        # float64, and the draw made over the tokens in id order (the sort only decides which stay): two near-equal
+        # probabilities that a batch's rounding orders the other way then change nothing but a tie at top_p.
+        probs = torch.softmax(scores.double() / self.temperature, dim=-1)
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        keep_sorted = (sorted_probs.cumsum(dim=-1) - sorted_probs) < self.top_p   # the most likely always stays
+        keep = torch.zeros_like(keep_sorted).scatter_(1, order, keep_sorted)
+        probs = probs * keep
+        chosen = torch.empty(scores.shape[0], dtype=torch.long, device=scores.device)
+        for row, generator in enumerate(self.generators):
+            chosen[row] = torch.multinomial(probs[row], 1, generator=generator)[0]
+        out = torch.full_like(scores, float("-inf"))
+        out.scatter_(1, chosen.unsqueeze(1), 0.0)
+        return out
