@@ -37,6 +37,8 @@ SGLANG_CPU_FLAGS = ("--device", "cpu", "--attention-backend", "torch_native", "-
 # more than the tiny model needs).
 VLLM_CPU_FLAGS = ("--dtype", "bfloat16")
 VLLM_CPU_KVCACHE_GIB = "1"
+# How long a stopped `serve` waits for the engine to shut down after its SIGTERM before killing it.
+ENGINE_STOP_TIMEOUT_S = 60
 
 
 def cpu_venv(engine: str, venv: str | Path | None = None) -> Path:
@@ -230,10 +232,15 @@ def wait_healthy(url: str, timeout_s: float, proc: subprocess.Popen | None = Non
     raise TimeoutError(f"{url} not healthy after {timeout_s:.0f}s")
 
 
+def exit_status(returncode: int) -> int:
+    """The engine's exit status as a shell reports it: a process ended by signal N (Popen's -N) is 128 + N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
 def run_server(launch: SGLangLaunch | VLLMLaunch, profile: ModelProfile, *, health_timeout_s: float,
                echo=log.info) -> int:
-    """Run the launch command until it exits (or Ctrl-C, SIGTERM); say when it is healthy, after how long, and how to
-    use it."""
+    """Run the launch command until it exits, and return its exit status (exit_status); say when it is healthy,
+    after how long, and how to use it. Ctrl-C or SIGTERM stops the engine, then raises on (KeyboardInterrupt)."""
     cmd, env = launch.command(profile), launch.env()
     echo(f"launching: {shlex.join([f'{k}={v}' for k, v in env.items()] + cmd)}")
     started = time.monotonic()
@@ -243,12 +250,18 @@ def run_server(launch: SGLangLaunch | VLLMLaunch, profile: ModelProfile, *, heal
         profile_arg = f" --profile {profile.name}" if profile.is_test_model else ""
         echo(f"{launch.display_name} is healthy at {launch.url} after {time.monotonic() - started:.0f} s; generate "
              f"with: kimi-data build --engine {launch.engine} --server {launch.url}{profile_arg}")
-        return proc.wait()
+        return exit_status(proc.wait())
     except KeyboardInterrupt:
         # Ctrl-C, or SIGTERM (a scheduler; stopping.Terminated): SIGTERM asks either engine to drain and shut down
-        # (SGLang takes a SIGINT as a KeyboardInterrupt, its traceback in the log).
+        # (SGLang takes a SIGINT as a KeyboardInterrupt, its traceback in the log). Then the stop goes on up: the
+        # command exits as every command stopped this way does (130, or 143 for SIGTERM), whatever the engine's own
+        # exit status was.
         proc.send_signal(signal.SIGTERM)
-        return proc.wait()
+        try:
+            proc.wait(timeout=ENGINE_STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        raise
     finally:
         if proc.poll() is None:
             proc.terminate()
