@@ -210,3 +210,42 @@ def test_a_partition_file_typo_is_named_with_its_brackets(toml, said, tmp_path):
     assert proc.returncode == 1, proc.stderr
     assert said.format(file=file) in " ".join(proc.stderr.split()), proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow-stream", "arrow-file", "token-ids"])
+def test_check_reports_a_huge_columnar_row_as_too_large_without_reading_it(fmt, tmp_path):
+    """Parquet and Arrow rows get the JSONL cap: a row whose read columns hold more bytes than any row within
+    max_seq_len needs is `row_too_large` (never turned into Python objects nor tokenized); the rows around it in
+    the same batch are checked."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kimi_eagle_data.sources.filters import max_row_bytes
+
+    cap = max_row_bytes(64)
+    if fmt == "token-ids":
+        ids = [[1, 2, 3], list(range(cap)), [4, 5, 6]]      # int64: 8 bytes an id, far past the cap
+        table = pa.table({"input_ids": ids, "prompt_len": [1, 1, 1]})
+        huge = 8 * cap + 8
+    else:
+        completions = ["</think>hello<|im_end|>", "x" * (3 * cap), "</think>bye<|im_end|>"]
+        messages = [[{"role": "user", "content": "hi"}]] * 3
+        table = pa.table({"messages": messages, "completion": completions})
+        huge = 3 * cap + len("user") + len("hi")
+    path = tmp_path / f"rows.{fmt}"
+    if fmt in ("parquet", "token-ids"):
+        pq.write_table(table, path)
+    else:
+        new = pa.ipc.new_stream if fmt == "arrow-stream" else pa.ipc.new_file
+        with pa.OSFile(str(path), "wb") as sink, new(sink, table.schema) as writer:
+            writer.write_table(table)
+    proc = run_cli("check", str(path), "--profile", "tiny-kimi", "--max-seq-len", "64", "--json", "--no-progress",
+                   check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    verdicts = {v["row"]: v for v in map(json.loads, proc.stdout.splitlines())}
+    assert sorted(verdicts) == [1, 2, 3]
+    assert verdicts[2]["issues"] == ["row_too_large"]
+    assert verdicts[2]["details"][0].startswith(f"row of {huge:,} bytes > {cap:,} in the columns check reads"), \
+        verdicts[2]["details"]
+    assert "row_too_large" not in verdicts[1]["issues"] + verdicts[3]["issues"]
+    assert "unreadable_row" not in verdicts[1]["issues"] + verdicts[3]["issues"]

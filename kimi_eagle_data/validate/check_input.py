@@ -22,7 +22,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.json_text import JsonTextError, bounded_lines, parse_json
@@ -46,7 +48,9 @@ class Unreadable(ValueError):
 
 
 class RowTooLarge(Unreadable):
-    """A JSONL row longer than any row within max_seq_len needs: skipped unparsed, so memory stays flat."""
+    """A row longer than any row within max_seq_len needs: a JSONL line skipped unparsed (memory stays flat), a
+    Parquet/Arrow row never turned into Python objects nor tokenized (its Arrow bytes are read once, as the file's
+    reader reads its page)."""
 
     code = "row_too_large"
 
@@ -104,12 +108,12 @@ def emitted_rows(path: Path) -> Iterator[dict[str, Any]]:
 
 def open_input(path: Path, max_row_bytes: int | None = None) -> tuple[Iterator[RowItem], int]:
     """(rows, total): total is the progress bar's, in the unit the rows advance it by (bytes, or rows for
-    Parquet). A JSONL row over `max_row_bytes` (sources/filters.max_row_bytes: what a row within max_seq_len
-    can need at most) comes out as RowTooLarge, unparsed. Raises CheckInputError when the input cannot be
-    opened or its schema has no form check reads."""
+    Parquet). A row over `max_row_bytes` (sources/filters.max_row_bytes: what a row within max_seq_len can need at
+    most; a columnar row's size is the bytes of the columns check reads) comes out as RowTooLarge, unparsed. Raises
+    CheckInputError when the input cannot be opened or its schema has no form check reads."""
     if path.is_dir():
         files = dataset_dir_files(path)
-        return _arrow_files_rows(files), sum(f.stat().st_size for f in files)
+        return _arrow_files_rows(files, max_row_bytes), sum(f.stat().st_size for f in files)
     try:
         f = open(path, "rb")        # noqa: SIM115 (closed by the generator that reads it)
         magic = f.peek(8)[:8]
@@ -117,10 +121,10 @@ def open_input(path: Path, max_row_bytes: int | None = None) -> tuple[Iterator[R
         raise CheckInputError(f"cannot read {path}: {e.strerror}") from None
     if magic.startswith(b"PAR1"):
         f.close()
-        return _parquet(path)
+        return _parquet(path, max_row_bytes=max_row_bytes)
     if magic.startswith(ARROW_STREAM_MAGIC) or magic.startswith(ARROW_FILE_MAGIC):
         f.close()
-        return _arrow_files_rows([path]), path.stat().st_size
+        return _arrow_files_rows([path], max_row_bytes), path.stat().st_size
     return _jsonl_rows(f, max_row_bytes), path.stat().st_size
 
 
@@ -187,6 +191,44 @@ def batch_rows(batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
         yield row
 
 
+def value_bytes(arr: pa.Array) -> np.ndarray:
+    """Each value's bytes in `arr` (strings and binaries by length, fixed-width values by width, lists and structs
+    summed over what they hold), computed on Arrow's buffers: no value becomes a Python object."""
+    t, n = arr.type, len(arr)
+    if _is_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pc.binary_length(arr).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    if _is_list(t):
+        lengths = pc.list_value_length(arr).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        if pa.types.is_primitive(t.value_type) and not pa.types.is_boolean(t.value_type):
+            return lengths * (t.value_type.bit_width // 8)
+        parents = pc.list_parent_indices(arr).to_numpy(zero_copy_only=False)
+        return np.bincount(parents, weights=value_bytes(arr.flatten()), minlength=n).astype(np.int64)
+    if pa.types.is_struct(t):
+        total = np.zeros(n, dtype=np.int64)
+        for child in arr.flatten():
+            total += value_bytes(child)
+        return total
+    if pa.types.is_primitive(t) and not pa.types.is_boolean(t):
+        return np.full(n, t.bit_width // 8, dtype=np.int64)
+    return np.zeros(n, dtype=np.int64)
+
+
+def capped_rows(batch: pa.RecordBatch, max_row_bytes: int | None) -> Iterator[dict[str, Any] | RowTooLarge]:
+    """The rows of a batch (batch_rows), a row over `max_row_bytes` as RowTooLarge, never converted."""
+    if max_row_bytes is None:
+        yield from batch_rows(batch)
+        return
+    sizes = sum((value_bytes(c) for c in batch.columns), np.zeros(batch.num_rows, dtype=np.int64))
+    start = 0
+    for i in np.flatnonzero(sizes > max_row_bytes).tolist() + [batch.num_rows]:
+        if i > start:
+            yield from batch_rows(batch.slice(start, i - start))
+        if i < batch.num_rows:
+            yield RowTooLarge(f"row of {int(sizes[i]):,} bytes > {max_row_bytes:,} in the columns check reads, more "
+                              "than any row within max_seq_len needs; not read (raise --max-seq-len to read it)")
+        start = i + 1
+
+
 # -- the formats --------------------------------------------------------------------------------
 
 def _jsonl_rows(f, max_row_bytes: int | None) -> Iterator[RowItem]:
@@ -204,8 +246,10 @@ def _jsonl_rows(f, max_row_bytes: int | None) -> Iterator[RowItem]:
                     yield Unreadable(str(e)), size
 
 
-def _parquet(path: Path, also: tuple[str, ...] = ()) -> tuple[Iterator[RowItem], int]:
-    """The rows of a Parquet file: the columns check reads, and the columns `also` names (each must be there)."""
+def _parquet(path: Path, also: tuple[str, ...] = (), max_row_bytes: int | None = None
+             ) -> tuple[Iterator[RowItem], int]:
+    """The rows of a Parquet file: the columns check reads, and the columns `also` names (each must be there); a row
+    over `max_row_bytes` as RowTooLarge."""
     import pyarrow.parquet as pq
 
     try:
@@ -222,7 +266,7 @@ def _parquet(path: Path, also: tuple[str, ...] = ()) -> tuple[Iterator[RowItem],
             for group in range(pf.num_row_groups):    # one at a time: iter_batches fills a batch across groups
                 for batch in pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=columns,
                                              use_threads=False):
-                    for row in batch_rows(batch):
+                    for row in capped_rows(batch, max_row_bytes):
                         yield row, 1
         except (OSError, pa.ArrowInvalid) as e:   # a file cut short or corrupt past its footer
             raise CheckInputError(f"{path}: Parquet read failed: {' '.join(str(e).split())}") from None
@@ -230,12 +274,12 @@ def _parquet(path: Path, also: tuple[str, ...] = ()) -> tuple[Iterator[RowItem],
     return rows(), pf.metadata.num_rows
 
 
-def _arrow_files_rows(files: list[Path]) -> Iterator[RowItem]:
+def _arrow_files_rows(files: list[Path], max_row_bytes: int | None = None) -> Iterator[RowItem]:
     for path in files:
-        yield from _arrow_rows(path)
+        yield from _arrow_rows(path, max_row_bytes)
 
 
-def _arrow_rows(path: Path) -> Iterator[RowItem]:
+def _arrow_rows(path: Path, max_row_bytes: int | None = None) -> Iterator[RowItem]:
     """One Arrow IPC file (stream or file format), record batch by record batch; the progress advance is
     the bytes read, given with each batch's last row."""
     try:
@@ -258,7 +302,7 @@ def _arrow_rows(path: Path) -> Iterator[RowItem]:
             for batch in batches:
                 batch = batch.select(columns)
                 position = source.tell()
-                for k, row in enumerate(batch_rows(batch)):
+                for k, row in enumerate(capped_rows(batch, max_row_bytes)):
                     yield row, (position - done if k == batch.num_rows - 1 else 0)
                 done = position
     except (OSError, pa.ArrowInvalid) as e:   # cut short or corrupt after its schema
