@@ -484,7 +484,7 @@ class Pipeline:
         to emit (NothingToEmit). Plots are drawn by the verdict pool's workers from the light columns as soon as
         those are in place, while the last rows are still being written; the card, which records the manifest's
         hash, comes last."""
-        from kimi_eagle_data.emit.writer import ConfigShards, finish_dataset, pending_note
+        from kimi_eagle_data.emit.writer import ConfigShards, finish_dataset, pending_note, replacing_dataset
         from kimi_eagle_data.emit.token_freq import token_freq_path
         from kimi_eagle_data.store.workdir import read_json
 
@@ -493,7 +493,7 @@ class Pipeline:
             log.warning("%s", warning)
         vocab = self.vocab_size()
         # Written beside dataset/, which it replaces whole at the end: the old dataset or the new one, never a mix.
-        with self.workdir.replacing_dataset() as staged, self.verdict_pool() as pool:
+        with replacing_dataset(self.workdir) as staged, self.verdict_pool() as pool:
             sinks = {c: ConfigShards(dataset_config_dir(staged.dataset, c), token_freq_path(staged.dataset, c),
                                      vocab) for c in self.s.configs}
             plots = CardPlots(pool, staged, self.s.configs)

@@ -16,9 +16,10 @@ workers, gives byte-identical files.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -28,7 +29,8 @@ from kimi_eagle_data.emit.token_freq import TokenCounts, write_counts
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data import __version__
 from kimi_eagle_data.schema import ROW_SCHEMA, SPLITS
-from kimi_eagle_data.stopping import check_stop
+from kimi_eagle_data.stopping import DeferredStop, check_stop
+from kimi_eagle_data.store.swap import STAGING, remove_tree, replace_dir
 from kimi_eagle_data.store.workdir import Workdir, atomic_path, file_sha256, move_into_place, write_json
 
 SEMVER = re.compile(r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$")
@@ -144,6 +146,26 @@ class ConfigShards:
 def check_version(version: str) -> None:
     if not SEMVER.match(version):
         raise EmitError(f"version {version!r} is not semver (MAJOR.MINOR.PATCH); pass e.g. --dataset-version 1.0.0")
+
+
+@contextmanager
+def replacing_dataset(workdir: Workdir) -> Iterator[Workdir]:
+    """`workdir` as emit writes it: its dataset an empty folder beside `dataset/` (store/swap.py's STAGING), which
+    replaces `dataset/` whole once the block ends without an exception (a SIGTERM meanwhile is taken once the swap is
+    done), the old one then removed. On any exception `dataset/` stays as it was and the new folder goes."""
+    target, staged = workdir.root / "dataset", workdir.root / STAGING
+    remove_tree(staged)
+    staged.mkdir(parents=True)
+    try:
+        yield Workdir(workdir.root, staged)
+        stop = DeferredStop().start()
+        try:
+            replace_dir(staged, target)
+        finally:
+            stop.end()
+    finally:
+        if staged.exists():       # the old dataset after a swap, or the unfinished new one
+            remove_tree(staged)
 
 
 def pending_note(reports: dict[str, Any], root: Path) -> str | None:

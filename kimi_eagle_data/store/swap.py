@@ -6,7 +6,8 @@ sees the old dataset or the new one, never a manifest over another emit's shards
 whenever (SIGTERM, kill -9, a full disk). Where the exchange is not available (another OS, a file system without
 it), the old folder is renamed aside (WORKDIR/.dataset.old/) and the new one into place: a stop between the two
 renames leaves no `dataset/` for that instant, and the workdir's next writer puts the old one back
-(`recover_dataset`). The cost: while it is written, the new dataset takes its room beside the old one.
+(`recover_dataset`). The cost: while it is written, the new dataset takes its room beside the old one. Emit's
+side (the folder it writes into, the swap once it is complete): emit/writer.py's `replacing_dataset`.
 """
 
 from __future__ import annotations
@@ -16,11 +17,7 @@ import errno
 import logging
 import os
 import shutil
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
-
-from kimi_eagle_data.stopping import DeferredStop
 
 log = logging.getLogger(__name__)
 
@@ -78,22 +75,3 @@ def recover_dataset(root: Path) -> None:
     for leftover in (staged, aside):
         if leftover.exists():
             remove_tree(leftover)
-
-
-@contextmanager
-def replacing(target: Path, staged: Path) -> Iterator[Path]:
-    """Yield the empty folder `staged` to write the new `target` into; once the block ends without an exception, it
-    replaces `target` whole (a SIGTERM meanwhile is taken once the swap is done) and the old one is removed. On any
-    exception `target` is left as it was and `staged` is removed."""
-    remove_tree(staged)
-    staged.mkdir(parents=True)
-    try:
-        yield staged
-        stop = DeferredStop().start()
-        try:
-            replace_dir(staged, target)
-        finally:
-            stop.end()
-    finally:
-        if staged.exists():       # the old dataset after a swap, or the unfinished new one
-            remove_tree(staged)

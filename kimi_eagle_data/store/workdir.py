@@ -22,7 +22,7 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
@@ -105,15 +105,6 @@ class Workdir:
     @property
     def dataset(self) -> Path:
         return self.dataset_root or self.root / "dataset"
-
-    @contextmanager
-    def replacing_dataset(self) -> Iterator["Workdir"]:
-        """This workdir as emit writes it: its dataset an empty folder beside `dataset/` that replaces it whole
-        once the block ends (store/swap.py); on an exception `dataset/` stays as it was."""
-        from kimi_eagle_data.store.swap import STAGING, replacing
-
-        with replacing(self.root / "dataset", self.root / STAGING) as staged:
-            yield Workdir(self.root, staged)
 
     @property
     def slurm(self) -> Path:
