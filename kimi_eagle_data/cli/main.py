@@ -250,7 +250,10 @@ def generate(**kw):
     Exit status: 0 when every sample completed; 3 when samples failed in this run; 1 on an error;
     2 on a usage error.
     """
-    exit_if_failed(pipeline_for(kw, generate_only=True, create=False).generate_and_account(show))
+    # A shard's options are its own (its server, on its node): run.json keeps the run's, so every shard and a
+    # later submit see the same ones.
+    exit_if_failed(pipeline_for(kw, generate_only=True, create=False, remember_options=not kw.get("shard"))
+                   .generate_and_account(show))
 
 
 @main.command(cls=SectionedCommand)

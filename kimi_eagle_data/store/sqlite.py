@@ -4,8 +4,8 @@ What every store gets from here, written once:
 
 - WAL mode, `synchronous=NORMAL`: a committed transaction survives `kill -9`; a killed writer leaves no torn
   record (SQLite rolls an unfinished transaction back on the next open).
-- Its schema created in one transaction; a file this layer created is removed again when that fails, so a
-  table-less file is never left behind.
+- A new file made whole under a temporary name and renamed into place: no reader (another shard starting) ever
+  opens a file still being created, and a table-less file is never left behind.
 - A `meta` table (key -> JSON value) and a `failures` table keyed like the store's records: a request the
   engine gave up on, with its reason, message and attempts (`RequestFailure`).
 - One transaction per record (`commit_record`): the record lands and its failure row goes, or neither.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +31,8 @@ from kimi_eagle_data.diskfull import writing
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.records import RequestFailure
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
 
 
@@ -51,14 +54,15 @@ def failures_table(key_columns: tuple[str, ...]) -> str:
 
 
 def open_store(path: Path, schema: str) -> sqlite3.Connection:
-    """A writable SQLite file in WAL mode with `schema` in place. The schema is created in one transaction, and
-    a file this call created is removed again when that fails: a table-less file is never left behind. A full
-    disk raises DiskFullError (SQLite says "database or disk is full": not a corrupt file)."""
-    new = not path.exists()
+    """A writable SQLite file in WAL mode with `schema` in place. A new file is made whole beside its place (a
+    hidden `.NAME.*.tmp` with the schema in it) and renamed into place: a reader never sees a file that is
+    still being created (shards read each other's files while they start), and a failed creation leaves no
+    file. A full disk raises DiskFullError (SQLite says "database or disk is full": not a corrupt file)."""
+    if not path.exists():
+        _create_store(path, schema)
     db = None
     try:
         with writing(path):
-            path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(path, timeout=60, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
@@ -69,10 +73,29 @@ def open_store(path: Path, schema: str) -> sqlite3.Connection:
             if db.in_transaction:
                 db.rollback()
             db.close()
-        if new:
-            for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-                leftover.unlink(missing_ok=True)
         raise
+
+
+def _create_store(path: Path, schema: str) -> None:
+    """`path` made whole under a temporary name, then renamed into place (open_store turns WAL mode on)."""
+    tmp = None
+    try:
+        with writing(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            os.close(fd)
+            tmp = Path(name)
+            db = sqlite3.connect(tmp, timeout=60, isolation_level=None)
+            try:   # a rollback journal here: the commit lands in the file itself or fails (a full disk) right here
+                db.executescript(f"BEGIN IMMEDIATE;\n{schema}\nCOMMIT;")
+            finally:
+                db.close()
+            os.chmod(tmp, 0o666 & ~_UMASK)     # mkstemp makes 0600
+            os.replace(tmp, path)
+    finally:
+        if tmp is not None:
+            for leftover in (tmp, tmp.with_name(tmp.name + "-journal")):
+                leftover.unlink(missing_ok=True)
 
 
 def open_readonly(path: Path, what: str = "checkpoint") -> sqlite3.Connection:

@@ -162,6 +162,8 @@ class Workdir:
                     f"{self.root} was started with other settings ({shown}); use a new --workdir, "
                     "or pass the original settings to resume")
             merged = {**old, **{k: v for k, v in settings.items() if k not in binding_keys}}
+            if merged == old:     # nothing new: no write (shards share the file while they run)
+                return old
         else:
             merged = settings
         write_json(self.settings_path, merged)

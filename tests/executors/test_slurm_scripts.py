@@ -107,8 +107,9 @@ def test_a_generate_task_run_as_slurm_runs_it_marks_its_shard_and_then_does_noth
     w = tmp_path / "w"
     run = ["B4", "--config", str(DEMO_CONFIG), "--samples", "--profile", "tiny-kimi", "--model", TINY, "--limit", "4",
            "--max-new-tokens", "32"]
-    dry_run(w, *run, "--nodes", "2", "--engine", "local")
+    dry_run(w, *run, "--nodes", "2", "--engine", "local", "--batch-size", "3")
     run_cli("prepare", *run, "--workdir", str(w))
+    run_json = (w / "run.json").read_bytes()
     env = {**os.environ, "SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_JOB_ID": "77", "SLURM_RESTART_COUNT": "0"}
 
     def task() -> subprocess.CompletedProcess:
@@ -123,6 +124,8 @@ def test_a_generate_task_run_as_slurm_runs_it_marks_its_shard_and_then_does_noth
     events = [json.loads(line) for line in (w / "slurm" / "events" / "shard-1-of-2.jsonl").read_text().splitlines()]
     assert [(e["event"], e["job"], e.get("rc")) for e in events] == [("start", "77_1", None), ("end", "77_1", 0)]
     assert (w / "generations.shard-1-of-2.sqlite").exists() and not (w / "generations.shard-0-of-2.sqlite").exists()
+    # The shard's options are its own: run.json, which every shard and the next submit read, is as prepare left it.
+    assert (w / "run.json").read_bytes() == run_json
 
     again = task()
     assert again.returncode == 0 and "is done" in again.stdout and "nothing to do" in again.stdout

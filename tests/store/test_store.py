@@ -214,3 +214,39 @@ def test_a_file_that_is_not_a_store_is_one_line(tmp_path):
     with pytest.raises(CorruptCheckpointError, match=r"score checkpoint .*score\.sqlite is not a readable SQLite "
                                                      r"database .*rerun `kimi-data score`"):
         ScoreCheckpoint(path)
+
+
+def test_a_checkpoint_is_never_seen_half_created(tmp_path):
+    """Shards read each other's checkpoints while they start: a process creating checkpoints one after another
+    and this one opening each read-only the moment it appears (the start-up race of a Slurm run). Every file
+    opens as a checkpoint; none is "not a readable SQLite database"; no temporary file stays behind."""
+    import subprocess
+    import sys
+    import time
+
+    from kimi_eagle_data.store.checkpoint import Checkpoint
+
+    files = 150
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import sys; from pathlib import Path; from kimi_eagle_data.store.checkpoint import Checkpoint\n"
+        f"for i in range({files}):\n"
+        f"    Checkpoint(Path(sys.argv[1]) / f'generations.shard-{{i}}-of-{files}.sqlite').close()\n"),
+        str(tmp_path)])
+    opened: set[str] = set()
+    problems: list[str] = []
+    deadline = time.monotonic() + 300
+    while len(opened) < files and time.monotonic() < deadline:
+        for path in tmp_path.glob("generations*.sqlite"):
+            if path.name in opened:
+                continue
+            try:
+                Checkpoint(path, readonly=True).close()
+            except Exception as e:     # what a starting shard met: a file without its tables yet
+                problems.append(f"{path.name}: {e}")
+            opened.add(path.name)
+        if writer.poll() not in (None, 0):
+            break
+    assert writer.wait(timeout=60) == 0
+    assert not problems, problems[:3]
+    assert len(opened) == files
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("generations")) == []
