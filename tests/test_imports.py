@@ -216,6 +216,15 @@ def test_executors_sit_above_the_stages():
     assert f"{executors}.slurm.jobs" in GRAPH[f"{PACKAGE}.cli.slurm"]   # the walk sees the edge
 
 
+def test_executors_run_engines_through_the_cli_only():
+    """A job script starts its engine with `kimi-data serve` and talks to it through `kimi-data generate`: the
+    executors import no engine code (the launch lines and health routes are serve's and the clients' own)."""
+    executors = f"{PACKAGE}.executors"
+    found = [f"{a} -> {b}" for a in sorted(GRAPH) if _inside(a, executors)
+             for b in sorted(GRAPH[a]) if _inside(b, f"{PACKAGE}.engines")]
+    assert not found, "executors import engine code: " + "; ".join(found)
+
+
 # -- the checker itself, on a package made for it ------------------------------------------------------
 
 def _fake_package(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -8,7 +8,7 @@ import sys
 import click
 from rich.table import Table
 
-from kimi_eagle_data.cli.common import friendly_errors, out
+from kimi_eagle_data.cli.common import READS_ONLY, REWRITES, friendly_errors, out
 from kimi_eagle_data.cli.help import SectionedCommand
 from kimi_eagle_data.settings import COMMAND_SETTINGS, DECLARED, options_for
 
@@ -18,6 +18,11 @@ def slurm():
     """Run the pipeline on a Slurm cluster (docs/production.md): prepare once, generate as a job array (one shard
     per node, requeued on preemption and resumed where it stopped), then validate, emit and card once every shard
     succeeded."""
+
+
+# What is true after Ctrl-C during a submit (the three sbatch calls and their record are one step: see jobs.submit).
+SUBMITS = ("the jobs are submitted and recorded together or not at all; `kimi-data slurm status --workdir DIR` says "
+           "whether they are queued")
 
 
 def _typed(ctx: click.Context, command: str) -> list[str]:
@@ -93,6 +98,9 @@ def _server(settings, serve_engine: str | None, port: int, serve_args: tuple[str
               help="After emit, the finalize job pushes the dataset to this Hub repo (the card names it).")
 @click.option("--port", default=30000, show_default=True, type=click.IntRange(1, 65535),
               help="Port of the engine task i starts on its node: PORT + i.")
+@click.option("--requeue-margin", default=120, show_default=True, type=click.IntRange(min=1), metavar="SECONDS",
+              help="With --time: a generate task this long before its time limit (Slurm's USR1) requeues itself and "
+                   "resumes.")
 @click.option("--serve-engine", type=click.Choice(["sglang", "vllm", "local"]),
               help="The server each task starts (default: --engine's, when sglang or vllm and no --server); local: "
                    "the CPU stand-in serving --model over SGLang's protocol (tests).")
@@ -101,9 +109,9 @@ def _server(settings, serve_engine: str | None, port: int, serve_args: tuple[str
                    "--serve-arg=--mem-fraction-static=0.8 or --serve-arg=--extra=--enable-dp-attention.")
 @click.option("--dry-run", is_flag=True, help="Write the job scripts into WORKDIR/slurm/ and print them; submit "
                                               "nothing.")
-@friendly_errors
+@friendly_errors(interrupted=SUBMITS)
 def submit(nodes, partition, account, qos, time_limit, gpus_per_node, setup, sbatch_args, push_repo, port,
-           serve_engine, serve_args, dry_run, **kw):
+           requeue_margin, serve_engine, serve_args, dry_run, **kw):
     """Submit the whole run to Slurm: prepare, then NODES generate tasks (shard i of NODES each), then finalize.
 
     \b
@@ -128,15 +136,15 @@ def submit(nodes, partition, account, qos, time_limit, gpus_per_node, setup, sba
         gpus_per_node = 8 if server is not None and server.engine != "local" else 0
     workdir = str(Path(settings.workdir).resolve())
     args = {}
-    for command in ("prepare", "generate", "build"):
+    for command in ("prepare", "generate", "emit"):
         typed = _typed(ctx, command)
         typed[typed.index("--workdir") + 1] = workdir
         args[command] = tuple(typed)
     jobs = SlurmJobs(workdir=Path(workdir), shards=nodes, configs=tuple(settings.configs),
-                     prepare_args=args["prepare"], generate_args=args["generate"], build_args=args["build"],
+                     prepare_args=args["prepare"], generate_args=args["generate"], emit_args=args["emit"],
                      server=server, gpus_per_node=gpus_per_node,
                      partition=partition, account=account, qos=qos, time=time_limit, setup=setup,
-                     sbatch_args=tuple(sbatch_args), push_repo=push_repo)
+                     sbatch_args=tuple(sbatch_args), push_repo=push_repo, requeue_margin=requeue_margin)
     if dry_run:
         paths = jobs.write()
         for job, path in paths.items():
@@ -163,7 +171,7 @@ def _duration(seconds: float | None) -> str:
 @slurm.command()
 @click.option("--workdir", required=True, type=click.Path(file_okay=False), help="The workdir of the submitted run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
-@friendly_errors
+@friendly_errors(interrupted=READS_ONLY)
 def status(workdir: str, as_json: bool):
     """Where a run submitted with `kimi-data slurm submit` stands: each shard's state (queued, running on NODE,
     requeued k times, done, failed and why), completions done of those known so far, output tokens/s, an ETA;
@@ -203,3 +211,40 @@ def status(workdir: str, as_json: bool):
         for line in st.problems:
             click.echo(f"error: {line}", err=True)
         sys.exit(1)
+
+
+@slurm.command(hidden=True)
+@click.argument("step", type=click.Choice(["begin", "end", "check"]))
+@click.argument("configs", nargs=-1, required=True)
+@click.option("--workdir", required=True, type=click.Path(file_okay=False))
+@click.option("--shard", metavar="I/N", help="begin, end: the task's shard.")
+@click.option("--shards", type=click.IntRange(min=1), help="check: the run's shards.")
+@click.option("--rc", type=int, default=0, help="end: the exit status of the task's generate.")
+@friendly_errors(interrupted=REWRITES)
+def task(step, configs, workdir, shard, shards, rc):
+    """What the job scripts of `slurm submit` run in Python (executors/slurm/task.py). begin: exit 3 when the
+    shard is done for the prompts prepared now (nothing to do), else 0; end: with --rc 0 the shard's marker;
+    check: exit 1 in one line when a completion is pending (finalize generates nothing)."""
+    from pathlib import Path
+
+    from kimi_eagle_data.executors.slurm.status import check_nothing_pending
+    from kimi_eagle_data.executors.slurm.task import ShardTask
+    from kimi_eagle_data.store.workdir import Workdir
+
+    wd = Workdir(Path(workdir).resolve())
+    if step == "check":
+        if shards is None:
+            raise click.BadParameter("check needs the run's shard count", param_hint="--shards")
+        check_nothing_pending(wd, shards, configs)
+        return
+    i, sep, n = (shard or "").partition("/")
+    if not (sep and i.isdigit() and n.isdigit() and int(i) < int(n)):
+        raise click.BadParameter(f"{shard!r}: expected I/N with 0 <= I < N", param_hint="--shard")
+    t = ShardTask(wd, int(i), int(n), tuple(configs))
+    if step == "begin":
+        if t.done():
+            out.print(f"shard {shard} is done ({t.marker}): nothing to do", highlight=False, soft_wrap=True)
+            sys.exit(3)
+        t.begin()
+    else:
+        t.end(rc)

@@ -43,9 +43,14 @@ def test_a_kimi_k25_submit_on_four_nodes_starts_sglang_with_the_profiles_flags(t
     assert {"--array=0-3", "--gpus-per-node=8", "--exclusive", "--requeue", "--signal=B:USR1@120"} <= set(gen)
     assert not any(line.startswith("--gpus") for line in sbatch_lines(s["prepare"]) + sbatch_lines(s["finalize"]))
     assert f"kimi-data prepare B4 B6 --workdir {w}\n" in s["prepare"]
-    assert (f'kimi-data generate B4 B6 --workdir {w} --engine sglang --no-progress --server '
+    assert (f'kimi-data generate B4 B6 --workdir {w} --engine sglang --no-progress --health-timeout 3600 --server '
             '"http://127.0.0.1:$port" --shard "$shard/4"') in s["generate"]
-    assert f"kimi-data build B4 B6 --workdir {w} --engine sglang --no-progress" in s["finalize"]
+    # Finalize never prepares or generates: nothing pending (else one line, exit 1), then emit.
+    assert f"kimi-data slurm task check --workdir {w} --shards 4 B4 B6\nkimi-data emit B4 B6 --workdir {w}\n" \
+        in s["finalize"]
+    assert "kimi-data build" not in s["finalize"] and "kimi-data generate" not in s["finalize"]
+    # The task waits for its server once (generate's wait); the scripts spell no engine's health route.
+    assert "curl" not in s["generate"] and "/health" not in s["generate"]
 
     # The engine the task starts, asked for its launch command: Kimi-K2.5 on 8 GPUs with the profile's flags, a
     # context that fits the profile's max_seq_len (16384) plus SGLang's 2 tokens.
@@ -57,12 +62,13 @@ def test_a_kimi_k25_submit_on_four_nodes_starts_sglang_with_the_profiles_flags(t
     assert flags["--model-path"] == "moonshotai/Kimi-K2.5" and flags["--tp"] == "8" and flags["--port"] == "30002"
     assert flags["--tool-call-parser"] == "kimi_k2" and flags["--reasoning-parser"] == "kimi_k2"
     assert flags["--context-length"] == "16386" and "--trust-remote-code" in launch
-    assert 'curl -sf "http://127.0.0.1:$port/health_generate"' in s["generate"]
 
 
-def test_vllm_tasks_wait_on_vllms_health_and_named_servers_start_nothing(tmp_path):
-    s = dry_run(tmp_path / "v", "B4", "--nodes", "2", "--engine", "vllm")
-    assert "kimi-data serve --engine vllm" in s["generate"] and "/health\"" in s["generate"]
+def test_vllm_tasks_start_vllm_and_named_servers_start_nothing(tmp_path):
+    s = dry_run(tmp_path / "v", "B4", "--nodes", "2", "--engine", "vllm", "--time", "4:00:00", "--requeue-margin",
+                "600")
+    assert "kimi-data serve --engine vllm" in s["generate"]
+    assert "--signal=B:USR1@600" in sbatch_lines(s["generate"]) and "600 s before the time limit" in s["generate"]
     assert "--context-length 16384 " in s["generate"]       # vLLM needs no margin beside max_seq_len
     s = dry_run(tmp_path / "g", "B4", "--nodes", "2", "--engine", "sglang", "--server", "http://gateway:8000")
     assert "kimi-data serve" not in s["generate"] and "--gpus-per-node" not in s["generate"]
@@ -72,7 +78,7 @@ def test_vllm_tasks_wait_on_vllms_health_and_named_servers_start_nothing(tmp_pat
 def test_push_repo_names_the_repo_in_the_card_and_pushes(tmp_path):
     w = tmp_path / "p"
     s = dry_run(w, "B4", "--nodes", "2", "--push-repo", "my-org/kimi-eagle")
-    assert f"kimi-data build B4 --workdir {w} --no-progress --repo my-org/kimi-eagle" in s["finalize"]
+    assert f"kimi-data emit B4 --workdir {w} --repo my-org/kimi-eagle" in s["finalize"]
     assert f"kimi-data push {w} --repo my-org/kimi-eagle" in s["finalize"]
 
 
@@ -120,9 +126,11 @@ def test_a_generate_task_run_as_slurm_runs_it_marks_its_shard_and_then_does_noth
     assert first.returncode == 0, first.stdout + first.stderr
     assert re.search(r"generate: \d+ completed, 0 failed", first.stdout), first.stdout
     marker = w / "slurm" / "done" / "shard-1-of-2"
-    assert marker.read_text().count('"fingerprint"') == 1
+    report = json.loads((w / "prepared" / "B4.json").read_text())
+    assert json.loads(marker.read_text()) == {"B4": report["fingerprint"]}     # JSON, written by Python
+    # No Slurm here, so no accounting: the task keeps its own record of how it ended.
     events = [json.loads(line) for line in (w / "slurm" / "events" / "shard-1-of-2.jsonl").read_text().splitlines()]
-    assert [(e["event"], e["job"], e.get("rc")) for e in events] == [("start", "77_1", None), ("end", "77_1", 0)]
+    assert [(e["event"], e["restarts"], e.get("rc")) for e in events] == [("start", 0, None), ("end", 0, 0)]
     assert (w / "generations.shard-1-of-2.sqlite").exists() and not (w / "generations.shard-0-of-2.sqlite").exists()
     # The shard's options are its own: run.json, which every shard and the next submit read, is as prepare left it.
     assert (w / "run.json").read_bytes() == run_json
@@ -134,3 +142,35 @@ def test_a_generate_task_run_as_slurm_runs_it_marks_its_shard_and_then_does_noth
     run_cli("prepare", *run[:-4], "--limit", "6", "--max-new-tokens", "32", "--workdir", str(w))
     third = task()
     assert third.returncode == 0 and "nothing to do" not in third.stdout, third.stdout
+
+
+def test_finalize_with_a_pending_completion_is_one_line_and_generates_nothing(tmp_path):
+    """The finalize script run by bash before any shard generated: one error line naming what is pending, exit 1;
+    no checkpoint made, no dataset."""
+    w = tmp_path / "w"
+    run = ["B4", "--config", str(DEMO_CONFIG), "--samples", "--profile", "tiny-kimi", "--model", TINY, "--limit", "4"]
+    dry_run(w, *run, "--nodes", "2", "--engine", "local")
+    run_cli("prepare", *run, "--workdir", str(w))
+    proc = subprocess.run(["bash", str(w / "slurm" / "finalize.sbatch")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    errors = error_lines(proc)
+    assert len(errors) == 1 and "4 completions" in errors[0] and "not made yet" in errors[0] \
+        and "(shard " in errors[0] and "submit" in errors[0], proc.stderr
+    assert not list(w.glob("generations*.sqlite")) and not (w / "dataset").exists()
+
+
+def test_a_server_that_stops_ends_its_task_in_one_line(tmp_path):
+    """The task's `kimi-data serve` exits at once (an option it does not know): the task does not wait out the
+    health timeout; it stops generate and ends with exit 1 and a line naming the server's log."""
+    w = tmp_path / "w"
+    run = ["B4", "--config", str(DEMO_CONFIG), "--samples", "--profile", "tiny-kimi", "--model", TINY, "--limit", "2"]
+    dry_run(w, *run, "--nodes", "1", "--engine", "sglang", "--serve-engine", "local", "--serve-arg=--no-such-option")
+    run_cli("prepare", *run, "--workdir", str(w))
+    env = {**os.environ, "SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_JOB_ID": "78"}
+    proc = subprocess.run(["bash", str(w / "slurm" / "generate.sbatch")], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert re.search(r"error: the server stopped \(exit 2\) before generate finished; see .*server-0\.log",
+                     proc.stdout), proc.stdout
+    assert "No such option" in (w / "slurm" / "logs" / "server-0.log").read_text()
+    assert not (w / "slurm" / "done" / "shard-0-of-1").exists()

@@ -1,19 +1,22 @@
 """The three jobs of a run on Slurm, written from templates/ into `<workdir>/slurm/` and submitted with `sbatch`:
 
     prepare   `kimi-data prepare` once, on one node without a GPU
-    generate  a job array of one task per shard: the engine started on its node (unless --server names running
-              servers), then `kimi-data generate --shard $SLURM_ARRAY_TASK_ID/N`; --requeue, resumable
-    finalize  after every task succeeded (--dependency=afterok): `kimi-data build` (validate, emit, card; nothing
-              is left to generate), then `kimi-data push` when asked
+    generate  a job array of one task per shard: the engine started on its node with `kimi-data serve` (unless
+              --server names running servers), then `kimi-data generate --shard $SLURM_ARRAY_TASK_ID/N`;
+              --requeue, resumable; `kimi-data slurm task` says whether the shard is done and marks it so
+    finalize  after every task succeeded (--dependency=afterok): `kimi-data slurm task check` (nothing pending, else
+              one line and exit 1: finalize never prepares or generates), `kimi-data emit` (validates every
+              completion while it writes the rows, card), then `kimi-data push` when asked
 
-Every job runs the run options the submit was given, as typed (each command those it takes), so each command sees the settings
-a one-process `build` would, and the workdir binds them as usual.
+Every job runs the run options the submit was given, as typed (each command those it takes), so each command sees
+the settings a one-process `build` would; a shard's own options (its server) are never written into run.json.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+import signal
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -24,11 +27,11 @@ from kimi_eagle_data.executors.slurm import scheduler
 from kimi_eagle_data.executors.slurm.layout import SlurmLayout
 from kimi_eagle_data.store.workdir import Workdir, read_json, write_json
 
-# How long a task waits for the engine it started to answer its health check: loading Kimi-K2.5 (~600 GB of
-# weights) from a shared filesystem can take tens of minutes.
+# How long a task's engine may take to become healthy (serve's --health-timeout, and generate's wait on it): loading
+# Kimi-K2.5 (~600 GB of weights) from a shared filesystem can take tens of minutes.
 SERVER_START_S = 3600
-# Seconds before the time limit at which a generate task is warned (USR1) and requeues itself.
-WARN_BEFORE_LIMIT_S = 120
+# Default seconds before the time limit at which a generate task is warned (USR1) and requeues itself.
+REQUEUE_MARGIN_S = 120
 SHARD = "$shard"        # the generate script's shell variable holding the task's shard index
 _PLAIN_PATH = re.compile(r"^[A-Za-z0-9_./+@:,=-]+$")    # what an #SBATCH line can hold unquoted
 
@@ -52,12 +55,6 @@ class Server:
         args += ["--context-length", str(self.context_length), "--health-timeout", str(SERVER_START_S), *self.extra]
         return shlex.join(args) + ' --port "$port"'
 
-    @property
-    def health_path(self) -> str:
-        from kimi_eagle_data.engines.serve import SGLangLaunch, VLLMLaunch
-
-        return VLLMLaunch.health_path if self.engine == "vllm" else SGLangLaunch.health_path
-
 @dataclass(frozen=True)
 class SlurmJobs:
     """What `kimi-data slurm submit` was asked for, resolved: enough to write the three scripts."""
@@ -68,7 +65,7 @@ class SlurmJobs:
     # sees the settings the submit was given, and takes only the options it reads.
     prepare_args: tuple[str, ...]
     generate_args: tuple[str, ...]
-    build_args: tuple[str, ...]
+    emit_args: tuple[str, ...]
     server: Server | None            # None: the engine is in-process (local) or --server names running ones
     gpus_per_node: int = 0
     partition: str | None = None
@@ -78,6 +75,7 @@ class SlurmJobs:
     setup: str | None = None         # None: put the environment that ran the submit on PATH
     sbatch_args: tuple[str, ...] = ()
     push_repo: str | None = None
+    requeue_margin: int = REQUEUE_MARGIN_S     # seconds before the time limit a generate task requeues itself
     cwd: Path = field(default_factory=Path.cwd)
 
     def __post_init__(self):
@@ -109,28 +107,30 @@ class SlurmJobs:
         env = jinja2.Environment(loader=jinja2.PackageLoader("kimi_eagle_data.executors.slurm", "templates"),
                                  undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=True,
                                  lstrip_blocks=True, autoescape=False)
-        lay = self.layout
         common = dict(workdir=str(self.workdir), shards=self.shards, cwd=str(self.cwd),
                       sbatch_lines=self.sbatch_lines(), setup=self.setup_lines())
-        reports = [Workdir(self.workdir).prepare_report(c) for c in self.configs]
+        lay = self.layout
+        configs = shlex.join(self.configs)
+        task = f"kimi-data slurm task {{step}} --workdir {shlex.quote(str(self.workdir))}"
         generate_args = [*self.generate_args, "--no-progress"]
+        if self.server and "--health-timeout" not in self.generate_args:
+            generate_args += ["--health-timeout", str(SERVER_START_S)]     # the one wait for the task's server
         server_arg = ' --server "http://127.0.0.1:$port"' if self.server else ""
-        build_args = [*self.build_args, "--no-progress", *(("--repo", self.push_repo) if self.push_repo else ())]
+        emit_args = [*self.emit_args, *(("--repo", self.push_repo) if self.push_repo else ())]
         return {
             "prepare": env.get_template("prepare.sbatch").render(**common, log=lay.log("prepare"),
                                                                  prepare_args=shlex.join(self.prepare_args)),
             "generate": env.get_template("generate.sbatch").render(
-                **common, log=lay.generate_log("%a"), gpus=self.gpus_per_node,
-                marker=_with_shard(lay.marker(SHARD, self.shards)), events=_with_shard(lay.events_file(SHARD, self.shards)),
-                server_log=_with_shard(lay.server_log(SHARD)), prepared_dir=shlex.quote(str(reports[0].parent)),
-                prepare_reports=" ".join(shlex.quote(r.name) for r in reports),
+                **common, log=lay.generate_log("%a"), gpus=self.gpus_per_node, margin=self.requeue_margin,
+                task=task.format(step="\"$1\"") + f' --shard "$shard/{self.shards}" {configs}',
+                server_log=_with_shard(lay.server_log(SHARD)),
                 serve=self.server is not None, servers="--server" in self.generate_args,
                 serve_command=self.server.command(self.gpus_per_node) if self.server else "",
-                health_path=self.server.health_path if self.server else "",
-                port=self.server.port if self.server else 0, server_start_s=SERVER_START_S,
+                port=self.server.port if self.server else 0,
                 generate_args=shlex.join(generate_args) + server_arg + f' --shard "$shard/{self.shards}"'),
             "finalize": env.get_template("finalize.sbatch").render(
-                **common, log=lay.log("finalize"), build_args=shlex.join(build_args),
+                **common, log=lay.log("finalize"), emit_args=shlex.join(emit_args),
+                check=task.format(step="check") + f" --shards {self.shards} {configs}",
                 workdir_arg=shlex.quote(str(self.workdir)), push_repo=self.push_repo or ""),
         }
 
@@ -182,18 +182,29 @@ def submit(jobs: SlurmJobs) -> dict[str, str]:
         raise SubmitError(f"jobs of the last submit on {jobs.workdir} are still queued or running ({', '.join(running)});"
                           " wait for them, or scancel them, before submitting again")
     paths = jobs.write()
-    ids: dict[str, str] = {}
-    after = "--kill-on-invalid-dep=yes"
-    ids["prepare"] = scheduler.sbatch(paths["prepare"])
-    ids["generate"] = scheduler.sbatch(paths["generate"], f"--dependency=afterok:{ids['prepare']}", after)
-    ids["finalize"] = scheduler.sbatch(paths["finalize"], f"--dependency=afterok:{ids['generate']}", after)
     earlier = []
     if lay.submit_record.exists():
         old = read_json(lay.submit_record)
         earlier = [*old.pop("earlier", []), old]
-    write_json(lay.submit_record, {"submitted_at": time.time(), "shards": jobs.shards, "configs": list(jobs.configs),
-                                   "jobs": ids, "prepare_args": list(jobs.prepare_args),
-                                   "generate_args": list(jobs.generate_args), "build_args": list(jobs.build_args),
-                                   "server": asdict(jobs.server) if jobs.server else None, "earlier": earlier})
+    ids: dict[str, str] = {}
+    after = "--kill-on-invalid-dep=yes"
+    # The three jobs and their record are one step: Ctrl-C or SIGTERM waits until it is over, and a job sbatch
+    # refused takes back those submitted before it (an unrecorded job would run beside the next submit's).
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        try:
+            ids["prepare"] = scheduler.sbatch(paths["prepare"])
+            ids["generate"] = scheduler.sbatch(paths["generate"], f"--dependency=afterok:{ids['prepare']}", after)
+            ids["finalize"] = scheduler.sbatch(paths["finalize"], f"--dependency=afterok:{ids['generate']}", after)
+        except BaseException:
+            scheduler.scancel(list(ids.values()))
+            raise
+        write_json(lay.submit_record, {"submitted_at": time.time(), "shards": jobs.shards,
+                                       "configs": list(jobs.configs), "jobs": ids,
+                                       "prepare_args": list(jobs.prepare_args),
+                                       "generate_args": list(jobs.generate_args), "emit_args": list(jobs.emit_args),
+                                       "server": asdict(jobs.server) if jobs.server else None, "earlier": earlier})
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
     return ids
 

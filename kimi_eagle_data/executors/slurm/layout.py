@@ -3,8 +3,9 @@
     slurm/prepare.sbatch, generate.sbatch, finalize.sbatch   the job scripts, written from templates/
     slurm/submit.json                   what was submitted: shards, configs, job ids (earlier submits under "earlier")
     slurm/logs/prepare.log, finalize.log, generate-<i>.log, server-<i>.log   each job's output, kept across requeues
-    slurm/done/shard-<i>-of-<N>         shard i's completion marker: the prepare fingerprints it finished for
-    slurm/events/shard-<i>-of-<N>.jsonl one JSON line per start and end of shard i's task (host, job, restarts, rc)
+    slurm/done/shard-<i>-of-<N>         shard i's completion marker (JSON): {config: prepare fingerprint} it finished
+    slurm/events/shard-<i>-of-<N>.jsonl where Slurm keeps no accounting: one JSON line per start and end of shard
+                                        i's task (time, host, restarts, rc), for when slurmctld forgot it
 
 A path may hold the placeholder SHARD (a shell variable in the generate script, `%a` in its #SBATCH lines).
 """

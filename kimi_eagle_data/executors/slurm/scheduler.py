@@ -4,6 +4,7 @@ pipeline."""
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -42,6 +43,20 @@ def missing_command() -> str | None:
     return next((c for c in ("sbatch", "scontrol") if shutil.which(c) is None), None)
 
 
+@functools.lru_cache(maxsize=1)
+def accounting_on() -> bool:
+    """Whether Slurm keeps accounting here (`sacct` answers for jobs slurmctld forgot); False where Slurm cannot be
+    asked."""
+    if shutil.which("scontrol") is None:
+        return False
+    try:
+        proc = _run(["scontrol", "show", "config"])
+    except SchedulerError:
+        return False
+    found = re.search(r"^AccountingStorageType\s*=\s*(\S+)", proc.stdout, re.M)
+    return proc.returncode == 0 and found is not None and found.group(1) != "accounting_storage/none"
+
+
 def _run(args: list[str]) -> subprocess.CompletedProcess:
     try:
         return subprocess.run(args, capture_output=True, text=True, timeout=_TIMEOUT_S)
@@ -63,6 +78,15 @@ def sbatch(script: Path, *options: str) -> str:
     if proc.returncode != 0:
         raise SchedulerError(f"sbatch refused {script}: {_last_line(proc.stderr)}")
     return proc.stdout.strip().split(";")[0]
+
+
+def scancel(job_ids: list[str]) -> None:
+    """Cancel jobs (best effort: a job that already ended is no error)."""
+    if job_ids:
+        try:
+            _run(["scancel", *job_ids])
+        except SchedulerError:
+            pass
 
 
 def test_only(script: Path) -> tuple[bool, str]:

@@ -2,9 +2,9 @@
 times, done, failed and why), its completions done of those known so far, its output tokens/s; for the whole run
 the same counts and an ETA; and the prepare and finalize jobs.
 
-Counts come from the workdir's checkpoint files (always there); states from Slurm (`scontrol`, `sacct`) when it can
-be asked from here, else from the tasks' own event lines and markers (layout.py). Reading takes no lock: it works
-while the jobs run.
+Counts come from the workdir's checkpoint files (always there); states from Slurm (`scontrol`, and `sacct` for the
+tasks slurmctld forgot, where accounting is on), else from the tasks' markers and, where accounting is off, their
+own event lines (task.py). Reading takes no lock: it works while the jobs run.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-
-from kimi_eagle_data.errors import MissingInputError
+from kimi_eagle_data.errors import KimiDataError, MissingInputError
 from kimi_eagle_data.executors.slurm import scheduler
 from kimi_eagle_data.executors.slurm.layout import SlurmLayout
+from kimi_eagle_data.executors.slurm.task import events, marker_valid, prepare_fingerprints
 from kimi_eagle_data.store.checkpoint import Checkpoint, in_shard
 from kimi_eagle_data.store.workdir import Workdir, read_json
 
@@ -26,6 +25,10 @@ RATE_WINDOW_S = 600.0
 # Slurm states of a task that ended and will not run again by itself.
 ENDED_BADLY = frozenset({"FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE",
                          "PREEMPTED", "REVOKED"})
+
+
+class PendingError(KimiDataError, RuntimeError):
+    """Finalize found completions not made yet (one line: how many, where, what to do)."""
 
 
 @dataclass
@@ -38,7 +41,7 @@ class ShardStatus:
     total: int = 0              # completions this shard makes, as known so far (its prompts and later turns)
     done: int = 0
     failed: int = 0             # samples recorded as failed (after all retries)
-    tokens_per_s: float = 0.0   # output tokens/s over the last RATE_WINDOW_S
+    tokens_per_s: float = 0.0   # output tokens/s: over the last RATE_WINDOW_S while it runs, else over all it made
     log: str = ""
 
 
@@ -59,7 +62,7 @@ class RunStatus:
     total: int = 0
     done: int = 0
     failed: int = 0
-    tokens_per_s: float = 0.0
+    tokens_per_s: float = 0.0   # of the shards running now
     completions_per_s: float = 0.0
     eta_s: float | None = None  # None: nothing measured yet, or nothing left
     dataset: str | None = None  # the emitted dataset, once finalize made it
@@ -70,43 +73,17 @@ class RunStatus:
         return [s for s in self.shards if s.state == "failed"]
 
 
-def _events(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_bytes().splitlines():
-        try:
-            out.append(orjson.loads(line))
-        except orjson.JSONDecodeError:     # a line cut by a node that died while writing it
-            continue
-    return out
-
-
 def last_error_line(log: Path) -> str:
-    """The last `error…` line of a job's log (the one line a kimi-data command prints), else its last line."""
+    """The last `error…` line of a job's log (the one line a kimi-data command prints, or bash's and slurmstepd's);
+    "" when it has none (its other lines say what went well, not why it ended)."""
     if not log.exists():
         return ""
     with log.open("rb") as f:
         f.seek(max(0, log.stat().st_size - 65536))
         lines = [line.strip() for line in f.read().decode(errors="replace").splitlines() if line.strip()]
-    errors = [line for line in lines if line.lower().startswith(("error", "slurmstepd")) or "error:" in line]
-    return (errors or lines or [""])[-1][:300]
-
-
-def _marker_valid(marker: Path, fingerprints: str) -> bool:
-    return marker.exists() and bool(fingerprints) and marker.read_text() == fingerprints
-
-
-def prepare_fingerprints(workdir: Workdir, configs: list[str]) -> str:
-    """What a shard's marker holds when it finished for the prompts prepared now (the generate script's
-    `prepared`: the reports' "fingerprint" lines, one per config)."""
-    lines = []
-    for c in configs:
-        path = workdir.prepare_report(c)
-        if not path.exists():
-            return ""
-        lines += [line for line in path.read_text().splitlines() if '"fingerprint"' in line]
-    return "\n".join(lines) + "\n" if lines else ""
+    errors = [line for line in lines if line.lower().startswith(("error", "slurmstepd")) or "error:" in line
+              or "command not found" in line]
+    return (errors or [""])[-1][:300]
 
 
 def _prepared_ids(workdir: Workdir, configs: list[str]) -> list[str]:
@@ -120,8 +97,9 @@ def _prepared_ids(workdir: Workdir, configs: list[str]) -> list[str]:
     return ids
 
 
-def _counts(workdir: Workdir, shards: int, configs: list[str], now: float) -> list[dict]:
-    """Per shard: {total, done, failed} and its output tokens/s and completions/s over the last RATE_WINDOW_S."""
+def shard_counts(workdir: Workdir, shards: int, configs: list[str], now: float) -> list[dict]:
+    """Per shard: {total, done, failed}, its output tokens/s and completions/s over the last RATE_WINDOW_S, and its
+    output tokens/s over all it generated (`tokens_per_s_all`: what a shard that stopped shows)."""
     prepared = _prepared_ids(workdir, configs)
     files = {p: Checkpoint(p, readonly=True) for p in workdir.checkpoint_paths()}
     try:
@@ -134,61 +112,79 @@ def _counts(workdir: Workdir, shards: int, configs: list[str], now: float) -> li
         for i in range(shards):
             ck = files.get(workdir.shard_checkpoint((i, shards)))
             ids = {x for x in prepared if in_shard(x, (i, shards))} | (ck.turn_ids() if ck else set())
-            window = [s for s in (ck.request_stats() if ck else []) if s.created_at > now - RATE_WINDOW_S]
+            stats = ck.request_stats() if ck else []
+            window = [s for s in stats if s.created_at > now - RATE_WINDOW_S]
             span = now - min((s.created_at for s in window), default=now)
             out.append({"total": len(ids), "done": len(ids & done), "failed": len(ids & failed - done),
                         "tokens_per_s": sum(s.completion_tokens or 0 for s in window) / span if span > 0 else 0.0,
-                        "completions_per_s": len(window) / span if span > 0 else 0.0})
+                        "completions_per_s": len(window) / span if span > 0 else 0.0,
+                        "tokens_per_s_all": _overall_rate(stats)})
         return out
     finally:
         for ck in files.values():
             ck.close()
 
 
+def _overall_rate(stats) -> float:
+    """Output tokens/s over the stretch in which the shard's completions were made (first request sent to last
+    completion committed; a requeue's wait in the queue included)."""
+    if not stats:
+        return 0.0
+    start = min(s.created_at - (s.latency_s or 0.0) for s in stats)
+    span = max(s.created_at for s in stats) - start
+    return sum(s.completion_tokens or 0 for s in stats) / span if span > 0 else 0.0
+
+
+def _exit_words(exit_code: str) -> str:
+    """Slurm's "code:signal" in words: "exit 3", "killed by signal 9 (SIGKILL)", "" for 0:0."""
+    code, _, signal = exit_code.partition(":")
+    if signal not in ("", "0"):
+        return f"killed by signal {signal}" + (" (SIGKILL)" if signal == "9" else "")
+    return f"exit {code}" if code not in ("", "0") else ""
+
+
+def _ended(task: scheduler.TaskState) -> str:
+    """How a task Slurm reports as ended badly ended, in words: its state, and its exit code or the signal that
+    killed it."""
+    never = task.state == "CANCELLED" and task.reason == "DependencyNeverSatisfied"
+    return ", ".join(x for x in ("never ran: prepare failed" if never else task.state.lower(),
+                                 _exit_words(task.exit_code)) if x)
+
+
 def _shard_state(i: int, shards: int, lay: SlurmLayout, task: scheduler.TaskState | None, marker_ok: bool,
                  asked: bool) -> ShardStatus:
-    events = _events(lay.events_file(i, shards))
-    starts = [e for e in events if e.get("event") == "start"]
-    ends = [e for e in events if e.get("event") == "end"]
+    """A shard's state: Slurm's when it knows the task, else its marker and (accounting off) its own events."""
     log = lay.generate_log(i)
     s = ShardStatus(shard=i, state="not started", log=str(log))
+    records = events(lay.events_file(i, shards))
+    starts = [e for e in records if e.get("event") == "start"]
     if starts:
         s.node, s.restarts = starts[-1].get("host", ""), int(starts[-1].get("restarts", 0))
     if task is not None:
         s.restarts = max(s.restarts, task.restarts)
         s.node = task.node or s.node
     requeued = f"requeued {s.restarts} time{'s' if s.restarts != 1 else ''}" if s.restarts else ""
-    if marker_ok:
+    if marker_ok:       # done for the prompts prepared now, whatever its task does (a rerun does nothing)
         s.state, s.detail = "done", requeued
-        return s
-    if task is not None and task.state == "PENDING":
+    elif task is not None and task.state == "PENDING":
         why = {"Dependency": "waits for prepare", "BeginTime": "starts shortly"}.get(task.reason, task.reason)
         s.state, s.detail = "queued", ", ".join(x for x in (why, requeued) if x)
-        return s
-    if task is not None and task.active:
+    elif task is not None and task.active:
         s.state, s.detail = "running", ", ".join(x for x in (f"on {task.node}" if task.node else "", requeued) if x)
-        return s
-    last_end = ends[-1] if ends and (not starts or ends[-1].get("time", 0) >= starts[-1].get("time", 0)) else None
-    rc = last_end.get("rc") if last_end else None
-    bad = task is not None and task.state in ENDED_BADLY
-    if bad or rc not in (None, 0):
-        why = []
-        if bad:
-            never = task.state == "CANCELLED" and task.reason == "DependencyNeverSatisfied"
-            why.append("never ran: prepare failed" if never else task.state.lower())
-        if rc not in (None, 0):
-            why.append(f"exit {rc}")
-        elif bad and task.exit_code not in ("", "0:0"):
-            why.append(f"exit {task.exit_code}")
-        s.state, s.detail = "failed", "; ".join(x for x in (", ".join(why), last_error_line(log)) if x)
-    elif starts and not last_end:
-        if asked:   # Slurm does not run it, yet it never wrote its end: killed with its node, or by SIGKILL
-            s.state, s.detail = "failed", "; ".join(x for x in (f"its task on {s.node or 'its node'} ended without "
-                                                                "a word", last_error_line(log)) if x)
-        else:
-            s.state, s.detail = "running", f"on {s.node} (per its events; Slurm not reachable from here)"
+    elif task is not None and task.state in ENDED_BADLY:
+        s.state, s.detail = "failed", "; ".join(x for x in (_ended(task), last_error_line(log)) if x)
     elif task is not None and task.state == "COMPLETED":
         s.state, s.detail = "stopped", "ended without its marker: prompts prepared again since? submit again"
+    elif records:       # Slurm forgot the task (or cannot be asked): its own record says how it ended
+        last = records[-1]
+        if last.get("event") == "end" and last.get("rc") not in (None, 0):
+            s.state, s.detail = "failed", "; ".join(x for x in (f"exit {last['rc']}", last_error_line(log)) if x)
+        elif last.get("event") == "start" and asked:   # no end: killed with its node, or by SIGKILL
+            s.state, s.detail = "failed", "; ".join(x for x in (f"its task on {s.node or 'its node'} ended without "
+                                                                "a word (its node lost, or SIGKILL)",
+                                                                last_error_line(log)) if x)
+        elif last.get("event") == "start":
+            s.state, s.detail = "running", f"on {s.node} (per its events; Slurm not reachable from here)"
     return s
 
 
@@ -202,8 +198,7 @@ def _job_state(job: str, job_id: str, task: scheduler.TaskState | None, lay: Slu
     elif task.state == "CANCELLED" and task.reason == "DependencyNeverSatisfied":
         detail = "will not run: a job before it failed"
     elif task.state in ENDED_BADLY:
-        detail = "; ".join(x for x in (f"exit {task.exit_code}" if task.exit_code else "",
-                                       last_error_line(lay.log(job))) if x)
+        detail = "; ".join(x for x in (_exit_words(task.exit_code), last_error_line(lay.log(job))) if x)
     return JobStatus(job, job_id, task.state, detail)
 
 
@@ -220,16 +215,18 @@ def run_status(workdir: str | Path, now: float | None = None) -> RunStatus:
     states = {job: scheduler.job_states(job_id) for job, job_id in ids.items()}
     asked = all(s is not None for s in states.values())
     fingerprints = prepare_fingerprints(wd, configs)
-    counts = _counts(wd, shards, configs, now)
+    counts = shard_counts(wd, shards, configs, now)
     tasks = states.get("generate") or {}
     result = RunStatus(workdir=str(wd.root), shards=[], jobs=[], scheduler=asked)
     for i in range(shards):
-        s = _shard_state(i, shards, lay, tasks.get(i), _marker_valid(lay.marker(i, shards), fingerprints), asked)
+        s = _shard_state(i, shards, lay, tasks.get(i), marker_valid(lay.marker(i, shards), fingerprints), asked)
         c = counts[i]
         s.total, s.done, s.failed = c["total"], c["done"], c["failed"]
         if s.state == "running":      # the rates of a shard that stopped would only decay
             s.tokens_per_s = c["tokens_per_s"]
             result.completions_per_s += c["completions_per_s"]
+        else:                         # what it made while it ran
+            s.tokens_per_s = c["tokens_per_s_all"]
         result.shards.append(s)
         if s.state == "failed":
             result.problems.append(f"shard {i} failed: {s.detail}; log: {s.log}")
@@ -242,7 +239,7 @@ def run_status(workdir: str | Path, now: float | None = None) -> RunStatus:
     result.total = sum(s.total for s in result.shards)
     result.done = sum(s.done for s in result.shards)
     result.failed = sum(s.failed for s in result.shards)
-    result.tokens_per_s = sum(s.tokens_per_s for s in result.shards)
+    result.tokens_per_s = sum(s.tokens_per_s for s in result.shards if s.state == "running")
     left = result.total - result.done - result.failed
     rate = result.completions_per_s
     result.eta_s = left / rate if left > 0 and rate > 0 else None
@@ -252,3 +249,15 @@ def run_status(workdir: str | Path, now: float | None = None) -> RunStatus:
             and manifest.stat().st_mtime >= record["submitted_at"] and not (finalize and finalize.active)):
         result.dataset = str(wd.dataset)
     return result
+
+
+def check_nothing_pending(workdir: Workdir, shards: int, configs) -> None:
+    """PendingError unless every completion of the prompts prepared now (and of the later turns known so far) is
+    made or failed for good: what finalize checks before it emits."""
+    counts = shard_counts(workdir, shards, list(configs), time.time())
+    left = {i: c["total"] - c["done"] - c["failed"] for i, c in enumerate(counts)}
+    left = {i: n for i, n in left.items() if n > 0}
+    if left:
+        where = ", ".join(f"shard {i}: {n:,}" for i, n in left.items())
+        raise PendingError(f"{sum(left.values()):,} completions of {workdir.root} are not made yet ({where}); "
+                           "finalize generates nothing: submit the same `kimi-data slurm submit` again to make them")
