@@ -255,11 +255,11 @@ class Pipeline:
                  "pilot); this one reads %s. Completed samples of prompts selected again are reused, not generated "
                  "twice.", self.pilot_limit, self.pilot_limit, now)
 
-    def reuse_line(self, ids: set[str], done: set[str]) -> str | None:
-        """'reusing N completed samples from an earlier run …' when this run's prompts have completions already;
-        also how many completions of these configs are not among its prompts (a pilot's rows the full selection
-        did not take: kept in the checkpoint, never in the dataset)."""
-        reused = len(ids & done)
+    def reuse_line(self, ids: set[str], done: set[str], mine: set[str] | None = None) -> str | None:
+        """'reusing N completed samples from an earlier run …' when this run's prompts (`mine`: of this shard) have
+        completions already; also how many completions of these configs are not among its prompts (a pilot's rows
+        the full selection did not take: kept in the checkpoint, never in the dataset)."""
+        reused = len((ids if mine is None else mine) & done)
         if not reused:
             return None
         configs = set(self.s.configs)
@@ -366,7 +366,8 @@ class Pipeline:
         done_later = len(stored.keys() & done)
         # The later turns of this run's conversations (on any shard) are this run's samples too.
         ids = {r.id for r in prepared}
-        reuse = self.reuse_line(ids | {i for c in turns for i, conv in turns[c].items() if conv in ids}, done)
+        reuse = self.reuse_line(ids | {i for c in turns for i, conv in turns[c].items() if conv in ids}, done,
+                                mine={r.id for r in records} | stored.keys())   # a shard reuses its own only
         if reuse:
             log.info("%s", reuse)
         if not any(r.id not in done and (self.s.retry_failed or r.id not in failed) for r in records):

@@ -49,6 +49,7 @@ PLAN_JSON_HELP = """\b
 --json prints one object (stable keys):
   workdir, confidence, gpus, interval (the method, in words),
   naive_chars_per_token (3.5), skipped {CONFIG: why},
+  count_notes {CONFIG: why its count is what its sources held, not n},
   throughput {tokens_per_s, source (given|measured|unknown),
     measured {tokens_per_s, output_tokens, span_s, requests,
       per_request_tokens_per_s_median, engine, engine_version,
@@ -331,6 +332,7 @@ def _print_draft_vocab(v: dict[str, Any] | None) -> None:
 @click.option("--counts", "counts", multiple=True, metavar="CONFIG=N",
               help="Prompts to generate for a config (repeatable; default: the n the pilot's prepare recorded "
                    "in prepared/CONFIG.json, i.e. the partition's n, 88,000 in all for the built-in defaults; "
+                   "what the sources held where the pilot read them all, without --limit, and they held fewer; "
                    "N=0 leaves a config out).")
 @click.option("--gpus", default=8, show_default=True, type=click.IntRange(min=1),
               help="GPUs that deliver the throughput together (one 8-GPU SGLang server: 8).")
@@ -409,6 +411,8 @@ def _print_plan(r: dict[str, Any]) -> None:
             out.print(f"[yellow]note:[/] {name}: {counted(p['incomplete_conversations'], 'conversation')} of the "
                       "pilot not ended yet (pending or a turn failed) left out of the means", highlight=False,
                       soft_wrap=True)
+    for name, why in r["count_notes"].items():
+        out.print(f"[yellow]note:[/] {name}: {why}", highlight=False, soft_wrap=True)
     tp = r["throughput"]
     if tp["tokens_per_s"]:
         from kimi_eagle_data.reports.plan import measured_on

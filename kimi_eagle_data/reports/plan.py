@@ -1,7 +1,8 @@
 """`kimi-data plan`: project the full run from a pilot: measure, do not guess.
 
 From a pilot workdir (e.g. `kimi-data build --limit 200 --workdir pilot`) and target prompt counts per config
-(default: each partition's `default_n`), project. The unit of sampling is the conversation: each prompt starts
+(default: the `n` the pilot's prepare recorded, or what the sources held where the pilot read them all without
+--limit and they held fewer: the run as configured), project. The unit of sampling is the conversation: each prompt starts
 one, a single-turn prompt is a conversation of one turn, and an own_history conversation has as many turns (rows)
 as the model's answers and the source carried it (its later turns' prompts grow with the history). Every figure
 sums each conversation's turns, and its interval is a Student-t interval over the pilot's conversations (its
@@ -340,8 +341,14 @@ def collect_plan(workdir: str | Path, counts: dict[str, int] | None = None, *, g
         raise QualityError(f"--counts {unknown[0]}: the pilot {wd.root} has no validated/{unknown[0]}.parquet "
                            f"(pilot configs: {', '.join(pilot)}); run the pilot for it first")
     targets: dict[str, int] = {}
+    count_notes: dict[str, str] = {}
     for c in pilot:
         n = counts[c] if c in counts else configured_count(wd, c)
+        held = None if c in counts else source_holds(wd, c)
+        if held is not None and held < n:    # the run as configured makes no more than its sources hold
+            count_notes[c] = (f"its sources held {held:,} prompts, short of n = {n:,}: the run as configured makes "
+                              f"{held:,}; pass --counts {c}={n} to project a run on larger sources")
+            n = held
         if n > 0:
             targets[c] = n
 
@@ -353,7 +360,7 @@ def collect_plan(workdir: str | Path, counts: dict[str, int] | None = None, *, g
                     "turn; overall: configs' variances summed, Welch-Satterthwaite df); train rows and valid rate "
                     "of single-turn configs: Wilson score (overall: its half-width as a standard error); valid "
                     "rate of conversations: ratio of the means, delta-method t-interval",
-        "naive_chars_per_token": NAIVE_CHARS_PER_TOKEN, "configs": {}, "skipped": {},
+        "naive_chars_per_token": NAIVE_CHARS_PER_TOKEN, "configs": {}, "skipped": {}, "count_notes": count_notes,
     }
     # The pilot's speed is measured over all its samples, whatever the counts select.
     all_ids = [i for c in pilot for i in read_columns(wd.validated(c), ["id"])["id"].to_pylist()]
@@ -500,6 +507,20 @@ def configured_count(wd: Workdir, config: str) -> int:
     if config in PARTITIONS:
         return PARTITIONS[config].default_n
     raise QualityError(f"{config} is a user-defined partition and {path} records no n; pass --counts {config}=N")
+
+
+def source_holds(wd: Workdir, config: str) -> int | None:
+    """How many prompts the config's sources hold, where the pilot read them all: a prepare without --limit
+    that prepared fewer than its n (every candidate taken: the sources ran out, e.g. the bundled --samples);
+    None when the pilot stopped short of that (a --limit) or reached n."""
+    path = wd.prepare_report(config)
+    if not path.is_file():
+        return None
+    r = read_json(path)
+    n, prepared = r.get("n"), r.get("prepared")
+    if r.get("limit") is not None or r.get("exhausted") or not isinstance(n, int) or not isinstance(prepared, int):
+        return None
+    return prepared if prepared < n else None
 
 
 def measured_on(measured: dict[str, Any]) -> str:

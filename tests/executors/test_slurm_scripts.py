@@ -174,3 +174,21 @@ def test_a_server_that_stops_ends_its_task_in_one_line(tmp_path):
                      proc.stdout), proc.stdout
     assert "No such option" in (w / "slurm" / "logs" / "server-0.log").read_text()
     assert not (w / "slurm" / "done" / "shard-0-of-1").exists()
+
+
+def test_a_shard_speaks_of_reusing_only_its_own_completions(tmp_path):
+    """Shards share a workdir: shard 1 starting after shard 0 finished reuses nothing of its own (shard 0's work is
+    not "from an earlier run" of it); shard 0 run again reuses exactly its own."""
+    w = tmp_path / "w"
+    run_cli("prepare", "B4", "--samples", "--profile", "tiny-kimi", "--model", TINY, "--limit", "6",
+            "--max-new-tokens", "8", "--workdir", str(w))
+
+    def shard(i: int) -> str:
+        proc = run_cli("generate", "B4", "--workdir", str(w), "--shard", f"{i}/2", "--engine", "local", "--no-progress")
+        return proc.stdout + proc.stderr
+
+    first = shard(0)
+    made = int(re.search(r"generate: (\d+) completed", first).group(1))
+    assert 0 < made < 6 and "reusing" not in first
+    assert "reusing" not in shard(1)
+    assert f"reusing {made} completed samples from an earlier run" in shard(0)

@@ -265,7 +265,8 @@ def test_plan_projects_from_the_pilot(demo_run):
                    "--throughput", "500", "--gpus", "8")
     got = json.loads(proc.stdout)
     assert "B8" not in got["configs"] and got["configs"]["B4"]["count"] == 1000
-    assert got["configs"]["B1"]["count"] == PARTITIONS["B1"].default_n
+    # B1 not given: the demo read all its bundled B1 rows, so what they held (test_plan_table_defaults_...)
+    assert got["configs"]["B1"]["count"] == json.loads((workdir / "prepared" / "B1.json").read_text())["prepared"]
     assert got["throughput"]["source"] == "given" and got["throughput"]["tokens_per_s"] == 500
     assert got["confidence"] == 0.95
 
@@ -295,13 +296,23 @@ def test_plan_projects_from_the_pilot(demo_run):
 def test_plan_table_defaults_and_throughput_warning(demo_run):
     workdir, _ = demo_run
     got = json.loads(run_cli("plan", "--workdir", str(workdir), "--json").stdout)
-    assert got["overall"]["count"] == sum(p.default_n for p in PARTITIONS.values()) == 88_000
+    # The demo read all of its bundled sources (no --limit): the run as configured makes what they held, not n.
+    prepared = {c: json.loads((workdir / "prepared" / f"{c}.json").read_text())["prepared"] for c in got["configs"]}
+    assert {c: v["count"] for c, v in got["configs"].items()} == prepared
+    assert all(n < PARTITIONS[c].default_n for c, n in prepared.items())
+    assert set(got["count_notes"]) == set(prepared) and f"--counts B4={PARTITIONS['B4'].default_n}" \
+        in got["count_notes"]["B4"]
+    full = json.loads(run_cli("plan", "--workdir", str(workdir), "--json",
+                              *(a for p in PARTITIONS.values() for a in ("--counts", f"{p.config}={p.default_n}")
+                                if p.config in prepared)).stdout)
+    assert full["overall"]["count"] == sum(PARTITIONS[c].default_n for c in prepared) and not full["count_notes"]
     measured = got["throughput"]["measured"]
     assert got["throughput"]["source"] == "measured" and measured["engine"] == "local"
     assert measured["device"] == "cpu" and measured["gpus"] == 0       # the demo's pilot ran on the CPU
     proc = run_cli("plan", "--workdir", str(workdir))
     out = " ".join(proc.stdout.split())
-    assert "95% intervals" in out and "88,000" in out
+    assert "95% intervals" in out and f"{sum(prepared.values()):,}" in out
+    assert f"note: B4: its sources held {prepared['B4']:,} prompts" in out
     assert "says nothing about production speed" in out and "--throughput" in out
     # a CPU pilot's speed is not called a GPU figure
     assert "measured in the pilot on the local engine on cpu: no GPU" in out
@@ -337,6 +348,8 @@ def test_plan_counts_a_user_partition_by_the_n_prepare_recorded(demo_run, tmp_pa
     for d in ("validated", "prepared"):
         for f in (wd / d).glob("B4.*"):
             f.rename(f.with_name("C1" + f.name[2:]))
+    for f in (wd / "prepared").glob("*.json"):     # a pilot with --limit: the sources may hold more than it read
+        f.write_text(json.dumps({**json.loads(f.read_text()), "limit": 28}))
     report_path = wd / "prepared" / "C1.json"
     report = json.loads(report_path.read_text())
     report["n"] = 1234
