@@ -163,7 +163,10 @@ def test_a_submit_runs_every_job_and_makes_the_rows_of_a_one_process_build(one_p
     assert final["done"] == final["total"] == len(one_process) and final["failed"] == 0
     assert final["dataset"] == str(w / "dataset") and not final["problems"]
     assert all(s["done"] > 0 for s in final["shards"]), "a shard had nothing to do: the split went untested"
+    assert all(s["tokens_per_s"] > 0 for s in final["shards"]), "a shard that is done shows no speed"
     assert_complete(w, one_process)
+    # Finalize prepared nothing: the markers still name the prompts prepared now.
+    assert "ended without its marker" not in json.dumps(status(w)[0])
 
 
 def test_a_requeued_task_resumes_its_shard_without_generating_anything_twice(one_process, tmp_path):
@@ -218,12 +221,67 @@ def test_a_shard_that_fails_for_good_holds_finalize_back_until_submitted_again(o
     assert len(errors) == 1 and "shard 1 failed" in errors[0] and "command not found" in errors[0], proc.stderr
     done_before = {i: events(w, i) for i in (0, 2)}
 
+    # Finalize run by hand while shard 1 is pending: one line, exit 1, nothing generated or emitted.
+    stored = checkpoint_ids(w)
+    finalize = subprocess.run(["sbatch", "--parsable", str(w / "slurm" / "finalize.sbatch")], capture_output=True,
+                              text=True, check=True).stdout.strip().split(";")[0]
+    wait_for(lambda: job_state(finalize) not in ("", "PENDING", "RUNNING", "COMPLETING", "CONFIGURING"), DEADLINE_S,
+             "the finalize job run by hand did not end")
+    assert job_state(finalize) == "FAILED"
+    log = (w / "slurm" / "logs" / "finalize.log").read_text()
+    errors = [line for line in log.splitlines() if line.startswith("error")]
+    assert len(errors) == 1 and "not made yet" in errors[0] and "shard 1:" in errors[0], log
+    assert checkpoint_ids(w) == stored and not (w / "dataset").exists()
+
     jobs = submit(w, "--engine", "local", "--batch-size", "1", "--setup", path)
     final = wait_finished(w, jobs)
     assert [s["state"] for s in final["shards"]] == ["done"] * SHARDS and final["dataset"], final
     assert {i: events(w, i) for i in (0, 2)} == done_before, "a finished shard ran again"
     assert "nothing to do" in (w / "slurm" / "logs" / "generate-0.log").read_text()
     assert [e["event"] for e in events(w, 1)] == ["start", "end", "start", "end"]
+    assert_complete(w, one_process)
+
+
+def test_pilot_then_full_run_then_a_killed_shard_all_by_the_same_submit(one_process, tmp_path):
+    """Each task starts its own server (the stand-in, slowed down). A pilot (--limit 4) runs to its dataset; the same
+    submit with --limit 8 reuses the pilot's completions (no shard wrote its server into run.json); shard 2's task,
+    killed by SIGKILL in the middle, reads as killed; the same submit once more finishes the run, and the dataset
+    is the one-process build's."""
+    w = tmp_path / "w"
+    serve = ["--engine", "sglang", "--serve-engine", "local", "--serve-arg=--max-batch=1", "--serve-arg=--delay=0.5",
+             "--setup", standin_setup(tmp_path), "--concurrency", "1"]
+    pilot = [a if a != "8" else "4" for a in RUN]
+    run_cli("slurm", "submit", *pilot, "--workdir", str(w), "--nodes", str(SHARDS), *serve)
+    jobs = json.loads((w / "slurm" / "submit.json").read_text())["jobs"]
+    first = wait_finished(w, jobs)
+    assert [s["state"] for s in first["shards"]] == ["done"] * SHARDS and first["dataset"], first
+    run_json = json.loads((w / "run.json").read_text())
+    assert run_json["options"]["servers"] == [], "a shard wrote its own server into run.json"
+    piloted = commit_stamps(w / f"generations.shard-2-of-{SHARDS}.sqlite")
+
+    jobs = submit(w, *serve)
+    shard = 2
+    checkpoint = w / f"generations.shard-{shard}-of-{SHARDS}.sqlite"
+    wait_for(lambda: len(commit_stamps(checkpoint)) > len(piloted), DEADLINE_S, "shard 2 committed nothing new")
+    subprocess.run(["scancel", "--signal=KILL", "--full", f"{jobs['generate']}_{shard}"], check=True)
+    wait_for(lambda: job_state(f"{jobs['generate']}_{shard}") not in ("RUNNING", "COMPLETING"), 120,
+             "the killed task did not end")
+    killed = wait_finished(w, jobs)
+    wait_for(lambda: all(job_state(f"{jobs['generate']}_{i}") not in ("PENDING", "RUNNING", "COMPLETING")
+                         for i in range(SHARDS)), DEADLINE_S, "the other shards did not end")
+    killed = status(w)[0]
+    s = killed["shards"][shard]
+    assert s["state"] == "failed" and "killed by signal 9 (SIGKILL)" in s["detail"], s
+    assert "healthy" not in s["detail"] and "starting the server" not in s["detail"], s
+    assert killed["dataset"] is None and job_state(jobs["finalize"]) == "CANCELLED"
+    before = commit_stamps(checkpoint)
+    assert {i: before[i] for i in piloted} == piloted
+
+    jobs = submit(w, *serve)
+    final = wait_finished(w, jobs)
+    assert [s["state"] for s in final["shards"]] == ["done"] * SHARDS and final["dataset"], final
+    after = commit_stamps(checkpoint)
+    assert {i: after[i] for i in before} == before, "a completion committed before the kill was made again"
     assert_complete(w, one_process)
 
 
