@@ -42,6 +42,9 @@ class GenerationRequest:
     # Also report the target's log-prob and top-1 id of every sampled token (Completion.output_logprobs,
     # .output_top1_ids); SGLang: `return_logprob` + `top_logprobs_num` 1 on the request.
     return_logprob: bool = False
+    # The conversation this request is a turn of (its first turn's id; a single-turn prompt: its own id): a server
+    # engine sends its turns to one server, whose prefix cache holds the history (engines/server_choice.py).
+    conversation: str | None = None
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,8 @@ class GenerationJob:
     def of(cls, record: PromptRecord, sampling: SamplingParams) -> "GenerationJob":
         return cls(record.id, record.config,
                    GenerationRequest(record.id, record.prompt_ids, record_sampling(sampling, record),
-                                     seed=request_seed(record.id), return_logprob=True), record)
+                                     seed=request_seed(record.id), return_logprob=True,
+                                     conversation=record.conversation), record)
 
 
 # What follows a conversation's turn once its completion is in (conversation/next_turn.py); None: nothing (a

@@ -3,8 +3,10 @@ an asyncio client that keeps requests in flight, retries, checks answers and wai
 
 - Continuous: up to `concurrency` requests in flight at all times; a new one starts the moment one
   finishes, so one 10k-token tail never idles the servers (no batch barrier).
-- Several servers: each request goes to the server with the fewest requests in flight. One router URL
-  works the same way (the router balances behind it).
+- Several servers (server_choice.py): a conversation's next turn goes back to the server that answered its
+  previous turn (its prefix cache holds the history) while that server is healthy and not overloaded; anything
+  else goes to the least busy healthy server. One router URL: the router chooses (its cache-aware policy matches
+  the prompt ids; the conversation goes along as its routing key header).
 - Retries with exponential backoff and jitter on connection errors, timeouts and 5xx; a request
   that keeps failing comes back as a RequestFailure with its reason (data, not an exception), so the
   generate stage records it as failed. HTTP 4xx is not retried (the request itself is wrong).
@@ -38,6 +40,7 @@ from typing import Any, Awaitable, Callable, Iterable, Iterator
 import orjson
 
 from kimi_eagle_data.engines.base import Engine, EngineError, EngineInfo, ScoreRequest, ScoreResult
+from kimi_eagle_data.engines.server_choice import ROUTING_KEY_HEADER, ServerChoice
 from kimi_eagle_data.records import RequestFailure
 from kimi_eagle_data.run_checks import url_problem
 
@@ -239,7 +242,8 @@ class HTTPEngine(Engine):
     abort_path: str | None = None   # where a request is aborted by its id (POST {"rid"}); None: the server cannot
 
     def __init__(self, urls: list[str], *, concurrency: int = 256, retry: RetryPolicy | None = None,
-                 health_timeout_s: float = 600.0, allow_old_server: bool = False, vocab_size: int | None = None):
+                 health_timeout_s: float = 600.0, allow_old_server: bool = False, vocab_size: int | None = None,
+                 affinity: bool = True):
         if not urls:
             raise EngineError(f"the {self.name} engine needs at least one --server URL")
         for u in urls:
@@ -253,8 +257,8 @@ class HTTPEngine(Engine):
         self.retry = retry or RetryPolicy()
         self.health_timeout_s = health_timeout_s
         self.allow_old_server = allow_old_server
-        self.in_flight_by_url = dict.fromkeys(self.urls, 0)
-        self.sent = dict.fromkeys(self.urls, 0)
+        # Where each request goes (server_choice.py); `affinity` False: always the least busy healthy server.
+        self.choice = ServerChoice(self.urls, concurrency=concurrency, affinity=affinity)
         self._info: EngineInfo | None = None
         self._stop = threading.Event()
         self._in_flight: dict[str, str] = {}    # request id -> the URL it was sent to, while a try is under way
@@ -449,43 +453,45 @@ class HTTPEngine(Engine):
         """`req`'s result from the server's answer; ValueError when the answer does not answer it."""
 
     def in_flight(self) -> int:
-        return sum(self.in_flight_by_url.values())
-
-    def _pick_server(self) -> str:
-        return min(self.urls, key=lambda u: (self.in_flight_by_url[u], self.sent[u]))
+        return sum(self.choice.in_flight.values())
 
     async def _with_retries(self, session, input_ids: list[int], payload: bytes,
                             read: Callable[[str, dict, float], Any],
-                            give_up: Callable[[Failure, int], Any], *, rid: str | None = None) -> Any:
-        """POST `payload` (a request for `input_ids`) to the least busy server and return
-        `read(url, answer, seconds)`; a retriable failure (raised by the request or by `read`) waits and
-        tries again, on any server, up to max_attempts; then `give_up(failure, attempts)` is the result
-        (a failure is data, not an exception: the run goes on). A prompt the model cannot embed is never
+                            give_up: Callable[[Failure, int], Any], *, rid: str | None = None,
+                            conversation: str | None = None) -> Any:
+        """POST `payload` (a request for `input_ids`, of `conversation` if any) to the server `self.choice` picks
+        and return `read(url, answer, seconds)`; a retriable failure (raised by the request or by `read`) waits and
+        tries again, on another server where there is one, up to max_attempts; then `give_up(failure, attempts)` is
+        the result (a failure is data, not an exception: the run goes on). A prompt the model cannot embed is never
         sent (real servers crash on it): it fails at once, with 0 attempts."""
         problem = unembeddable(input_ids, self.vocab_size)
         if problem:
             return give_up(Failure("prompt_out_of_vocab", problem, False), 0)
-        attempt = 0
+        attempt, avoid = 0, None
         while True:
             attempt += 1
-            url = self._pick_server()
-            self.in_flight_by_url[url] += 1
-            self.sent[url] += 1
+            url = self.choice.pick(conversation, avoid)
+            outcome = "request"     # how the try ended, for the choice: ok / server (its fault) / request
             if rid is not None:
                 self._in_flight[rid] = url
             t0 = time.perf_counter()
             try:
-                answer = await self._post(session, url, payload)
-                return read(url, answer, time.perf_counter() - t0)
+                answer = await self._post(session, url, payload, conversation)
+                result = read(url, answer, time.perf_counter() - t0)
+                outcome = "ok"
+                return result
             except Failure as f:
+                if f.retriable and f.reason != "duplicate_request_id":
+                    outcome = "server"
                 if not f.retriable or attempt >= self.retry.max_attempts or self._stop.is_set():
                     return give_up(f, attempt)
                 if f.reason == "duplicate_request_id" and rid is not None:
                     await self._abort_stale(session, url, rid)
             finally:
-                self.in_flight_by_url[url] -= 1
+                self.choice.done(url, conversation, outcome)
                 if rid is not None:
                     self._in_flight.pop(rid, None)
+            avoid = url if outcome == "server" else None
             await asyncio.sleep(self.retry.wait(attempt))
 
     async def _abort_stale(self, session, url: str, rid: str) -> None:
@@ -540,12 +546,14 @@ class HTTPEngine(Engine):
         except (asyncio.TimeoutError, OSError):
             pass
 
-    async def _post(self, session, url: str, payload: bytes) -> dict[str, Any]:
+    async def _post(self, session, url: str, payload: bytes, conversation: str | None = None) -> dict[str, Any]:
         import aiohttp
 
+        headers = {"Content-Type": "application/json"}
+        if conversation is not None:     # a router's session key (server_choice.py); a plain server ignores it
+            headers[ROUTING_KEY_HEADER] = conversation
         try:
-            async with session.post(url + self.generate_path, data=payload,
-                                    headers={"Content-Type": "application/json"}) as r:
+            async with session.post(url + self.generate_path, data=payload, headers=headers) as r:
                 raw = await r.read()
                 if r.status != 200:
                     message = raw[:300].decode(errors="replace")

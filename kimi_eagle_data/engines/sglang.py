@@ -132,7 +132,7 @@ class SGLangEngine(HTTPEngine):
         return await self._with_retries(
             session, req.input_ids, orjson.dumps(body),
             lambda url, answer, seconds: self._answer(req, answer, seconds),
-            lambda f, attempts: f.gave_up(req.id, attempts), rid=req.id)
+            lambda f, attempts: f.gave_up(req.id, attempts), rid=req.id, conversation=req.conversation)
 
     def _answer(self, req: GenerationRequest, body: dict[str, Any], latency: float) -> Completion | RequestFailure:
         c = self._completion(req, body, latency)

@@ -206,7 +206,7 @@ class VLLMEngine(HTTPEngine):
         return await self._with_retries(
             session, req.input_ids, generate_payload(req),
             lambda url, answer, seconds: self._completion(req, answer, seconds),
-            lambda f, attempts: f.gave_up(req.id, attempts))
+            lambda f, attempts: f.gave_up(req.id, attempts), conversation=req.conversation)
 
     def _completion(self, req: GenerationRequest, body: dict[str, Any], latency: float) -> Completion | RequestFailure:
         choices = body.get("choices")

@@ -95,12 +95,12 @@ def wait_for(condition, timeout_s: float, what: str, proc=None) -> None:
 
 
 @contextmanager
-def sglang_router(*worker_urls: str) -> Iterator[str]:
-    """The real sglang-router (round robin) in front of `worker_urls`; its URL once it lists every worker (its
-    /health answers before the workers register)."""
+def sglang_router(*worker_urls: str, policy: str = "round_robin") -> Iterator[str]:
+    """The real sglang-router (`policy`: round robin unless told) in front of `worker_urls`; its URL once it lists
+    every worker (its /health answers before the workers register)."""
     port = free_port()
     router = subprocess.Popen([sys.executable, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port",
-                               str(port), "--worker-urls", *worker_urls, "--policy", "round_robin",
+                               str(port), "--worker-urls", *worker_urls, "--policy", policy,
                                # its metrics exporter binds 29000 by default: a second router would die
                                "--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port())],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
