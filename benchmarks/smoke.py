@@ -19,6 +19,8 @@ HERE = Path(__file__).resolve().parent
 
 # script -> (smoke arguments, a line its output must hold: the start of its table or result line)
 CPU = {
+    "bench_affinity.py": (["--conversations", "30", "--requests", "60", "--repeat", "1"],
+                          "single-turn wall time affinity / least busy"),
     "bench_client.py": (["--requests", "100", "--prompt-len", "100", "--output-len", "100", "--concurrency", "8"],
                         "| kimi-data sglang engine"),
     "bench_dedup.py": (["--rows", "300"], "300 rensa"),

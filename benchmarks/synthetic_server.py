@@ -5,7 +5,9 @@ Modes:
 - `capacity`: emulates a GPU with `--slots` sequences decoding in parallel, each token taking
   `--token-ms`; a request waits for a free slot, then holds it for `length * token_ms`. Output
   lengths are long-tailed (lognormal, median `--median`, capped at `--max-len`) and drawn from the
-  request's `rid`, so every client sees the same workload.
+  request's `rid`, so every client sees the same workload. With `--prefix-cache` it keeps SGLang's kind of prefix
+  cache (prompts and outputs served, the protocol server's PrefixCache), reports `cached_tokens`, and a request
+  also holds its slot for `--prefill-ms` per prompt token not in the cache.
 
     python benchmarks/synthetic_server.py --mode capacity --port 31000
 """
@@ -34,25 +36,39 @@ def length_for(rid: str, median: float, sigma: float, max_len: int) -> int:
 
 def make_app(args) -> web.Application:
     slots = asyncio.Semaphore(args.slots)
-    stats = {"requests": 0, "tokens": 0}
+    stats = {"requests": 0, "tokens": 0, "prompt_tokens": 0, "cached_tokens": 0}
+    cache = None
+    if args.prefix_cache:
+        from kimi_eagle_data.engines.protocol_server import PrefixCache
+
+        cache = PrefixCache(args.cache_tokens)
 
     async def generate(request: web.Request) -> web.Response:
         body = orjson.loads(await request.read())
         rid = body.get("rid") or str(stats["requests"])
         prompt = body["input_ids"]
+        cached = 0
         if args.mode == "zero":
             n = args.output_len
         else:
             n = length_for(rid, args.median, args.sigma, args.max_len)
             async with slots:
+                cached = cache.match(prompt) if cache is not None else 0
+                await asyncio.sleep((len(prompt) - cached) * args.prefill_ms / 1000)
+                if cache is not None:   # as SGLang's radix cache: a prompt is there once prefilled
+                    cache.insert(prompt)
                 await asyncio.sleep(n * args.token_ms / 1000)
         stats["requests"] += 1
         stats["tokens"] += n
+        stats["prompt_tokens"] += len(prompt)
+        stats["cached_tokens"] += cached
         ids = [(i * 7919) % 150000 for i in range(n - 1)] + [STOP_ID]
+        if cache is not None:
+            cache.insert(prompt + ids)
         return web.Response(body=orjson.dumps({
             "text": "", "output_ids": ids,
             "meta_info": {"id": rid, "finish_reason": {"type": "stop", "matched": STOP_ID},
-                          "prompt_tokens": len(prompt), "completion_tokens": n, "cached_tokens": 0,
+                          "prompt_tokens": len(prompt), "completion_tokens": n, "cached_tokens": cached,
                           "e2e_latency": 0.0}}), content_type="application/json")
 
     async def ok(request):
@@ -108,6 +124,9 @@ def main():
     ap.add_argument("--median", type=float, default=470)
     ap.add_argument("--sigma", type=float, default=1.0)
     ap.add_argument("--max-len", type=int, default=10240)
+    ap.add_argument("--prefix-cache", action="store_true", help="keep a prefix cache, report cached_tokens")
+    ap.add_argument("--cache-tokens", type=int, default=1 << 23, help="the prefix cache's size (emptied when full)")
+    ap.add_argument("--prefill-ms", type=float, default=0.0, help="prefill time per uncached prompt token")
     args = ap.parse_args()
     web.run_app(make_app(args), host="127.0.0.1", port=args.port, print=None, access_log=None)
 

@@ -62,11 +62,13 @@ def origins_phrase(kinds: list[str]) -> str:
 def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, Any], plots: dict[str, str],
                 manifest_sha256: str, repo_id: str | None = None, score: dict[str, Any] | None = None,
                 vocab: dict[str, Any] | None = None, vocab_plot: tuple[str, str] | None = None,
-                conversations: dict[str, dict[str, Any]] | None = None) -> str:
+                conversations: dict[str, dict[str, Any]] | None = None,
+                cache: dict[str, dict[str, Any]] | None = None) -> str:
     """`vocab`: the draft-vocabulary coverage (emit/token_freq.py's coverage_by_config), shown with `vocab_plot`
     (title, path); `plots`: the other plots, {title: path}; `conversations`: config -> the shape of its
     conversations (emit/writer.conversation_shapes; configs of policy own_history), shown with the validation
-    reports' later turns and end reasons (none: the section is left out)."""
+    reports' later turns and end reasons (none: the section is left out); `cache`: config -> the share of its prompt
+    tokens the engine served from its prefix cache, per turn (reports/prefill.workdir_cache; none: not reported)."""
     from huggingface_hub import DatasetCard, DatasetCardData
 
     profile = get_profile(provenance["profile"])
@@ -118,6 +120,7 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
         score=_score_section(score), manifest_sha256=manifest_sha256, vocab=vocab,
         modes=_modes_section(rows, profile, provenance.get("sampling") or {}),
         conversations=_conversations_section(rows, conversations or {}),
+        cache=_cache_line(cache or {}),
         special_text={"rejected": {r["config"]: n for r in rows
                                    if (n := (r["r"].get("prepare_reasons") or {}).get("special_token_text", 0))},
                       "kept": {r["config"]: n for r in rows if (n := r["r"].get("special_text_kept", 0))}},
@@ -143,6 +146,21 @@ def _modes_section(rows: list[dict[str, Any]], profile, run_sampling: dict[str, 
                                 for k in ("temperature", "top_p")}})
     return {"names": names, "rows": table, "sampling": sampling, "thinking_prompt": profile.generation_prompt,
             "instant_prompt": profile.instant_generation_prompt}
+
+
+def _cache_line(cache: dict[str, dict[str, Any]]) -> str | None:
+    """Per config, the share of prompt tokens the engine served from its prefix cache (and per turn, for
+    conversations), in one table cell; None when the engine reported none."""
+    def pct(x: float | None) -> str:
+        return "–" if x is None else f"{100 * x:.1f}%"
+
+    parts = []
+    for config, c in cache.items():
+        turns = c.get("by_turn") or {}
+        by_turn = (" (turn " + ", ".join(f"{k}: {pct(v['hit_share'])}" for k, v in turns.items()) + ")"
+                   if len(turns) > 1 else "")
+        parts.append(f"{config} {pct(c['hit_share'])}{by_turn}")
+    return "; ".join(parts) or None
 
 
 def _value(x: Any) -> str:

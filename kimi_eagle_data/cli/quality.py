@@ -28,7 +28,8 @@ S = counts {selected, rejected_at_prepare, prepared, later_turns, generated,
       args_valid_rate (rows with calls not rejected for
       args_not_json_object)},
     cache {requests, requests_with_hit, prompt_tokens, cached_tokens,
-      hit_share} or null when the engine reported no cached_tokens,
+      hit_share (cached / prompt tokens), by_turn {"1"..: {the same
+      but by_turn}}} or null when the engine reported no cached_tokens,
     tokens {prompt, completion, total, train},
     rejection_reasons {code: n},
     modes {thinking|instant: {rows, train, valid_share, completion_median,
@@ -69,7 +70,15 @@ PLAN_JSON_HELP = """\b
 P = count (prompts to generate: conversations), and for each of rows (every
     turn), tokens, prompt_tokens, completion_tokens, valid_rate, train_rows,
     train_tokens, disk_bytes, wall_hours, gpu_hours: {estimate, low, high};
-    naive {tokens, ratio_to_measured[, prompt_tokens, completion_tokens]}
+    naive {tokens, ratio_to_measured[, prompt_tokens, completion_tokens]};
+    cache: the pilot's prefix-cache hits (configs: as stats' cache, by_turn
+      included; overall {hit_share} weighted by projected prompt tokens) or
+      null; gpu_hours_prefill {with_cache, without_cache: {estimate, low,
+      high}} at the measured rates (null without them)
+prefill: null, or the pilot's rates {method, requests,
+  prefill_share_of_time, prefill_tokens_per_s (null: the latencies show
+  no prefill cost, priced at nothing), decode_tokens_per_s,
+  prefilled_tokens, output_tokens, speed_factor (--throughput / measured)}
 score: WORKDIR/score.json as `kimi-data score --json` prints it, or null"""
 
 INSPECT_JSON_HELP = """\b
@@ -293,13 +302,17 @@ def _print_conversations(rows: list[tuple[str, dict[str, Any]]]) -> None:
                   ", ".join(f"{k} {n}" for k, n in ends) or "–", style="bold" if name == "all" else None)
     out.print(c)
     p = Table(title="lengths per turn (tokens)")
-    for col in ("config", "turn", "rows", "prompt mean", "prompt p50", "completion mean", "completion p50"):
+    for col in ("config", "turn", "rows", "prompt mean", "prompt p50", "completion mean", "completion p50",
+                "cache hit"):
         p.add_column(col, justify="left" if col == "config" else "right")
+    caches = dict(rows)
     for name, v in talk:
         turns = list(v["by_turn"].items())
+        by_turn = (caches[name].get("cache") or {}).get("by_turn") or {}
         for k, (turn, x) in enumerate(turns):
+            hit = (by_turn.get(turn) or {}).get("hit_share")
             p.add_row(name if k == 0 else "", turn, _n(x["rows"]), _n(x["prompt"]["mean"]), _n(x["prompt"]["p50"]),
-                      _n(x["completion"]["mean"]), _n(x["completion"]["p50"]),
+                      _n(x["completion"]["mean"]), _n(x["completion"]["p50"]), _pct(hit),
                       style="bold" if name == "all" else None, end_section=k == len(turns) - 1)
     out.print(p)
 
@@ -376,6 +389,34 @@ def plan(workdir: Path, counts, gpus: int, throughput: float | None, confidence:
     _print_plan(result)
 
 
+def _print_prefill(r: dict[str, Any]) -> None:
+    """The prompt tokens the pilot's engine served from cache, per config and turn, and GPU-hours with and without
+    them at the pilot's measured prefill and decode rates."""
+    rows = list(r["configs"].items()) + [("all", r["overall"])]
+    shares = []
+    for name, c in rows:
+        cache = c.get("cache")
+        if cache:
+            turns = cache.get("by_turn") or {}
+            per_turn = (" (by turn " + ", ".join(f"{k}: {_pct(v['hit_share'])}" for k, v in turns.items()) + ")"
+                        if len(turns) > 1 else "")
+            shares.append(f"{name} {_pct(cache['hit_share'])}{per_turn}")
+    out.print("prefix-cache hits (share of prompt tokens the engine served from its cache): "
+              + ("; ".join(shares) if shares else "– (the engine reported no cached_tokens)"),
+              highlight=False, soft_wrap=True)
+    pre = r.get("prefill")
+    if not pre:
+        out.print("prefill: not measured (the pilot's checkpoint holds too few timed requests)", highlight=False)
+        return
+    g = r["overall"]["gpu_hours_prefill"]
+    p_rate = "no measurable cost" if pre["prefill_tokens_per_s"] is None else f"{pre['prefill_tokens_per_s']:,.0f} tokens/s"
+    out.print(f"prefill {p_rate}, decode {pre['decode_tokens_per_s']:,.0f} "
+              f"tokens/s (measured in the pilot: {_pct(pre['prefill_share_of_time'])} of its busy time prefilling"
+              f"{'; scaled to --throughput' if pre['speed_factor'] != 1 else ''}); GPU-hours with the pilot's cache "
+              f"hits {_range(g['with_cache'], _hours, ' ')}, every prompt token prefilled "
+              f"{_range(g['without_cache'], _hours, ' ')}", highlight=False, soft_wrap=True)
+
+
 def _print_plan(r: dict[str, Any]) -> None:
     from rich.table import Table
 
@@ -426,6 +467,7 @@ def _print_plan(r: dict[str, Any]) -> None:
         out.print(f"throughput: {tp['tokens_per_s']:,.1f} output tokens/s {src}{extra}; "
                   f"wall-clock {_range(r['overall']['wall_hours'], _hours, ' ')} h", highlight=False, soft_wrap=True)
     out.print(f"[yellow]note:[/] {tp['note']}", highlight=False, soft_wrap=True)
+    _print_prefill(r)
     out.print(f"intervals: {level}, {r['interval']}; they cover the pilot's sampling error only.",
               highlight=False, soft_wrap=True)
     out.print(f"naive: (characters of the prompt messages + the decoded completion) / "

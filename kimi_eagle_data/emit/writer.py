@@ -204,6 +204,7 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
     from kimi_eagle_data.emit.manifest import CARD, manifest_sha256
     from kimi_eagle_data.emit.plots import VOCAB_PLOT, card_plots
     from kimi_eagle_data.emit.token_freq import coverage_by_config
+    from kimi_eagle_data.reports.prefill import workdir_cache
 
     out = workdir.dataset
     summary = {c: s for c, s in summary.items() if s["splits"]}
@@ -250,7 +251,8 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
     card = render_card(summary, version=version, provenance=provenance, plots=card_plots_, repo_id=repo_id,
                        score=load_report(workdir), manifest_sha256=manifest_sha256(manifest),
                        vocab=coverage_by_config({c: s.get("token_counts") for c, s in summary.items()}),
-                       vocab_plot=vocab_plot, conversations=conversation_shapes(workdir, summary))
+                       vocab_plot=vocab_plot, conversations=conversation_shapes(workdir, summary),
+                       cache=workdir_cache(workdir, list(summary)))
     with atomic_path(out / CARD) as tmp:
         tmp.write_text(card, encoding="utf-8")
     manifest["files"][CARD] = file_sha256(out / CARD)

@@ -21,7 +21,9 @@ rows are not independent draws: the turns of one conversation rise and fall toge
   measured aggregate output tokens/s (over the time requests were in flight, from the checkpoint's `created_at`
   and latencies) unless `--throughput` gives the deployment's: a CPU pilot's speed says nothing about an 8xH200
   SGLang server;
-- the naive rule-of-thumb estimate, characters / 3.5, side by side with the measured tokens.
+- the naive rule-of-thumb estimate, characters / 3.5, side by side with the measured tokens;
+- prefill priced (reports/prefill.py): the pilot's prefill and decode rates, measured from its requests' latencies,
+  price GPU-hours with the prompt tokens the pilot's prefix cache served left out, and with every one prefilled.
 
 Only finished conversations are measured: an own_history conversation whose last row names no end reason is
 still going on (or its next turn failed) and is counted as `incomplete`, not averaged in. The interval covers the
@@ -44,6 +46,7 @@ from scipy.special import stdtrit
 
 from kimi_eagle_data.conversation.shape import (TURN_COLUMNS, conversation_shape, has_conversations,
                                                 lengths_by_turn, turn_arrays)
+from kimi_eagle_data.reports.prefill import add_prefill_pricing
 from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.run_checks import config_name_problem
 from kimi_eagle_data.reports.stats import (QualityError, open_workdir, read_checkpoint_info, read_columns, read_report,
@@ -366,12 +369,14 @@ def collect_plan(workdir: str | Path, counts: dict[str, int] | None = None, *, g
     all_ids = [i for c in pilot for i in read_columns(wd.validated(c), ["id"])["id"].to_pylist()]
     continuing = conversation_configs(wd)
     parts: list[dict[str, Any]] = []
+    pilot_turns: dict[str, tuple[list[str], np.ndarray]] = {}   # config -> its pilot ids and their turns
     for config, target in targets.items():
         t = read_plan_columns(wd, config)
         if t.num_rows == 0:
             result["skipped"][config] = "the pilot generated no sample for it"
             continue
         conv = per_conversation(t, config in continuing)
+        pilot_turns[config] = (t["id"].to_pylist(), t["turn"].to_numpy())
         n = conv.rows.size
         if n == 0:
             result["skipped"][config] = (f"none of the pilot's {counted(conv.incomplete, 'conversation')} has "
@@ -490,6 +495,8 @@ def collect_plan(workdir: str | Path, counts: dict[str, int] | None = None, *, g
         "wall_hours": hours(comp_all, 1),
         "gpu_hours": hours(comp_all, gpus),
     }
+    # Prefill priced at the pilot's measured rates, with and without its prefix-cache hits (reports/prefill.py).
+    add_prefill_pricing(result, read_checkpoint_info(wd), pilot_turns, gpus)
     from kimi_eagle_data.score.report import load_report
 
     result["score"] = load_report(wd)   # where regeneration pays (`kimi-data score`), when it has run

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from kimi_eagle_data.conversation.shape import (TURN_COLUMNS, conversation_shape, has_conversations,
                                               lengths_by_turn, turn_arrays)
+from kimi_eagle_data.reports.prefill import cache_share
 from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.store.checkpoint import CheckpointSet, CorruptCheckpointError, open_workdir_checkpoints
 from kimi_eagle_data.errors import KimiDataError
@@ -145,10 +146,19 @@ class CheckpointInfo:
 
     def select(self, ids) -> np.ndarray:
         """Indices of the given ids (those present)."""
+        pos = self._positions()
+        return np.array([pos[i] for i in ids if i in pos], dtype=np.int64)
+
+    def column(self, ids, field: str) -> np.ndarray:
+        """`field` (prompt_tokens, cached_tokens, ...) for each of `ids`, NaN where the checkpoint has no such id."""
+        pos = self._positions()
+        values = getattr(self, field)
+        return np.array([values[pos[i]] if i in pos else np.nan for i in ids], dtype=np.float64)
+
+    def _positions(self) -> dict[str, int]:
         if not hasattr(self, "_pos"):
             self._pos = {id_: i for i, id_ in enumerate(self.ids)}
-        pos = self._pos
-        return np.array([pos[i] for i in ids if i in pos], dtype=np.int64)
+        return self._pos
 
 
 def read_checkpoint_info(wd: Workdir) -> CheckpointInfo | None:
@@ -268,17 +278,8 @@ def _summarize(cols: _Columns, counts: dict[str, int], reasons: dict[str, int],
         finish[f] = finish.get(f, 0) + 1
     train = cols.split == "train"
     cache = None
-    if ckpt is not None:
-        idx = ckpt.select(cols.ids)
-        cached, prompt = ckpt.cached_tokens[idx], ckpt.prompt_tokens[idx]
-        known = ~np.isnan(cached)
-        if known.any():
-            p_known = np.where(np.isnan(prompt[known]), 0, prompt[known])
-            cache = {"requests": int(known.sum()),
-                     "requests_with_hit": int((cached[known] > 0).sum()),
-                     "prompt_tokens": int(p_known.sum()),
-                     "cached_tokens": int(cached[known].sum()),
-                     "hit_share": _share(cached[known].sum(), p_known.sum())}
+    if ckpt is not None:    # the engine's prefix-cache hits, overall and per turn (reports/prefill.py)
+        cache = cache_share(ckpt.column(cols.ids, "cached_tokens"), ckpt.column(cols.ids, "prompt_tokens"), cols.turn)
     return {
         "counts": {k: int(counts.get(k, 0)) for k in COUNT_KEYS},
         "rows": n,

@@ -202,6 +202,12 @@ def test_stats_reports_conversations_as_their_rows_say(conversation_run):
         assert by["rows"] == len(at)
         assert close(by["prompt"]["mean"], float(np.mean([r["prompt_len"] for r in at])))
         assert close(by["completion"]["p50"], float(np.median([r["completion_len"] for r in at])))
+    cache = got["configs"]["C1"]["cache"]["by_turn"]     # the engine's cache hits per turn, from the checkpoint
+    for t in range(1, max(per) + 1):
+        at = [r for r in rs if r["turn"] == t]
+        assert cache[str(t)]["requests"] == len(at)
+        assert cache[str(t)]["prompt_tokens"] == sum(r["prompt_len"] for r in at)
+        assert cache[str(t)]["cached_tokens"] == 0       # the local engine keeps no prefix cache
     assert got["configs"]["C2"]["conversations"] is None
     assert got["overall"]["conversations"]["conversations"] == len(convs)     # C2's prompts are no conversations
     counts = got["configs"]["C1"]["counts"]
