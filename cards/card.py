@@ -121,6 +121,7 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
         modes=_modes_section(rows, profile, provenance.get("sampling") or {}),
         conversations=_conversations_section(rows, conversations or {}),
         cache=_cache_line(cache or {}),
+        drafter=drafter_line(provenance.get("server_args") or {}),
         special_text={"rejected": {r["config"]: n for r in rows
                                    if (n := (r["r"].get("prepare_reasons") or {}).get("special_token_text", 0))},
                       "kept": {r["config"]: n for r in rows if (n := r["r"].get("special_text_kept", 0))}},
@@ -146,6 +147,21 @@ def _modes_section(rows: list[dict[str, Any]], profile, run_sampling: dict[str, 
                                 for k in ("temperature", "top_p")}})
     return {"names": names, "rows": table, "sampling": sampling, "thinking_prompt": profile.generation_prompt,
             "instant_prompt": profile.instant_generation_prompt}
+
+
+def drafter_line(server_args: dict[str, Any]) -> str | None:
+    """The drafter the engine generated with, from the launch arguments it reported (SGLang's server_info:
+    speculative_algorithm, speculative_draft_model_path, speculative_num_steps / _eagle_topk / _num_draft_tokens);
+    None when it ran none (or did not say)."""
+    algorithm = server_args.get("speculative_algorithm")
+    if not algorithm or str(algorithm).upper() == "NONE":
+        return None
+    shape = ", ".join(f"{label} {server_args[k]}" for k, label in (
+        ("speculative_num_steps", "steps"), ("speculative_eagle_topk", "top-k"),
+        ("speculative_num_draft_tokens", "draft tokens")) if server_args.get(k) is not None)
+    model = server_args.get("speculative_draft_model_path")
+    return f"{algorithm}" + (f" `{model}`" if model else "") + (f" ({shape})" if shape else "") + \
+        "; every token accepted by sampling from the target's distribution"
 
 
 def _cache_line(cache: dict[str, dict[str, Any]]) -> str | None:

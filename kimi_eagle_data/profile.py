@@ -75,6 +75,14 @@ class ModelProfile:
     sglang_flags: tuple[str, ...] = ()
     # vLLM launch flags specific to this model (`kimi-data serve --engine vllm`).
     vllm_flags: tuple[str, ...] = ()
+    # A published EAGLE-3 drafter the engine can run while it generates (`kimi-data serve --draft`), and the
+    # speculation it is served with: draft steps (tokens proposed per step chain), the tree's top-k per step, and
+    # the draft tokens verified per step (SGLang's --speculative-num-steps / -eagle-topk / -num-draft-tokens; vLLM's
+    # num_speculative_tokens is the steps).
+    draft_model: str = ""
+    draft_steps: int = 3
+    draft_topk: int = 1
+    draft_tokens: int = 4
     # How the dataset card names the model, and its Hub tags.
     display_name: str = ""
     card_tags: tuple[str, ...] = ()
@@ -200,6 +208,8 @@ KIMI_K25 = ModelProfile(
     # acts on chat requests only with --enable-auto-tool-choice.
     vllm_flags=("--trust-remote-code", "--tool-call-parser", "kimi_k2", "--enable-auto-tool-choice",
                 "--reasoning-parser", "kimi_k2"),
+    # lightseekorg's EAGLE-3 drafter for K2.5, served as its card does (3 steps, top-k 1, 4 draft tokens).
+    draft_model="lightseekorg/kimi-k2.5-eagle3",
 )
 
 TINY_MODEL_DIR = Path(str(resources.files("kimi_eagle_data") / "assets" / "tiny-kimi"))

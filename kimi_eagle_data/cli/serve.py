@@ -32,14 +32,19 @@ from kimi_eagle_data.profile import click_profile
 @click.option("--mem-fraction-static", type=click.FloatRange(0, 1),
               help="SGLang --mem-fraction-static (default 0.85); vLLM --gpu-memory-utilization (default vLLM's).")
 @click.option("--no-metrics", is_flag=True, help="SGLang: do not pass --enable-metrics (vLLM always serves /metrics).")
+@click.option("--draft", metavar="MODEL",
+              help="sglang, vllm (GPU): run this EAGLE-3 drafter (path or Hub id; for Kimi-K2.5 e.g. "
+                   "lightseekorg/kimi-k2.5-eagle3) for speculative decoding, with the profile's draft steps, top-k "
+                   "and draft tokens. The samples stay the target's: each token is accepted by rejection sampling "
+                   "against the target's distribution.")
 @click.option("--extra", "extra", multiple=True, metavar="ARG",
               help="Extra argument passed to SGLang or vLLM (repeatable).")
 @click.option("--health-timeout", default=1800.0, show_default=True, help="Seconds to wait for the server to load.")
 @click.option("--dry-run", is_flag=True, help="Print the SGLang (or, with --engine vllm, vLLM) launch command and exit.")
 @click.option("--max-batch", default=16, show_default=True, help="local: requests decoded together.")
 @friendly_errors(interrupted=SERVES)
-def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, context_length, mem_fraction_static, no_metrics, extra,
-          health_timeout, dry_run, max_batch):
+def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, context_length, mem_fraction_static, no_metrics,
+          draft, extra, health_timeout, dry_run, max_batch):
     """Launch SGLang or vLLM for Kimi-K2.5 (or serve a local model over SGLang's protocol).
 
     \b
@@ -53,6 +58,8 @@ def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, conte
     the one command that installs it):
       kimi-data serve --engine sglang --device cpu
       kimi-data build B4 --samples --profile tiny-kimi --engine sglang --server http://127.0.0.1:30000 --workdir run1
+    With a drafter (speculative decoding; the data is the same target's samples):
+      kimi-data serve --tp 8 --context-length 32768 --draft lightseekorg/kimi-k2.5-eagle3
     Any HF model on this CPU, over SGLang's protocol (the demo's tiny model: --profile tiny-kimi):
       kimi-data serve --engine local --profile tiny-kimi --port 30001
     """
@@ -65,18 +72,29 @@ def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, conte
     if venv and not cpu:
         raise click.BadParameter("names the venv of an engine's CPU recipe: use it with --device cpu and --engine "
                                  "sglang or vllm", param_hint="--venv")
+    if draft and engine == "local":
+        raise click.BadParameter("a drafter runs in SGLang or vLLM: use it with --engine sglang or vllm",
+                                 param_hint="--draft")
+    if draft and cpu:
+        # SGLang verifies a drafter's tokens by sampling against the target only in its CUDA kernel (other platforms
+        # verify greedily, whatever the temperature); the CPU recipes are not set up for it.
+        raise UserError("--draft with --device cpu: the CPU recipes run no drafter (SGLang samples a drafter's tokens "
+                        "from the target's distribution only in its CUDA kernel, elsewhere it verifies them greedily "
+                        "whatever the temperature, so the samples would not be the target's); serve it on GPUs")
     prof = get_profile(profile or ("tiny-kimi" if cpu else "kimi-k2.5"))
     model = model or prof.model_path
     if engine in ("sglang", "vllm") or dry_run:
         engine_venv = cpu_venv(engine, venv) if cpu else None
         if engine == "vllm":
             launch = VLLMLaunch(model=model, tp=tp, host=host, port=port, max_model_len=context_length,
-                                gpu_memory_utilization=mem_fraction_static, extra=list(extra), venv=engine_venv)
+                                gpu_memory_utilization=mem_fraction_static, extra=list(extra), venv=engine_venv,
+                                draft=draft)
         else:
             # On CPU the KV cache is bounded by the recipe's --max-total-tokens, not a share of GPU memory.
             mem = mem_fraction_static if cpu or mem_fraction_static is not None else 0.85
             launch = SGLangLaunch(model=model, tp=tp, host=host, port=port, context_length=context_length,
-                                  mem_fraction_static=mem, metrics=not no_metrics, extra=list(extra), venv=engine_venv)
+                                  mem_fraction_static=mem, metrics=not no_metrics, extra=list(extra), venv=engine_venv,
+                                  draft=draft)
         if dry_run:
             out.print(shlex.join(launch.shown(prof)), highlight=False, soft_wrap=True)
             return

@@ -8,6 +8,7 @@ uses it through scripts/real_engines/), with the flags and environment measured 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shlex
@@ -77,6 +78,22 @@ def package_import_dir(venv: Path, create: bool = True) -> Path:
     return folder
 
 
+def sglang_draft_flags(draft: str, profile: ModelProfile) -> list[str]:
+    """SGLang's EAGLE-3 speculative decoding with `draft` as the drafter, the profile's steps, top-k and draft tokens
+    (sglang/srt/server_args.py). Acceptance stays exact (--speculative-accept-threshold-* at their default 1.0): on
+    CUDA the target's own distribution decides every token, whatever the temperature."""
+    return ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", draft,
+            "--speculative-num-steps", str(profile.draft_steps), "--speculative-eagle-topk", str(profile.draft_topk),
+            "--speculative-num-draft-tokens", str(profile.draft_tokens)]
+
+
+def vllm_draft_flags(draft: str, profile: ModelProfile) -> list[str]:
+    """vLLM's EAGLE-3 speculative decoding (its --speculative-config, vllm/config/speculative.py): `draft` proposes
+    the profile's steps of tokens, verified by rejection sampling against the target."""
+    config = {"method": "eagle3", "model": draft, "num_speculative_tokens": profile.draft_steps}
+    return ["--speculative-config", json.dumps(config, separators=(",", ":"))]
+
+
 def _path_with(first: str, rest: str | None) -> str:
     return os.pathsep.join(p for p in (first, rest) if p)
 
@@ -92,6 +109,7 @@ class SGLangLaunch:
     metrics: bool = True
     extra: list[str] = field(default_factory=list)
     venv: Path | None = None        # set: the CPU recipe, run from this venv (cpu_venv)
+    draft: str | None = None        # an EAGLE-3 drafter to speculate with (sglang_draft_flags)
 
     engine = "sglang"
     display_name = "SGLang"
@@ -110,6 +128,8 @@ class SGLangLaunch:
             cmd += ["--mem-fraction-static", str(self.mem_fraction_static)]
         if self.metrics:
             cmd.append("--enable-metrics")
+        if self.draft:
+            cmd += sglang_draft_flags(self.draft, profile)
         return cmd + list(self.extra)
 
     def env(self, create: bool = True) -> dict[str, str]:
@@ -166,6 +186,7 @@ class VLLMLaunch:
     gpu_memory_utilization: float | None = None
     extra: list[str] = field(default_factory=list)
     venv: Path | None = None        # set: the CPU recipe, run from this venv (cpu_venv)
+    draft: str | None = None        # an EAGLE-3 drafter to speculate with (vllm_draft_flags)
 
     engine = "vllm"
     display_name = "vLLM"
@@ -185,6 +206,8 @@ class VLLMLaunch:
             args += ["--max-model-len", str(self.max_model_len)]
         if self.gpu_memory_utilization:
             args += ["--gpu-memory-utilization", str(self.gpu_memory_utilization)]
+        if self.draft:
+            args += vllm_draft_flags(self.draft, profile)
         return args + list(self.extra)
 
     def command(self, profile: ModelProfile) -> list[str]:
