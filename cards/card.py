@@ -68,7 +68,7 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
     (title, path); `plots`: the other plots, {title: path}; `conversations`: config -> the shape of its
     conversations (emit/writer.conversation_shapes; configs of policy own_history), shown with the validation
     reports' later turns and end reasons (none: the section is left out); `cache`: config -> the share of its prompt
-    tokens the engine served from its prefix cache, per turn (reports/prefill.workdir_cache; none: not reported)."""
+    tokens the engine served from its prefix cache, per turn (store/cache_hits.workdir_cache; none: not reported)."""
     from huggingface_hub import DatasetCard, DatasetCardData
 
     profile = get_profile(provenance["profile"])

@@ -149,6 +149,9 @@ class Completion:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
+    # Target verify steps the engine ran for it with a drafter (SGLang's meta_info.spec_verify_ct); None: no drafter,
+    # or not reported. completion_tokens / spec_verify_ct is the tokens each target step produced (acceptance).
+    spec_verify_ct: int | None = None
     engine: str = ""
     latency_s: float | None = None
     # The target's log-probability of each generated token (natural log) and its top-1 token id at that

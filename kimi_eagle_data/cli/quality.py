@@ -75,6 +75,10 @@ P = count (prompts to generate: conversations), and for each of rows (every
       included; overall {hit_share} weighted by projected prompt tokens) or
       null; gpu_hours_prefill {with_cache, without_cache: {estimate, low,
       high}} at the measured rates (null without them)
+drafter: null (the pilot's engine ran none), or {algorithm, model, num_steps,
+  num_draft_tokens, requests, verify_steps, output_tokens,
+  tokens_per_verify_step (measured: SGLang's spec_verify_ct)}; with it each P
+  has target_steps {estimate, low, high} (completion tokens / that rate)
 prefill: null, or the pilot's rates {method, requests,
   prefill_share_of_time, prefill_tokens_per_s (null: the latencies show
   no prefill cost, priced at nothing), decode_tokens_per_s,
@@ -404,6 +408,15 @@ def _print_prefill(r: dict[str, Any]) -> None:
     out.print("prefix-cache hits (share of prompt tokens the engine served from its cache): "
               + ("; ".join(shares) if shares else "– (the engine reported no cached_tokens)"),
               highlight=False, soft_wrap=True)
+    d = r.get("drafter")
+    if d:
+        steps = r["overall"].get("target_steps") or {}
+        out.print(f"drafter {d['algorithm'] or '?'} {d['model'] or ''}: "
+                  + (f"{d['tokens_per_verify_step']:.2f} output tokens per target step measured over "
+                     f"{counted(d['requests'], 'request')}; the projection's {_si(steps.get('estimate'))} target steps "
+                     "(the GPU-hours at the pilot's speed include the drafter)"
+                     if d["tokens_per_verify_step"] else "no request reported its verify steps"),
+                  highlight=False, soft_wrap=True)
     pre = r.get("prefill")
     if not pre:
         out.print("prefill: not measured (the pilot's checkpoint holds too few timed requests)", highlight=False)

@@ -204,7 +204,7 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
     from kimi_eagle_data.emit.manifest import CARD, manifest_sha256
     from kimi_eagle_data.emit.plots import VOCAB_PLOT, card_plots
     from kimi_eagle_data.emit.token_freq import coverage_by_config
-    from kimi_eagle_data.reports.prefill import workdir_cache
+    from kimi_eagle_data.store.cache_hits import workdir_cache
 
     out = workdir.dataset
     summary = {c: s for c, s in summary.items() if s["splits"]}

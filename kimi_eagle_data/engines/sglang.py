@@ -158,4 +158,5 @@ class SGLangEngine(HTTPEngine):
         return Completion(
             id=req.id, output_ids=output_ids, finish_reason=ftype, finish_detail=finish,
             prompt_tokens=count("prompt_tokens"), completion_tokens=count("completion_tokens"),
-            cached_tokens=count("cached_tokens"), engine=self.name, latency_s=latency)
+            cached_tokens=count("cached_tokens"), spec_verify_ct=count("spec_verify_ct"), engine=self.name,
+            latency_s=latency)

@@ -46,7 +46,7 @@ from scipy.special import stdtrit
 
 from kimi_eagle_data.conversation.shape import (TURN_COLUMNS, conversation_shape, has_conversations,
                                                 lengths_by_turn, turn_arrays)
-from kimi_eagle_data.reports.prefill import add_prefill_pricing
+from kimi_eagle_data.reports.prefill import add_drafter, add_prefill_pricing
 from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.run_checks import config_name_problem
 from kimi_eagle_data.reports.stats import (QualityError, open_workdir, read_checkpoint_info, read_columns, read_report,
@@ -496,7 +496,9 @@ def collect_plan(workdir: str | Path, counts: dict[str, int] | None = None, *, g
         "gpu_hours": hours(comp_all, gpus),
     }
     # Prefill priced at the pilot's measured rates, with and without its prefix-cache hits (reports/prefill.py).
-    add_prefill_pricing(result, read_checkpoint_info(wd), pilot_turns, gpus)
+    ckpt = read_checkpoint_info(wd)
+    add_prefill_pricing(result, ckpt, pilot_turns, gpus)
+    add_drafter(result, ckpt, all_ids)    # a drafter the pilot's engine ran, with the acceptance it measured
     from kimi_eagle_data.score.report import load_report
 
     result["score"] = load_report(wd)   # where regeneration pays (`kimi-data score`), when it has run

@@ -1,7 +1,5 @@
-"""What prefill costs, measured: the share of prompt tokens the engine served from its prefix cache (its own
-`cached_tokens` per request: SGLang's meta_info.cached_tokens, vLLM's usage.prompt_tokens_details.cached_tokens),
-per config and per turn; and the pilot's prefill and decode rates, which `plan` prices GPU-hours with and without
-the cache by.
+"""What prefill costs, measured: the pilot's prefill and decode rates, which `plan` prices GPU-hours by, with the
+prompt tokens the engine served from its prefix cache (store/cache_hits.py) and without.
 
 The rates: a request's latency is taken as α × its prompt tokens not served from cache + β × its output tokens
 (non-negative least squares over the pilot's requests, no intercept). α / β splits the time the pilot's engine was
@@ -16,29 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from kimi_eagle_data.store.cache_hits import cache_share
+
 # Fewer requests than this, or requests all alike in their prompt / output mix, leave α and β undetermined.
 MIN_REQUESTS = 4
-
-
-def cache_share(cached: np.ndarray, prompt: np.ndarray, turn: np.ndarray | None = None) -> dict[str, Any] | None:
-    """Requests, prompt and cached tokens and the hit share (cached / prompt tokens) over the requests whose engine
-    reported cached_tokens (NaN: not reported), and the same per turn index ("1", "2", …) when `turn` is given.
-    None when no request has a count."""
-    cached, prompt = np.asarray(cached, dtype=np.float64), np.asarray(prompt, dtype=np.float64)
-    known = ~np.isnan(cached)
-    if not known.any():
-        return None
-
-    def share(sel: np.ndarray) -> dict[str, Any]:
-        c, p = cached[sel], np.where(np.isnan(prompt[sel]), 0.0, prompt[sel])
-        return {"requests": int(sel.sum()), "requests_with_hit": int((c > 0).sum()), "prompt_tokens": int(p.sum()),
-                "cached_tokens": int(c.sum()), "hit_share": round(float(c.sum() / p.sum()), 6) if p.sum() else None}
-
-    out = share(known)
-    if turn is not None:
-        turn = np.asarray(turn)
-        out["by_turn"] = {str(t): share(known & (turn == t)) for t in sorted(set(turn[known].tolist()))}
-    return out
 
 
 def fit_rates(prompt: np.ndarray, cached: np.ndarray, completion: np.ndarray, latency: np.ndarray,
@@ -130,26 +109,35 @@ def add_prefill_pricing(result: dict[str, Any], ckpt, pilot: dict[str, tuple[lis
                                                 gpus, speed)
 
 
-def workdir_cache(wd, configs) -> dict[str, dict[str, Any]]:
-    """Config -> its prefix-cache hits (cache_share, per turn) over the rows validate wrote, for the card; configs
-    whose engine reported no cached_tokens are left out."""
-    import pyarrow.parquet as pq
+def drafter_acceptance(server_args: dict[str, Any], completion: np.ndarray, verify: np.ndarray) -> dict | None:
+    """The drafter the pilot's engine ran (its reported launch arguments) and the acceptance it measured: output
+    tokens per target verify step over the requests that report their steps (SGLang's spec_verify_ct). None when it
+    ran none."""
+    completion, verify = np.asarray(completion, dtype=np.float64), np.asarray(verify, dtype=np.float64)
+    known = ~np.isnan(verify) & (verify > 0) & ~np.isnan(completion)
+    algorithm = server_args.get("speculative_algorithm")
+    if (not algorithm or str(algorithm).upper() == "NONE") and not known.any():
+        return None
+    steps, out = float(verify[known].sum()), float(completion[known].sum())
+    return {"algorithm": algorithm, "model": server_args.get("speculative_draft_model_path"),
+            "num_steps": server_args.get("speculative_num_steps"),
+            "num_draft_tokens": server_args.get("speculative_num_draft_tokens"),
+            "requests": int(known.sum()), "verify_steps": int(steps), "output_tokens": int(out),
+            "tokens_per_verify_step": round(out / steps, 4) if steps else None}
 
-    from kimi_eagle_data.reports.stats import read_checkpoint_info
 
-    ckpt = read_checkpoint_info(wd)
+def add_drafter(result: dict[str, Any], ckpt, ids: list[str]) -> None:
+    """Into `plan`'s result: `drafter` (drafter_acceptance of the pilot, or None) and, with it, per config and
+    overall `target_steps`: the projected completion tokens over the measured tokens per verify step (the target's
+    forward passes; without a drafter each output token is one). The GPU-hours at the pilot's measured speed already
+    include what the drafter saved."""
     if ckpt is None:
-        return {}
-    out = {}
-    for config in configs:
-        path = wd.validated(config)
-        if not path.is_file():
-            continue
-        names = pq.read_schema(path).names
-        t = pq.read_table(path, columns=["id"] + (["turn"] if "turn" in names else []))
-        ids = t["id"].to_pylist()
-        turns = t["turn"].to_numpy() if "turn" in names else np.ones(len(ids), dtype=np.int64)
-        share = cache_share(ckpt.column(ids, "cached_tokens"), ckpt.column(ids, "prompt_tokens"), turns)
-        if share is not None:
-            out[config] = share
-    return out
+        result["drafter"] = None
+        return
+    d = drafter_acceptance((ckpt.engine or {}).get("server_args") or {}, ckpt.column(ids, "completion_tokens"),
+                           ckpt.column(ids, "spec_verify_ct"))
+    result["drafter"] = d
+    rate = d["tokens_per_verify_step"] if d else None
+    for entry in [*result["configs"].values(), result["overall"]]:
+        entry["target_steps"] = None if not rate else {
+            k: (None if v is None else round(v / rate, 3)) for k, v in entry["completion_tokens"].items()}

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from kimi_eagle_data.conversation.shape import (TURN_COLUMNS, conversation_shape, has_conversations,
                                               lengths_by_turn, turn_arrays)
-from kimi_eagle_data.reports.prefill import cache_share
+from kimi_eagle_data.store.cache_hits import cache_share
 from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.store.checkpoint import CheckpointSet, CorruptCheckpointError, open_workdir_checkpoints
 from kimi_eagle_data.errors import KimiDataError
@@ -140,6 +140,7 @@ class CheckpointInfo:
     prompt_tokens: np.ndarray    # float, NaN where the engine did not report it
     completion_tokens: np.ndarray
     cached_tokens: np.ndarray
+    spec_verify_ct: np.ndarray   # target verify steps with a drafter (NaN: none, or not reported)
     latency_s: np.ndarray
     created_at: np.ndarray
     engine: dict[str, Any]       # the engine info the generate stage recorded (meta "engine")
@@ -179,7 +180,8 @@ def read_checkpoint_info(wd: Workdir) -> CheckpointInfo | None:
 
     return CheckpointInfo(ids=[r.id for r in recs], configs=np.array([r.config for r in recs], dtype=object),
                           prompt_tokens=col("prompt_tokens"), completion_tokens=col("completion_tokens"),
-                          cached_tokens=col("cached_tokens"), latency_s=col("latency_s"),
+                          cached_tokens=col("cached_tokens"), spec_verify_ct=col("spec_verify_ct"),
+                          latency_s=col("latency_s"),
                           created_at=col("created_at"), engine=engine)
 
 
@@ -278,7 +280,7 @@ def _summarize(cols: _Columns, counts: dict[str, int], reasons: dict[str, int],
         finish[f] = finish.get(f, 0) + 1
     train = cols.split == "train"
     cache = None
-    if ckpt is not None:    # the engine's prefix-cache hits, overall and per turn (reports/prefill.py)
+    if ckpt is not None:    # the engine's prefix-cache hits, overall and per turn (store/cache_hits.py)
         cache = cache_share(ckpt.column(cols.ids, "cached_tokens"), ckpt.column(cols.ids, "prompt_tokens"), cols.turn)
     return {
         "counts": {k: int(counts.get(k, 0)) for k in COUNT_KEYS},

@@ -14,7 +14,8 @@ completion is not.
 
 `logprob_stats` (JSON, nullable) holds the per-sample sums of the target's log-probs of what it sampled
 (`Completion.logprob_stats`), for `kimi-data score`. Checkpoints written before it existed get the column
-on open (NULL: no log-probs recorded); the checksum covers only the token bytes, so they stay valid.
+on open (NULL: no log-probs recorded); the checksum covers only the token bytes, so they stay valid. So does
+`spec_verify_ct` (the target's verify steps when the engine ran a drafter, SGLang's meta_info.spec_verify_ct).
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ CREATE TABLE IF NOT EXISTS completions (
     latency_s REAL,
     created_at REAL NOT NULL,
     checksum TEXT NOT NULL,
-    logprob_stats TEXT
+    logprob_stats TEXT,
+    spec_verify_ct INTEGER
 );
 CREATE TABLE IF NOT EXISTS turns (
     id TEXT PRIMARY KEY,
@@ -79,8 +81,8 @@ _INSERT_END = ("INSERT OR IGNORE INTO conversation_ends (conversation_id, config
                "VALUES (?,?,?,?,?)")
 
 _INSERT = ("INSERT OR IGNORE INTO completions (id, config, output_ids, finish_reason, finish_detail, prompt_tokens, "
-           "completion_tokens, cached_tokens, engine, latency_s, created_at, checksum, logprob_stats) "
-           "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)")
+           "completion_tokens, cached_tokens, engine, latency_s, created_at, checksum, logprob_stats, spec_verify_ct) "
+           "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,7 @@ class RequestStat:
     cached_tokens: int | None
     latency_s: float | None
     created_at: float
+    spec_verify_ct: int | None = None      # target verify steps with a drafter (None: none, or not reported)
 
 
 def _checksum(id_: str, blob: bytes | memoryview, finish_reason: str) -> str:
@@ -184,6 +187,8 @@ class Checkpoint(SQLiteStore):
     def migrate(self) -> None:
         if not self._has_column("completions", "logprob_stats"):   # a checkpoint from before log-probs were recorded
             self.db.execute("ALTER TABLE completions ADD COLUMN logprob_stats TEXT")
+        if not self._has_column("completions", "spec_verify_ct"):   # from before drafters were recorded
+            self.db.execute("ALTER TABLE completions ADD COLUMN spec_verify_ct INTEGER")
 
     def _has_column(self, table: str, column: str) -> bool:
         return any(r[1] == column for r in self.read(f"PRAGMA table_info({table})"))
@@ -196,7 +201,7 @@ class Checkpoint(SQLiteStore):
         row = (c.id, config, blob, c.finish_reason, orjson.dumps(c.finish_detail).decode(),
                c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.engine, c.latency_s,
                time.time(), _checksum(c.id, blob, c.finish_reason),
-               orjson.dumps(c.logprob_stats).decode() if c.logprob_stats is not None else None)
+               orjson.dumps(c.logprob_stats).decode() if c.logprob_stats is not None else None, c.spec_verify_ct)
         if follow is None:
             self.commit_record(_INSERT, row, (c.id,))
             return
@@ -222,8 +227,10 @@ class Checkpoint(SQLiteStore):
 
     def request_stats(self) -> list[RequestStat]:
         """Each completion's request counters, by id."""
+        # A file from before drafters were recorded, opened read-only (so not migrated): none recorded.
+        verify = "spec_verify_ct" if self._has_column("completions", "spec_verify_ct") else "NULL"
         return [RequestStat(*r) for r in self.read(
-            "SELECT id, config, prompt_tokens, completion_tokens, cached_tokens, latency_s, created_at "
+            f"SELECT id, config, prompt_tokens, completion_tokens, cached_tokens, latency_s, created_at, {verify} "
             "FROM completions ORDER BY id")]
 
     def finish_detail(self, id_: str) -> dict | None:

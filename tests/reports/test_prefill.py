@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 
-from kimi_eagle_data.reports.prefill import cache_share, fit_rates, priced_hours
+from kimi_eagle_data.reports.prefill import fit_rates, priced_hours
+from kimi_eagle_data.store.cache_hits import cache_share
 from tests.helpers.cli import run_cli
 
 
