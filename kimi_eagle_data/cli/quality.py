@@ -422,7 +422,8 @@ def _print_prefill(r: dict[str, Any]) -> None:
         out.print("prefill: not measured (the pilot's checkpoint holds too few timed requests)", highlight=False)
         return
     g = r["overall"]["gpu_hours_prefill"]
-    p_rate = "no measurable cost" if pre["prefill_tokens_per_s"] is None else f"{pre['prefill_tokens_per_s']:,.0f} tokens/s"
+    p_rate = ("no measurable cost" if pre["prefill_tokens_per_s"] is None
+              else f"{pre['prefill_tokens_per_s']:,.0f} tokens/s")
     out.print(f"prefill {p_rate}, decode {pre['decode_tokens_per_s']:,.0f} "
               f"tokens/s (measured in the pilot: {_pct(pre['prefill_share_of_time'])} of its busy time prefilling"
               f"{'; scaled to --throughput' if pre['speed_factor'] != 1 else ''}); GPU-hours with the pilot's cache "
