@@ -133,10 +133,12 @@ def evaluate(model, tok, convs, *, batch_size=16, seed=1234, temperature=1.0, to
 
 def summary_line(ev: dict) -> str:
     g = ev["groups"]
-    rate = lambda k: f"{100 * g[k]['valid'] / g[k]['n']:.1f}% of {g[k]['n']}"  # noqa: E731
+    def rate(k: str) -> str:
+        return f"{100 * g[k]['valid'] / g[k]['n']:.1f}% of {g[k]['n']}" if k in g else "none sampled"
+
     return (f"{rate('all')} sampled completions valid (temperature {ev['temperature']}, top_p {ev['top_p']}); "
             f"by setting: " + ", ".join(f"{s} {rate(s)}" for s in SETTINGS if s in g)
-            + f"; tool prompts {rate('tool')} ({g['tool'].get('calls', 0)} valid ones with calls), other styles "
+            + f"; tool prompts {rate('tool')} ({g.get('tool', {}).get('calls', 0)} valid ones with calls), other styles "
             f"{rate('other')}, multi-turn last turns {rate('multi_turn')}; {g['all'].get('length', 0)} hit "
             f"max_new_tokens={MAX_NEW_TOKENS}; issues {ev['issues'] or 'none'}; {ev['tok_per_s']:.0f} tok/s at batch "
             f"{ev['batch_size']} on CPU")
@@ -157,6 +159,9 @@ def main(argv=None) -> int:
     ap.add_argument("--lr-min", type=float, default=2e-4)
     ap.add_argument("--warmup", type=int, default=30)
     ap.add_argument("--n-eval", type=int, default=240)
+    ap.add_argument("--n-turn-eval", type=int, default=8,
+                    help="held-out two-turn conversations per kind (chat, tool loop) and setting, replayed on the "
+                         "model's own first turn")
     ap.add_argument("--eval-batch-size", type=int, default=16)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--tokenizer-only", action="store_true")
@@ -164,7 +169,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+    from transformers import AutoTokenizer
 
     torch.set_num_threads(args.threads)
     out = Path(args.out)
@@ -175,37 +180,54 @@ def main(argv=None) -> int:
     if args.tokenizer_only:
         return 0
 
+    if not args.eval_only:
+        train_and_save(args, tok, out)
+    evaluate_and_describe(args, tok, out)
+    return 0
+
+
+def train_and_save(args, tok, out: Path) -> None:
+    """Render the training corpus, continue (or start) the model, train it, save it in bf16."""
+    import torch
+    from transformers import AutoModelForCausalLM, GenerationConfig
+
     from train import build_model, train
 
-    if not args.eval_only:
-        t0 = time.time()
-        synth = K3Synth(args.seed)
-        convs = [synth.conversation() for _ in range(args.n_train)]
-        convs += [synth.multi_turn() for _ in range(args.n_multi)]
-        log(f"generated {len(convs)} conversations: " + json.dumps(Counter(c["setting"] for c in convs)))
-        rows = encode_rows(tok, convs)
-        log(f"rendered and encoded in {time.time() - t0:.0f}s")
-        if args.init_from != "none":
-            model = AutoModelForCausalLM.from_pretrained(args.init_from, dtype=torch.float32)
-            log(f"continuing from {args.init_from}")
-        else:
-            model = build_model(tok, args.seed, end_of_turn="<|end_of_msg|>")
-        end = token_id("<|end_of_msg|>")
-        model.config.eos_token_id = end
-        model.config.bos_token_id, model.config.pad_token_id = tok.bos_token_id, tok.pad_token_id
-        model.config.max_position_embeddings = MAX_LEN
-        log(f"model: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters; "
-            f"training {args.steps} steps x ~{args.tokens_per_batch} tokens")
-        train_s = train(model, tok, rows, steps=args.steps, tokens_per_batch=args.tokens_per_batch, seed=args.seed,
-                        log=log, lr_max=args.lr_max, lr_min=args.lr_min, warmup=args.warmup)
-        log(f"training took {train_s:.0f}s")
-        model.generation_config = GenerationConfig(
-            bos_token_id=tok.bos_token_id, eos_token_id=end, pad_token_id=tok.pad_token_id, do_sample=True,
-            temperature=1.0, top_p=0.95, top_k=0, max_new_tokens=MAX_NEW_TOKENS)
-        model.to(torch.bfloat16).save_pretrained(out)
-        size = sum(f.stat().st_size for f in out.glob("*.safetensors"))
-        log(f"saved model ({size / 1e6:.2f} MB safetensors) -> {out}")
-        (out / "build_eval.json").write_text(json.dumps({"train_seconds": round(train_s), "steps": args.steps}) + "\n")
+    t0 = time.time()
+    synth = K3Synth(args.seed)
+    convs = [synth.conversation() for _ in range(args.n_train)]
+    convs += [synth.multi_turn() for _ in range(args.n_multi)]
+    log(f"generated {len(convs)} conversations: " + json.dumps(Counter(c["setting"] for c in convs)))
+    rows = encode_rows(tok, convs)
+    log(f"rendered and encoded in {time.time() - t0:.0f}s")
+    if args.init_from != "none":
+        model = AutoModelForCausalLM.from_pretrained(args.init_from, dtype=torch.float32)
+        log(f"continuing from {args.init_from}")
+    else:
+        model = build_model(tok, args.seed, end_of_turn="<|end_of_msg|>")
+    end = token_id("<|end_of_msg|>")
+    model.config.eos_token_id = end
+    model.config.bos_token_id, model.config.pad_token_id = tok.bos_token_id, tok.pad_token_id
+    model.config.max_position_embeddings = MAX_LEN
+    log(f"model: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters; "
+        f"training {args.steps} steps x ~{args.tokens_per_batch} tokens")
+    train_s = train(model, tok, rows, steps=args.steps, tokens_per_batch=args.tokens_per_batch, seed=args.seed,
+                    log=log, lr_max=args.lr_max, lr_min=args.lr_min, warmup=args.warmup)
+    log(f"training took {train_s:.0f}s")
+    model.generation_config = GenerationConfig(
+        bos_token_id=tok.bos_token_id, eos_token_id=end, pad_token_id=tok.pad_token_id, do_sample=True,
+        temperature=1.0, top_p=0.95, top_k=0, max_new_tokens=MAX_NEW_TOKENS)
+    model.to(torch.bfloat16).save_pretrained(out)
+    size = sum(f.stat().st_size for f in out.glob("*.safetensors"))
+    log(f"saved model ({size / 1e6:.2f} MB safetensors) -> {out}")
+    (out / "build_eval.json").write_text(json.dumps({"train_seconds": round(train_s), "steps": args.steps}) + "\n")
+
+
+def evaluate_and_describe(args, tok, out: Path) -> None:
+    """Sample the saved model on held-out prompts and on its own history; build_eval.json and README.md."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
     prev = json.loads((out / "build_eval.json").read_text())
 
     model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
@@ -214,17 +236,34 @@ def main(argv=None) -> int:
     ev = evaluate(model, tok, convs, batch_size=args.eval_batch_size)
     line = summary_line(ev)
     log("SUMMARY: " + line)
-    ev.update(train_seconds=prev["train_seconds"], steps=prev["steps"])
+
+    from evaluate import sample
+    from k3_turns import evaluate_own_history
+
+    torch.manual_seed(args.seed + 4321)
+    mt = K3Synth(args.seed + 30_000)
+    turn_convs = [mt.multi_turn(kind, setting, turns=2) for kind in ("chat_mt", "tool_mt") for setting in SETTINGS
+                  for _ in range(args.n_turn_eval)]
+    turns = evaluate_own_history(model, tok, turn_convs, sample=sample, max_prompt=MAX_PROMPT,
+                                 max_new_tokens=MAX_NEW_TOKENS, batch_size=args.eval_batch_size, temperature=1.0,
+                                 top_p=0.95, end_of_turn="<|end_of_msg|>")
+    log(f"own history: {json.dumps(turns)}")
+    line += "; on its own history: " + ", ".join(
+        f"{k.replace('chat_mt', 'chat').replace('tool_mt', 'tool loop')} {100 * v['valid'] / v['n']:.1f}% of {v['n']}"
+        for k, v in turns["by_turn"].items())
+    log("SUMMARY: " + line)
+    ev.update(own_history=turns, train_seconds=prev["train_seconds"], steps=prev["steps"])
     (out / "build_eval.json").write_text(json.dumps(ev, indent=1) + "\n")
     (out / "README.md").write_text(readme(args, ev, line))
-    return 0
+
+
 
 
 def readme(args, ev: dict, line: str) -> str:
     return (HERE / "tiny_kimi_k3" / "README.template.md").read_text().format(
         summary=line, steps=ev["steps"], train_min=round(ev["train_seconds"] / 60), train_s=ev["train_seconds"],
-        n_train=args.n_train, n_multi=args.n_multi, tokens=args.tokens_per_batch, base=BASE_VOCAB,
-        vocab=VOCAB_SIZE, markers=", ".join(f"`{m}`" for m in MARKERS))
+        n_train=args.n_train, n_multi=args.n_multi, n_eval=args.n_eval, n_turns=2 * len(SETTINGS) * args.n_turn_eval,
+        tokens=args.tokens_per_batch, base=BASE_VOCAB, vocab=VOCAB_SIZE, markers=", ".join(f"`{m}`" for m in MARKERS))
 
 
 if __name__ == "__main__":

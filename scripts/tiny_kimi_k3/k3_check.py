@@ -90,14 +90,16 @@ def _value_ok(value: str, kind: str) -> bool:
             "null": v is None, "object": isinstance(v, dict), "array": isinstance(v, list)}[kind]
 
 
-def _calls(r: _Reader, tools: dict[str, dict]) -> int:
+def _calls(r: _Reader, tools: dict[str, dict]) -> list[dict]:
+    """The tools element's calls, `{"name", "arguments"}` each (none: no tools element)."""
     if not r.opens(re.compile(r"^tools$")):
-        return 0
+        return []
     if not tools:
         raise Bad("tool_call_without_tools")
-    n = 0
+    calls = []
     while (m := r.opens(CALL_RE)) is not None:
-        n += 1
+        calls.append({"name": m["name"], "arguments": {}})
+        n = len(calls)
         if m["name"] not in tools:
             raise Bad("undeclared_tool")
         if int(m["index"]) != n:
@@ -110,43 +112,51 @@ def _calls(r: _Reader, tools: dict[str, dict]) -> int:
             if a["key"] in seen:
                 raise Bad("duplicate_argument")
             seen.add(a["key"])
-            if not _value_ok(r.text(), a["type"]):
+            value = r.text()
+            if not _value_ok(value, a["type"]):
                 raise Bad("bad_argument_value")
+            calls[-1]["arguments"][a["key"]] = value if a["type"] == "string" else json.loads(value)
             r.element_end("argument", "bad_argument_element")
         if set(schema.get("required", [])) - seen:
             raise Bad("missing_required_argument")
         r.element_end("call", "bad_call_element")
-    if n == 0:
+    if not calls:
         raise Bad("empty_tools")
     r.element_end("tools", "bad_tools_element")
-    return n
+    return calls
 
 
 def check_completion(ids: list[int], finish: str, tok, tools: dict[str, dict], thinking: bool) -> list[str]:
     """Issues of one completion (empty list: valid). `finish` is 'stop' or 'length'."""
+    return parse_completion(ids, finish, tok, tools, thinking)[0]
+
+
+def parse_completion(ids: list[int], finish: str, tok, tools: dict[str, dict],
+                     thinking: bool) -> tuple[list[str], dict | None]:
+    """(issues, the turn: {"reasoning", "content", "tool_calls"} when valid, else None)."""
     v = tok.get_vocab()
     markers = {v[s]: s for s in ("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>")}
     base = tok.model.n_vocab - 256
     if any(i >= base and i not in markers for i in ids):
-        return ["forbidden_token"]
+        return ["forbidden_token"], None
     if finish == "length":
-        return ["truncated"]
+        return ["truncated"], None
     r = _Reader(_items(ids, tok, markers))
     try:
+        reasoning = r.text() if thinking else ""      # the reasoning, maybe none
         if thinking:
-            r.text()                                   # the reasoning, maybe none
             r.element_end("think", "bad_think_end")
             if not r.opens(re.compile(r"^response$")):
                 raise Bad("no_response_element")
         response = r.text()
         r.element_end("response", "bad_response_end")
-        n_calls = _calls(r, tools)
+        calls = _calls(r, tools)
         r.element_end("message", "bad_message_end")
         r.marker("<|end_of_msg|>", "no_end_of_msg")
         if r.at != len(r.items):
             raise Bad("after_end_of_msg")
-        if n_calls == 0 and not response.strip():
+        if not calls and not response.strip():
             raise Bad("empty_response")
     except Bad as e:
-        return [e.code]
-    return []
+        return [e.code], None
+    return [], {"reasoning": reasoning, "content": response, "tool_calls": calls}
