@@ -35,7 +35,6 @@ from kimi_eagle_data.profiles.kimi_k3.segment_ids import segment_ids  # noqa: E4
 MAX_LEN = 1024
 MAX_NEW_TOKENS = 256
 MAX_PROMPT = MAX_LEN - 2 - MAX_NEW_TOKENS        # 766: SGLang's max_seq_len is the context - 2
-TOOL_WEIGHT = 2.0                                # loss weight of the tools element's tokens
 
 
 def log(msg: str) -> None:
@@ -59,7 +58,7 @@ def check_tokenizer(tok) -> None:
     assert kept == tok.decode(ids), kept
 
 
-def encode_rows(tok, convs):
+def encode_rows(tok, convs, tool_weight: float):
     """(ids, weights, prompt_len, style) per conversation that fits the context: the prompt's and the
     completion's ids per segment, loss on the completion (the tools element weighted up)."""
     rows, skipped = [], 0
@@ -70,7 +69,7 @@ def encode_rows(tok, convs):
             seg = segment_ids(tok.model, [(text, special)])
             in_tools = in_tools or (prev, text) == ("<|open|>", "tools")
             ids += seg
-            weights += [TOOL_WEIGHT if in_tools else 1.0] * len(seg)
+            weights += [tool_weight if in_tools else 1.0] * len(seg)
             in_tools = in_tools and (prev, text) != ("<|close|>", "tools")
             prev = text
         if len(prompt) > MAX_PROMPT or len(prompt) + len(ids) > MAX_LEN:
@@ -150,6 +149,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n-train", type=int, default=6000, help="single-turn synthetic conversations")
     ap.add_argument("--n-multi", type=int, default=3000, help="multi-turn ones (chats, tool loops)")
+    ap.add_argument("--corpus-seed", type=int, default=None,
+                    help="the training conversations' seed (default: --seed); the held-out ones come from --seed")
+    ap.add_argument("--tool-weight", type=float, default=2.0, help="loss weight of the tools element's tokens")
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--tokens-per-batch", type=int, default=3800)
     ap.add_argument("--init-from", default=str(ASSETS / "tiny-kimi"),
@@ -194,11 +196,11 @@ def train_and_save(args, tok, out: Path) -> None:
     from train import build_model, train
 
     t0 = time.time()
-    synth = K3Synth(args.seed)
+    synth = K3Synth(args.seed if args.corpus_seed is None else args.corpus_seed)
     convs = [synth.conversation() for _ in range(args.n_train)]
     convs += [synth.multi_turn() for _ in range(args.n_multi)]
     log(f"generated {len(convs)} conversations: " + json.dumps(Counter(c["setting"] for c in convs)))
-    rows = encode_rows(tok, convs)
+    rows = encode_rows(tok, convs, args.tool_weight)
     log(f"rendered and encoded in {time.time() - t0:.0f}s")
     if args.init_from != "none":
         model = AutoModelForCausalLM.from_pretrained(args.init_from, dtype=torch.float32)
