@@ -30,6 +30,8 @@ from k3_conversations import (K3Synth, SETTINGS, completion_segments, declared_t
                            render_kwargs, thinking)
 from k3_tokenizer import ASSETS, BASE_VOCAB, MARKERS, NAMED, VOCAB_SIZE, token_id, write_tokenizer  # noqa: E402
 
+from kimi_eagle_data.profiles.kimi_k3.facts import K3TokenIds  # noqa: E402
+from kimi_eagle_data.profiles.kimi_k3.grammar import parse_completion as grammar_completion  # noqa: E402
 from kimi_eagle_data.profiles.kimi_k3.segment_ids import segment_ids  # noqa: E402
 
 MAX_LEN = 1024
@@ -117,8 +119,14 @@ def evaluate(model, tok, convs, *, batch_size=16, seed=1234, temperature=1.0, to
                      batch_size=batch_size, temperature=temperature, top_p=top_p, end_of_turn="<|end_of_msg|>")
     dt = time.time() - t0
     groups, issues = defaultdict(Counter), Counter()
+    tokens = K3TokenIds.from_vocab(tok.get_vocab())
     for c, (gen, finish) in zip(convs, results):
         iss = check_completion(gen, finish, tok, declared_tools(c), thinking(c))
+        # A second opinion: the project's K3 grammar (shape and declared tools, not argument keys).
+        parsed = grammar_completion(gen, tokens, tok.model.decode, instant=not thinking(c),
+                                    declared_tools=frozenset(declared_tools(c)))
+        grammar_ok = finish == "stop" and not parsed.codes
+        groups["all"].update(grammar_valid=int(grammar_ok), agree=int(grammar_ok == (not iss)))
         calls = finish == "stop" and not iss and c["tools"] and '<|open|>tools<|sep|>' in tok.model.decode(gen)
         for key in ("all", c["setting"], c["kind"]):
             groups[key].update(n=1, valid=int(not iss), length=int(finish == "length"), calls=int(bool(calls)))
@@ -140,7 +148,8 @@ def summary_line(ev: dict) -> str:
             + f"; tool prompts {rate('tool')} ({g.get('tool', {}).get('calls', 0)} valid ones with calls), other styles "
             f"{rate('other')}, multi-turn last turns {rate('multi_turn')}; {g['all'].get('length', 0)} hit "
             f"max_new_tokens={MAX_NEW_TOKENS}; issues {ev['issues'] or 'none'}; {ev['tok_per_s']:.0f} tok/s at batch "
-            f"{ev['batch_size']} on CPU")
+            f"{ev['batch_size']} on CPU; the project's K3 grammar (kimi_eagle_data/profiles/kimi_k3/grammar.py) finds "
+            f"{g['all'].get('grammar_valid', 0)} of them valid and agrees on {g['all'].get('agree', 0)}")
 
 
 def main(argv=None) -> int:
