@@ -51,6 +51,8 @@ def test_wheel_holds_every_package_and_data_file(dist):
     expected = _source_files()
     assert "kimi_eagle_data/conversation/__init__.py" in expected  # the subpackage a listed `packages` once missed
     assert any(p.startswith("kimi_eagle_data/assets/tiny-kimi/") for p in expected)
+    assert {"kimi_eagle_data/assets/tiny-kimi-k3/model.safetensors",
+            "kimi_eagle_data/assets/tiny-kimi-k3/tokenization_tiny_kimi_k3.py"} <= set(expected)
     missing = sorted(set(expected) - names)
     assert not missing, f"not in the wheel: {missing}"
     # Data files are byte-identical to the source tree's.

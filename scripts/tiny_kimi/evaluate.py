@@ -101,11 +101,13 @@ def check_completion(ids: list[int], finish: str, tok, declared: set[str], first
     return issues
 
 
-def sample(model, tok, prompts_ids, *, max_new_tokens=192, batch_size=16, temperature=1.0, top_p=0.95):
-    """(completion ids up to and with `<|im_end|>`, 'stop' | 'length') per prompt, batches of similar length."""
+def sample(model, tok, prompts_ids, *, max_new_tokens=192, batch_size=16, temperature=1.0, top_p=0.95,
+           end_of_turn="<|im_end|>"):
+    """(completion ids up to and with the stop token `end_of_turn`, 'stop' | 'length') per prompt, batches of
+    similar length."""
     import torch
 
-    im_end = tok.convert_tokens_to_ids("<|im_end|>")
+    im_end = tok.convert_tokens_to_ids(end_of_turn)
     pad = tok.pad_token_id
     order = sorted(range(len(prompts_ids)), key=lambda i: len(prompts_ids[i]))
     results = [None] * len(prompts_ids)

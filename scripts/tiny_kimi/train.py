@@ -63,12 +63,12 @@ def make_batches(rows, tokens_per_batch, rng):
     return batches
 
 
-def build_model(tok, seed):
+def build_model(tok, seed, end_of_turn="<|im_end|>"):
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
-    im_end = tok.convert_tokens_to_ids("<|im_end|>")
+    im_end = tok.convert_tokens_to_ids(end_of_turn)    # the stop token (tiny-kimi-k3: <|end_of_msg|>)
     cfg = LlamaConfig(
         vocab_size=len(tok), hidden_size=128, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4,
         num_key_value_heads=4, max_position_embeddings=MAX_LEN, tie_word_embeddings=True, rms_norm_eps=1e-5,
