@@ -161,13 +161,14 @@ def _conversations_section(rows: list[dict[str, Any]], shapes: dict[str, dict[st
     for r in talk:
         tpc = shapes[r["config"]]["turns_per_conversation"]
         table.append({"config": r["config"], "conversations": shapes[r["config"]]["conversations"],
-                      "later_turns": r["r"].get("later_turns", 0),
+                      "later_turns": r["r"].get("later_turns", 0), "kept": r["r"].get("kept_not_selected", 0),
                       "mean": "–" if tpc["mean"] is None else f"{tpc['mean']:.2f}", "max": tpc["max"] or "–",
                       "by_turns": ", ".join(f"{k}: {n}" for k, n in tpc["histogram"].items()) or "–"})
     ends = [{"reason": k, "meaning": _cell(v),
              "counts": [(r["r"].get("conversation_ends") or {}).get(k, 0) for r in talk]}
             for k, v in END_REASONS.items()]
-    return {"configs": [r["config"] for r in talk], "rows": table, "ends": ends}
+    kept = [f"{r['config']}: {r['kept']:,}" for r in table if r["kept"]]
+    return {"configs": [r["config"] for r in talk], "rows": table, "ends": ends, "kept": ", ".join(kept)}
 
 
 def _vocab_section(vocab: dict[str, Any] | None, plot: tuple[str, str] | None) -> dict[str, Any] | None:

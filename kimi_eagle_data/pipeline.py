@@ -25,7 +25,10 @@ import orjson
 from kimi_eagle_data import __version__
 from kimi_eagle_data.errors import KimiDataError, MissingInputError
 from kimi_eagle_data.validate.assemble import ValidateReport, validate_config
+from kimi_eagle_data.records import PromptRecord
 from kimi_eagle_data.store.checkpoint import Checkpoint, CheckpointSet, in_shard
+from kimi_eagle_data.store.prompt_hash import conversation_origin, prompt_hash
+from kimi_eagle_data.store.prompt_view import read_views
 from kimi_eagle_data.store.progress import generation_progress
 from kimi_eagle_data.engines.base import Engine, EngineError, SamplingParams
 from kimi_eagle_data.engines.generate import GenerateReport, generate_records
@@ -123,8 +126,6 @@ class Pipeline:
         from kimi_eagle_data.store.lock import WorkdirLock
 
         self.workdir = Workdir(Path(settings.workdir).resolve())
-        if not create:
-            self.workdir.settings()    # MissingInputError: no run there, before any tokenizer is looked for
         settings, self.partitions = load_partitions(settings, partitions)
         check_version(settings.version)
         self.s = settings
@@ -139,6 +140,8 @@ class Pipeline:
         self.reports: dict[str, ValidateReport] = {}   # the last validate pass's counts
         self.pilot_limit: int | None = None             # --limit of the prepare this run's prepare replaced
         fp = tokenizer_fingerprint(self.tokenizer)
+        if not create:
+            self.workdir.settings()    # MissingInputError naming the workdir: there is nothing to resume
         options = settings.options() if remember_options else self.workdir.settings().get("options", {})
         self._engine: Engine | None = None       # made before the binding (server_first): generate's engine
         if server_first and settings.engine in ("sglang", "vllm") and not self.workdir.settings_path.exists():
@@ -255,21 +258,24 @@ class Pipeline:
                  "pilot); this one reads %s. Completed samples of prompts selected again are reused, not generated "
                  "twice.", self.pilot_limit, self.pilot_limit, now)
 
-    def reuse_line(self, ids: set[str], done: set[str], mine: set[str] | None = None) -> str | None:
-        """'reusing N completed samples from an earlier run …' when this run's prompts (`mine`: of this shard) have
-        completions already; also how many completions of these configs are not among its prompts (a pilot's rows
-        the full selection did not take: kept in the checkpoint, never in the dataset)."""
-        reused = len((ids if mine is None else mine) & done)
-        if not reused:
+    def reuse_line(self, views) -> str | None:
+        """'reusing N completed samples from an earlier run …' when this run's prompts (this shard's) have
+        completions already; also what the checkpoint keeps outside this selection (a pilot's rows the full
+        selection did not take, and its conversations' later turns: kept, never generated further nor emitted)."""
+        reused = sum(1 for v in views.values() for i in v.done if in_shard(v.conversation(i), self.s.shard))
+        unused = sum(v.completions_not_selected for v in views.values())
+        turns = sum(v.kept_not_selected for v in views.values())
+        if not reused and not unused and not turns:
             return None
-        configs = set(self.s.configs)
-        unused = sum(1 for i in done - ids if i.rpartition("-")[0] in configs)
         line = f"reusing {reused:,} completed samples from an earlier run"
         if self.pilot_limit is not None:
             line += f" (pilot limited to {self.pilot_limit} rows per config)"
         if unused:
             line += (f"; {unused:,} other completed samples of {', '.join(self.s.configs)} are not among this run's "
                      "prompts and stay out of the dataset")
+        if turns:
+            line += (f"; {turns:,} later turns of conversations not in this selection are kept in the checkpoint, "
+                     "not generated further and not emitted")
         return line
 
     def prepare_fingerprint(self) -> str:
@@ -350,33 +356,51 @@ class Pipeline:
         return CheckpointSet(self.checkpoint_paths(), readonly=True)
 
     def generate(self, engine: Engine | None = None) -> GenerateReport:
+        """Generate every prompt of the view (store/prompt_view.py) that no stored completion answers: turn 1 of
+        this shard's conversations and their stored later turns; a conversation whose source changed after a turn
+        that still stands is continued from that turn."""
         prepared = [r for c in self.s.configs for r in read_prepared(self.workdir, c)]
         # What is done anywhere (other shards' files, merged workdirs) is not generated again. A conversation's
         # later turns are stored once the turn before is (the shard of a conversation is its first turn's).
         seen = self.checkpoints()
         try:
-            done, failed = seen.done_ids(), seen.failures()
-            turns = {c: seen.turn_conversations(c) for c in self.s.configs}
-            stored = {i: conv for c in self.s.configs for i, conv in turns[c].items() if in_shard(conv, self.s.shard)}
-            later = seen.turn_records(ids=sorted(stored.keys() - done))
+            views = read_views(self.workdir, self.s.configs, seen)
+            stale = self._stale_line(views)
+            continuing = {c: v.to_continue() for c, v in views.items()}
+            resume = seen.completions_of(i for c in continuing.values() for _, i in c)
+            wanted = [i for v in views.values() for i in v.later if i not in v.done
+                      and in_shard(v.conversation(i), self.s.shard)]
+            later = seen.turn_records(ids=wanted, origins={k: o for v in views.values() for k, o in v.origins.items()})
+            done, failed = set().union(*(v.done for v in views.values())), seen.failures()
+            reuse = self.reuse_line(views)
         finally:
             seen.close()
+        for line in (stale, reuse):
+            if line:
+                log.info("%s", line)
         records = [r for r in prepared if in_shard(r.conversation, self.s.shard)] + later
-        # Later turns already generated are known by id only (their prompts stay in the checkpoint): counted done.
-        done_later = len(stored.keys() & done)
-        # The later turns of this run's conversations (on any shard) are this run's samples too.
-        ids = {r.id for r in prepared}
-        reuse = self.reuse_line(ids | {i for c in turns for i, conv in turns[c].items() if conv in ids}, done,
-                                mine={r.id for r in records} | stored.keys())   # a shard reuses its own only
-        if reuse:
-            log.info("%s", reuse)
-        if not any(r.id not in done and (self.s.retry_failed or r.id not in failed) for r in records):
-            return GenerateReport(skipped_done=sum(r.id in done for r in records) + done_later,
-                                  skipped_failed=sum(r.id in failed and r.id not in done for r in records))
+        done_later = sum(len([i for i in v.later if i in v.done and in_shard(v.conversation(i), self.s.shard)])
+                         for v in views.values())
         next_turn = self.next_turn(prepared)
-        if next_turn is not None:     # the longest conversations first: short chains, not long ones, end the run
-            records.sort(key=lambda r: -next_turn.turns_left(r))
         ckpt = Checkpoint(self.workdir.shard_checkpoint(self.s.shard))
+        try:
+            self._forget_stale(ckpt, views)
+            records += self._continue(ckpt, views, continuing, resume, prepared, next_turn)
+            if not any(r.id not in done and (self.s.retry_failed or r.id not in failed) for r in records):
+                return GenerateReport(skipped_done=sum(r.id in done for r in records) + done_later,
+                                      skipped_failed=sum(r.id in failed and r.id not in done for r in records))
+            if next_turn is not None:  # the longest conversations first: short chains, not long ones, end the run
+                records.sort(key=lambda r: -next_turn.turns_left(r))
+            return self._generate(records, engine, ckpt, done, failed, next_turn, done_later, views)
+        finally:
+            ckpt.close()
+
+    def _generate(self, records, engine, ckpt, done, failed, next_turn, done_later, views) -> GenerateReport:
+        # Each conversation's origin (store/prompt_hash.py), stored with what follows each of its turns.
+        origins = {k: o for v in views.values() for k, o in v.origins.items()}
+        if next_turn is not None:
+            origins.update((r.id, conversation_origin(prompt_hash(r.prompt_ids), r.script)) for r in records
+                           if r.turn == 1 and r.id not in origins)
         own = engine is None
         try:
             engine, self._engine = engine or self._engine or self.make_engine(), None
@@ -384,13 +408,65 @@ class Pipeline:
             report = generate_records(records, engine, ckpt, self.sampling, done=done, failed=failed,
                                       retry_failed=self.s.retry_failed, progress=self.progress,
                                       reasoning_length=partial(reasoning_length, tokens=self.tokens),
-                                      next_turn=next_turn)
+                                      next_turn=next_turn, origins=origins)
             report.skipped_done += done_later
             return report
         finally:
             if own and engine is not None:
                 engine.close()
-            ckpt.close()
+
+    def _stale_line(self, views) -> str | None:
+        """How many stored completions answered an earlier version of their prompt (this shard's)."""
+        mine = (lambda v, i: in_shard(v.conversation(i), self.s.shard))
+        n = sum(1 for v in views.values() for i in v.stale_done if mine(v, i))
+        m = sum(1 for v in views.values() for conv in v.stale_turns.values() if in_shard(conv, self.s.shard))
+        if not n and not m:
+            return None
+        return (f"{n:,} completions answered an earlier version of their prompt and are generated again; {m:,} later "
+                "turns of those conversations too (their source changed)")
+
+    def _forget_stale(self, ckpt: Checkpoint, views) -> None:
+        """Delete from this shard's own file what no longer answers the view (others' files are only read;
+        readers skip what is stale there): generate stores the new version under the same id."""
+        for c, v in views.items():
+            hashes = ckpt.completion_hashes(c)
+            turns = [t for t in ckpt.turn_index(c) if t.id in v.stale_turns and t.conversation in v.origins
+                     and t.origin is not None and t.origin != v.origins[t.conversation]]
+            stale = [i for i, h in hashes.items() if h is not None and v.prompt_hash(i) not in (None, h)]
+            ends = [e.conversation_id for e, o in ckpt.end_rows(c) if e.conversation_id in v.origins
+                    and o is not None and o != v.origins[e.conversation_id]]
+            if stale or turns or ends:
+                ckpt.forget(completions=stale + [t.id for t in turns if t.id in hashes],
+                            turns=[t.id for t in turns], conversations=ends)
+
+    def _continue(self, ckpt: Checkpoint, views, continuing, resume, prepared, next_turn) -> list:
+        """What follows each turn whose completion stands while its conversation's source changed after it (the
+        view's to_continue): computed now and stored; the next turns among it are this run's to generate."""
+        if next_turn is None:
+            return []
+        by_id = {r.id: r for r in prepared}
+        later = {}
+        ids = [i for c in continuing.values() for conv, i in c if i != conv]
+        if ids:
+            seen = self.checkpoints()
+            try:
+                later = {r.id: r for r in seen.turn_records(ids=ids, origins={
+                    k: o for v in views.values() for k, o in v.origins.items()})}
+            finally:
+                seen.close()
+        out = []
+        for c, pairs in continuing.items():
+            for conv, tid in pairs:
+                record = by_id.get(tid) or later.get(tid)
+                if record is None or tid not in resume or not in_shard(conv, self.s.shard):
+                    continue
+                follow = next_turn(record, resume[tid])
+                if follow is None:
+                    continue
+                ckpt.commit_follow(follow, views[c].origins[conv])
+                if isinstance(follow, PromptRecord):
+                    out.append(follow)
+        return out
 
     def next_turn(self, prepared: list):
         """What follows each turn of the run's own_history conversations (conversation/next_turn.py's NextTurn);
@@ -485,19 +561,19 @@ class Pipeline:
         to emit (NothingToEmit). Plots are drawn by the verdict pool's workers from the light columns as soon as
         those are in place, while the last rows are still being written; the card, which records the manifest's
         hash, comes last."""
-        from kimi_eagle_data.emit.writer import ConfigShards, finish_dataset, pending_note, replacing_dataset
+        from kimi_eagle_data.emit.writer import ConfigShards, clear_data, finish_dataset
         from kimi_eagle_data.emit.token_freq import token_freq_path
         from kimi_eagle_data.store.workdir import read_json
 
         warning = self.published_names().warning
         if warning:
             log.warning("%s", warning)
+        clear_data(self.workdir)
         vocab = self.vocab_size()
-        # Written beside dataset/, which it replaces whole at the end: the old dataset or the new one, never a mix.
-        with replacing_dataset(self.workdir) as staged, self.verdict_pool() as pool:
-            sinks = {c: ConfigShards(dataset_config_dir(staged.dataset, c), token_freq_path(staged.dataset, c),
-                                     vocab) for c in self.s.configs}
-            plots = CardPlots(pool, staged, self.s.configs)
+        sinks = {c: ConfigShards(dataset_config_dir(self.workdir.dataset, c), token_freq_path(self.workdir.dataset, c),
+                                 vocab) for c in self.s.configs}
+        with self.verdict_pool() as pool:
+            plots = CardPlots(pool, self.workdir, self.s.configs)
             try:   # whatever stops it (a full disk, SIGTERM), no hidden temp shard stays behind
                 self.validate(sinks, pool, light_done=plots.config_validated)
                 prepared = {c: read_json(self.workdir.prepare_report(c)) for c in sinks}
@@ -510,9 +586,7 @@ class Pipeline:
                 for sink in sinks.values():
                     sink.abort()
                 raise
-            if (note := pending_note(self.reports, self.workdir.root)):
-                log.warning("%s", note)
-            return finish_dataset(staged, summary, version=self.s.version, provenance=self.provenance(),
+            return finish_dataset(self.workdir, summary, version=self.s.version, provenance=self.provenance(),
                                   plots_drawn=plots.drawn, repo_id=self.s.repo)
 
     def score(self, configs: list[str] | None = None, *, limit: int | None = None, seed: int = 0,

@@ -28,6 +28,7 @@ import numpy as np
 
 from kimi_eagle_data.prompts.prepare import read_prepared
 from kimi_eagle_data.score.scoring import DEFAULT_LIMIT, plan_items, run_scoring, sample
+from kimi_eagle_data.store.prompt_view import ConfigPrompts
 from kimi_eagle_data.store.scores import ScoreCheckpoint
 from kimi_eagle_data.store.workdir import read_json, write_json
 
@@ -48,9 +49,11 @@ def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, s
     try:
         for config in configs:
             records = read_prepared(wd, config)
-            completions = {c.id: c for c in gen.completions(config)}
-            picked = sample(records, set(completions), limit, seed, later=lambda ids: gen.turn_records(ids=ids),
-                            later_ids=sorted(gen.turn_ids(config, answered=True)))
+            view = ConfigPrompts.read(wd, config, gen)     # the selection's prompts, and what answers them
+            completions = {c.id: c for c in gen.completions(config) if c.id in view.done}
+            picked = sample(records, set(completions), limit, seed,
+                            later=lambda ids, view=view: gen.turn_records(ids=ids, origins=view.origins),
+                            later_ids=sorted(i for i, t in view.later.items() if t.answered))
             own = {r.id: completions[r.id] for r in picked if r.id in completions}
             per_config[config] = {"records": records, "picked": picked, "own": own}
             items += plan_items(config, picked, own, p.tokenizer, p.tokens, p.max_seq_len, rescore_own)

@@ -24,12 +24,13 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, NamedTuple
+from typing import Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 import orjson
 
 from kimi_eagle_data.records import Completion, ConversationEnd, PromptRecord, RequestFailure
+from kimi_eagle_data.store.prompt_hash import prompt_hash
 from kimi_eagle_data.store.sqlite import CorruptCheckpointError, SQLiteStore
 
 COMPLETIONS_TABLE = """
@@ -46,7 +47,8 @@ CREATE TABLE IF NOT EXISTS completions (
     latency_s REAL,
     created_at REAL NOT NULL,
     checksum TEXT NOT NULL,
-    logprob_stats TEXT
+    logprob_stats TEXT,
+    prompt_hash TEXT
 );
 CREATE TABLE IF NOT EXISTS turns (
     id TEXT PRIMARY KEY,
@@ -62,25 +64,33 @@ CREATE TABLE IF NOT EXISTS turns (
     mode TEXT NOT NULL,
     temperature REAL,
     top_p REAL,
-    checksum TEXT NOT NULL
+    checksum TEXT NOT NULL,
+    origin TEXT
 );
 CREATE TABLE IF NOT EXISTS conversation_ends (
     conversation_id TEXT PRIMARY KEY,
     config TEXT NOT NULL,
     turn INTEGER NOT NULL,
     reason TEXT NOT NULL,
-    message TEXT NOT NULL
+    message TEXT NOT NULL,
+    origin TEXT
 );"""
 
 _TURN_COLUMNS = ("id", "config", "conversation_id", "turn", "source", "source_id", "messages", "tools", "prompt_ids",
                  "answer", "mode", "temperature", "top_p", "checksum")
-_INSERT_TURN = f"INSERT OR IGNORE INTO turns ({', '.join(_TURN_COLUMNS)}) VALUES ({', '.join('?' * len(_TURN_COLUMNS))})"
-_INSERT_END = ("INSERT OR IGNORE INTO conversation_ends (conversation_id, config, turn, reason, message) "
-               "VALUES (?,?,?,?,?)")
+_INSERT_TURN = (f"INSERT OR IGNORE INTO turns ({', '.join(_TURN_COLUMNS)}, origin) "
+                f"VALUES ({', '.join('?' * (len(_TURN_COLUMNS) + 1))})")
+_INSERT_END = ("INSERT OR IGNORE INTO conversation_ends (conversation_id, config, turn, reason, message, origin) "
+               "VALUES (?,?,?,?,?,?)")
 
 _INSERT = ("INSERT OR IGNORE INTO completions (id, config, output_ids, finish_reason, finish_detail, prompt_tokens, "
-           "completion_tokens, cached_tokens, engine, latency_s, created_at, checksum, logprob_stats) "
-           "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)")
+           "completion_tokens, cached_tokens, engine, latency_s, created_at, checksum, logprob_stats, prompt_hash) "
+           "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+
+# Columns later versions added, per table: a writable open adds them to an older file (NULL in its rows); a
+# read-only open reads NULL in their place (`_column`).
+_ADDED_COLUMNS = {"completions": ("logprob_stats", "prompt_hash"), "turns": ("origin",),
+                  "conversation_ends": ("origin",)}
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,21 @@ def _checksum(id_: str, blob: bytes | memoryview, finish_reason: str) -> str:
 
 def ids_to_blob(ids: Iterable[int]) -> bytes:
     return np.asarray(ids, dtype="<i4").tobytes()
+
+
+class StoredTurn(NamedTuple):
+    """A stored later turn without its prompt: what decides whether it belongs to today's selection."""
+
+    id: str
+    conversation: str
+    turn: int
+    origin: str | None                # None: stored before origins were (kept as it is)
+    prompt_hash: str                  # of its stored prompt ids
+    answered: bool                    # the source answered it too (`kimi-data score` scores that answer)
+
+
+# keep(id, prompt_hash) -> bool: which stored completions a read takes (store/prompt_view.py)
+KeepRow = Callable[[str, "str | None"], bool]
 
 
 class StoredRow(NamedTuple):
@@ -182,32 +207,67 @@ class Checkpoint(SQLiteStore):
     records_schema = COMPLETIONS_TABLE
 
     def migrate(self) -> None:
-        if not self._has_column("completions", "logprob_stats"):   # a checkpoint from before log-probs were recorded
-            self.db.execute("ALTER TABLE completions ADD COLUMN logprob_stats TEXT")
+        # A checkpoint from before log-probs (logprob_stats) or prompt hashes (prompt_hash, origin) were recorded:
+        # NULL in its rows (store/prompt_view.py: a row without a hash predates the check and is kept as it is).
+        for table, columns in _ADDED_COLUMNS.items():
+            for column in columns:
+                if not self._has_column(table, column):
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
 
     def _has_column(self, table: str, column: str) -> bool:
         return any(r[1] == column for r in self.read(f"PRAGMA table_info({table})"))
 
+    def _column(self, table: str, column: str) -> str:
+        """`column` in a SELECT, or NULL in a file (opened read-only) from before it existed."""
+        return column if self._has_column(table, column) else "NULL"
+
     # -- writes -------------------------------------------------------------------------------
-    def commit(self, config: str, c: Completion, follow: PromptRecord | ConversationEnd | None = None) -> None:
-        """Store a completion (one transaction; a sample already stored stays as it is) and, for a conversation's
-        turn, what follows from it in the same transaction: the next turn's prompt or the conversation's end."""
+    def commit(self, config: str, c: Completion, follow: PromptRecord | ConversationEnd | None = None, *,
+               prompt_hash: str | None = None, origin: str | None = None) -> None:
+        """Store a completion (one transaction; a sample already stored stays as it is) with the hash of the
+        prompt it answered (store/prompt_view.prompt_hash) and, for a conversation's turn, what follows from it in
+        the same transaction: the next turn's prompt or the conversation's end, with `origin`, the hash of the
+        conversation's first prompt and script it derives from (prompt_view.conversation_origin)."""
         blob = ids_to_blob(c.output_ids)
         row = (c.id, config, blob, c.finish_reason, orjson.dumps(c.finish_detail).decode(),
                c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.engine, c.latency_s,
                time.time(), _checksum(c.id, blob, c.finish_reason),
-               orjson.dumps(c.logprob_stats).decode() if c.logprob_stats is not None else None)
+               orjson.dumps(c.logprob_stats).decode() if c.logprob_stats is not None else None, prompt_hash)
         if follow is None:
             self.commit_record(_INSERT, row, (c.id,))
             return
         with self.transaction() as db:
             db.execute(_INSERT, row)
             db.execute(f"DELETE FROM failures WHERE {self._key_match()}", (c.id,))
-            if isinstance(follow, ConversationEnd):
-                db.execute(_INSERT_END, (follow.conversation_id, follow.config, follow.turn, follow.reason,
-                                         follow.message))
-            else:
-                db.execute(_INSERT_TURN, _turn_row(follow))
+            self._insert_follow(db, follow, origin)
+
+    def commit_follow(self, follow: PromptRecord | ConversationEnd, origin: str | None) -> None:
+        """What follows a stored completion, stored on its own: a turn whose next turn was dropped because the
+        source's script changed (generate continues the conversation again from there)."""
+        with self.transaction() as db:
+            self._insert_follow(db, follow, origin)
+
+    @staticmethod
+    def _insert_follow(db, follow: PromptRecord | ConversationEnd, origin: str | None) -> None:
+        if isinstance(follow, ConversationEnd):
+            db.execute(_INSERT_END, (follow.conversation_id, follow.config, follow.turn, follow.reason,
+                                     follow.message, origin))
+        else:
+            db.execute(_INSERT_TURN, (*_turn_row(follow), origin))
+
+    def forget(self, completions: Iterable[str] = (), turns: Iterable[str] = (),
+               conversations: Iterable[str] = ()) -> None:
+        """Delete, in one transaction, completions that answered an earlier version of their prompt, later turns
+        derived from an earlier version of their conversation, and those conversations' stored ends: generate
+        makes them again (store/prompt_view.py says which are stale)."""
+        with self.transaction() as db:
+            for table, key, ids in (("completions", "id", list(completions)), ("turns", "id", list(turns)),
+                                    ("conversation_ends", "conversation_id", list(conversations))):
+                if table != "completions" and not self._has_turns():
+                    continue
+                for i in range(0, len(ids), 900):
+                    part = ids[i:i + 900]
+                    db.execute(f"DELETE FROM {table} WHERE {key} IN ({', '.join('?' * len(part))})", tuple(part))
 
     def record_failure(self, config: str, failure: RequestFailure) -> None:
         self.record_failure_row(config, (failure.id,), failure)
@@ -232,17 +292,29 @@ class Checkpoint(SQLiteStore):
 
     def completions(self, config: str) -> Iterator[Completion]:
         try:
-            yield from self._completions(config)
+            yield from self._completions("config=?", (config,))
         except sqlite3.Error as e:   # e.g. a value that is no longer a blob, a damaged page
             raise self.unreadable(e) from e
 
-    def _completions(self, config: str) -> Iterator[Completion]:
+    def completions_of(self, ids: Iterable[str]) -> dict[str, Completion]:
+        """The stored completions of `ids` (those stored), by id."""
+        ids = list(ids)
+        out: dict[str, Completion] = {}
+        try:
+            for i in range(0, len(ids), 900):
+                part = ids[i:i + 900]
+                out.update((c.id, c) for c in self._completions(f"id IN ({', '.join('?' * len(part))})", tuple(part)))
+        except sqlite3.Error as e:
+            raise self.unreadable(e) from e
+        return out
+
+    def _completions(self, where: str, params: tuple) -> Iterator[Completion]:
         # A file from before log-probs were recorded, opened read-only (so not migrated): none recorded.
-        logprobs = "logprob_stats" if self._has_column("completions", "logprob_stats") else "NULL"
+        logprobs = self._column("completions", "logprob_stats")
         cur = self.db.execute(
             "SELECT id, output_ids, finish_reason, finish_detail, prompt_tokens, completion_tokens, "
-            f"cached_tokens, engine, latency_s, checksum, {logprobs} FROM completions WHERE config=? ORDER BY id",
-            (config,))
+            f"cached_tokens, engine, latency_s, checksum, {logprobs} FROM completions WHERE {where} ORDER BY id",
+            params)
         for (id_, blob, fr, fd, pt, ct, cached, engine, lat, checksum, lps) in cur:
             if not isinstance(blob, bytes) or _checksum(id_, blob, fr) != checksum or len(blob) % 4:
                 raise _corrupt_record(self.path, id_)
@@ -252,15 +324,28 @@ class Checkpoint(SQLiteStore):
                 cached_tokens=cached, engine=engine or "", latency_s=lat,
                 logprob_stats=orjson.loads(lps) if lps else None)
 
-    def batches(self, config: str, rows: int = 1024) -> Iterator[CompletionBatch]:
+    def completion_hashes(self, config: str | None = None) -> dict[str, str | None]:
+        """Each stored completion's prompt hash (None: stored before prompt hashes were), by id."""
+        q = f"SELECT id, {self._column('completions', 'prompt_hash')} FROM completions"
+        return dict(self.read(q + (" WHERE config=?" if config else ""), (config,) if config else ()))
+
+    def batches(self, config: str, rows: int = 1024, keep: KeepRow | None = None) -> Iterator[CompletionBatch]:
         """A config's completions by id in batches of `rows`: one query, fetched a batch at a time into one
-        contiguous buffer. Checksums travel with the batch: the consumer runs `CompletionBatch.verify()`."""
+        contiguous buffer. Checksums travel with the batch: the consumer runs `CompletionBatch.verify()`.
+        `keep(id, prompt_hash)`: only the rows it keeps (store/prompt_view.py: those answering today's prompt)."""
         path = str(self.path)
         try:
-            cur = self.db.execute("SELECT id, output_ids, finish_reason, finish_detail, checksum FROM completions "
+            cur = self.db.execute("SELECT id, output_ids, finish_reason, finish_detail, checksum, "
+                                  f"{self._column('completions', 'prompt_hash')} FROM completions "
                                   "WHERE config=? ORDER BY id", (config,))
+            pending: list[StoredRow] = []
             while chunk := cur.fetchmany(rows):
-                yield CompletionBatch.from_rows([StoredRow(*r, path) for r in chunk])
+                pending += [StoredRow(*r[:5], path) for r in chunk if keep is None or keep(r[0], r[5])]
+                if len(pending) >= rows:
+                    yield CompletionBatch.from_rows(pending[:rows])
+                    pending = pending[rows:]
+            if pending:
+                yield CompletionBatch.from_rows(pending)
         except sqlite3.Error as e:
             raise self.unreadable(e) from e
 
@@ -288,18 +373,32 @@ class Checkpoint(SQLiteStore):
         q = "SELECT id, conversation_id FROM turns" + (" WHERE config=?" if config else "")
         return dict(self.read(q, (config,) if config else ()))
 
-    def turn_records(self, config: str | None = None, ids: Iterable[str] | None = None) -> list[PromptRecord]:
-        """The stored later turns' prompts (of one config, or those of `ids`), by id; each verified."""
+    def turn_index(self, config: str) -> list[StoredTurn]:
+        """Every later turn stored of one config, without its prompt: what store/prompt_view.py sorts."""
         if not self._has_turns():
             return []
-        q = f"SELECT {', '.join(_TURN_COLUMNS)} FROM turns"
+        rows = self.read(f"SELECT id, conversation_id, turn, {self._column('turns', 'origin')}, prompt_ids, "
+                         "answer != '' FROM turns WHERE config=?", (config,))
+        return [StoredTurn(i, conv, turn, origin, prompt_hash(blob) if isinstance(blob, bytes) else "", bool(answered))
+                for i, conv, turn, origin, blob, answered in rows]
+
+    def turn_records(self, config: str | None = None, ids: Iterable[str] | None = None,
+                     origins: dict[str, str] | None = None) -> list[PromptRecord]:
+        """The stored later turns' prompts (of one config, or those of `ids`), by id; each verified. With
+        `origins` (conversation -> its origin now), only turns derived from that origin (or stored before
+        origins were)."""
+        if not self._has_turns():
+            return []
+        q = f"SELECT {', '.join(_TURN_COLUMNS)}, {self._column('turns', 'origin')} FROM turns"
         if ids is not None:
             ids = list(ids)
             rows = [r for i in range(0, len(ids), 900) for r in self.read(
                 q + f" WHERE id IN ({', '.join('?' * len(ids[i:i + 900]))})", tuple(ids[i:i + 900]))]
         else:
             rows = self.read(q + (" WHERE config=?" if config else ""), (config,) if config else ())
-        return sorted((self._turn_record(r) for r in rows), key=lambda r: r.id)
+        if origins is not None:
+            rows = [r for r in rows if r[-1] is None or origins.get(r[2]) == r[-1]]
+        return sorted((self._turn_record(r[:-1]) for r in rows), key=lambda r: r.id)
 
     def _turn_record(self, r: tuple) -> PromptRecord:
         (id_, config, conv, turn, source, source_id, messages, tools, blob, answer, mode, temp, top_p, checksum) = r
@@ -311,11 +410,16 @@ class Checkpoint(SQLiteStore):
                             conversation_id=conv, turn=turn)
 
     def conversation_ends(self, config: str | None = None) -> dict[str, ConversationEnd]:
+        return {e.conversation_id: e for e, _ in self.end_rows(config)}
+
+    def end_rows(self, config: str | None = None) -> list[tuple[ConversationEnd, str | None]]:
+        """Every stored conversation end (of one config) with its origin (None: stored before origins were)."""
         if not self._has_turns():
-            return {}
-        q = "SELECT conversation_id, config, turn, reason, message FROM conversation_ends"
-        return {r[0]: ConversationEnd(*r) for r in self.read(q + (" WHERE config=?" if config else ""),
-                                                             (config,) if config else ())}
+            return []
+        q = (f"SELECT conversation_id, config, turn, reason, message, {self._column('conversation_ends', 'origin')} "
+             "FROM conversation_ends")
+        return [(ConversationEnd(*r[:5]), r[5]) for r in self.read(q + (" WHERE config=?" if config else ""),
+                                                                   (config,) if config else ())]
 
 
 def _turn_row(r: PromptRecord) -> tuple:
@@ -354,15 +458,16 @@ class CheckpointSet:
             merged.update(p.failures(config))
         return merged
 
-    def batches(self, config: str, rows: int = 1024) -> Iterator[CompletionBatch]:
-        """As Checkpoint.batches over every file; an id completed in several files counts once (the first)."""
+    def batches(self, config: str, rows: int = 1024, keep: KeepRow | None = None) -> Iterator[CompletionBatch]:
+        """As Checkpoint.batches over every file; an id completed in several files counts once (the first that
+        `keep` keeps)."""
         if len(self.parts) == 1:
-            yield from self.parts[0].batches(config, rows)
+            yield from self.parts[0].batches(config, rows, keep)
             return
         import heapq
 
         def records(part):
-            for b in part.batches(config, rows):
+            for b in part.batches(config, rows, keep):
                 for i in range(len(b)):
                     yield b.row(i)
 
@@ -389,6 +494,26 @@ class CheckpointSet:
                     seen.add(c.id)
                     yield c
 
+    def completions_of(self, ids: Iterable[str]) -> dict[str, Completion]:
+        """As Checkpoint.completions_of over every file; the first file's where several hold one."""
+        ids = list(ids)
+        found: dict[str, Completion] = {}
+        for p in self.parts:
+            for k, c in p.completions_of(i for i in ids if i not in found).items():
+                found.setdefault(k, c)
+        return found
+
+    def completion_hashes(self, config: str | None = None) -> list[dict[str, str | None]]:
+        """Checkpoint.completion_hashes of each file (a sample may be stored in several, for different prompts)."""
+        return [p.completion_hashes(config) for p in self.parts]
+
+    def turn_index(self, config: str) -> list[StoredTurn]:
+        """Checkpoint.turn_index of every file, one after the other (a turn may be stored in several)."""
+        return [t for p in self.parts for t in p.turn_index(config)]
+
+    def end_rows(self, config: str | None = None) -> list[tuple[ConversationEnd, str | None]]:
+        return [e for p in self.parts for e in p.end_rows(config)]
+
     def request_stats(self) -> list[RequestStat]:
         """As Checkpoint.request_stats over every file; a sample in two files counts once (the first)."""
         rows: dict[str, RequestStat] = {}
@@ -411,12 +536,13 @@ class CheckpointSet:
         spans = [s for s in (p.time_range() for p in self.parts) if s]
         return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
 
-    def turn_records(self, config: str | None = None, ids: Iterable[str] | None = None) -> list[PromptRecord]:
-        """As Checkpoint.turn_records over every file; a turn stored in several files counts once."""
+    def turn_records(self, config: str | None = None, ids: Iterable[str] | None = None,
+                     origins: dict[str, str] | None = None) -> list[PromptRecord]:
+        """As Checkpoint.turn_records over every file; a turn stored in several files counts once (the first)."""
         found: dict[str, PromptRecord] = {}
         ids = None if ids is None else list(ids)
         for p in self.parts:
-            for r in p.turn_records(config, ids):
+            for r in p.turn_records(config, ids, origins):
                 found.setdefault(r.id, r)
         return [found[k] for k in sorted(found)]
 

@@ -7,8 +7,9 @@ Rows go out in id order (the checkpoint's), in blocks of BLOCK_CHUNKS chunks of 
 block's train rows are one row group of the train shard, its rejected rows one of the rejected shard. Chunk
 and block boundaries depend on the checkpoint's rows only, never on the number of workers.
 
-A conversation's later turns (policy own_history) have their prompts in the checkpoint, not in prepared/: they
-are read from there for the chunk's ids the prepared file does not hold. Every row names its conversation and
+A conversation's later turns (policy own_history) have their prompts in the checkpoint, not in prepared/: the
+config's view (store/prompt_view.py) says which belong to the selection and which completions answer today's
+prompts; the later turns' prompts are read from the checkpoint for the chunk's ids the prepared file does not hold. Every row names its conversation and
 turn (a prompt of another policy is turn 1 of its own), and the last turn of a conversation why it ended.
 
 Accounting per config (docs/reliability.md): selected + later_turns = rejected_at_prepare + valid + rejected +
@@ -33,6 +34,7 @@ import pyarrow.parquet as pq
 from kimi_eagle_data.errors import MissingInputError
 from kimi_eagle_data.records import ConversationEnd
 from kimi_eagle_data.store.checkpoint import CheckpointSet, CompletionBatch
+from kimi_eagle_data.store.prompt_view import ConfigPrompts
 from kimi_eagle_data.schema import LIGHT_SCHEMA, ROW_SCHEMA
 from kimi_eagle_data.validate.verdicts import Chunk, Judged, VerdictPool
 from kimi_eagle_data.store.workdir import Workdir, atomic_path, read_json, write_json
@@ -48,6 +50,9 @@ class ValidateReport:
     rejected_at_prepare: int = 0
     prepared: int = 0
     later_turns: int = 0           # conversations' turns after the first (own_history), made while generating
+    # later turns stored for conversations this selection does not hold (a pilot's): kept in the checkpoint,
+    # never generated further nor emitted; outside the accounting identity
+    kept_not_selected: int = 0
     generated: int = 0
     failed: int = 0
     pending: int = 0
@@ -163,18 +168,18 @@ class _Context:
 
 
 class _TurnPrompts:
-    """The prompts of a config's later turns, read from the checkpoint a chunk at a time, and how each of its
-    conversations ended."""
+    """The prompts of a config's later turns (those of the view, store/prompt_view.py), read from the checkpoint
+    a chunk at a time, and how each of its conversations ended."""
 
-    def __init__(self, checkpoint: CheckpointSet, config: str):
-        self.checkpoint, self.config = checkpoint, config
-        self.ids = checkpoint.turn_ids(config)
-        self.ends: dict[str, ConversationEnd] = checkpoint.conversation_ends(config)
+    def __init__(self, checkpoint: CheckpointSet, view: ConfigPrompts):
+        self.checkpoint, self.view = checkpoint, view
+        self.ids = view.later.keys()
+        self.ends: dict[str, ConversationEnd] = view.ends
 
     def take(self, ids: list[str], prepared: pa.Schema) -> tuple[list[int], pa.Table]:
         """Like _PreparedPrompts.take, for the ids that are later turns; the rows in the `prepared` columns."""
         keep = [i for i, id_ in enumerate(ids) if id_ in self.ids]
-        records = self.checkpoint.turn_records(ids=[ids[i] for i in keep]) if keep else []
+        records = self.checkpoint.turn_records(ids=[ids[i] for i in keep], origins=self.view.origins) if keep else []
         cols = {"id": [r.id for r in records], "source": [r.source for r in records],
                 "source_id": [r.source_id for r in records],
                 "messages": [orjson.dumps(r.messages).decode() for r in records],
@@ -355,18 +360,21 @@ def validate_config(workdir: Workdir, config: str, checkpoint: CheckpointSet, po
     # Failed requests (few) are what needs ids kept: a failure counts when its prompt is prepared and no
     # checkpoint file completed it (shards and merged workdirs may hold both).
     failures = checkpoint.failures(config)
+    view = ConfigPrompts.read(workdir, config, checkpoint)
     prompts = _PreparedPrompts(path, wanted=failures)
-    turns = _TurnPrompts(checkpoint, config)
+    turns = _TurnPrompts(checkpoint, view)
     prep = read_json(workdir.prepare_report(config))
     rep = ValidateReport(config, selected=prep["selected"], rejected_at_prepare=prep["rejected_total"],
                          prepared=prompts.count, later_turns=len(turns.ids), prepare_reasons=prep["rejected"],
                          special_text_kept=prep.get("special_text_kept", 0),
+                         kept_not_selected=view.kept_not_selected,
                          conversation_ends=Counter(e.reason for e in turns.ends.values()))
     completed_failures: set[str] = set()
     with (_Blocks(sink) if sink is not None else nullcontext()) as blocks:
         with atomic_path(workdir.validated(config)) as tmp, \
                 pq.ParquetWriter(tmp, LIGHT_SCHEMA, compression="zstd") as light:
-            for ctx, j in pool.map(_chunks(checkpoint.batches(config, CHUNK_ROWS), prompts, turns)):
+            batches = checkpoint.batches(config, CHUNK_ROWS, keep=view.answers)
+            for ctx, j in pool.map(_chunks(batches, prompts, turns)):
                 completed_failures.update(i for i in ctx.ids if i in failures)
                 rows = _light_rows(ctx, j)
                 _account(rep, rows)
