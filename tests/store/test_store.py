@@ -144,14 +144,31 @@ def test_a_previous_checkpoint_resumes_generation(tmp_path, tiny_tokenizer):
         engine.close()
 
 
-def test_a_new_checkpoint_has_the_previous_schema(tmp_path):
+def test_a_new_checkpoint_has_the_previous_schema_and_the_prompt_hash(tmp_path):
+    """The previous columns, in order, then `prompt_hash`; a previous file opened for writing gets the same
+    columns, its rows reading None there (stored before prompt hashes: kept as they are, store/prompt_view.py)."""
     from kimi_eagle_data.store.checkpoint import Checkpoint
 
     old, new = tmp_path / "old.sqlite", tmp_path / "new.sqlite"
-    write_previous_checkpoint(old, {}, {})
+    write_previous_checkpoint(old, {"B1-a": [5, 6]}, {})
+    before = {t: columns(old, t) for t in ("completions", "failures", "meta")}
     Checkpoint(new).close()
-    for table in ("completions", "failures", "meta"):
-        assert columns(new, table) == columns(old, table), table
+    assert columns(new, "completions") == before["completions"] + [("prompt_hash", "TEXT", 0, 0)]
+    for table in ("failures", "meta"):
+        assert columns(new, table) == before[table], table
+    ro = Checkpoint(old, readonly=True)      # read-only: not migrated, the hash reads None
+    try:
+        assert ro.completion_hashes("B1") == {"B1-a": None}
+    finally:
+        ro.close()
+    ckpt = Checkpoint(old)
+    try:
+        assert ckpt.completion_hashes("B1") == {"B1-a": None}
+        assert [c[0] for c in columns(old, "turns")][-1] == "origin"
+    finally:
+        ckpt.close()
+    for table in ("completions", "turns", "conversation_ends"):
+        assert columns(old, table) == columns(new, table), table
 
 
 def test_a_failed_transaction_leaves_the_failure_row(tmp_path):
