@@ -28,6 +28,8 @@ import numpy as np
 
 from kimi_eagle_data.prompts.prepare import read_prepared
 from kimi_eagle_data.score.scoring import DEFAULT_LIMIT, plan_items, run_scoring, sample
+from kimi_eagle_data.engines.factory import run_engine
+from kimi_eagle_data.run_context import RunContext
 from kimi_eagle_data.store.prompt_view import ConfigPrompts
 from kimi_eagle_data.store.scores import ScoreCheckpoint
 from kimi_eagle_data.store.workdir import read_json, write_json
@@ -36,11 +38,21 @@ REGENERATE_GAP = 0.5
 BOOTSTRAP = 2000
 
 
-def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, seed: int = 0,
+def score_run(ctx: RunContext, configs: list[str] | None = None, *, limit: int | None = None, seed: int = 0,
+              retry_failed: bool = False, threshold: float | None = None) -> dict[str, Any]:
+    """`score`: the target's log-prob of the upstream answers vs its own completions for `configs` (default: the
+    run's configs that are prepared), resumable in score.sqlite; writes score.json and returns it. `limit`,
+    `threshold`: score's defaults when None."""
+    names = list(configs or ()) or [c for c in ctx.configs if ctx.workdir.prepared(c).exists()]
+    return score_workdir(ctx, names, limit=DEFAULT_LIMIT if limit is None else limit, seed=seed,
+                         retry_failed=retry_failed, threshold=REGENERATE_GAP if threshold is None else threshold)
+
+
+def score_workdir(ctx: RunContext, configs: list[str], *, limit: int = DEFAULT_LIMIT, seed: int = 0,
                   retry_failed: bool = False, threshold: float = REGENERATE_GAP, confidence: float = 0.95,
                   engine=None) -> dict[str, Any]:
-    """Score `configs` of the pipeline's workdir (resumable) and write score.json; returns the report."""
-    p, wd = pipeline, pipeline.workdir
+    """Score `configs` of the run's workdir (resumable) and write score.json; returns the report."""
+    p, wd = ctx, ctx.workdir
     rescore_own = float(p.sampling.temperature) != 1.0
     gen = p.checkpoints()
     ckpt = ScoreCheckpoint(wd.score_checkpoint)
@@ -63,7 +75,7 @@ def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, s
             done, failed = set(ckpt.scores()), set(ckpt.failures())
             needs = any((i.id, i.kind) not in done and (retry_failed or (i.id, i.kind) not in failed) for i in items)
             if needs:
-                engine = engine or p.make_engine()
+                engine = engine or run_engine(ctx)
                 try:
                     ckpt.set_meta("engine", {"engine": engine.info().engine, "version": engine.info().version})
                     run = run_scoring(items, engine, ckpt, retry_failed=retry_failed, progress=p.progress)
@@ -254,6 +266,14 @@ COLUMNS = (("config", "config"), ("segment", "segment"), ("sampled", "sampled"),
            ("upstream", "upstream nats/tok"), ("own", "own nats/tok"), ("gap", "gap own−upstream [95%]"),
            ("top1_upstream", "top-1 upstream"), ("top1_own", "top-1 own"), ("n", "n up/own"),
            ("verdict", "verdict"))
+
+
+def card_section(score: dict[str, Any] | None) -> dict[str, Any] | None:
+    """score.json as the dataset card shows it (cards/card.py; None: no score, the section is left out)."""
+    if not score or not score.get("configs"):
+        return None
+    return {"table": markdown_table(score), "note": threshold_note(score, see_readme=False), "limit": score["limit"],
+            "engine": score.get("engine") or {}}
 
 
 def load_report(workdir) -> dict[str, Any] | None:

@@ -119,7 +119,7 @@ def test_a_previous_checkpoint_resumes_generation(tmp_path, tiny_tokenizer):
     """Done samples are not generated again, a failed one only with retry_failed; its failure row goes in the
     same transaction its completion lands."""
     from kimi_eagle_data.engines.base import SamplingParams
-    from kimi_eagle_data.engines.generate import generate_records
+    from kimi_eagle_data.generate.records import generate_records
     from kimi_eagle_data.engines.local import LocalEngine
     from kimi_eagle_data.prompts.tokenizer import render_prompt
     from kimi_eagle_data.store.checkpoint import Checkpoint
