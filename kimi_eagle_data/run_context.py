@@ -19,7 +19,7 @@ from typing import Any
 from kimi_eagle_data.errors import MissingInputError
 from kimi_eagle_data.progress import Progress
 from kimi_eagle_data.settings import RunSettings
-from kimi_eagle_data.store.checkpoint import CheckpointSet
+from kimi_eagle_data.store.checkpoint_set import CheckpointSet
 from kimi_eagle_data.store.workdir import Workdir
 
 

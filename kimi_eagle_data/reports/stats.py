@@ -25,7 +25,8 @@ import pyarrow.parquet as pq
 from kimi_eagle_data.conversation.shape import (TURN_COLUMNS, conversation_shape, has_conversations,
                                               lengths_by_turn, turn_arrays)
 from kimi_eagle_data.sources.partitions import PARTITIONS
-from kimi_eagle_data.store.checkpoint import CheckpointSet, CorruptCheckpointError, open_workdir_checkpoints
+from kimi_eagle_data.store.checkpoint import CorruptCheckpointError
+from kimi_eagle_data.store.checkpoint_set import CheckpointSet, open_workdir_checkpoints
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.store.lock import workdir_writer
 from kimi_eagle_data.store.progress import PROGRESS_KEYS, generation_progress

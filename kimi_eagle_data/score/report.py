@@ -94,51 +94,59 @@ def score_workdir(ctx: RunContext, configs: list[str], *, limit: int = DEFAULT_L
         "interval": f"percentile bootstrap ({BOOTSTRAP} resamples of each set's prompts, seeded)", "configs": {},
     }
     for config, c in per_config.items():
-        up, own, n_failed, clipped, rescored = [], [], 0, 0, 0
-        by_mode: dict[str, tuple[list, list]] = {}
-        by_turn: dict[int, tuple[list, list]] = {}
-        for r in c["picked"]:
-            groups = (by_mode.setdefault(r.mode, ([], [])), by_turn.setdefault(r.turn, ([], [])))
-            s = scores.get((r.id, "upstream"))
-            if s is not None:
-                up.append(s.sums.as_dict())
-                for g in groups:
-                    g[0].append(s.sums.as_dict())
-                clipped += s.clipped
-            n_failed += (r.id, "upstream") in failures
-            comp = c["own"].get(r.id)
-            if comp is None:
-                continue
-            scaled = r.temperature is not None and float(r.temperature) != 1.0    # rescored (plan_items)
-            if rescore_own or scaled or comp.logprob_stats is None:
-                rescore = scores.get((r.id, "own"))
-                s = rescore.sums.as_dict() if rescore is not None else None
-            else:
-                s = comp.logprob_stats
-            if s is not None and s.get("n"):
-                own.append(s)
-                for g in groups:
-                    g[1].append(s)
-                rescored += (r.id, "own") in scores
-            n_failed += (r.id, "own") in failures
         prep = read_json(wd.prepare_report(config)) if wd.prepare_report(config).exists() else {}
-        entry = summarize(up, own, threshold=threshold, confidence=confidence, seed=seed)
-        entry.update({"prompts": len(c["records"]), "with_answer": sum(r.answer is not None for r in c["records"]),
-                      "without_answer": prep.get("without_answer", sum(r.answer is None for r in c["records"])),
-                      "sampled": len(c["picked"]), "own_completions": len(c["own"]), "failed": n_failed,
-                      "clipped": clipped, "own_rescored": rescored,
-                      # per mode (thinking / instant) of the sampled prompts: the same comparison on each
-                      "modes": {m: summarize(u, o, threshold=threshold, confidence=confidence, seed=seed)
-                                for m, (u, o) in sorted(by_mode.items())}})
-        if len(by_turn) > 1:   # own_history: each turn's upstream answer given the model's own history
-            entry["turns"] = {str(k): summarize(u, o, threshold=threshold, confidence=confidence, seed=seed)
-                              for k, (u, o) in sorted(by_turn.items())}
-        report["configs"][config] = entry
+        report["configs"][config] = _config_entry(c, prep, scores, failures, rescore_own=rescore_own,
+                                                  threshold=threshold, confidence=confidence, seed=seed)
     if run is not None:
         report["run"] = {"scored": run.completed, "failed": run.failed, "skipped_done": run.skipped_done,
                          "skipped_failed": run.skipped_failed, "tokens": run.tokens, "seconds": round(run.seconds, 3)}
     write_json(wd.score_report, report)
     return report
+
+
+def _config_entry(c: dict[str, Any], prep: dict[str, Any], scores, failures, *, rescore_own: bool, threshold: float,
+                  confidence: float, seed: int) -> dict[str, Any]:
+    """One config's entry of score.json: the upstream/own comparison over its sampled prompts, per mode and (for
+    conversations) per turn. `c`: {"records", "picked", "own"}; `prep`: prepare's report of the config."""
+    up, own, n_failed, clipped, rescored = [], [], 0, 0, 0
+    by_mode: dict[str, tuple[list, list]] = {}
+    by_turn: dict[int, tuple[list, list]] = {}
+    for r in c["picked"]:
+        groups = (by_mode.setdefault(r.mode, ([], [])), by_turn.setdefault(r.turn, ([], [])))
+        s = scores.get((r.id, "upstream"))
+        if s is not None:
+            up.append(s.sums.as_dict())
+            for g in groups:
+                g[0].append(s.sums.as_dict())
+            clipped += s.clipped
+        n_failed += (r.id, "upstream") in failures
+        comp = c["own"].get(r.id)
+        if comp is None:
+            continue
+        scaled = r.temperature is not None and float(r.temperature) != 1.0    # rescored (plan_items)
+        if rescore_own or scaled or comp.logprob_stats is None:
+            rescore = scores.get((r.id, "own"))
+            s = rescore.sums.as_dict() if rescore is not None else None
+        else:
+            s = comp.logprob_stats
+        if s is not None and s.get("n"):
+            own.append(s)
+            for g in groups:
+                g[1].append(s)
+            rescored += (r.id, "own") in scores
+        n_failed += (r.id, "own") in failures
+    entry = summarize(up, own, threshold=threshold, confidence=confidence, seed=seed)
+    entry.update({"prompts": len(c["records"]), "with_answer": sum(r.answer is not None for r in c["records"]),
+                  "without_answer": prep.get("without_answer", sum(r.answer is None for r in c["records"])),
+                  "sampled": len(c["picked"]), "own_completions": len(c["own"]), "failed": n_failed,
+                  "clipped": clipped, "own_rescored": rescored,
+                  # per mode (thinking / instant) of the sampled prompts: the same comparison on each
+                  "modes": {m: summarize(u, o, threshold=threshold, confidence=confidence, seed=seed)
+                            for m, (u, o) in sorted(by_mode.items())}})
+    if len(by_turn) > 1:   # own_history: each turn's upstream answer given the model's own history
+        entry["turns"] = {str(k): summarize(u, o, threshold=threshold, confidence=confidence, seed=seed)
+                          for k, (u, o) in sorted(by_turn.items())}
+    return entry
 
 
 # -- statistics -------------------------------------------------------------------------------------

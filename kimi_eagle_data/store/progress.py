@@ -14,7 +14,7 @@ from typing import Iterable
 import pyarrow.parquet as pq
 
 from kimi_eagle_data.errors import MissingInputError
-from kimi_eagle_data.store.checkpoint import CheckpointSet
+from kimi_eagle_data.store.checkpoint_set import CheckpointSet
 from kimi_eagle_data.store.prompt_view import ConfigPrompts
 from kimi_eagle_data.store.workdir import Workdir, read_json
 

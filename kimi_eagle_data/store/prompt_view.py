@@ -29,7 +29,8 @@ import pyarrow.parquet as pq
 
 from kimi_eagle_data.errors import MissingInputError
 from kimi_eagle_data.records import ConversationEnd
-from kimi_eagle_data.store.checkpoint import CheckpointSet, StoredTurn
+from kimi_eagle_data.store.checkpoint import StoredTurn
+from kimi_eagle_data.store.checkpoint_set import CheckpointSet
 from kimi_eagle_data.store.prompt_hash import conversation_origin, prompt_hash
 from kimi_eagle_data.store.workdir import Workdir
 

@@ -32,7 +32,8 @@ import pyarrow.parquet as pq
 
 from kimi_eagle_data.errors import MissingInputError
 from kimi_eagle_data.records import ConversationEnd
-from kimi_eagle_data.store.checkpoint import CheckpointSet, CompletionBatch
+from kimi_eagle_data.store.checkpoint import CompletionBatch
+from kimi_eagle_data.store.checkpoint_set import CheckpointSet
 from kimi_eagle_data.store.prompt_view import ConfigPrompts
 from kimi_eagle_data.schema import LIGHT_SCHEMA
 from kimi_eagle_data.validate.verdicts import Chunk, Judged, VerdictPool

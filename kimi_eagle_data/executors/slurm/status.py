@@ -17,7 +17,8 @@ from kimi_eagle_data.errors import KimiDataError, MissingInputError
 from kimi_eagle_data.executors.slurm import scheduler
 from kimi_eagle_data.executors.slurm.layout import SlurmLayout
 from kimi_eagle_data.executors.slurm.task import events, marker_valid, prepare_fingerprints
-from kimi_eagle_data.store.checkpoint import Checkpoint, CheckpointSet, in_shard
+from kimi_eagle_data.store.checkpoint import Checkpoint, in_shard
+from kimi_eagle_data.store.checkpoint_set import CheckpointSet
 from kimi_eagle_data.store.prompt_view import read_views
 from kimi_eagle_data.store.workdir import Workdir, read_json
 
