@@ -39,8 +39,9 @@ def generate(ctx: RunContext, engine: Engine | None = None, *, pilot_limit: int 
         continuing = {c: v.to_continue() for c, v in views.items()}
         resume = seen.completions_of(i for c in continuing.values() for _, i in c)
         origins = {k: o for v in views.values() for k, o in v.origins.items()}
-        wanted = [i for v in views.values() for i in v.later if i not in v.done and in_shard(v.conversation(i), s.shard)]
-        later = seen.turn_records(ids=wanted + [i for c in continuing.values() for conv, i in c if i != conv],
+        wanted = {i for v in views.values() for i in v.later
+                  if i not in v.done and in_shard(v.conversation(i), s.shard)}
+        later = seen.turn_records(ids=sorted(wanted) + [i for c in continuing.values() for conv, i in c if i != conv],
                                   origins=origins)
         failed = seen.failures()
     finally:

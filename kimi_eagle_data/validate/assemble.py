@@ -1,16 +1,16 @@
 """Stage 3, validate: join prompts with their completions, judge each with the Validator (in worker processes,
 verdicts.py), and write one light row per sample (LIGHT_SCHEMA: id, split, lengths, finish reason, issues)
-to `validated/<CFG>.parquet`. With a sink (`emit`), the same pass streams each full row (docs/data-format.md)
-into the dataset's shards: token ids are written once, there.
+to `validated/<CFG>.parquet`. With a sink (`emit`: emit/rows.py), the same pass hands each judged chunk on, and
+the sink streams its full rows (docs/data-format.md) into the dataset's shards: token ids are written once, there.
 
-Rows go out in id order (the checkpoint's), in blocks of BLOCK_CHUNKS chunks of CHUNK_ROWS samples: each
-block's train rows are one row group of the train shard, its rejected rows one of the rejected shard. Chunk
-and block boundaries depend on the checkpoint's rows only, never on the number of workers.
+Rows go out in id order (the checkpoint's), in chunks of CHUNK_ROWS samples; chunk boundaries depend on the
+checkpoint's rows only, never on the number of workers.
 
 A conversation's later turns (policy own_history) have their prompts in the checkpoint, not in prepared/: the
 config's view (store/prompt_view.py) says which belong to the selection and which completions answer today's
-prompts; the later turns' prompts are read from the checkpoint for the chunk's ids the prepared file does not hold. Every row names its conversation and
-turn (a prompt of another policy is turn 1 of its own), and the last turn of a conversation why it ended.
+prompts; the later turns' prompts are read from the checkpoint for the chunk's ids the prepared file does not
+hold. Every row names its conversation and turn (a prompt of another policy is turn 1 of its own), and the last
+turn of a conversation why it ended.
 
 Accounting per config (docs/reliability.md): selected + later_turns = rejected_at_prepare + valid + rejected +
 failed + pending.
