@@ -8,9 +8,9 @@
     dataset/manifest.json                           version, content hashes, provenance, counts
 
 The rows come from validate's pass (validate/assemble.py) through emit/rows.py, with `ConfigShards` as its
-sink. Everything written is a function of the workdir's contents only (dates come from the checkpoint, not the clock; rows in id order,
-row groups and shard boundaries fixed by row and token counts), so emitting twice, or with any number of
-workers, gives byte-identical files.
+sink. Everything written is a function of the workdir's contents only (dates come from the checkpoint, not the
+clock; rows in id order, row groups and shard boundaries fixed by row and token counts), so emitting twice, or
+with any number of workers, gives byte-identical files.
 """
 
 from __future__ import annotations
