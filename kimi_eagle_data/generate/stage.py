@@ -53,15 +53,18 @@ def generate(ctx: RunContext, engine: Engine | None = None, *, pilot_limit: int 
     records = [r for r in prepared if in_shard(r.conversation, s.shard)] + [r for r in later if r.id in wanted]
     done_later = sum(1 for v in views.values() for i in v.later if i in v.done and in_shard(v.conversation(i), s.shard))
     next_turn = make_next_turn(ctx, prepared)
-    ckpt = Checkpoint(ctx.workdir.shard_checkpoint(s.shard))
+    path = ctx.workdir.shard_checkpoint(s.shard)
+    if not path.exists() and not any(in_shard(conv, s.shard) for c in continuing.values() for conv, _ in c) \
+            and not _todo(records, done, failed, s.retry_failed):
+        return _skipped(records, done, failed, done_later)    # nothing to write: no checkpoint is made
+    ckpt = Checkpoint(path)
     try:
         _forget_stale(ckpt, views)
         if next_turn is not None:
             stood = {r.id: r for r in prepared} | {r.id: r for r in later}
             records += _continue(ckpt, views, continuing, resume, stood, next_turn, s.shard)
-        if not any(r.id not in done and (s.retry_failed or r.id not in failed) for r in records):
-            return GenerateReport(skipped_done=sum(r.id in done for r in records) + done_later,
-                                  skipped_failed=sum(r.id in failed and r.id not in done for r in records))
+        if not _todo(records, done, failed, s.retry_failed):
+            return _skipped(records, done, failed, done_later)
         if next_turn is not None:   # the longest conversations first: short chains, not long ones, end the run
             records.sort(key=lambda r: -next_turn.turns_left(r))
             origins.update((r.id, conversation_origin(prompt_hash(r.prompt_ids), r.script)) for r in prepared
@@ -81,6 +84,16 @@ def generate(ctx: RunContext, engine: Engine | None = None, *, pilot_limit: int 
                 engine.close()
     finally:
         ckpt.close()
+
+
+def _todo(records: list[PromptRecord], done: set[str], failed, retry_failed: bool) -> bool:
+    return any(r.id not in done and (retry_failed or r.id not in failed) for r in records)
+
+
+def _skipped(records: list[PromptRecord], done: set[str], failed, done_later: int) -> GenerateReport:
+    """The report of a pass with nothing to send: what is done, what failed before."""
+    return GenerateReport(skipped_done=sum(r.id in done for r in records) + done_later,
+                          skipped_failed=sum(r.id in failed and r.id not in done for r in records))
 
 
 def make_next_turn(ctx: RunContext, prepared: list[PromptRecord]):
