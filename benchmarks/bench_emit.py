@@ -44,13 +44,13 @@ CONFIG = "B4"
 
 def make_workdir(root: Path, million_tokens: float, seed: int = 0) -> int:
     """A workdir with prepared prompts and a checkpoint of structurally valid completions; returns tokens."""
-    from kimi_eagle_data.pipeline import Pipeline, RunSettings
     from kimi_eagle_data.profile import TINY_MODEL_DIR
     from kimi_eagle_data.prompts.prepare import PrepareReport, write_prepared
+    from kimi_eagle_data.runs import RunSettings, open_run
     from kimi_eagle_data.records import Completion, PromptRecord
     from kimi_eagle_data.store.checkpoint import Checkpoint
 
-    p = Pipeline(RunSettings(workdir=str(root), configs=[CONFIG], profile="tiny-kimi", model=str(TINY_MODEL_DIR),
+    p = open_run(RunSettings(workdir=str(root), configs=[CONFIG], profile="tiny-kimi", model=str(TINY_MODEL_DIR),
                              samples=True, max_seq_len=1 << 20, progress=False))
     tok = p.tokenizer
     t = p.tokens
@@ -96,14 +96,14 @@ def worker_ours(root: Path, workers: int | None) -> dict:
     import transformers.models.llama.configuration_llama  # noqa: F401
     from transformers import AutoConfig, AutoTokenizer  # noqa: F401
 
-    from kimi_eagle_data.pipeline import Pipeline, RunSettings
     from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.runs import RunSettings, emit_dataset, open_run
 
     t0 = time.perf_counter()
-    p = Pipeline(RunSettings(workdir=str(root), configs=[CONFIG], profile="tiny-kimi", model=str(TINY_MODEL_DIR),
-                             samples=True, max_seq_len=1 << 20, progress=False, workers=workers))
-    p.emit()
-    return {"seconds": time.perf_counter() - t0, "valid": p.reports[CONFIG].valid}
+    ctx = open_run(RunSettings(workdir=str(root), configs=[CONFIG], profile="tiny-kimi", model=str(TINY_MODEL_DIR),
+                               samples=True, max_seq_len=1 << 20, progress=False, workers=workers))
+    _, reports = emit_dataset(ctx)
+    return {"seconds": time.perf_counter() - t0, "valid": reports[CONFIG].valid}
 
 
 def worker_baseline(root: Path, workers: int | None) -> dict:

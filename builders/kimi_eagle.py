@@ -1,6 +1,6 @@
 """`KimiEagleData`: the `datasets` builder that generates the data, one config (partition) at a time.
 
-`download_and_prepare()` runs prepare -> generate -> validate for its config through the project's Pipeline,
+`download_and_prepare()` runs prepare -> generate -> validate for its config through the project's stages (runs.py),
 against the engine the config names, in `workdir` (where the resumable checkpoint lives: kill it, run it again,
 and no completion is generated twice); the table generator then streams the validated rows, `train` and
 `rejected` when there are any. The rows are those `kimi-data build CONFIG` writes with the same settings
@@ -89,7 +89,7 @@ class KimiEagleConfig(datasets.BuilderConfig):
         if not self.workdir:
             raise SettingError("workdir: KimiEagleData needs workdir=<the run's directory>, where its checkpoint "
                                "makes the run resumable")
-        from kimi_eagle_data.pipeline import load_partitions
+        from kimi_eagle_data.runs import load_partitions
 
         load_partitions(_run_settings(self))   # unknown partition, setting out of range: one line now, not after
         #                                        loading a model
@@ -113,7 +113,7 @@ class KimiEagleConfig(datasets.BuilderConfig):
 
 def _run_settings(config: KimiEagleConfig):
     """The one place the builder makes its RunSettings: the config's fields under their setting names."""
-    from kimi_eagle_data.pipeline import RunSettings
+    from kimi_eagle_data.settings import RunSettings
 
     given = config.run_fields()
     given.update(workdir=str(config.workdir), configs=[config.name])
@@ -127,16 +127,20 @@ def _run_settings(config: KimiEagleConfig):
     return RunSettings(**given)
 
 
-def _validate_into(pipeline, config: str, out_dir: Path):
-    """Validate `config`'s completions, streaming its rows into Parquet shards in `out_dir` (emit's writer, without
-    the card): (the validation report, {split: its shards}, only the splits with rows)."""
+def _validate_into(ctx, config: str, out_dir: Path):
+    """Validate `config`'s completions, streaming its rows into Parquet shards in `out_dir` (emit's rows and writer,
+    without the card): (the validation report, {split: its shards}, only the splits with rows)."""
+    from kimi_eagle_data.emit.rows import RowBlocks
     from kimi_eagle_data.emit.writer import ConfigShards
+    from kimi_eagle_data.runs import check_validated
+    from kimi_eagle_data.validate.stage import validate
 
     shutil.rmtree(out_dir, ignore_errors=True)     # what a stopped run left
     sink = ConfigShards(out_dir)
     try:
-        report = pipeline.validate({config: sink})[config]
-        pipeline.check_validated()       # the accounting identity, as build checks it
+        reports = validate(ctx, {config: RowBlocks(sink)})
+        report = reports[config]
+        check_validated(reports)       # the accounting identity, as build checks it
         return report, sink.finish()
     except BaseException:
         sink.abort()
@@ -152,21 +156,23 @@ class KimiEagleData(datasets.ArrowBasedBuilder):
         return datasets.DatasetInfo(features=features())
 
     def _split_generators(self, dl_manager):
-        from kimi_eagle_data.pipeline import Pipeline
+        from kimi_eagle_data.generate.stage import generate
+        from kimi_eagle_data.prompts.stage import prepare
+        from kimi_eagle_data.runs import open_run
 
         name = self.config.name
-        pipeline = Pipeline(_run_settings(self.config), server_first=True)
+        ctx = open_run(_run_settings(self.config), server_first=True)
         try:
-            pipeline.prepare(reuse=True)
-            pipeline.generate()
-            staging = pipeline.workdir.root / STAGING / name
-            report, splits = _validate_into(pipeline, name, staging)
+            prepared = prepare(ctx, reuse=True)
+            generate(ctx, pilot_limit=prepared.pilot_limit)
+            staging = ctx.workdir.root / STAGING / name
+            report, splits = _validate_into(ctx, name, staging)
         finally:
-            pipeline.lock.release()
+            ctx.lock.release()
         if report.failed or report.pending:   # as `build` exits 3: nothing incomplete goes into the cache
             reasons = ", ".join(f"{r} {n}" for r, n in report.failure_reasons.items())
             raise BuildError(f"{name}: {report.failed} samples failed ({reasons}), {report.pending} pending; the "
-                             f"{report.generated} generated are kept in {pipeline.workdir.root}: build again with "
+                             f"{report.generated} generated are kept in {ctx.workdir.root}: build again with "
                              "retry_failed=True once the server is healthy")
         return [datasets.SplitGenerator(name=split, gen_kwargs={"files": [staging / f for f in info.files]})
                 for split, info in splits.items()]

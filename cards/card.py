@@ -64,7 +64,8 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
                 vocab: dict[str, Any] | None = None, vocab_plot: tuple[str, str] | None = None,
                 conversations: dict[str, dict[str, Any]] | None = None,
                 cache: dict[str, dict[str, Any]] | None = None) -> str:
-    """`vocab`: the draft-vocabulary coverage (emit/token_freq.py's coverage_by_config), shown with `vocab_plot`
+    """`score`: `kimi-data score`'s section (score/report.card_section; None: left out); `vocab`: the
+    draft-vocabulary coverage (emit/token_freq.py's coverage_by_config), shown with `vocab_plot`
     (title, path); `plots`: the other plots, {title: path}; `conversations`: config -> the shape of its
     conversations (emit/writer.conversation_shapes; configs of policy own_history), shown with the validation
     reports' later turns and end reasons (none: the section is left out); `cache`: config -> the share of its prompt
@@ -117,7 +118,7 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
         origins=origins_phrase([r["kind"] for r in rows]),
         configs=rows, totals=totals, repo_id=repo_id, load_path=repo_id or "path/to/dataset",
         first_config="B4" if "B4" in summary else next(iter(summary)),
-        score=_score_section(score), manifest_sha256=manifest_sha256, vocab=vocab,
+        score=score, manifest_sha256=manifest_sha256, vocab=vocab,
         modes=_modes_section(rows, profile, provenance.get("sampling") or {}),
         conversations=_conversations_section(rows, conversations or {}),
         cache=_cache_line(cache or {}),
@@ -195,13 +196,14 @@ def _conversations_section(rows: list[dict[str, Any]], shapes: dict[str, dict[st
     for r in talk:
         tpc = shapes[r["config"]]["turns_per_conversation"]
         table.append({"config": r["config"], "conversations": shapes[r["config"]]["conversations"],
-                      "later_turns": r["r"].get("later_turns", 0),
+                      "later_turns": r["r"].get("later_turns", 0), "kept": r["r"].get("kept_not_selected", 0),
                       "mean": "–" if tpc["mean"] is None else f"{tpc['mean']:.2f}", "max": tpc["max"] or "–",
                       "by_turns": ", ".join(f"{k}: {n}" for k, n in tpc["histogram"].items()) or "–"})
     ends = [{"reason": k, "meaning": _cell(v),
              "counts": [(r["r"].get("conversation_ends") or {}).get(k, 0) for r in talk]}
             for k, v in END_REASONS.items()]
-    return {"configs": [r["config"] for r in talk], "rows": table, "ends": ends}
+    kept = [f"{r['config']}: {r['kept']:,}" for r in table if r["kept"]]
+    return {"configs": [r["config"] for r in talk], "rows": table, "ends": ends, "kept": ", ".join(kept)}
 
 
 def _vocab_section(vocab: dict[str, Any] | None, plot: tuple[str, str] | None) -> dict[str, Any] | None:
@@ -219,13 +221,3 @@ def _vocab_section(vocab: dict[str, Any] | None, plot: tuple[str, str] | None) -
     return {"rows": [row(name, c) for name, c in vocab["configs"].items()], "all": row("all", vocab["all"]),
             "plot": plot[1] if plot else None, "plot_title": plot[0] if plot else None,
             "shares": [f"{100 * s:g}%" for s in shares], "vocab_size": f"{vocab['vocab_size']:,}"}
-
-
-def _score_section(score: dict[str, Any] | None) -> dict[str, Any] | None:
-    """`kimi-data score`'s table for the card (None: the section is left out)."""
-    if not score or not score.get("configs"):
-        return None
-    from kimi_eagle_data.score.report import markdown_table, threshold_note
-
-    return {"table": markdown_table(score), "note": threshold_note(score, see_readme=False), "limit": score["limit"],
-            "engine": score.get("engine") or {}}

@@ -198,12 +198,26 @@ def test_the_store_sits_below_every_stage():
 
 
 def test_engines_do_not_know_the_store():
-    """Only the generate stage stores what engines answer; the engines themselves never see a checkpoint."""
-    stage = f"{PACKAGE}.engines.generate"
-    found = [f"{a} -> {b}" for a in sorted(GRAPH) if _inside(a, f"{PACKAGE}.engines") and a != stage
+    """The generate stage (generate/) stores what engines answer; the engines themselves never see a checkpoint."""
+    found = [f"{a} -> {b}" for a in sorted(GRAPH) if _inside(a, f"{PACKAGE}.engines")
              for b in sorted(GRAPH[a]) if _inside(b, STORE)]
     assert not found, "engines import the store: " + "; ".join(found)
-    assert f"{PACKAGE}.store.checkpoint" in GRAPH[f"{PACKAGE}.engines.generate"]   # the walk sees the edge
+    assert f"{PACKAGE}.store.checkpoint" in GRAPH[f"{PACKAGE}.generate.records"]   # the walk sees the edge
+
+
+def test_emit_does_not_know_score():
+    """The card's score section is handed to emit (runs.emit_dataset); emit and the card never read score."""
+    found = [f"{a} -> {b}" for a in sorted(GRAPH) if _inside(a, f"{PACKAGE}.emit") or _inside(a, f"{PACKAGE}.cards")
+             for b in sorted(GRAPH[a]) if _inside(b, f"{PACKAGE}.score")]
+    assert not found, "emit imports score: " + "; ".join(found)
+    assert f"{PACKAGE}.score.report" in GRAPH[f"{PACKAGE}.runs"]   # the walk sees the edge
+
+
+def test_the_run_context_imports_no_stage():
+    """Every stage takes the run's context (run_context.py); the context knows none of them."""
+    ground = STORE_GROUND | {f"{PACKAGE}.{m}" for m in ("settings", "profile", "progress", "run_checks")}
+    found = [b for b in sorted(GRAPH[f"{PACKAGE}.run_context"]) if not _inside(b, STORE) and b not in ground]
+    assert not found, "run_context imports: " + ", ".join(found)
 
 
 def test_executors_sit_above_the_stages():

@@ -51,7 +51,7 @@ def test_the_scan_finds_what_prints():
 
 def test_no_library_module_prints():
     assert len(LIBRARY) > 60 and not any("/cli/" in str(p) for p in LIBRARY)
-    assert ROOT / "kimi_eagle_data" / "pipeline.py" in LIBRARY and ROOT / "builders" / "kimi_eagle.py" in LIBRARY
+    assert ROOT / "kimi_eagle_data" / "runs.py" in LIBRARY and ROOT / "builders" / "kimi_eagle.py" in LIBRARY
     found = {str(p.relative_to(ROOT)): hits for p in LIBRARY if (hits := printing(p.read_text(encoding="utf-8")))}
     assert found == {}
 
@@ -71,12 +71,12 @@ LIBRARY_BUILD = textwrap.dedent("""
 
     logging.getLogger("kimi_eagle_data").setLevel(logging.INFO)
     logging.getLogger("kimi_eagle_data").addHandler(Keep())
-    from kimi_eagle_data.pipeline import Pipeline, demo_settings
+    from kimi_eagle_data.runs import build, demo_settings, open_run
 
     for _ in range(2):
-        p = Pipeline(demo_settings(sys.argv[1], limit=2, workers=1))
-        report = p.build()
-        p.lock.release()
+        ctx = open_run(demo_settings(sys.argv[1], limit=2, workers=1))
+        report = build(ctx)
+        ctx.lock.release()
     with open(sys.argv[2], "w") as f:
         json.dump({"records": kept, "train": sum(r.valid for r in report.validate.values())}, f)
 """)
@@ -95,7 +95,7 @@ def test_a_library_build_prints_nothing_and_logs_its_notes_and_progress(tmp_path
     assert progress and progress[-1].startswith("generate: ") and "tok/s" in progress[-1], records
     done, total = progress[-1].removeprefix("generate: ").split(",")[0].split("/")
     assert done == total and int(total) > 0
-    assert any(name == "kimi_eagle_data.pipeline" and level == "INFO" and "reusing" in m
+    assert any(name == "kimi_eagle_data.generate.stage" and level == "INFO" and "reusing" in m
                and "completed samples from an earlier run" in m for name, level, m in records), records
 
 

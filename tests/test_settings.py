@@ -12,7 +12,8 @@ import click
 import pytest
 
 from kimi_eagle_data.cli.main import main
-from kimi_eagle_data.pipeline import AccountingError, Pipeline, RunSettings, load_partitions
+from kimi_eagle_data.runs import (AccountingError, RunSettings, generate_and_account, load_partitions, open_run,
+                                  validate_and_account)
 from kimi_eagle_data.settings import DECLARED, INHERITED, SECTIONS, saved_options
 from kimi_eagle_data.sources.config import ConfigError
 from tests.helpers.cli import error_lines, run_cli
@@ -99,7 +100,7 @@ def test_a_version_that_emit_would_refuse_stops_the_pipeline_before_it_touches_t
 
     w = tmp_path / "w"
     with pytest.raises(EmitError, match="semver"):
-        Pipeline(RunSettings(workdir=str(w), configs=["B6"], profile="tiny-kimi", model=str(TINY_MODEL_DIR),
+        open_run(RunSettings(workdir=str(w), configs=["B6"], profile="tiny-kimi", model=str(TINY_MODEL_DIR),
                              samples=True, version="1.0"))
     assert not w.exists()
 
@@ -119,15 +120,15 @@ def test_the_accounting_identity_is_checked_by_the_pipeline(generated_b6, tmp_pa
     w = _unbalanced_copy(generated_b6, tmp_path)
     _, saved = saved_options(w)
     assert set(saved) == set(INHERITED)
-    p = Pipeline(RunSettings(workdir=str(w), progress=False, workers=1, **saved), create=False)
+    ctx = open_run(RunSettings(workdir=str(w), progress=False, workers=1, **saved), create=False)
     shown: list[str] = []
     with pytest.raises(AccountingError, match="accounting does not balance for B6"):
-        p.generate_and_account(lambda stage, report: shown.append(stage))
+        generate_and_account(ctx, lambda stage, report: shown.append(stage))
     assert shown == ["generate", "accounting"]      # the table is shown, then the identity refused
     shown.clear()
     with pytest.raises(AccountingError, match="accounting does not balance for B6"):
-        p.validate_and_account(lambda stage, report: shown.append(stage))
-    assert shown == ["validate"] and not p.reports["B6"].balanced
+        validate_and_account(ctx, lambda stage, report: shown.append(stage))
+    assert shown == ["validate"] and not json.loads((w / "validated" / "B6.json").read_text())["balanced"]
 
 
 def test_an_unbalanced_workdir_is_one_error_line_from_the_cli(generated_b6, tmp_path):

@@ -126,7 +126,7 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
     from rich.table import Table
     from rich.text import Text
 
-    from kimi_eagle_data.hub.publish import has_dataset, load_local
+    from kimi_eagle_data.emit.dataset import has_dataset, load_local
     from kimi_eagle_data.sources.filters import max_row_bytes
     from kimi_eagle_data.validate.check import Checker, check_dataset, check_file, describe, tokenizer_problem
     from kimi_eagle_data.validate.check_input import open_input

@@ -1,4 +1,4 @@
-"""`kimi-data`: the command line. Thin: options -> RunSettings (cli/options.py) -> a Pipeline run (pipeline.py),
+"""`kimi-data`: the command line. Thin: options -> RunSettings (cli/options.py) -> a run (runs.py),
 whose reports it prints.
 
 Errors the user can fix print one line (what, where, what to do) and exit 1; usage errors exit 2;
@@ -15,7 +15,7 @@ import click
 from rich.table import Table
 
 from kimi_eagle_data.cli.common import REWRITES, console, friendly_errors, out
-from kimi_eagle_data.cli.options import pipeline_for, settings_from
+from kimi_eagle_data.cli.options import run_for, settings_from
 from kimi_eagle_data.cli.help import SectionedCommand
 from kimi_eagle_data.cli.progress import RichProgress, show_log_records
 from kimi_eagle_data.settings import options_for
@@ -133,7 +133,7 @@ PRINTERS = {"prepare": print_prepare, "generate": print_generate, "accounting": 
 
 
 def show(stage: str, report) -> None:
-    """Print a stage's report as the pipeline makes it (pipeline.Show)."""
+    """Print a stage's report as the run makes it (runs.Show)."""
     PRINTERS[stage](report)
 
 
@@ -146,11 +146,13 @@ def exit_if_failed(rep) -> None:
         sys.exit(EXIT_FAILED)
 
 
-def build_and_print(p) -> None:
-    """The pipeline's `build`, each stage's report printed as it comes (build and demo)."""
-    report = p.build(show)
+def build_and_print(ctx) -> None:
+    """The run's `build` (runs.py), each stage's report printed as it comes (build and demo)."""
+    from kimi_eagle_data.runs import build
+
+    report = build(ctx, show)
     if report.manifest is not None:
-        print_load_hint(p.workdir.dataset, p.s.configs)
+        print_load_hint(ctx.workdir.dataset, ctx.configs)
     exit_if_failed(report.generate)
 
 
@@ -192,9 +194,9 @@ def demo(workdir: str, limit: int | None, progress: bool, workers: int | None):
     The tiny model speaks Kimi-K2.5's token format but its text is meaningless: the demo shows the
     pipeline, not data to train on.
     """
-    from kimi_eagle_data.pipeline import Pipeline, demo_settings
+    from kimi_eagle_data.runs import demo_settings, open_run
 
-    build_and_print(Pipeline(demo_settings(workdir, limit=limit, progress=progress, workers=workers),
+    build_and_print(open_run(demo_settings(workdir, limit=limit, progress=progress, workers=workers),
                              progress=RichProgress(console)))
 
 
@@ -211,7 +213,7 @@ def build(**kw):
     the others is still emitted; rerun with --retry-failed); 1 on an error; 2 on a usage error.
     """
     check_repo(kw["repo"])
-    build_and_print(pipeline_for(kw, server_first=True))
+    build_and_print(run_for(kw, server_first=True))
 
 
 @main.command(cls=SectionedCommand)
@@ -224,7 +226,7 @@ def prepare(dry_run: bool, **kw):
     """Select source rows, adapt, filter, decontaminate, dedup and render prompts with the chat template
     (prepared/<CONFIG>.parquet; rejected rows with reasons in prepared/<CONFIG>.rejects.jsonl)."""
     if dry_run:
-        from kimi_eagle_data.pipeline import prepare_dry_run
+        from kimi_eagle_data.runs import prepare_dry_run
         from kimi_eagle_data.prompts.prepare import PrepareError
 
         run = prepare_dry_run(*settings_from(kw))
@@ -234,7 +236,9 @@ def prepare(dry_run: bool, **kw):
         if run.errors:
             raise PrepareError(run.error_line())
         return
-    print_prepare(pipeline_for(kw).prepare())
+    from kimi_eagle_data.prompts.stage import prepare as prepare_stage
+
+    print_prepare(prepare_stage(run_for(kw)).reports)
 
 
 @main.command(cls=SectionedCommand)
@@ -250,10 +254,12 @@ def generate(**kw):
     Exit status: 0 when every sample completed; 3 when samples failed in this run; 1 on an error;
     2 on a usage error.
     """
+    from kimi_eagle_data.runs import generate_and_account
+
     # A shard's options are its own (its server, on its node): run.json keeps the run's, so every shard and a
     # later submit see the same ones.
-    exit_if_failed(pipeline_for(kw, generate_only=True, create=False, remember_options=not kw.get("shard"))
-                   .generate_and_account(show))
+    exit_if_failed(generate_and_account(run_for(kw, generate_only=True, create=False,
+                                                remember_options=not kw.get("shard")), show))
 
 
 @main.command(cls=SectionedCommand)
@@ -264,7 +270,9 @@ def validate(**kw):
     reasons per sample in validated/<CONFIG>.parquet (light columns, what stats, plan and inspect read), counts in
     validated/<CONFIG>.json. Writes no token rows: `emit` runs the same validation while it streams the rows
     into the dataset, so each token is written once."""
-    pipeline_for(kw, create=False).validate_and_account(show)
+    from kimi_eagle_data.runs import validate_and_account
+
+    validate_and_account(run_for(kw, create=False), show)
 
 
 @main.command(cls=SectionedCommand)
@@ -279,14 +287,17 @@ def emit(**kw):
     from kimi_eagle_data.hub.publish import tree_summary
 
     check_repo(kw["repo"])
-    p = pipeline_for(kw, create=False)
-    repo = p.s.repo
-    manifest = p.emit()
-    out.print(f"emitted {tree_summary(manifest['files'])} to {p.workdir.dataset} (version {manifest['version']})",
+    from kimi_eagle_data.runs import emit_dataset
+
+    ctx = run_for(kw, create=False)
+    repo = ctx.settings.repo
+    manifest, _ = emit_dataset(ctx)
+    out.print(f"emitted {tree_summary(manifest['files'])} to {ctx.workdir.dataset} (version {manifest['version']})",
               highlight=False, soft_wrap=True)
-    print_load_hint(p.workdir.dataset, p.s.configs)
+    print_load_hint(ctx.workdir.dataset, ctx.configs)
     if repo:
-        out.print(f"Publish it with:\n  kimi-data push {p.workdir.root} --repo {repo}", highlight=False, soft_wrap=True)
+        out.print(f"Publish it with:\n  kimi-data push {ctx.workdir.root} --repo {repo}", highlight=False,
+                  soft_wrap=True)
 
 
 from kimi_eagle_data.cli.quality import inspect_cmd, plan, stats  # noqa: E402

@@ -1,4 +1,4 @@
-"""A run command's options -> RunSettings (inheriting from the workdir's run.json) -> its Pipeline."""
+"""A run command's options -> RunSettings (inheriting from the workdir's run.json) -> its run context."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def settings_from(kw: dict):
     """The command's options -> (RunSettings, the partition config it names): what the command line does not give
     is inherited from the workdir's run.json (settings.inherit); the partition config is read once, here. A value
     out of range, from run.json or the config file, is a SettingError / ConfigError: one line (friendly_errors)."""
-    from kimi_eagle_data.pipeline import RunSettings
+    from kimi_eagle_data.settings import RunSettings
     from kimi_eagle_data.sources.config import load_config
 
     ctx = click.get_current_context()
@@ -47,9 +47,9 @@ def settings_from(kw: dict):
     return RunSettings(**values), partitions
 
 
-def pipeline_for(kw: dict, **how):
-    """The Pipeline of a command's options (Pipeline's keywords in `how`)."""
-    from kimi_eagle_data.pipeline import Pipeline
+def run_for(kw: dict, **how):
+    """The run context of a command's options (runs.open_run's keywords in `how`)."""
+    from kimi_eagle_data.runs import open_run
 
     settings, partitions = settings_from(kw)
-    return Pipeline(settings, progress=RichProgress(console), partitions=partitions, **how)
+    return open_run(settings, progress=RichProgress(console), partitions=partitions, **how)

@@ -59,7 +59,8 @@ def push(path: Path, repo_id: str, private: bool, token_env: str | None, dry_run
     """
     import sys
 
-    from kimi_eagle_data.hub.publish import load_local, push_dataset, tree_summary
+    from kimi_eagle_data.emit.dataset import load_local
+    from kimi_eagle_data.hub.publish import push_dataset, tree_summary
 
     if not sys.stderr.isatty():   # per-file upload bars are noise in logs
         from huggingface_hub.utils import disable_progress_bars

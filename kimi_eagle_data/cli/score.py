@@ -9,7 +9,7 @@ import orjson
 
 from kimi_eagle_data.cli.common import SCORES, friendly_errors, out
 from kimi_eagle_data.cli.help import SectionedCommand
-from kimi_eagle_data.cli.options import pipeline_for
+from kimi_eagle_data.cli.options import run_for
 from kimi_eagle_data.settings import options_for
 
 from kimi_eagle_data.score.scoring import DEFAULT_LIMIT
@@ -81,9 +81,11 @@ def score(sample_limit: int, seed: int, threshold: float, as_json: bool, **kw):
         raise click.BadParameter(f"{unknown[0]!r} has no prepared/{unknown[0]}.parquet in {wd.root}; prepared: "
                                  f"{', '.join(wd.prepared_configs()) or 'none'}", param_hint="CONFIG")
     # The workdir's own options stay in run.json: another engine for scoring is not the run's engine.
-    p = pipeline_for(kw, create=False, remember_options=False)
-    report = p.score(list(kw["configs"]), limit=sample_limit, seed=seed, retry_failed=p.s.retry_failed,
-                     threshold=threshold)
+    from kimi_eagle_data.score.report import score_run
+
+    ctx = run_for(kw, create=False, remember_options=False)
+    report = score_run(ctx, list(kw["configs"]), limit=sample_limit, seed=seed,
+                       retry_failed=ctx.settings.retry_failed, threshold=threshold)
     if as_json:
         click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return

@@ -125,7 +125,7 @@ def submit(nodes, partition, account, qos, time_limit, gpus_per_node, setup, sba
 
     from kimi_eagle_data.cli.options import settings_from
     from kimi_eagle_data.executors.slurm.jobs import SlurmJobs, submit as submit_jobs
-    from kimi_eagle_data.pipeline import load_partitions
+    from kimi_eagle_data.runs import load_partitions
 
     ctx = click.get_current_context()
     if kw.get("shard"):

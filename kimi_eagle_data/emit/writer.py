@@ -7,10 +7,10 @@
     dataset/token_freq/<CFG>.parquet                loss-token count per id of the train split (emit/token_freq.py)
     dataset/manifest.json                           version, content hashes, provenance, counts
 
-The rows come from validate's pass (validate/assemble.py) with `ConfigShards` as its sink. Everything written is a
-function of the workdir's contents only (dates come from the checkpoint, not the clock; rows in id order,
-row groups and shard boundaries fixed by row and token counts), so emitting twice, or with any number of
-workers, gives byte-identical files.
+The rows come from validate's pass (validate/assemble.py) through emit/rows.py, with `ConfigShards` as its
+sink. Everything written is a function of the workdir's contents only (dates come from the checkpoint, not the
+clock; rows in id order, row groups and shard boundaries fixed by row and token counts), so emitting twice, or
+with any number of workers, gives byte-identical files.
 """
 
 from __future__ import annotations
@@ -193,10 +193,12 @@ def conversation_shapes(workdir: Workdir, summary: dict[str, Any]) -> dict[str, 
 
 
 def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, provenance: dict[str, Any],
-                   plots_drawn: Callable[[], dict[str, str]], repo_id: str | None = None) -> dict[str, Any]:
+                   plots_drawn: Callable[[], dict[str, str]], repo_id: str | None = None,
+                   score: dict[str, Any] | None = None) -> dict[str, Any]:
     """Card and manifest over the shards validate wrote and the plots being drawn. `summary`: config ->
     {"report": validate's counts, "splits": {split: SplitInfo}, "partition": what prepare recorded, "source":
-    where prepare read the rows}; configs without rows are left out. `plots_drawn()` returns once the card's
+    where prepare read the rows}; configs without rows are left out. `score`: the card's score section (the
+    caller's, from score/report.card_section; None: none). `plots_drawn()` returns once the card's
     plots (plots.card_plots of those configs) are in dataset/assets, with {title: relative path}: the shards
     are hashed before waiting for them. The card records the manifest's hash (emit/manifest.py), so it is
     rendered last, before the manifest gets the card's own hash."""
@@ -211,8 +213,6 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
     if not summary:
         raise NothingToEmit(f"nothing to emit from {workdir.root}: no config has a generated sample yet; "
                             "run generate (with --retry-failed if samples failed)")
-
-    from kimi_eagle_data.score.report import load_report
 
     plots = card_plots(list(summary))
 
@@ -249,7 +249,7 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
     card_plots_ = dict(plots)
     vocab_plot = (VOCAB_PLOT[0], card_plots_.pop(VOCAB_PLOT[0])) if VOCAB_PLOT[0] in card_plots_ else None
     card = render_card(summary, version=version, provenance=provenance, plots=card_plots_, repo_id=repo_id,
-                       score=load_report(workdir), manifest_sha256=manifest_sha256(manifest),
+                       score=score, manifest_sha256=manifest_sha256(manifest),
                        vocab=coverage_by_config({c: s.get("token_counts") for c, s in summary.items()}),
                        vocab_plot=vocab_plot, conversations=conversation_shapes(workdir, summary),
                        cache=workdir_cache(workdir, list(summary)))

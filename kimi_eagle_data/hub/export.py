@@ -25,7 +25,8 @@ import pyarrow.parquet as pq
 
 from kimi_eagle_data.diskfull import writing
 from kimi_eagle_data.emit.token_freq import TokenCounts, ranked_ids, token_freq_path
-from kimi_eagle_data.hub.publish import LocalDataset, PublishError, load_local
+from kimi_eagle_data.emit.dataset import LocalDataset, load_local
+from kimi_eagle_data.hub.publish import PublishError
 from kimi_eagle_data.store.workdir import (atomic_path, atomic_write_bytes, dataset_config_dir, dataset_configs,
                                            dataset_shards)
 

@@ -26,7 +26,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kimi_eagle_data.conversation.shape import TURN_COLUMNS
-from kimi_eagle_data.store.checkpoint import CorruptCheckpointError, open_workdir_checkpoints
+from kimi_eagle_data.store.checkpoint import CorruptCheckpointError
+from kimi_eagle_data.store.checkpoint_set import open_workdir_checkpoints
 from kimi_eagle_data.grammar import CompletionGrammar, ParsedCompletion
 from kimi_eagle_data.profile import INSTANT, THINKING, ModelProfile, ProfileTokens, get_profile, model_vocab_size
 from kimi_eagle_data.prompts.tokenizer import SegmentDecoder

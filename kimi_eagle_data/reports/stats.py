@@ -26,7 +26,8 @@ from kimi_eagle_data.conversation.shape import (TURN_COLUMNS, conversation_shape
                                               lengths_by_turn, turn_arrays)
 from kimi_eagle_data.store.cache_hits import cache_share
 from kimi_eagle_data.sources.partitions import PARTITIONS
-from kimi_eagle_data.store.checkpoint import CheckpointSet, CorruptCheckpointError, open_workdir_checkpoints
+from kimi_eagle_data.store.checkpoint import CorruptCheckpointError
+from kimi_eagle_data.store.checkpoint_set import CheckpointSet, open_workdir_checkpoints
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.store.lock import workdir_writer
 from kimi_eagle_data.store.progress import PROGRESS_KEYS, generation_progress

@@ -28,6 +28,9 @@ import numpy as np
 
 from kimi_eagle_data.prompts.prepare import read_prepared
 from kimi_eagle_data.score.scoring import DEFAULT_LIMIT, plan_items, run_scoring, sample
+from kimi_eagle_data.engines.factory import run_engine
+from kimi_eagle_data.run_context import RunContext
+from kimi_eagle_data.store.prompt_view import ConfigPrompts
 from kimi_eagle_data.store.scores import ScoreCheckpoint
 from kimi_eagle_data.store.workdir import read_json, write_json
 
@@ -35,11 +38,21 @@ REGENERATE_GAP = 0.5
 BOOTSTRAP = 2000
 
 
-def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, seed: int = 0,
+def score_run(ctx: RunContext, configs: list[str] | None = None, *, limit: int | None = None, seed: int = 0,
+              retry_failed: bool = False, threshold: float | None = None) -> dict[str, Any]:
+    """`score`: the target's log-prob of the upstream answers vs its own completions for `configs` (default: the
+    run's configs that are prepared), resumable in score.sqlite; writes score.json and returns it. `limit`,
+    `threshold`: score's defaults when None."""
+    names = list(configs or ()) or [c for c in ctx.configs if ctx.workdir.prepared(c).exists()]
+    return score_workdir(ctx, names, limit=DEFAULT_LIMIT if limit is None else limit, seed=seed,
+                         retry_failed=retry_failed, threshold=REGENERATE_GAP if threshold is None else threshold)
+
+
+def score_workdir(ctx: RunContext, configs: list[str], *, limit: int = DEFAULT_LIMIT, seed: int = 0,
                   retry_failed: bool = False, threshold: float = REGENERATE_GAP, confidence: float = 0.95,
                   engine=None) -> dict[str, Any]:
-    """Score `configs` of the pipeline's workdir (resumable) and write score.json; returns the report."""
-    p, wd = pipeline, pipeline.workdir
+    """Score `configs` of the run's workdir (resumable) and write score.json; returns the report."""
+    p, wd = ctx, ctx.workdir
     rescore_own = float(p.sampling.temperature) != 1.0
     gen = p.checkpoints()
     ckpt = ScoreCheckpoint(wd.score_checkpoint)
@@ -48,9 +61,11 @@ def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, s
     try:
         for config in configs:
             records = read_prepared(wd, config)
-            completions = {c.id: c for c in gen.completions(config)}
-            picked = sample(records, set(completions), limit, seed, later=lambda ids: gen.turn_records(ids=ids),
-                            later_ids=sorted(gen.turn_ids(config, answered=True)))
+            view = ConfigPrompts.read(wd, config, gen)     # the selection's prompts, and what answers them
+            completions = {c.id: c for c in gen.completions(config) if c.id in view.done}
+            picked = sample(records, set(completions), limit, seed,
+                            later=lambda ids, view=view: gen.turn_records(ids=ids, origins=view.origins),
+                            later_ids=sorted(i for i, t in view.later.items() if t.answered))
             own = {r.id: completions[r.id] for r in picked if r.id in completions}
             per_config[config] = {"records": records, "picked": picked, "own": own}
             items += plan_items(config, picked, own, p.tokenizer, p.tokens, p.max_seq_len, rescore_own)
@@ -60,7 +75,7 @@ def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, s
             done, failed = set(ckpt.scores()), set(ckpt.failures())
             needs = any((i.id, i.kind) not in done and (retry_failed or (i.id, i.kind) not in failed) for i in items)
             if needs:
-                engine = engine or p.make_engine()
+                engine = engine or run_engine(ctx)
                 try:
                     ckpt.set_meta("engine", {"engine": engine.info().engine, "version": engine.info().version})
                     run = run_scoring(items, engine, ckpt, retry_failed=retry_failed, progress=p.progress)
@@ -79,51 +94,59 @@ def score_workdir(pipeline, configs: list[str], *, limit: int = DEFAULT_LIMIT, s
         "interval": f"percentile bootstrap ({BOOTSTRAP} resamples of each set's prompts, seeded)", "configs": {},
     }
     for config, c in per_config.items():
-        up, own, n_failed, clipped, rescored = [], [], 0, 0, 0
-        by_mode: dict[str, tuple[list, list]] = {}
-        by_turn: dict[int, tuple[list, list]] = {}
-        for r in c["picked"]:
-            groups = (by_mode.setdefault(r.mode, ([], [])), by_turn.setdefault(r.turn, ([], [])))
-            s = scores.get((r.id, "upstream"))
-            if s is not None:
-                up.append(s.sums.as_dict())
-                for g in groups:
-                    g[0].append(s.sums.as_dict())
-                clipped += s.clipped
-            n_failed += (r.id, "upstream") in failures
-            comp = c["own"].get(r.id)
-            if comp is None:
-                continue
-            scaled = r.temperature is not None and float(r.temperature) != 1.0    # rescored (plan_items)
-            if rescore_own or scaled or comp.logprob_stats is None:
-                rescore = scores.get((r.id, "own"))
-                s = rescore.sums.as_dict() if rescore is not None else None
-            else:
-                s = comp.logprob_stats
-            if s is not None and s.get("n"):
-                own.append(s)
-                for g in groups:
-                    g[1].append(s)
-                rescored += (r.id, "own") in scores
-            n_failed += (r.id, "own") in failures
         prep = read_json(wd.prepare_report(config)) if wd.prepare_report(config).exists() else {}
-        entry = summarize(up, own, threshold=threshold, confidence=confidence, seed=seed)
-        entry.update({"prompts": len(c["records"]), "with_answer": sum(r.answer is not None for r in c["records"]),
-                      "without_answer": prep.get("without_answer", sum(r.answer is None for r in c["records"])),
-                      "sampled": len(c["picked"]), "own_completions": len(c["own"]), "failed": n_failed,
-                      "clipped": clipped, "own_rescored": rescored,
-                      # per mode (thinking / instant) of the sampled prompts: the same comparison on each
-                      "modes": {m: summarize(u, o, threshold=threshold, confidence=confidence, seed=seed)
-                                for m, (u, o) in sorted(by_mode.items())}})
-        if len(by_turn) > 1:   # own_history: each turn's upstream answer given the model's own history
-            entry["turns"] = {str(k): summarize(u, o, threshold=threshold, confidence=confidence, seed=seed)
-                              for k, (u, o) in sorted(by_turn.items())}
-        report["configs"][config] = entry
+        report["configs"][config] = _config_entry(c, prep, scores, failures, rescore_own=rescore_own,
+                                                  threshold=threshold, confidence=confidence, seed=seed)
     if run is not None:
         report["run"] = {"scored": run.completed, "failed": run.failed, "skipped_done": run.skipped_done,
                          "skipped_failed": run.skipped_failed, "tokens": run.tokens, "seconds": round(run.seconds, 3)}
     write_json(wd.score_report, report)
     return report
+
+
+def _config_entry(c: dict[str, Any], prep: dict[str, Any], scores, failures, *, rescore_own: bool, threshold: float,
+                  confidence: float, seed: int) -> dict[str, Any]:
+    """One config's entry of score.json: the upstream/own comparison over its sampled prompts, per mode and (for
+    conversations) per turn. `c`: {"records", "picked", "own"}; `prep`: prepare's report of the config."""
+    up, own, n_failed, clipped, rescored = [], [], 0, 0, 0
+    by_mode: dict[str, tuple[list, list]] = {}
+    by_turn: dict[int, tuple[list, list]] = {}
+    for r in c["picked"]:
+        groups = (by_mode.setdefault(r.mode, ([], [])), by_turn.setdefault(r.turn, ([], [])))
+        s = scores.get((r.id, "upstream"))
+        if s is not None:
+            up.append(s.sums.as_dict())
+            for g in groups:
+                g[0].append(s.sums.as_dict())
+            clipped += s.clipped
+        n_failed += (r.id, "upstream") in failures
+        comp = c["own"].get(r.id)
+        if comp is None:
+            continue
+        scaled = r.temperature is not None and float(r.temperature) != 1.0    # rescored (plan_items)
+        if rescore_own or scaled or comp.logprob_stats is None:
+            rescore = scores.get((r.id, "own"))
+            s = rescore.sums.as_dict() if rescore is not None else None
+        else:
+            s = comp.logprob_stats
+        if s is not None and s.get("n"):
+            own.append(s)
+            for g in groups:
+                g[1].append(s)
+            rescored += (r.id, "own") in scores
+        n_failed += (r.id, "own") in failures
+    entry = summarize(up, own, threshold=threshold, confidence=confidence, seed=seed)
+    entry.update({"prompts": len(c["records"]), "with_answer": sum(r.answer is not None for r in c["records"]),
+                  "without_answer": prep.get("without_answer", sum(r.answer is None for r in c["records"])),
+                  "sampled": len(c["picked"]), "own_completions": len(c["own"]), "failed": n_failed,
+                  "clipped": clipped, "own_rescored": rescored,
+                  # per mode (thinking / instant) of the sampled prompts: the same comparison on each
+                  "modes": {m: summarize(u, o, threshold=threshold, confidence=confidence, seed=seed)
+                            for m, (u, o) in sorted(by_mode.items())}})
+    if len(by_turn) > 1:   # own_history: each turn's upstream answer given the model's own history
+        entry["turns"] = {str(k): summarize(u, o, threshold=threshold, confidence=confidence, seed=seed)
+                          for k, (u, o) in sorted(by_turn.items())}
+    return entry
 
 
 # -- statistics -------------------------------------------------------------------------------------
@@ -251,6 +274,14 @@ COLUMNS = (("config", "config"), ("segment", "segment"), ("sampled", "sampled"),
            ("upstream", "upstream nats/tok"), ("own", "own nats/tok"), ("gap", "gap own−upstream [95%]"),
            ("top1_upstream", "top-1 upstream"), ("top1_own", "top-1 own"), ("n", "n up/own"),
            ("verdict", "verdict"))
+
+
+def card_section(score: dict[str, Any] | None) -> dict[str, Any] | None:
+    """score.json as the dataset card shows it (cards/card.py; None: no score, the section is left out)."""
+    if not score or not score.get("configs"):
+        return None
+    return {"table": markdown_table(score), "note": threshold_note(score, see_readme=False), "limit": score["limit"],
+            "engine": score.get("engine") or {}}
 
 
 def load_report(workdir) -> dict[str, Any] | None:

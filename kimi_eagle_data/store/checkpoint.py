@@ -25,12 +25,13 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, NamedTuple
+from typing import Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 import orjson
 
 from kimi_eagle_data.records import Completion, ConversationEnd, PromptRecord, RequestFailure
+from kimi_eagle_data.store.prompt_hash import prompt_hash
 from kimi_eagle_data.store.sqlite import CorruptCheckpointError, SQLiteStore
 
 COMPLETIONS_TABLE = """
@@ -48,7 +49,8 @@ CREATE TABLE IF NOT EXISTS completions (
     created_at REAL NOT NULL,
     checksum TEXT NOT NULL,
     logprob_stats TEXT,
-    spec_verify_ct INTEGER
+    spec_verify_ct INTEGER,
+    prompt_hash TEXT
 );
 CREATE TABLE IF NOT EXISTS turns (
     id TEXT PRIMARY KEY,
@@ -64,25 +66,34 @@ CREATE TABLE IF NOT EXISTS turns (
     mode TEXT NOT NULL,
     temperature REAL,
     top_p REAL,
-    checksum TEXT NOT NULL
+    checksum TEXT NOT NULL,
+    origin TEXT
 );
 CREATE TABLE IF NOT EXISTS conversation_ends (
     conversation_id TEXT PRIMARY KEY,
     config TEXT NOT NULL,
     turn INTEGER NOT NULL,
     reason TEXT NOT NULL,
-    message TEXT NOT NULL
+    message TEXT NOT NULL,
+    origin TEXT
 );"""
 
 _TURN_COLUMNS = ("id", "config", "conversation_id", "turn", "source", "source_id", "messages", "tools", "prompt_ids",
                  "answer", "mode", "temperature", "top_p", "checksum")
-_INSERT_TURN = f"INSERT OR IGNORE INTO turns ({', '.join(_TURN_COLUMNS)}) VALUES ({', '.join('?' * len(_TURN_COLUMNS))})"
-_INSERT_END = ("INSERT OR IGNORE INTO conversation_ends (conversation_id, config, turn, reason, message) "
-               "VALUES (?,?,?,?,?)")
+_INSERT_TURN = (f"INSERT OR IGNORE INTO turns ({', '.join(_TURN_COLUMNS)}, origin) "
+                f"VALUES ({', '.join('?' * (len(_TURN_COLUMNS) + 1))})")
+_INSERT_END = ("INSERT OR IGNORE INTO conversation_ends (conversation_id, config, turn, reason, message, origin) "
+               "VALUES (?,?,?,?,?,?)")
 
 _INSERT = ("INSERT OR IGNORE INTO completions (id, config, output_ids, finish_reason, finish_detail, prompt_tokens, "
-           "completion_tokens, cached_tokens, engine, latency_s, created_at, checksum, logprob_stats, spec_verify_ct) "
-           "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+           "completion_tokens, cached_tokens, engine, latency_s, created_at, checksum, logprob_stats, spec_verify_ct, "
+           "prompt_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+
+# Columns later versions added, per table, with their types: a writable open adds them to an older file (NULL
+# in its rows); a read-only open reads NULL in their place (`_column`).
+_ADDED_COLUMNS = {"completions": (("logprob_stats", "TEXT"), ("spec_verify_ct", "INTEGER"),
+                                  ("prompt_hash", "TEXT")),
+                  "turns": (("origin", "TEXT"),), "conversation_ends": (("origin", "TEXT"),)}
 
 
 @dataclass(frozen=True)
@@ -111,6 +122,21 @@ def _checksum(id_: str, blob: bytes | memoryview, finish_reason: str) -> str:
 
 def ids_to_blob(ids: Iterable[int]) -> bytes:
     return np.asarray(ids, dtype="<i4").tobytes()
+
+
+class StoredTurn(NamedTuple):
+    """A stored later turn without its prompt: what decides whether it belongs to today's selection."""
+
+    id: str
+    conversation: str
+    turn: int
+    origin: str | None                # None: stored before origins were (kept as it is)
+    prompt_hash: str                  # of its stored prompt ids
+    answered: bool                    # the source answered it too (`kimi-data score` scores that answer)
+
+
+# keep(id, prompt_hash) -> bool: which stored completions a read takes (store/prompt_view.py)
+KeepRow = Callable[[str, "str | None"], bool]
 
 
 class StoredRow(NamedTuple):
@@ -185,34 +211,69 @@ class Checkpoint(SQLiteStore):
     records_schema = COMPLETIONS_TABLE
 
     def migrate(self) -> None:
-        if not self._has_column("completions", "logprob_stats"):   # a checkpoint from before log-probs were recorded
-            self.db.execute("ALTER TABLE completions ADD COLUMN logprob_stats TEXT")
-        if not self._has_column("completions", "spec_verify_ct"):   # from before drafters were recorded
-            self.db.execute("ALTER TABLE completions ADD COLUMN spec_verify_ct INTEGER")
+        # A checkpoint from before log-probs (logprob_stats), drafters (spec_verify_ct) or prompt hashes
+        # (prompt_hash, origin) were recorded: NULL in its rows (store/prompt_view.py: a row without a hash
+        # predates the check and is kept as it is).
+        for table, columns in _ADDED_COLUMNS.items():
+            for column, kind in columns:
+                if not self._has_column(table, column):
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def _has_column(self, table: str, column: str) -> bool:
         return any(r[1] == column for r in self.read(f"PRAGMA table_info({table})"))
 
+    def _column(self, table: str, column: str) -> str:
+        """`column` in a SELECT, or NULL in a file (opened read-only) from before it existed."""
+        return column if self._has_column(table, column) else "NULL"
+
     # -- writes -------------------------------------------------------------------------------
-    def commit(self, config: str, c: Completion, follow: PromptRecord | ConversationEnd | None = None) -> None:
-        """Store a completion (one transaction; a sample already stored stays as it is) and, for a conversation's
-        turn, what follows from it in the same transaction: the next turn's prompt or the conversation's end."""
+    def commit(self, config: str, c: Completion, follow: PromptRecord | ConversationEnd | None = None, *,
+               prompt_hash: str | None = None, origin: str | None = None) -> None:
+        """Store a completion (one transaction; a sample already stored stays as it is) with the hash of the
+        prompt it answered (store/prompt_view.prompt_hash) and, for a conversation's turn, what follows from it in
+        the same transaction: the next turn's prompt or the conversation's end, with `origin`, the hash of the
+        conversation's first prompt and script it derives from (prompt_view.conversation_origin)."""
         blob = ids_to_blob(c.output_ids)
         row = (c.id, config, blob, c.finish_reason, orjson.dumps(c.finish_detail).decode(),
                c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.engine, c.latency_s,
                time.time(), _checksum(c.id, blob, c.finish_reason),
-               orjson.dumps(c.logprob_stats).decode() if c.logprob_stats is not None else None, c.spec_verify_ct)
+               orjson.dumps(c.logprob_stats).decode() if c.logprob_stats is not None else None, c.spec_verify_ct,
+               prompt_hash)
         if follow is None:
             self.commit_record(_INSERT, row, (c.id,))
             return
         with self.transaction() as db:
             db.execute(_INSERT, row)
             db.execute(f"DELETE FROM failures WHERE {self._key_match()}", (c.id,))
-            if isinstance(follow, ConversationEnd):
-                db.execute(_INSERT_END, (follow.conversation_id, follow.config, follow.turn, follow.reason,
-                                         follow.message))
-            else:
-                db.execute(_INSERT_TURN, _turn_row(follow))
+            self._insert_follow(db, follow, origin)
+
+    def commit_follow(self, follow: PromptRecord | ConversationEnd, origin: str | None) -> None:
+        """What follows a stored completion, stored on its own: a turn whose next turn was dropped because the
+        source's script changed (generate continues the conversation again from there)."""
+        with self.transaction() as db:
+            self._insert_follow(db, follow, origin)
+
+    @staticmethod
+    def _insert_follow(db, follow: PromptRecord | ConversationEnd, origin: str | None) -> None:
+        if isinstance(follow, ConversationEnd):
+            db.execute(_INSERT_END, (follow.conversation_id, follow.config, follow.turn, follow.reason,
+                                     follow.message, origin))
+        else:
+            db.execute(_INSERT_TURN, (*_turn_row(follow), origin))
+
+    def forget(self, completions: Iterable[str] = (), turns: Iterable[str] = (),
+               conversations: Iterable[str] = ()) -> None:
+        """Delete, in one transaction, completions that answered an earlier version of their prompt, later turns
+        derived from an earlier version of their conversation, and those conversations' stored ends: generate
+        makes them again (store/prompt_view.py says which are stale)."""
+        with self.transaction() as db:
+            for table, key, ids in (("completions", "id", list(completions)), ("turns", "id", list(turns)),
+                                    ("conversation_ends", "conversation_id", list(conversations))):
+                if table != "completions" and not self._has_turns():
+                    continue
+                for i in range(0, len(ids), 900):
+                    part = ids[i:i + 900]
+                    db.execute(f"DELETE FROM {table} WHERE {key} IN ({', '.join('?' * len(part))})", tuple(part))
 
     def record_failure(self, config: str, failure: RequestFailure) -> None:
         self.record_failure_row(config, (failure.id,), failure)
@@ -239,17 +300,29 @@ class Checkpoint(SQLiteStore):
 
     def completions(self, config: str) -> Iterator[Completion]:
         try:
-            yield from self._completions(config)
+            yield from self._completions("config=?", (config,))
         except sqlite3.Error as e:   # e.g. a value that is no longer a blob, a damaged page
             raise self.unreadable(e) from e
 
-    def _completions(self, config: str) -> Iterator[Completion]:
+    def completions_of(self, ids: Iterable[str]) -> dict[str, Completion]:
+        """The stored completions of `ids` (those stored), by id."""
+        ids = list(ids)
+        out: dict[str, Completion] = {}
+        try:
+            for i in range(0, len(ids), 900):
+                part = ids[i:i + 900]
+                out.update((c.id, c) for c in self._completions(f"id IN ({', '.join('?' * len(part))})", tuple(part)))
+        except sqlite3.Error as e:
+            raise self.unreadable(e) from e
+        return out
+
+    def _completions(self, where: str, params: tuple) -> Iterator[Completion]:
         # A file from before log-probs were recorded, opened read-only (so not migrated): none recorded.
-        logprobs = "logprob_stats" if self._has_column("completions", "logprob_stats") else "NULL"
+        logprobs = self._column("completions", "logprob_stats")
         cur = self.db.execute(
             "SELECT id, output_ids, finish_reason, finish_detail, prompt_tokens, completion_tokens, "
-            f"cached_tokens, engine, latency_s, checksum, {logprobs} FROM completions WHERE config=? ORDER BY id",
-            (config,))
+            f"cached_tokens, engine, latency_s, checksum, {logprobs} FROM completions WHERE {where} ORDER BY id",
+            params)
         for (id_, blob, fr, fd, pt, ct, cached, engine, lat, checksum, lps) in cur:
             if not isinstance(blob, bytes) or _checksum(id_, blob, fr) != checksum or len(blob) % 4:
                 raise _corrupt_record(self.path, id_)
@@ -259,15 +332,28 @@ class Checkpoint(SQLiteStore):
                 cached_tokens=cached, engine=engine or "", latency_s=lat,
                 logprob_stats=orjson.loads(lps) if lps else None)
 
-    def batches(self, config: str, rows: int = 1024) -> Iterator[CompletionBatch]:
+    def completion_hashes(self, config: str | None = None) -> dict[str, str | None]:
+        """Each stored completion's prompt hash (None: stored before prompt hashes were), by id."""
+        q = f"SELECT id, {self._column('completions', 'prompt_hash')} FROM completions"
+        return dict(self.read(q + (" WHERE config=?" if config else ""), (config,) if config else ()))
+
+    def batches(self, config: str, rows: int = 1024, keep: KeepRow | None = None) -> Iterator[CompletionBatch]:
         """A config's completions by id in batches of `rows`: one query, fetched a batch at a time into one
-        contiguous buffer. Checksums travel with the batch: the consumer runs `CompletionBatch.verify()`."""
+        contiguous buffer. Checksums travel with the batch: the consumer runs `CompletionBatch.verify()`.
+        `keep(id, prompt_hash)`: only the rows it keeps (store/prompt_view.py: those answering today's prompt)."""
         path = str(self.path)
         try:
-            cur = self.db.execute("SELECT id, output_ids, finish_reason, finish_detail, checksum FROM completions "
+            cur = self.db.execute("SELECT id, output_ids, finish_reason, finish_detail, checksum, "
+                                  f"{self._column('completions', 'prompt_hash')} FROM completions "
                                   "WHERE config=? ORDER BY id", (config,))
+            pending: list[StoredRow] = []
             while chunk := cur.fetchmany(rows):
-                yield CompletionBatch.from_rows([StoredRow(*r, path) for r in chunk])
+                pending += [StoredRow(*r[:5], path) for r in chunk if keep is None or keep(r[0], r[5])]
+                if len(pending) >= rows:
+                    yield CompletionBatch.from_rows(pending[:rows])
+                    pending = pending[rows:]
+            if pending:
+                yield CompletionBatch.from_rows(pending)
         except sqlite3.Error as e:
             raise self.unreadable(e) from e
 
@@ -295,18 +381,32 @@ class Checkpoint(SQLiteStore):
         q = "SELECT id, conversation_id FROM turns" + (" WHERE config=?" if config else "")
         return dict(self.read(q, (config,) if config else ()))
 
-    def turn_records(self, config: str | None = None, ids: Iterable[str] | None = None) -> list[PromptRecord]:
-        """The stored later turns' prompts (of one config, or those of `ids`), by id; each verified."""
+    def turn_index(self, config: str) -> list[StoredTurn]:
+        """Every later turn stored of one config, without its prompt: what store/prompt_view.py sorts."""
         if not self._has_turns():
             return []
-        q = f"SELECT {', '.join(_TURN_COLUMNS)} FROM turns"
+        rows = self.read(f"SELECT id, conversation_id, turn, {self._column('turns', 'origin')}, prompt_ids, "
+                         "answer != '' FROM turns WHERE config=?", (config,))
+        return [StoredTurn(i, conv, turn, origin, prompt_hash(blob) if isinstance(blob, bytes) else "", bool(answered))
+                for i, conv, turn, origin, blob, answered in rows]
+
+    def turn_records(self, config: str | None = None, ids: Iterable[str] | None = None,
+                     origins: dict[str, str] | None = None) -> list[PromptRecord]:
+        """The stored later turns' prompts (of one config, or those of `ids`), by id; each verified. With
+        `origins` (conversation -> its origin now), only turns derived from that origin (or stored before
+        origins were)."""
+        if not self._has_turns():
+            return []
+        q = f"SELECT {', '.join(_TURN_COLUMNS)}, {self._column('turns', 'origin')} FROM turns"
         if ids is not None:
             ids = list(ids)
             rows = [r for i in range(0, len(ids), 900) for r in self.read(
                 q + f" WHERE id IN ({', '.join('?' * len(ids[i:i + 900]))})", tuple(ids[i:i + 900]))]
         else:
             rows = self.read(q + (" WHERE config=?" if config else ""), (config,) if config else ())
-        return sorted((self._turn_record(r) for r in rows), key=lambda r: r.id)
+        if origins is not None:
+            rows = [r for r in rows if r[-1] is None or origins.get(r[2]) == r[-1]]
+        return sorted((self._turn_record(r[:-1]) for r in rows), key=lambda r: r.id)
 
     def _turn_record(self, r: tuple) -> PromptRecord:
         (id_, config, conv, turn, source, source_id, messages, tools, blob, answer, mode, temp, top_p, checksum) = r
@@ -318,11 +418,16 @@ class Checkpoint(SQLiteStore):
                             conversation_id=conv, turn=turn)
 
     def conversation_ends(self, config: str | None = None) -> dict[str, ConversationEnd]:
+        return {e.conversation_id: e for e, _ in self.end_rows(config)}
+
+    def end_rows(self, config: str | None = None) -> list[tuple[ConversationEnd, str | None]]:
+        """Every stored conversation end (of one config) with its origin (None: stored before origins were)."""
         if not self._has_turns():
-            return {}
-        q = "SELECT conversation_id, config, turn, reason, message FROM conversation_ends"
-        return {r[0]: ConversationEnd(*r) for r in self.read(q + (" WHERE config=?" if config else ""),
-                                                             (config,) if config else ())}
+            return []
+        q = (f"SELECT conversation_id, config, turn, reason, message, {self._column('conversation_ends', 'origin')} "
+             "FROM conversation_ends")
+        return [(ConversationEnd(*r[:5]), r[5]) for r in self.read(q + (" WHERE config=?" if config else ""),
+                                                                   (config,) if config else ())]
 
 
 def _turn_row(r: PromptRecord) -> tuple:
@@ -339,112 +444,3 @@ def in_shard(id_: str, shard: tuple[int, int] | None) -> bool:
         return True
     i, n = shard
     return int(hashlib.sha256(id_.encode()).hexdigest()[:12], 16) % n == i
-
-
-class CheckpointSet:
-    """Several checkpoint files (shards, merged workdirs) read as one."""
-
-    def __init__(self, paths: Iterable[Path], readonly: bool = False):
-        self.parts = [Checkpoint(p, readonly=readonly) for p in paths]
-        self.duplicates = 0   # ids completed in more than one file (overlapping shards); the first wins
-
-    def close(self) -> None:
-        for p in self.parts:
-            p.close()
-
-    def done_ids(self) -> set[str]:
-        return set().union(*(p.done_ids() for p in self.parts)) if self.parts else set()
-
-    def failures(self, config: str | None = None) -> dict[str, RequestFailure]:
-        merged: dict[str, RequestFailure] = {}
-        for p in self.parts:
-            merged.update(p.failures(config))
-        return merged
-
-    def batches(self, config: str, rows: int = 1024) -> Iterator[CompletionBatch]:
-        """As Checkpoint.batches over every file; an id completed in several files counts once (the first)."""
-        if len(self.parts) == 1:
-            yield from self.parts[0].batches(config, rows)
-            return
-        import heapq
-
-        def records(part):
-            for b in part.batches(config, rows):
-                for i in range(len(b)):
-                    yield b.row(i)
-
-        last, pending = None, []
-        for r in heapq.merge(*(records(p) for p in self.parts), key=lambda r: r.id):
-            if r.id == last:
-                self.duplicates += 1
-                continue
-            last = r.id
-            pending.append(r)
-            if len(pending) == rows:
-                yield CompletionBatch.from_rows(pending)
-                pending = []
-        if pending:
-            yield CompletionBatch.from_rows(pending)
-
-    def completions(self, config: str) -> Iterator[Completion]:
-        """Whole completions of one config (score reads their log-prob sums); an id completed in several
-        files counts once (the first)."""
-        seen: set[str] = set()
-        for p in self.parts:
-            for c in p.completions(config):
-                if c.id not in seen:
-                    seen.add(c.id)
-                    yield c
-
-    def request_stats(self) -> list[RequestStat]:
-        """As Checkpoint.request_stats over every file; a sample in two files counts once (the first)."""
-        rows: dict[str, RequestStat] = {}
-        for p in self.parts:
-            for r in p.request_stats():
-                rows.setdefault(r.id, r)
-        return [rows[k] for k in sorted(rows)]
-
-    def finish_detail(self, id_: str) -> dict | None:
-        return next((d for d in (p.finish_detail(id_) for p in self.parts) if d is not None), None)
-
-    def get_meta(self, key: str):
-        for p in self.parts:
-            v = p.get_meta(key)
-            if v is not None:
-                return v
-        return None
-
-    def time_range(self) -> tuple[float, float] | None:
-        spans = [s for s in (p.time_range() for p in self.parts) if s]
-        return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
-
-    def turn_records(self, config: str | None = None, ids: Iterable[str] | None = None) -> list[PromptRecord]:
-        """As Checkpoint.turn_records over every file; a turn stored in several files counts once."""
-        found: dict[str, PromptRecord] = {}
-        ids = None if ids is None else list(ids)
-        for p in self.parts:
-            for r in p.turn_records(config, ids):
-                found.setdefault(r.id, r)
-        return [found[k] for k in sorted(found)]
-
-    def turn_ids(self, config: str | None = None, answered: bool = False) -> set[str]:
-        return set().union(*(p.turn_ids(config, answered) for p in self.parts)) if self.parts else set()
-
-    def turn_conversations(self, config: str | None = None) -> dict[str, str]:
-        merged: dict[str, str] = {}
-        for p in self.parts:
-            merged.update(p.turn_conversations(config))
-        return merged
-
-    def conversation_ends(self, config: str | None = None) -> dict[str, ConversationEnd]:
-        ends: dict[str, ConversationEnd] = {}
-        for p in self.parts:
-            for k, v in p.conversation_ends(config).items():
-                ends.setdefault(k, v)
-        return ends
-
-
-def open_workdir_checkpoints(workdir, readonly: bool = True) -> CheckpointSet | None:
-    """A workdir's checkpoint files (main and shards) read as one; None when generate never ran there."""
-    paths = workdir.checkpoint_paths()
-    return CheckpointSet(paths, readonly=readonly) if paths else None

@@ -1,5 +1,5 @@
 """One writer per workdir: an exclusive `flock` on `<workdir>/.lock`, held while a command that writes the workdir
-runs (prepare, generate, validate, emit, build, demo, score; everything that opens a `Pipeline`).
+runs (prepare, generate, validate, emit, build, demo, score; everything that opens a run, runs.open_run).
 
 The kernel drops a flock when the last descriptor of its open file closes, so a process that dies in any way,
 `kill -9` included, leaves the workdir unlocked: no stale lock file to delete by hand. Forked children (the
@@ -31,7 +31,7 @@ class WorkdirBusyError(KimiDataError, RuntimeError):
     pass
 
 
-# Locks this process holds, by (lock file, mode): a second Pipeline on the same workdir in one process shares
+# Locks this process holds, by (lock file, mode): a second run on the same workdir in one process shares
 # the lock instead of refusing itself (flock conflicts between two open files of one process too).
 _HELD: "weakref.WeakValueDictionary[tuple[str, int], _FileLock]" = weakref.WeakValueDictionary()
 

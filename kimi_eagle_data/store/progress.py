@@ -14,7 +14,8 @@ from typing import Iterable
 import pyarrow.parquet as pq
 
 from kimi_eagle_data.errors import MissingInputError
-from kimi_eagle_data.store.checkpoint import CheckpointSet
+from kimi_eagle_data.store.checkpoint_set import CheckpointSet
+from kimi_eagle_data.store.prompt_view import ConfigPrompts
 from kimi_eagle_data.store.workdir import Workdir, read_json
 
 PROGRESS_KEYS = ("selected", "later_turns", "rejected_at_prepare", "generated", "failed", "pending")
@@ -30,18 +31,19 @@ def prepared_ids(workdir: Workdir, config: str) -> list[str]:
 
 def generation_progress(workdir: Workdir, configs: Iterable[str], checkpoints: CheckpointSet
                         ) -> dict[str, dict[str, int]]:
-    """{config: {selected, later_turns, rejected_at_prepare, generated, failed, pending}}. Later turns are those
-    of conversations continued on the model's own turns (policy own_history); a failure that a later success
-    replaced counts as generated."""
-    done, failed = checkpoints.done_ids(), checkpoints.failures()
+    """{config: {selected, later_turns, rejected_at_prepare, generated, failed, pending}} over the config's view
+    (store/prompt_view.py). Later turns are those of the selection's conversations continued on the model's own
+    turns (policy own_history); a failure that a later success replaced counts as generated; a completion that
+    answered an earlier version of its prompt is pending."""
+    failed = checkpoints.failures()
     table = {}
     for c in configs:
         prep = read_json(workdir.prepare_report(c))
-        later = checkpoints.turn_ids(c)
-        ids = prepared_ids(workdir, c) + sorted(later)
-        generated = sum(i in done for i in ids)
-        n_failed = sum(i in failed and i not in done for i in ids)
-        table[c] = {"selected": prep["selected"], "later_turns": len(later),
+        view = ConfigPrompts.read(workdir, c, checkpoints)
+        ids = view.ids()
+        generated = len(view.done)
+        n_failed = sum(i in failed and i not in view.done for i in ids)
+        table[c] = {"selected": prep["selected"], "later_turns": len(view.later),
                     "rejected_at_prepare": prep["rejected_total"], "generated": generated, "failed": n_failed,
                     "pending": len(ids) - generated - n_failed}
     return table

@@ -1,15 +1,16 @@
 """Stage 3, validate: join prompts with their completions, judge each with the Validator (in worker processes,
 verdicts.py), and write one light row per sample (LIGHT_SCHEMA: id, split, lengths, finish reason, issues)
-to `validated/<CFG>.parquet`. With a sink (`emit`), the same pass streams each full row (docs/data-format.md)
-into the dataset's shards: token ids are written once, there.
+to `validated/<CFG>.parquet`. With a sink (`emit`: emit/rows.py), the same pass hands each judged chunk on, and
+the sink streams its full rows (docs/data-format.md) into the dataset's shards: token ids are written once, there.
 
-Rows go out in id order (the checkpoint's), in blocks of BLOCK_CHUNKS chunks of CHUNK_ROWS samples: each
-block's train rows are one row group of the train shard, its rejected rows one of the rejected shard. Chunk
-and block boundaries depend on the checkpoint's rows only, never on the number of workers.
+Rows go out in id order (the checkpoint's), in chunks of CHUNK_ROWS samples; chunk boundaries depend on the
+checkpoint's rows only, never on the number of workers.
 
-A conversation's later turns (policy own_history) have their prompts in the checkpoint, not in prepared/: they
-are read from there for the chunk's ids the prepared file does not hold. Every row names its conversation and
-turn (a prompt of another policy is turn 1 of its own), and the last turn of a conversation why it ended.
+A conversation's later turns (policy own_history) have their prompts in the checkpoint, not in prepared/: the
+config's view (store/prompt_view.py) says which belong to the selection and which completions answer today's
+prompts; the later turns' prompts are read from the checkpoint for the chunk's ids the prepared file does not
+hold. Every row names its conversation and turn (a prompt of another policy is turn 1 of its own), and the last
+turn of a conversation why it ended.
 
 Accounting per config (docs/reliability.md): selected + later_turns = rejected_at_prepare + valid + rejected +
 failed + pending.
@@ -18,8 +19,7 @@ failed + pending.
 from __future__ import annotations
 
 import bisect
-from collections import Counter, deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections import Counter
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Iterator, Protocol
@@ -32,13 +32,14 @@ import pyarrow.parquet as pq
 
 from kimi_eagle_data.errors import MissingInputError
 from kimi_eagle_data.records import ConversationEnd
-from kimi_eagle_data.store.checkpoint import CheckpointSet, CompletionBatch
-from kimi_eagle_data.schema import LIGHT_SCHEMA, ROW_SCHEMA
+from kimi_eagle_data.store.checkpoint import CompletionBatch
+from kimi_eagle_data.store.checkpoint_set import CheckpointSet
+from kimi_eagle_data.store.prompt_view import ConfigPrompts
+from kimi_eagle_data.schema import LIGHT_SCHEMA
 from kimi_eagle_data.validate.verdicts import Chunk, Judged, VerdictPool
 from kimi_eagle_data.store.workdir import Workdir, atomic_path, read_json, write_json
 
 CHUNK_ROWS = 256     # samples per worker task
-BLOCK_CHUNKS = 4     # chunks per row group (1,024 samples; train and rejected rows of one block written together)
 
 
 @dataclass
@@ -48,6 +49,9 @@ class ValidateReport:
     rejected_at_prepare: int = 0
     prepared: int = 0
     later_turns: int = 0           # conversations' turns after the first (own_history), made while generating
+    # later turns stored for conversations this selection does not hold (a pilot's): kept in the checkpoint,
+    # never generated further nor emitted; outside the accounting identity
+    kept_not_selected: int = 0
     generated: int = 0
     failed: int = 0
     pending: int = 0
@@ -87,10 +91,15 @@ def _sampling_order(item) -> tuple:
     return mode or "", -1 if temperature is None else temperature, -1 if top_p is None else top_p
 
 
-class RowSink(Protocol):
-    """Where full rows go (emit.ConfigShards): one table per split per block."""
+class ChunkSink(Protocol):
+    """Where a judged chunk goes besides the light rows (emit/rows.py's RowBlocks: the dataset's full rows). A
+    context manager: everything it was given is written when the block ends."""
 
-    def write(self, split: str, table: pa.Table) -> None: ...
+    def add(self, chunk: "ChunkRows", light: pa.Table, messages: pa.Array, tools: pa.Array) -> None: ...
+
+    def __enter__(self) -> "ChunkSink": ...
+
+    def __exit__(self, *exc) -> None: ...
 
 
 _PROMPT_COLUMNS = ["id", "source", "source_id", "messages", "tools", "prompt_ids"]
@@ -151,8 +160,8 @@ def _prompt_buffers(rows: pa.Table) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass
-class _Context:
-    """What the main process keeps of a chunk while a worker judges it."""
+class ChunkRows:
+    """What the main process keeps of a chunk while a worker judges it (and what a ChunkSink gets of it)."""
 
     ids: list[str]
     prompts: pa.Table              # the chunk's prepared rows (_PROMPT_COLUMNS), in the same order
@@ -163,18 +172,18 @@ class _Context:
 
 
 class _TurnPrompts:
-    """The prompts of a config's later turns, read from the checkpoint a chunk at a time, and how each of its
-    conversations ended."""
+    """The prompts of a config's later turns (those of the view, store/prompt_view.py), read from the checkpoint
+    a chunk at a time, and how each of its conversations ended."""
 
-    def __init__(self, checkpoint: CheckpointSet, config: str):
-        self.checkpoint, self.config = checkpoint, config
-        self.ids = checkpoint.turn_ids(config)
-        self.ends: dict[str, ConversationEnd] = checkpoint.conversation_ends(config)
+    def __init__(self, checkpoint: CheckpointSet, view: ConfigPrompts):
+        self.checkpoint, self.view = checkpoint, view
+        self.ids = view.later.keys()
+        self.ends: dict[str, ConversationEnd] = view.ends
 
     def take(self, ids: list[str], prepared: pa.Schema) -> tuple[list[int], pa.Table]:
         """Like _PreparedPrompts.take, for the ids that are later turns; the rows in the `prepared` columns."""
         keep = [i for i, id_ in enumerate(ids) if id_ in self.ids]
-        records = self.checkpoint.turn_records(ids=[ids[i] for i in keep]) if keep else []
+        records = self.checkpoint.turn_records(ids=[ids[i] for i in keep], origins=self.view.origins) if keep else []
         cols = {"id": [r.id for r in records], "source": [r.source for r in records],
                 "source_id": [r.source_id for r in records],
                 "messages": [orjson.dumps(r.messages).decode() for r in records],
@@ -212,7 +221,7 @@ def _with_turns(ids: list[str], prompts: _PreparedPrompts, turns: _TurnPrompts) 
 
 
 def _chunks(batches: Iterator[CompletionBatch], prompts: _PreparedPrompts, turns: _TurnPrompts
-            ) -> Iterator[tuple[_Context, Chunk]]:
+            ) -> Iterator[tuple[ChunkRows, Chunk]]:
     for b in batches:
         if not len(b):
             continue
@@ -222,12 +231,12 @@ def _chunks(batches: Iterator[CompletionBatch], prompts: _PreparedPrompts, turns
         if not len(b):
             continue
         p_off, p_val = _prompt_buffers(rows)
-        ctx = _Context(b.ids, rows, p_off, p_val, b.offsets, b.values)
+        ctx = ChunkRows(b.ids, rows, p_off, p_val, b.offsets, b.values)
         yield ctx, Chunk(p_off, p_val, b,
                          rows.column("messages").to_pylist(), rows.column("tools").to_pylist())
 
 
-def _light_rows(ctx: _Context, j: Judged) -> pa.Table:
+def _light_rows(ctx: ChunkRows, j: Judged) -> pa.Table:
     cols = {
         "id": pa.array(ctx.ids, pa.string()),
         "source": ctx.prompts.column("source"), "source_id": ctx.prompts.column("source_id"),
@@ -251,102 +260,8 @@ def _sampling_columns(prompts: pa.Table) -> dict[str, pa.Array]:
             for c in _SAMPLING_COLUMNS}
 
 
-def _token_columns(ctx: _Context) -> tuple[pa.Array, pa.Array]:
-    """input_ids (prompt then completion) and loss_mask (0 prompt, 1 completion), built from the two buffers:
-    one concatenation of the rows' slices and one run-length expansion (no index arrays: ~6x faster than a
-    scatter through np.repeat'ed positions, measured on the bench fixture's chunks)."""
-    p_off, o_off = ctx.prompt_offsets.tolist(), ctx.output_offsets.tolist()
-    n = len(p_off) - 1
-    parts = []
-    for i in range(n):
-        parts.append(ctx.prompt_values[p_off[i]:p_off[i + 1]])
-        parts.append(ctx.output_values[o_off[i]:o_off[i + 1]])
-    ids = np.concatenate(parts).astype(np.int32, copy=False) if parts else np.zeros(0, np.int32)
-    runs = np.empty(2 * n, dtype=np.int64)
-    runs[0::2], runs[1::2] = np.diff(ctx.prompt_offsets), np.diff(ctx.output_offsets)
-    mask = np.repeat(np.tile(np.array([0, 1], dtype=np.int8), n), runs)
-    off = pa.array((ctx.prompt_offsets + ctx.output_offsets).astype(np.int32))
-    return pa.ListArray.from_arrays(off, pa.array(ids)), pa.ListArray.from_arrays(off, pa.array(mask))
-
-
-def _full_rows(ctx: _Context, light: pa.Table, messages: pa.Array, tools: pa.Array) -> pa.Table:
-    """The dataset rows of a chunk: its light columns with the token columns, messages and tools."""
-    cols = dict(zip(light.column_names, light.columns))
-    cols["input_ids"], cols["loss_mask"] = _token_columns(ctx)
-    cols["messages"], cols["tools"] = messages, tools
-    return pa.Table.from_arrays([cols[k] for k in ROW_SCHEMA.names], schema=ROW_SCHEMA)
-
-
-class _Blocks:
-    """Full rows collected into blocks of BLOCK_CHUNKS chunks; each block goes to the sink as one table per
-    split, i.e. one row group of that split's shard. A thread of its own builds and writes the blocks (numpy
-    and Parquet encoding release the GIL), so judged chunks keep coming in meanwhile; one block waits at most."""
-
-    def __init__(self, sink: RowSink):
-        self.sink = sink
-        self.parts: list[tuple[_Context, pa.Table, pa.Array, pa.Array]] = []
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="emit-writer")
-        self._pending: deque[Future] = deque()
-
-    def add(self, ctx: _Context, light: pa.Table, messages: pa.Array, tools: pa.Array) -> None:
-        self.parts.append((ctx, light, messages, tools))
-        if len(self.parts) == BLOCK_CHUNKS:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.parts:
-            self._pending.append(self._thread.submit(self._write, self.parts))
-            self.parts = []
-        while len(self._pending) > 1:
-            self._pending.popleft().result()
-        pa.default_memory_pool().release_unused()   # this thread's share (the allocator keeps one per thread)
-
-    def _write(self, parts: list[tuple[_Context, pa.Table, pa.Array, pa.Array]]) -> None:
-        # Each chunk's rows go to their split as they are (no copy into one buffer): a chunk of one split
-        # whole, which is most of them, is used as built; only a mixed chunk is filtered. The row group's
-        # pages follow the chunk boundaries, which depend on the checkpoint only (never on --workers).
-        by_split: dict[str, list[pa.RecordBatch]] = {s: [] for s in ("train", "rejected")}
-        for p in parts:
-            rows = _full_rows(*p)
-            train = pc.equal(p[1]["split"], "train").combine_chunks()
-            n_train = pc.sum(train).as_py() or 0
-            if n_train == rows.num_rows:
-                by_split["train"] += rows.to_batches()
-            elif n_train == 0:
-                by_split["rejected"] += rows.to_batches()
-            else:
-                by_split["train"] += rows.filter(train).to_batches()
-                by_split["rejected"] += rows.filter(pc.invert(train)).to_batches()
-        for split, batches in by_split.items():
-            if batches:
-                self.sink.write(split, pa.Table.from_batches(batches, ROW_SCHEMA))
-        del by_split
-        # Blocks are large and alike: hand their memory back rather than let the allocator's cache grow
-        # with the run (peak memory stays flat from 10M to 228M tokens).
-        pa.default_memory_pool().release_unused()
-
-    def __enter__(self) -> "_Blocks":
-        return self
-
-    def __exit__(self, exc_type, *_) -> None:
-        """Everything written (or, after an error, every write that started has ended) when this returns."""
-        try:
-            if exc_type is None:
-                self.flush()
-                while self._pending:
-                    self._pending.popleft().result()
-        finally:
-            try:
-                self._thread.shutdown(wait=True, cancel_futures=True)
-            except BaseException:
-                # A Ctrl-C that lands while waiting (SIGTERM waits for a safe point: stopping.py): wait again, or
-                # the writer thread would go on opening shards while the caller removes them.
-                self._thread.shutdown(wait=True)
-                raise
-
-
 def validate_config(workdir: Workdir, config: str, checkpoint: CheckpointSet, pool: VerdictPool,
-                    sink: RowSink | None = None, light_done: Callable[[int], None] | None = None) -> ValidateReport:
+                    sink: ChunkSink | None = None, light_done: Callable[[int], None] | None = None) -> ValidateReport:
     """`light_done(rows)` runs as soon as validated/<config> is in place, while the last blocks of full rows
     may still be being written (emit draws its plots from the light columns meanwhile)."""
     path = workdir.prepared(config)
@@ -355,18 +270,21 @@ def validate_config(workdir: Workdir, config: str, checkpoint: CheckpointSet, po
     # Failed requests (few) are what needs ids kept: a failure counts when its prompt is prepared and no
     # checkpoint file completed it (shards and merged workdirs may hold both).
     failures = checkpoint.failures(config)
+    view = ConfigPrompts.read(workdir, config, checkpoint)
     prompts = _PreparedPrompts(path, wanted=failures)
-    turns = _TurnPrompts(checkpoint, config)
+    turns = _TurnPrompts(checkpoint, view)
     prep = read_json(workdir.prepare_report(config))
     rep = ValidateReport(config, selected=prep["selected"], rejected_at_prepare=prep["rejected_total"],
                          prepared=prompts.count, later_turns=len(turns.ids), prepare_reasons=prep["rejected"],
                          special_text_kept=prep.get("special_text_kept", 0),
+                         kept_not_selected=view.kept_not_selected,
                          conversation_ends=Counter(e.reason for e in turns.ends.values()))
     completed_failures: set[str] = set()
-    with (_Blocks(sink) if sink is not None else nullcontext()) as blocks:
+    with (sink if sink is not None else nullcontext()) as blocks:
         with atomic_path(workdir.validated(config)) as tmp, \
                 pq.ParquetWriter(tmp, LIGHT_SCHEMA, compression="zstd") as light:
-            for ctx, j in pool.map(_chunks(checkpoint.batches(config, CHUNK_ROWS), prompts, turns)):
+            batches = checkpoint.batches(config, CHUNK_ROWS, keep=view.answers)
+            for ctx, j in pool.map(_chunks(batches, prompts, turns)):
                 completed_failures.update(i for i in ctx.ids if i in failures)
                 rows = _light_rows(ctx, j)
                 _account(rep, rows)

@@ -8,7 +8,7 @@
 - a `Dataset.save_to_disk` directory (speculators' `prepare_data` output): its Arrow files in the order
   state.json lists them;
 - a shard of a dataset `kimi-data emit` wrote, with each row's recorded `issues` (`emitted_rows`; the shards
-  are those its manifest lists, hub/publish.py's LocalDataset.shards).
+  are those its manifest lists, emit/dataset.py's LocalDataset.shards).
 
 Each yields (row dict, an `Unreadable`, or None for a blank JSONL line; progress advance). A columnar
 file's schema is checked before its first row: a column check reads with another type, or no column of

@@ -173,7 +173,7 @@ def test_bad_sampling_in_run_json_is_one_line(prepared, tmp_path):
 
 
 def test_run_settings_outside_the_cli_get_the_same_check(tmp_path):
-    from kimi_eagle_data.pipeline import RunSettings
+    from kimi_eagle_data.runs import RunSettings
     from kimi_eagle_data.run_checks import SettingError
 
     with pytest.raises(SettingError, match=r"temperature: must be >= 0, got -1.0"):

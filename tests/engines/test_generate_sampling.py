@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kimi_eagle_data.engines.base import SamplingParams
-from kimi_eagle_data.engines.generate import logprob_stats, record_sampling
+from kimi_eagle_data.generate.records import logprob_stats, record_sampling
 from kimi_eagle_data.records import Completion, PromptRecord
 
 RUN = SamplingParams(max_new_tokens=64, temperature=1.0, top_p=0.95, stop_token_ids=(7,))

@@ -31,7 +31,7 @@ FRESH_WARNING_FILTERS = [("default", None, DeprecationWarning, "__main__", 0),
                          ("ignore", None, ResourceWarning, None, 0)]
 
 # What nearly every command imports (torch and transformers: most of a fresh interpreter's start).
-WARM_MODULES = ("kimi_eagle_data.cli.main", "kimi_eagle_data.pipeline", "kimi_eagle_data.prompts.tokenizer", "torch",
+WARM_MODULES = ("kimi_eagle_data.cli.main", "kimi_eagle_data.runs", "kimi_eagle_data.prompts.tokenizer", "torch",
                 "transformers.generation.utils")
 
 _warm = False

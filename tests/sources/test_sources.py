@@ -271,7 +271,7 @@ def test_config_errors_name_the_file_and_key(tmp_path, text, where):
 
 
 def test_run_settings_use_the_config_file(tmp_path):
-    from kimi_eagle_data.pipeline import RunSettings, load_partitions
+    from kimi_eagle_data.runs import RunSettings, load_partitions
 
     path = write(tmp_path, "configs = ['B6']\n[sampling]\nmax_new_tokens = 99\ntop_p = 0.5\n"
                            "[partitions.C1]\nsource = 'x.jsonl'\n")

@@ -18,6 +18,8 @@ from kimi_eagle_data.executors.slurm import scheduler
 from kimi_eagle_data.executors.slurm.layout import SlurmLayout
 from kimi_eagle_data.executors.slurm.task import events, marker_valid, prepare_fingerprints
 from kimi_eagle_data.store.checkpoint import Checkpoint, in_shard
+from kimi_eagle_data.store.checkpoint_set import CheckpointSet
+from kimi_eagle_data.store.prompt_view import read_views
 from kimi_eagle_data.store.workdir import Workdir, read_json
 
 # Output tokens/s is measured over the completions committed in this last stretch of time.
@@ -86,32 +88,33 @@ def last_error_line(log: Path) -> str:
     return (errors or [""])[-1][:300]
 
 
-def _prepared_ids(workdir: Workdir, configs: list[str]) -> list[str]:
-    import pyarrow.parquet as pq
-
-    ids: list[str] = []
-    for c in configs:
-        path = workdir.prepared(c)
-        if path.exists():
-            ids += pq.read_table(path, columns=["id"]).column("id").to_pylist()
-    return ids
+def _views(workdir: Workdir, configs: list[str]) -> dict:
+    """The prepared configs' prompts (store/prompt_view.py), the checkpoints read once for them."""
+    checkpoints = CheckpointSet(workdir.checkpoint_paths(), readonly=True)
+    try:
+        return read_views(workdir, [c for c in configs if workdir.prepared(c).exists()], checkpoints)
+    finally:
+        checkpoints.close()
 
 
 def shard_counts(workdir: Workdir, shards: int, configs: list[str], now: float) -> list[dict]:
     """Per shard: {total, done, failed}, its output tokens/s and completions/s over the last RATE_WINDOW_S, and its
     output tokens/s over all it generated (`tokens_per_s_all`: what a shard that stopped shows)."""
-    prepared = _prepared_ids(workdir, configs)
     files = {p: Checkpoint(p, readonly=True) for p in workdir.checkpoint_paths()}
     try:
-        done: set[str] = set()
+        # Every prompt of the configs' views (store/prompt_view.py): turn 1 and the selection's later turns.
+        views = _views(workdir, configs)
+        prepared = [i for v in views.values() for i in v.ids()]
+        conversation = {i: v.conversation(i) for v in views.values() for i in v.later}
+        conversation_of = (lambda x: conversation.get(x, x))
+        done = set().union(*(v.done for v in views.values()))
         failed: set[str] = set()
         for ck in files.values():
-            done |= ck.done_ids()
             failed |= set(ck.failures())
         out = []
         for i in range(shards):
             ck = files.get(workdir.shard_checkpoint((i, shards)))
-            ids = {x for x in prepared if in_shard(x, (i, shards))} | (ck.turn_ids() if ck else set())
+            ids = {x for x in prepared if in_shard(conversation_of(x), (i, shards))}
             stats = ck.request_stats() if ck else []
             window = [s for s in stats if s.created_at > now - RATE_WINDOW_S]
             span = now - min((s.created_at for s in window), default=now)

@@ -24,6 +24,7 @@ from kimi_eagle_data.engines.request_loop import Kept, RequestRun, pending, run_
 from kimi_eagle_data.progress import Progress
 from kimi_eagle_data.records import Completion, ConversationEnd, LogprobSums, PromptRecord, RequestFailure
 from kimi_eagle_data.store.checkpoint import Checkpoint
+from kimi_eagle_data.store.prompt_hash import prompt_hash
 
 
 @dataclass
@@ -81,9 +82,10 @@ def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Ch
                      *, done: set[str] | None = None, failed: dict | None = None, retry_failed: bool = False,
                      progress: Progress | None = None,
                      reasoning_length: Callable[[list[int]], int] | None = None,
-                     next_turn: NextTurnFn | None = None) -> GenerateReport:
-    """Generate every record not in `done` (nor in `failed`, unless `retry_failed`); commit each result, and
-    with it what `next_turn` says follows it; a next turn is generated in the same pass."""
+                     next_turn: NextTurnFn | None = None, origins: dict[str, str] | None = None) -> GenerateReport:
+    """Generate every record not in `done` (nor in `failed`, unless `retry_failed`); commit each result with
+    the hash of its prompt, and with it what `next_turn` says follows it (with its conversation's origin from
+    `origins`, store/prompt_hash.py); a next turn is generated in the same pass."""
     report = GenerateReport()
     jobs = pending((GenerationJob.of(r, sampling) for r in records),
                    checkpoint.done_ids() if done is None else done,
@@ -94,7 +96,8 @@ def generate_records(records: list[PromptRecord], engine: Engine, checkpoint: Ch
         instant = job.record.mode == "instant"    # no reasoning: the whole completion is answer
         c.logprob_stats = logprob_stats(c, None if instant else reasoning_length)
         follow = next_turn(job.record, c) if next_turn is not None else None
-        checkpoint.commit(job.config, c, follow)
+        checkpoint.commit(job.config, c, follow, prompt_hash=prompt_hash(job.record.prompt_ids),
+                          origin=(origins or {}).get(job.record.conversation))
         return Kept(len(c.output_ids), c.finish_reason,
                     follow=(GenerationJob.of(follow, sampling),) if isinstance(follow, PromptRecord) else ())
 

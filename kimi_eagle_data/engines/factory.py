@@ -1,0 +1,42 @@
+"""The engine a run's settings name (`--engine local|sglang|vllm`), checked against what it serves: the model and
+its tokens (`check_served_model`) and a context length that holds every prompt prepare accepts."""
+
+from __future__ import annotations
+
+from kimi_eagle_data.engines.base import Engine, EngineError
+from kimi_eagle_data.settings import RunSettings
+
+
+def make_engine(settings: RunSettings, tokens, *, vocab_size: int, max_seq_len: int) -> Engine:
+    """`tokens`: the run's profile.ProfileTokens; `vocab_size`: token ids a completion may hold are below it."""
+    if settings.engine == "local":
+        from kimi_eagle_data.engines.local import LocalEngine
+
+        return LocalEngine(settings.model_path, batch_size=settings.batch_size)
+    if settings.engine in ("sglang", "vllm"):
+        from kimi_eagle_data.engines.http_client import RetryPolicy
+
+        if settings.engine == "sglang":
+            from kimi_eagle_data.engines.sglang import SGLangEngine as ServerEngine
+        else:
+            from kimi_eagle_data.engines.vllm import VLLMEngine as ServerEngine
+        engine = ServerEngine(
+            settings.servers, concurrency=settings.concurrency, health_timeout_s=settings.health_timeout,
+            retry=RetryPolicy(max_attempts=settings.max_attempts, backoff_s=settings.retry_backoff,
+                              request_timeout_s=settings.request_timeout),
+            allow_old_server=settings.allow_old_server, vocab_size=vocab_size)
+        engine.check_served_model(settings.model_path, tokens)
+        ctx = engine.info().context_length
+        need = max_seq_len + engine.context_margin     # a prompt prepare accepted must fit
+        if ctx and ctx < need:
+            raise EngineError(f"the server's context length {ctx} is below the {need} tokens max_seq_len "
+                              f"{max_seq_len} needs on {engine.name}; relaunch with {engine.context_flag} "
+                              f"{need} or more, or lower --max-seq-len")
+        return engine
+    raise EngineError(f"unknown engine {settings.engine!r}; use local, sglang or vllm")
+
+
+def run_engine(ctx) -> Engine:
+    """The engine of a run's context (run_context.RunContext): the one it connected to first, or a new one."""
+    return ctx.connected.take() or make_engine(ctx.settings, ctx.tokens, vocab_size=ctx.vocab_size(),
+                                               max_seq_len=ctx.max_seq_len)

@@ -1,0 +1,77 @@
+"""A run's context: everything a stage needs that does not change while the run goes, made once from the options,
+the workdir and the partition config file (runs.open_run) and immutable from then on.
+
+Every stage is a function of the context and of what the stage before it wrote into the workdir:
+
+    ctx = open_run(settings)                 # runs.py: reads the config file, the tokenizer, binds run.json
+    prepare(ctx); generate(ctx); emit(ctx)   # prompts/stage.py, generate/stage.py, emit/stage.py
+    score_run(ctx, ["B4"])                   # score/report.py
+
+It imports no stage: the stages import it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kimi_eagle_data.errors import MissingInputError
+from kimi_eagle_data.progress import Progress
+from kimi_eagle_data.settings import RunSettings
+from kimi_eagle_data.store.checkpoint_set import CheckpointSet
+from kimi_eagle_data.store.workdir import Workdir
+
+
+class EngineHandoff:
+    """The engine a run connected to before it bound its workdir (build's `server_first`), handed to the first
+    stage that asks for one, once. The context stays immutable; this is the one thing passed on through it."""
+
+    def __init__(self, engine: Any = None):
+        self._engine = engine
+
+    def take(self) -> Any:
+        engine, self._engine = self._engine, None
+        return engine
+
+
+@dataclass(frozen=True)
+class RunContext:
+    settings: RunSettings            # resolved against the config file (runs.load_partitions)
+    partitions: Any                  # sources/config.PrepareConfig: the partition config, read once
+    workdir: Workdir
+    profile: Any                     # profile.ModelProfile
+    tokenizer: Any
+    tokens: Any                      # profile.ProfileTokens of the tokenizer
+    sampling: Any                    # engines/base.SamplingParams: the run's request
+    max_seq_len: int
+    run: dict[str, Any]              # run.json as bound (read only: stages never change it)
+    lock: Any                        # store/lock.WorkdirLock, held while the context lives
+    progress: Progress
+    connected: EngineHandoff = field(default_factory=EngineHandoff)
+
+    @property
+    def configs(self) -> list[str]:
+        return list(self.settings.configs)
+
+    def checkpoint_paths(self) -> list[Path]:
+        """Every checkpoint file the reading stages read: this workdir's shards and those of --merge workdirs."""
+        paths = self.workdir.checkpoint_paths()
+        for other in self.settings.merge:
+            found = Workdir(Path(other).resolve()).checkpoint_paths()
+            if not found:
+                raise MissingInputError(f"--merge {other}: no generations*.sqlite there; is it a kimi-data workdir?")
+            paths += found
+        return paths
+
+    def checkpoints(self) -> CheckpointSet:
+        """Those files read as one, each opened read-only: what a stage only reads it never writes, locks or
+        migrates (a --merge workdir's files are another run's, maybe on a read-only mount; another shard's file
+        is its generate's). Only generate opens a file to write: its own shard's."""
+        return CheckpointSet(self.checkpoint_paths(), readonly=True)
+
+    def vocab_size(self) -> int:
+        """Token ids a prompt or completion may hold are below this (profile.model_vocab_size)."""
+        from kimi_eagle_data.profile import model_vocab_size
+
+        return model_vocab_size(self.profile, self.tokenizer)
