@@ -35,7 +35,7 @@ def workdir_cache(wd, configs) -> dict[str, dict[str, Any]]:
     whose engine reported no cached_tokens are left out."""
     import pyarrow.parquet as pq
 
-    from kimi_eagle_data.store.checkpoint import open_workdir_checkpoints
+    from kimi_eagle_data.store.checkpoint_set import open_workdir_checkpoints
 
     ckpt = open_workdir_checkpoints(wd)
     if ckpt is None:

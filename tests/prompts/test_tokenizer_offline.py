@@ -72,9 +72,6 @@ def _hint_commands(tmp_path):
         ["build", "B4", "--samples", "--workdir", wd, "--no-progress"],
         ["prepare", "B4", "--samples", "--workdir", wd],
         ["prepare", "B4", "--samples", "--workdir", wd, "--dry-run"],
-        ["generate", "--workdir", wd],
-        ["validate", "--workdir", wd],
-        ["emit", "--workdir", wd],
         ["render", str(row)],
         ["check", str(rows)],
     ]
@@ -93,4 +90,23 @@ def test_every_tokenizer_command_gives_the_same_hint_offline(tmp_path, monkeypat
         assert result.exit_code == 1, (args, result.output)
         assert len(lines) == 1 and "HF_HUB_OFFLINE is set" in lines[0] and TOKENIZER_HINT in lines[0], (args, lines)
         assert result.exception is None or isinstance(result.exception, SystemExit), (args, result.exception)
+        assert not (tmp_path / "w").exists(), args
+
+
+def test_a_stage_over_no_run_says_so_before_any_tokenizer_offline(tmp_path, monkeypatch):
+    """generate, validate and emit work on what an earlier stage left: over a folder with no run.json they say
+    there is no run there, before any tokenizer is looked for (so no offline hint, no Hub probe)."""
+    from huggingface_hub import constants
+
+    from kimi_eagle_data.cli.main import main
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    wd = str(tmp_path / "w")
+    for args in (["generate", "--workdir", wd], ["validate", "--workdir", wd], ["emit", "--workdir", wd]):
+        result = CliRunner().invoke(main, args)
+        lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+        assert result.exit_code == 1, (args, result.output)
+        assert len(lines) == 1 and lines[0].startswith(f"error: no run in {wd}"), (args, lines)
+        assert "HF_HUB_OFFLINE" not in lines[0], (args, lines)
         assert not (tmp_path / "w").exists(), args
