@@ -88,6 +88,20 @@ class ModelProfile:
     card_tags: tuple[str, ...] = ()
     # A test stand-in (the embedded tiny model): its card says "do not train on it".
     is_test_model: bool = False
+    # The chat format (kimi_eagle_data/chat_format.py): what stages ask for everything format-specific (renderer,
+    # generation prompts, grammar and validator, stop id, special-token text).
+    chat_format: str = "kimi-k2"
+
+    @property
+    def format(self):
+        from kimi_eagle_data.chat_format import format_named
+
+        return format_named(self.chat_format)
+
+    @property
+    def efforts(self) -> tuple[str, ...]:
+        """The thinking efforts the format takes (empty: none, as K2.5)."""
+        return self.format.efforts
 
     def describe(self, template: str) -> str:
         """A description written with `{think_close}`-style fields, in this profile's token names."""
@@ -113,8 +127,7 @@ class ModelProfile:
         """The generation prompt of `mode` as `tokenizer` encodes it: what every prompt of that mode ends with
         (prepare checks each rendered prompt against it, the validator reads a sample's mode from it, inspect
         finds it to split it off)."""
-        text = self.instant_generation_prompt if mode == INSTANT else self.generation_prompt
-        return list(tokenizer.encode(text, add_special_tokens=False))
+        return self.format.generation_prompt_ids(self, tokenizer, mode)
 
     def mode_sampling(self, mode: str) -> SamplingDefaults:
         """The sampling defaults of `mode` (a partition's or the run's settings override them)."""
@@ -228,7 +241,36 @@ TINY_KIMI = replace(
     is_test_model=True,
 )
 
-PROFILES: dict[str, ModelProfile] = {p.name: p for p in (KIMI_K25, TINY_KIMI)}
+
+
+def _k3_profile(k3) -> ModelProfile:
+    """A Kimi-K3 profile (profiles/kimi_k3/facts.py) as the registry holds it. The K2.5-shaped token fields hold
+    K3's tags as text: only descriptions read them; K3's format (`chat_format`) does the rest."""
+    from kimi_eagle_data.profiles.kimi_k3.facts import FORBIDDEN_IN_COMPLETION, GENERATION_PROMPTS, OPTIONAL_TOKENS
+
+    sampling = SamplingDefaults(max_new_tokens=k3.max_new_tokens, temperature=1.0, top_p=0.95)
+    return ModelProfile(
+        name=k3.name, model_path=k3.model_path, generation_prompt=GENERATION_PROMPTS["thinking"],
+        instant_generation_prompt=GENERATION_PROMPTS["instant"], end_of_turn=k3.end_of_turn,
+        think_open="<|open|>think<|sep|>", think_close="<|close|>think<|sep|>",
+        forbidden_in_completion=FORBIDDEN_IN_COMPLETION, optional_tokens=OPTIONAL_TOKENS,
+        tool_calls_section_begin="<|open|>tools<|sep|>", tool_calls_section_end="<|close|>tools<|sep|>",
+        tool_call_begin="<|open|>call<|sep|>", tool_call_argument_begin="<|open|>argument<|sep|>",
+        tool_call_end="<|close|>call<|sep|>", tool_call_id_regex=r"^functions\.(?P<name>.+):(?P<index>\d+)$",
+        sampling=sampling, instant_sampling=replace(sampling, temperature=0.6),
+        max_seq_len=k3.max_seq_len, vocab_size=k3.vocab_size, display_name=k3.display_name,
+        card_tags=k3.card_tags, sglang_flags=k3.sglang_flags, vllm_flags=k3.vllm_flags,
+        is_test_model=k3.is_test_model, chat_format="kimi-k3")
+
+
+def _k3_profiles() -> tuple[ModelProfile, ...]:
+    from kimi_eagle_data.profiles.kimi_k3.facts import KIMI_K3 as K3_FACTS, TINY_KIMI_K3 as TINY_K3_FACTS
+
+    return _k3_profile(K3_FACTS), _k3_profile(TINY_K3_FACTS)
+
+
+KIMI_K3, TINY_KIMI_K3 = _k3_profiles()
+PROFILES: dict[str, ModelProfile] = {p.name: p for p in (KIMI_K25, TINY_KIMI, KIMI_K3, TINY_KIMI_K3)}
 
 
 def model_vocab_size(profile: ModelProfile, tokenizer) -> int:

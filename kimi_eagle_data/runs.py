@@ -25,7 +25,7 @@ from kimi_eagle_data.engines.factory import make_engine
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.generate.records import GenerateReport
 from kimi_eagle_data.generate.stage import generate
-from kimi_eagle_data.profile import TINY_MODEL_DIR, ProfileTokens, model_vocab_size
+from kimi_eagle_data.profile import TINY_MODEL_DIR, model_vocab_size
 from kimi_eagle_data.progress import LogProgress, NoProgress, Progress
 from kimi_eagle_data.prompts.prepare import PrepareReport, PrepareRun
 from kimi_eagle_data.prompts.stage import prepare
@@ -119,7 +119,7 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
     check_version(settings.version)
     profile = settings.model_profile
     tokenizer = load_tokenizer(settings.tokenizer_path)
-    tokens = ProfileTokens.from_tokenizer(profile, tokenizer)
+    tokens = profile.format.tokens(profile, tokenizer)
     resolved = settings.resolved_sampling()
     sampling = SamplingParams(max_new_tokens=resolved.max_new_tokens, temperature=resolved.temperature,
                               top_p=resolved.top_p, stop_token_ids=(tokens.end_of_turn,))

@@ -12,11 +12,10 @@ from __future__ import annotations
 import hashlib
 from typing import Sequence
 
-from kimi_eagle_data.conversation.messages import (TurnError, assistant_message, history_call_count,
+from kimi_eagle_data.conversation.messages import (TurnError, history_call_count,
                                                    next_turn_messages, tool_call_matches)
 from kimi_eagle_data.conversation.script import ScriptStep, script_steps, step
 from kimi_eagle_data.profile import ModelProfile
-from kimi_eagle_data.prompts.tokenizer import render_prompt
 from kimi_eagle_data.records import Completion, ConversationEnd, PromptRecord
 from kimi_eagle_data.sources.policies import answer_of
 from kimi_eagle_data.validate.validator import Validator
@@ -90,7 +89,7 @@ class NextTurn:
         if not after.next:
             return end("source_exhausted", f"the source has nothing after turn {turn}")
         try:
-            own = assistant_message(parsed, self.profile, history_call_count(record.messages))
+            own = self.profile.format.assistant_message(parsed, self.profile, history_call_count(record.messages))
         except TurnError as e:
             return end("turn_rejected", f"turn {turn}: {e}")
         diverged = _divergence(own, after)
@@ -98,7 +97,7 @@ class NextTurn:
             return end("call_diverged", f"turn {turn}: {diverged}")
         try:
             messages = next_turn_messages(record.messages, own, after.next)
-            prompt_ids = render_prompt(self.tokenizer, messages, record.tools, record.mode)
+            prompt_ids = self.profile.format.render_prompt(self.tokenizer, messages, record.tools, record.mode)
         except Exception as e:  # jinja raises many types; the message is what matters
             return end("next_prompt_error", f"turn {turn + 1}: {' '.join(str(e).split())[:300]}")
         gp = self.generation_prompts[record.mode]

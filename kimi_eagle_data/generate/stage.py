@@ -16,14 +16,12 @@ from functools import partial
 from kimi_eagle_data.engines.base import Engine
 from kimi_eagle_data.engines.factory import run_engine
 from kimi_eagle_data.generate.records import GenerateReport, generate_records
-from kimi_eagle_data.grammar import reasoning_length
 from kimi_eagle_data.prompts.prepare import read_prepared
 from kimi_eagle_data.records import PromptRecord
 from kimi_eagle_data.run_context import RunContext
 from kimi_eagle_data.store.checkpoint import Checkpoint, in_shard
 from kimi_eagle_data.store.prompt_hash import conversation_origin, prompt_hash
 from kimi_eagle_data.store.prompt_view import ConfigPrompts, read_views
-from kimi_eagle_data.validate.validator import Validator
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +73,7 @@ def generate(ctx: RunContext, engine: Engine | None = None, *, pilot_limit: int 
             ckpt.set_meta("engine", asdict(engine.info()))
             report = generate_records(records, engine, ckpt, ctx.sampling, done=done, failed=failed,
                                       retry_failed=s.retry_failed, progress=ctx.progress,
-                                      reasoning_length=partial(reasoning_length, tokens=ctx.tokens),
+                                      reasoning_length=partial(ctx.profile.format.reasoning_length, tokens=ctx.tokens),
                                       next_turn=next_turn, origins=origins)
             report.skipped_done += done_later
             return report
@@ -104,7 +102,8 @@ def make_next_turn(ctx: RunContext, prepared: list[PromptRecord]):
     configs = [c for c in ctx.configs if ctx.partitions.partition(c).conversations]
     if not configs:
         return None
-    validator = Validator(ctx.tokens, ctx.tokenizer, ctx.max_seq_len, keep_truncated=ctx.settings.keep_truncated)
+    validator = ctx.profile.format.validator(ctx.tokens, ctx.tokenizer, ctx.max_seq_len,
+                                             keep_truncated=ctx.settings.keep_truncated)
     return NextTurn(validator, ctx.tokenizer, ctx.profile, max_new_tokens=ctx.sampling.max_new_tokens,
                     max_seq_len=ctx.max_seq_len,
                     max_turns={c: ctx.partitions.partition(c).max_turns for c in configs},

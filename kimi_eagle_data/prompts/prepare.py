@@ -52,7 +52,7 @@ from kimi_eagle_data.sources.selection import ScanStats, select
 from kimi_eagle_data.sources.adapters import CHAT_COLUMNS, adapter_columns
 from kimi_eagle_data.sources.readers import SourceFileError, SourceRow, iter_source, local_source, record_columns
 from kimi_eagle_data.sources.rows import AdapterColumns
-from kimi_eagle_data.prompts.tokenizer import ToolRenderingError, render_prompt, special_text, special_text_line
+from kimi_eagle_data.prompts.tokenizer import ToolRenderingError, special_text_line
 from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported
 from kimi_eagle_data.profile import INSTANT, KIMI_K25, THINKING, ModelProfile
 from kimi_eagle_data.sources.modes import ModePlan, choose_mode, choose_sampling, run_wide_overridden
@@ -225,7 +225,7 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
     if mode != THINKING:
         id_ = sample_id(cfg, partition.upstream, sid, partition.id_rule, mode)
     gen_prompt_ids = modes.generation_prompts[mode]
-    special = _special_text(sp, tokenizer)
+    special = _special_text(sp, modes.profile.format.special_text(tokenizer))
     checks = (("content", lambda: check_content(sp.messages) or _special_text_reason(partition, special)),
               ("tools", lambda: check_tools(sp.tools) if partition.filters.validate_tools else None),
               ("language", lambda: check_language(sp.messages, partition.filters)),
@@ -246,7 +246,7 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
             return
     report.passed["decontam"] += 1
     try:
-        prompt_ids = render_prompt(tokenizer, sp.messages, sp.tools, mode)
+        prompt_ids = modes.profile.format.render_prompt(tokenizer, sp.messages, sp.tools, mode)
     except (ToolSchemaUnsupported, ToolRenderingError) as e:
         # never a JSON-declared prompt in the data: the row is counted out with its reason
         reject(sid, "tool_schema_unsupported", f"{where}: {e}", id_)
@@ -302,10 +302,12 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
     report.special_text_kept += special is not None
 
 
-def _special_text(sp: SourcePrompt, tokenizer) -> tuple[str, list[str]] | None:
+def _special_text(sp: SourcePrompt, finder) -> tuple[str, list[str]] | None:
     """Where the text the prompt and its conversation render (the prompt's messages and tools, and under
-    own_history the source's later turns) holds special-token strings, and which; None when it holds none."""
-    finder = special_text(tokenizer)
+    own_history the source's later turns) holds special-token strings, and which; None when it holds none, or
+    when the format keeps typed special-token text as text (`finder` None: K3)."""
+    if finder is None:
+        return None
     return finder.in_chat(sp.messages, sp.tools) or finder.in_chat(sp.script or ())
 
 

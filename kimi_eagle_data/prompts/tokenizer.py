@@ -101,15 +101,24 @@ def load_tokenizer(path: str, revision: str | None = None):
         hf_logging.set_verbosity(verbosity)
     # Length limits are ours (max_seq_len, checked at prepare), not the tokenizer's: silence its warning.
     tok.model_max_length = 1 << 62
-    if not tok.chat_template:
+    if not tok.chat_template and not own_chat_code(tok):
         raise TokenizerLoadError(f"tokenizer {path!r} has no chat template; the data path renders prompts "
                                  "only with the model's own template")
     check_profile_tokens(tok, path)
-    try:
-        check_tool_rendering(tok)
-    except ToolRenderingError as e:
-        raise TokenizerLoadError(f"tokenizer {path!r}: {e}") from None
+    if tok.chat_template:     # a Jinja template (K2.5's): its TypeScript tool declarations are checked
+        try:
+            check_tool_rendering(tok)
+        except ToolRenderingError as e:
+            raise TokenizerLoadError(f"tokenizer {path!r}: {e}") from None
     return tok
+
+
+def own_chat_code(tokenizer) -> bool:
+    """Whether the tokenizer renders chats with its own code (Kimi-K3's trust_remote_code tokenizer builds
+    segments in Python, without a Jinja template) rather than transformers' template path."""
+    from transformers import PreTrainedTokenizerBase
+
+    return type(tokenizer).apply_chat_template is not PreTrainedTokenizerBase.apply_chat_template
 
 
 def check_profile_tokens(tok, path: str) -> None:

@@ -40,15 +40,14 @@ import numpy as np
 import orjson
 
 from kimi_eagle_data.json_text import UTF8_BOM, JsonTextError, parse_json
-from kimi_eagle_data.profile import MODES, THINKING, ModelProfile, ProfileTokens
+from kimi_eagle_data.profile import MODES, THINKING, ModelProfile
 from kimi_eagle_data.prompts.answer import render_answer
-from kimi_eagle_data.prompts.tokenizer import render_prompt, special_text, special_text_line
+from kimi_eagle_data.prompts.tokenizer import special_text_line
 from kimi_eagle_data.sources.filters import CHARS_PER_TOKEN_BOUND, ROW_BYTES_PER_CHAR
 from kimi_eagle_data.sources.rows import split_reasoning, unknown_role
 from kimi_eagle_data.validate.check_input import FORMS_EXPECTED, CheckInputError, Unreadable, emitted_rows
 from kimi_eagle_data.wording import counted
 from kimi_eagle_data.validate.rules import REASONS
-from kimi_eagle_data.validate.validator import Validator
 
 # Reasons `check` adds to the validator's codes (docs/token-rules.md): what only a foreign file can get wrong.
 CHECK_REASONS = {
@@ -118,11 +117,12 @@ class Checker:
                  keep_truncated: bool = False):
         self.profile = profile
         self.tokenizer = tokenizer
-        self.tokens = ProfileTokens.from_tokenizer(profile, tokenizer)
-        self.validator = Validator(self.tokens, tokenizer, max_seq_len or profile.max_seq_len,
-                                   keep_truncated=keep_truncated)
-        self.special_text = special_text(tokenizer)
-        self._system_id = tokenizer.convert_tokens_to_ids(profile.turn_tokens["system"])
+        self.tokens = profile.format.tokens(profile, tokenizer)
+        self.validator = profile.format.validator(self.tokens, tokenizer, max_seq_len or profile.max_seq_len,
+                                                  keep_truncated=keep_truncated)
+        self.special_text = profile.format.special_text(tokenizer)     # None: typed markers stay text (K3)
+        self._system_id = (tokenizer.convert_tokens_to_ids(profile.turn_tokens["system"])
+                           if "system" in profile.turn_tokens else None)
         self._eot_id = self.tokens.end_of_turn
 
     def check(self, raw: Any, row: int) -> RowVerdict:
@@ -201,7 +201,7 @@ class Checker:
         if raw.get("completion") is None and messages and isinstance(messages[-1], dict) \
                 and messages[-1].get("role") == "assistant":
             messages = messages[:-1]
-        found = self.special_text.in_chat(messages, tools)
+        found = self.special_text.in_chat(messages, tools) if self.special_text is not None else None
         if found is not None:
             out.issues.append("special_token_in_text")
             out.details.append(f"{special_text_line(found)}: the tokenizer encodes it as the special token itself")
@@ -215,7 +215,8 @@ class Checker:
             out.details.append(problem)
             return None
         try:
-            return np.asarray(render_prompt(self.tokenizer, messages, tools, mode), dtype=np.int64)
+            return np.asarray(self.profile.format.render_prompt(self.tokenizer, messages, tools, mode),
+                              dtype=np.int64)
         except Exception as e:  # jinja and the tool encoder raise many types; the message is what matters
             out.issues.append("template_error")
             out.details.append(f"chat template failed: {' '.join(str(e).split())[:300]}")

@@ -7,13 +7,13 @@ from typing import Callable
 
 from kimi_eagle_data.run_context import RunContext
 from kimi_eagle_data.validate.assemble import ChunkSink, ValidateReport, validate_config
-from kimi_eagle_data.validate.validator import Validator
 from kimi_eagle_data.validate.verdicts import VerdictPool
 
 
 def verdict_pool(ctx: RunContext) -> VerdictPool:
     """The run's Validator in --workers processes (verdicts.py)."""
-    validator = Validator(ctx.tokens, ctx.tokenizer, ctx.max_seq_len, keep_truncated=ctx.settings.keep_truncated)
+    validator = ctx.profile.format.validator(ctx.tokens, ctx.tokenizer, ctx.max_seq_len,
+                                             keep_truncated=ctx.settings.keep_truncated)
     return VerdictPool(validator, ctx.settings.workers)
 
 

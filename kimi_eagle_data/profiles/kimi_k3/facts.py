@@ -1,9 +1,8 @@
 """Kimi-K3's model facts as plain data: its tokens and their roles, generation prompts per mode, efforts, serve
 flags, and the two profiles `kimi-k3` and `tiny-kimi-k3`.
 
-Not yet in `kimi_eagle_data.profile.PROFILES`: the stages read K2.5's single-token fields (`think_open`, the
-tool-call section tokens) which K3's format does not have, so `--profile kimi-k3` waits until the stages ask the
-profile for its grammar and renderer. Token ids are looked up from a tokenizer by string (`K3TokenIds`); the ids
+`kimi_eagle_data.profile` registers both as `ModelProfile`s whose `chat_format` is K3's (`chat_format.py` here):
+the stages ask that format for the renderer, grammar and validator. Token ids are looked up from a tokenizer by string (`K3TokenIds`); the ids
 listed here are K3's (163,584 + offset, as K2's reserved range) for the docs and for checking a real tokenizer.
 """
 

@@ -1,0 +1,90 @@
+"""A chat format: what a stage asks a profile for that differs between model families.
+
+A profile (`kimi_eagle_data.profile.ModelProfile`) names its format (`chat_format`) and `profile.format` is the
+object here; stages never compare profile names. What a format answers:
+
+- `tokens(profile, tokenizer)`: its structural tokens resolved to the tokenizer's ids (`end_of_turn` is the stop
+  id; `ids` maps every token string the served tokenizer must agree on to its id);
+- `render_prompt(tokenizer, messages, tools, mode, effort)`: a prompt's ids as the model renders them;
+- `generation_prompt_ids(profile, tokenizer, mode)`: what every prompt of a mode ends with;
+- `special_text(tokenizer)`: the finder of text that the model's tokenizer would read as special tokens, or None
+  where typed special-token text stays text (K3);
+- `validator(tokens, tokenizer, max_seq_len, …)`: the completion grammar and its rules with reason codes;
+- `reasoning_length(ids, tokens, instant)`: completion tokens before the reasoning's end;
+- `reason_descriptions(profile)`: every reason code with its description.
+
+Kimi-K2.5's format is `KimiK2Format` below; Kimi-K3's is `profiles/kimi_k3/chat_format.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+THINKING, INSTANT = "thinking", "instant"
+
+
+class KimiK2Format:
+    """Kimi-K2.5's format: the tokenizer's chat template, `<think>`…`</think>`, the tool-call section tokens."""
+
+    name = "kimi-k2"
+    efforts: tuple[str, ...] = ()          # K2.5 has no thinking effort
+
+    def tokens(self, profile, tokenizer):
+        from kimi_eagle_data.profile import ProfileTokens
+
+        return ProfileTokens.from_tokenizer(profile, tokenizer)
+
+    def render_prompt(self, tokenizer, messages, tools, mode: str = THINKING, effort: str | None = None) -> list[int]:
+        from kimi_eagle_data.prompts.tokenizer import render_prompt
+
+        return render_prompt(tokenizer, messages, tools, mode)
+
+    def render_text(self, tokenizer, messages, tools, mode: str = THINKING, effort: str | None = None) -> str:
+        from kimi_eagle_data.prompts.tokenizer import render_text
+
+        return render_text(tokenizer, messages, tools, mode)
+
+    def generation_prompt_ids(self, profile, tokenizer, mode: str = THINKING) -> list[int]:
+        text = profile.instant_generation_prompt if mode == INSTANT else profile.generation_prompt
+        return list(tokenizer.encode(text, add_special_tokens=False))
+
+    def special_text(self, tokenizer):
+        from kimi_eagle_data.prompts.tokenizer import special_text
+
+        return special_text(tokenizer)
+
+    def validator(self, tokens, tokenizer, max_seq_len: int, keep_truncated: bool = False,
+                  vocab_size: int | None = None):
+        from kimi_eagle_data.validate.validator import Validator
+
+        return Validator(tokens, tokenizer, max_seq_len, keep_truncated=keep_truncated, vocab_size=vocab_size)
+
+    def reasoning_length(self, ids: Sequence[int], tokens, instant: bool = False) -> int:
+        from kimi_eagle_data.grammar import reasoning_length
+
+        return reasoning_length(ids, tokens, instant)
+
+    def reason_descriptions(self, profile) -> dict[str, str]:
+        from kimi_eagle_data.validate.rules import reason_descriptions
+
+        return reason_descriptions(profile)
+
+    def assistant_message(self, parsed: Any, profile, calls_before: int) -> dict:
+        """The model's turn as the assistant message a client sends back (own_history conversations)."""
+        from kimi_eagle_data.conversation.messages import assistant_message
+
+        return assistant_message(parsed, profile, calls_before)
+
+
+def format_named(name: str):
+    """The chat format a profile names (`ModelProfile.chat_format`)."""
+    if name == KimiK2Format.name:
+        return KIMI_K2_FORMAT
+    from kimi_eagle_data.profiles.kimi_k3.chat_format import KIMI_K3_FORMAT
+
+    if name == KIMI_K3_FORMAT.name:
+        return KIMI_K3_FORMAT
+    raise ValueError(f"unknown chat format {name!r}")
+
+
+KIMI_K2_FORMAT = KimiK2Format()

@@ -1,0 +1,125 @@
+"""Kimi-K3's chat format as the stages ask for it (kimi_eagle_data/chat_format.py says what a format answers).
+
+Rendering: a tokenizer with its own chat code (a K3 checkpoint's trust_remote_code tokenizer, the tiny K3 one)
+renders through its own `apply_chat_template`; any other tokenizer through our renderer (`render.py`), each
+segment encoded on its own (`segment_ids.py`). Typed special-token text is text in K3 (a non-special segment), so
+there is no special-text finder: `special_text` is None.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from kimi_eagle_data.profiles.kimi_k3.facts import GENERATION_PROMPTS, K3TokenIds
+from kimi_eagle_data.profiles.kimi_k3.grammar import REASONS
+from kimi_eagle_data.profiles.kimi_k3.render import (DEFAULT_EFFORT, EFFORTS, END_OF_MSG, check_effort,
+                                                     joined_text, render_segments)
+from kimi_eagle_data.profiles.kimi_k3.segment_ids import segment_ids
+from kimi_eagle_data.prompts.tokenizer import own_chat_code
+
+THINKING, INSTANT = "thinking", "instant"
+# The sample-level codes K3's validator shares with K2.5's (docs/token-rules.md).
+SAMPLE_REASONS = {
+    "prompt_not_generation_prompt": "the prompt ends with neither of K3's generation prompts (thinking: "
+                                    "`…<|open|>think<|sep|>`; instant: `…<|open|>response<|sep|>`)",
+    "exceeds_max_seq_len": "prompt_len + completion_len is larger than max_seq_len",
+    "id_out_of_range": "a token id outside [0, vocab_size)",
+    "aborted": "the engine aborted the request: a failure, not a sample",
+    "unknown_finish_reason": "a finish reason other than stop / length / abort",
+    "truncated": "generation hit max_new_tokens before the end of the turn (kept only with --keep-truncated)",
+}
+
+
+@dataclass(frozen=True)
+class K3Tokens:
+    """K3's tokens resolved to one tokenizer: what `ProfileTokens` is for K2.5 (the stop id is `end_of_turn`)."""
+
+    profile: Any
+    ids: Mapping[str, int]                 # marker string -> id (the served tokenizer must agree)
+    k3: K3TokenIds
+    forbidden_ids: frozenset[int] = field(default_factory=frozenset)
+
+    @property
+    def end_of_turn(self) -> int:
+        return self.k3.end_of_msg
+
+    def token_name(self, token_id: int) -> str:
+        return next(t for t, i in self.ids.items() if i == token_id)
+
+
+def encode_segments(tokenizer, segments: Iterable[tuple[str, bool]]) -> list[int]:
+    """Ids of K3 segments, each encoded on its own: through the tokenizer's tiktoken core where it has one."""
+    core = getattr(tokenizer, "model", None)
+    if core is not None and hasattr(core, "encode_ordinary"):
+        return segment_ids(core, segments)
+    ids: list[int] = []
+    for text, allow_special in segments:
+        ids += tokenizer(text, add_special_tokens=False, split_special_tokens=not allow_special)["input_ids"]
+    return ids
+
+
+def _effort(mode: str, effort: str | None) -> str | None:
+    if mode == INSTANT:
+        return None
+    effort = effort or DEFAULT_EFFORT
+    check_effort(effort)
+    return effort
+
+
+class KimiK3Format:
+    name = "kimi-k3"
+    efforts: tuple[str, ...] = EFFORTS
+
+    def tokens(self, profile, tokenizer) -> K3Tokens:
+        k3 = K3TokenIds.from_vocab(tokenizer.get_vocab())
+        ids = {"<|open|>": k3.open, "<|close|>": k3.close, "<|sep|>": k3.sep, END_OF_MSG: k3.end_of_msg}
+        return K3Tokens(profile=profile, ids=ids, k3=k3, forbidden_ids=frozenset(k3.forbidden) | frozenset(k3.legacy))
+
+    def segments(self, messages, tools, mode: str = THINKING, effort: str | None = None):
+        return render_segments(list(messages), tools or None, thinking=mode != INSTANT, effort=_effort(mode, effort))
+
+    def render_prompt(self, tokenizer, messages, tools, mode: str = THINKING, effort: str | None = None) -> list[int]:
+        if own_chat_code(tokenizer):
+            return list(tokenizer.apply_chat_template(list(messages), tools=tools or None, tokenize=True,
+                                                      add_generation_prompt=True, thinking=mode != INSTANT,
+                                                      thinking_effort=_effort(mode, effort)))
+        return encode_segments(tokenizer, self.segments(messages, tools, mode, effort))
+
+    def render_text(self, tokenizer, messages, tools, mode: str = THINKING, effort: str | None = None) -> str:
+        return joined_text(self.segments(messages, tools, mode, effort))
+
+    def generation_prompt_ids(self, profile, tokenizer, mode: str = THINKING) -> list[int]:
+        # The generation prompt's own segments (the tail after the last message), encoded segment by segment.
+        segs = render_segments([{"role": "user", "content": "x"}], thinking=mode != INSTANT, effort=None)
+        last = max(i for i, s in enumerate(segs) if s.text == END_OF_MSG)
+        return encode_segments(tokenizer, segs[last + 1:])
+
+    def special_text(self, tokenizer):
+        return None          # typed special-token text is a non-special segment: text, as K3 renders it
+
+    def validator(self, tokens, tokenizer, max_seq_len: int, keep_truncated: bool = False,
+                  vocab_size: int | None = None):
+        from kimi_eagle_data.profiles.kimi_k3.validator import K3Validator
+
+        return K3Validator(self, tokens, tokenizer, max_seq_len, keep_truncated=keep_truncated,
+                           vocab_size=vocab_size)
+
+    def reasoning_length(self, ids: Sequence[int], tokens, instant: bool = False) -> int:
+        if instant:
+            return 0
+        close = tokens.k3.close
+        for p, i in enumerate(ids):
+            if int(i) == close:
+                return p
+        return len(ids)
+
+    def reason_descriptions(self, profile) -> dict[str, str]:
+        return {**SAMPLE_REASONS, **{code: text for code, (text, _) in REASONS.items()}}
+
+    def assistant_message(self, parsed: Any, profile, calls_before: int) -> dict:
+        return parsed.assistant
+
+
+KIMI_K3_FORMAT = KimiK3Format()
+GENERATION_PROMPT_TEXT = GENERATION_PROMPTS
