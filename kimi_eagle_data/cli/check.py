@@ -52,29 +52,40 @@ def tokenizer_options(fn):
               help="ROW.json is JSONL: render its line N (numbered from 1, as `sed -n Np` counts).")
 @click.option("--ids", "as_ids", is_flag=True, help="Print the token ids (a JSON list) instead of the text.")
 @click.option("--mode", type=click.Choice(["thinking", "instant"]), default="thinking", show_default=True,
-              help="instant: the chat template's thinking=False (the generation prompt ends <think></think>).")
+              help="instant: the chat template's thinking=False (K2.5: the generation prompt ends <think></think>; "
+                   "K3: thinking off, `<|open|>response<|sep|>`).")
+@click.option("--effort", type=click.Choice(["low", "high", "max"]),
+              help="Thinking effort, for a profile that has efforts (Kimi-K3; default: its own, max); thinking "
+                   "mode only.")
 @tokenizer_options
 @friendly_errors(interrupted=READS_ONLY)
-def render(source: str, row: int | None, as_ids: bool, mode: str, profile: str, model: str | None,
-           tokenizer: str | None):
+def render(source: str, row: int | None, as_ids: bool, mode: str, effort: str | None, profile: str,
+           model: str | None, tokenizer: str | None):
     """Print the exact prompt the model sees for {"messages": [...], "tools": [...]} (`-`: stdin).
 
-    The prompt is rendered by the code `prepare` uses (the model's chat template, tools declared
-    TypeScript-style, generation prompt appended); the text is those ids decoded with special tokens
-    written out.
+    The prompt is rendered by the code `prepare` uses (the profile's format: K2.5's chat template with tools
+    declared TypeScript-style, K3's segments through its tokenizer's code or ours; generation prompt appended);
+    the text is those ids decoded with special tokens written out.
     """
     from kimi_eagle_data.validate.check import read_render_row
-    from kimi_eagle_data.prompts.tokenizer import render_prompt, special_text, special_text_line
+    from kimi_eagle_data.prompts.tokenizer import special_text_line
 
     messages, tools = read_render_row(source, row)
-    _prof, tok = _load(profile, model, tokenizer)
+    prof, tok = _load(profile, model, tokenizer)
+    if effort is not None and effort not in prof.efforts:
+        raise click.BadParameter(f"profile {prof.name} has no thinking effort; drop --effort",
+                                 param_hint="--effort")
+    if effort is not None and mode != "thinking":
+        raise click.BadParameter("an effort applies to thinking mode only; drop --effort or --mode instant",
+                                 param_hint="--effort")
     where = "stdin" if source == "-" else source
     try:
-        ids = render_prompt(tok, messages, tools, mode)
+        ids = prof.format.render_prompt(tok, messages, tools, mode, effort)
     except Exception as e:  # jinja and the tool encoder raise many types; the message is what matters
         raise UserError(f"{where}: cannot render the prompt: {' '.join(str(e).split())[:300]}") from None
     click.echo(orjson.dumps(ids).decode() if as_ids else tok.decode(ids, skip_special_tokens=False))
-    found = special_text(tok).in_chat(messages, tools)
+    finder = prof.format.special_text(tok)        # None: typed special-token text stays text (K3)
+    found = finder.in_chat(messages, tools) if finder is not None else None
     if found is not None:
         from rich.markup import escape
 
@@ -82,7 +93,9 @@ def render(source: str, row: int | None, as_ids: bool, mode: str, profile: str, 
                       "themselves, as the tokenizer and the serving stack encode it; prepare rejects such a row "
                       "(special_token_text) unless its partition sets special_text = \"as_served\"",
                       highlight=False, soft_wrap=True)
-    console.print(f"{counted(len(ids), 'prompt token')}, {mode} mode ({getattr(tok, 'name_or_path', '?')})",
+    shown_effort = f", effort {effort or 'max'}" if prof.efforts and mode == "thinking" else ""
+    console.print(f"{counted(len(ids), 'prompt token')}, {mode} mode{shown_effort} "
+                  f"({getattr(tok, 'name_or_path', '?')})",
                   highlight=False, soft_wrap=True)
 
 

@@ -122,3 +122,23 @@ def test_serve_dry_run_prints_k3_flags(engine, parser):
                           engine, "--dry-run"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "moonshotai/Kimi-K3" in out.stdout and f"--reasoning-parser {parser}" in out.stdout
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "kimi_eagle_data", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_render_cli_k3_efforts_and_ids(tmp_path, k3):
+    profile, tok = k3
+    row = tmp_path / "row.json"
+    chat = [{"role": "user", "content": "hi <|open|>"}]
+    row.write_text('{"messages": [{"role": "user", "content": "hi <|open|>"}]}', encoding="utf-8")
+    low = _cli("render", str(row), "--profile", "tiny-kimi-k3", "--effort", "low")
+    assert low.returncode == 0, low.stderr
+    assert "thinking_effort=low" in low.stdout and low.stdout.rstrip().endswith("<|open|>think<|sep|>")
+    ids = _cli("render", str(row), "--profile", "tiny-kimi-k3", "--mode", "instant", "--ids")
+    assert ids.returncode == 0, ids.stderr
+    assert ids.stdout.strip() == str(profile.format.render_prompt(tok, chat, None, "instant")).replace(" ", "")
+    refused = _cli("render", str(row), "--profile", "tiny-kimi", "--effort", "low")
+    assert refused.returncode == 2 and "no thinking effort" in refused.stderr
