@@ -204,7 +204,7 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
         for col in ("reason", "rows", "meaning"):
             t.add_column(col, justify="right" if col == "rows" else "left", overflow="fold")
         for code, count in reasons.most_common():
-            t.add_row(code, f"{count:,}", Text(describe(code)))
+            t.add_row(code, f"{count:,}", Text(describe(code, prof)))
         report.print(t)
     rate = f"{n / seconds:,.0f} rows/s, {tokens / seconds:,.0f} tokens/s" if seconds > 0 else ""
     agreed = "" if dataset is None else (f"; {passed:,} with the verdict they record, {n - passed:,} with "

@@ -71,8 +71,10 @@ CHECK_REASONS = {
 NOT_RECORDED = frozenset({"special_token_in_text"})
 
 
-def describe(code: str) -> str:
-    return REASONS.get(code) or CHECK_REASONS.get(code, "")
+def describe(code: str, profile: ModelProfile | None = None) -> str:
+    """A reason code's meaning: the profile's format's (K3's codes are its own), else K2.5's rules', else check's."""
+    own = profile.format.reason_descriptions(profile).get(code) if profile is not None else None
+    return own or REASONS.get(code) or CHECK_REASONS.get(code, "")
 
 
 @dataclass

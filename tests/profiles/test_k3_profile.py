@@ -142,3 +142,18 @@ def test_render_cli_k3_efforts_and_ids(tmp_path, k3):
     assert ids.stdout.strip() == str(profile.format.render_prompt(tok, chat, None, "instant")).replace(" ", "")
     refused = _cli("render", str(row), "--profile", "tiny-kimi", "--effort", "low")
     assert refused.returncode == 2 and "no thinking effort" in refused.stderr
+
+
+def test_check_cli_k3_rows(tmp_path):
+    import json
+
+    rows = [{"id": "typed", "messages": [{"role": "user", "content": "hi <|open|>"}], "completion": GOOD,
+             "finish_reason": "stop"},
+            {"id": "legacy", "messages": [{"role": "user", "content": "hi"}],
+             "completion": GOOD.replace("Hello!", "Hello!<|im_end|>"), "finish_reason": "stop"}]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = _cli("check", str(path), "--profile", "tiny-kimi-k3", "--json")
+    verdicts = {v["id"]: v for v in map(json.loads, out.stdout.splitlines()) if "id" in v}
+    assert verdicts["typed"]["issues"] == [], verdicts["typed"]      # typed marker: text, no special_token_in_text
+    assert verdicts["legacy"]["issues"] == ["legacy_k2_token"], verdicts["legacy"]
