@@ -11,7 +11,9 @@ object here; stages never compare profile names. What a format answers:
   where typed special-token text stays text (K3);
 - `validator(tokens, tokenizer, max_seq_len, …)`: the completion grammar and its rules with reason codes;
 - `reasoning_length(ids, tokens, instant)`: completion tokens before the reasoning's end;
-- `reason_descriptions(profile)`: every reason code with its description.
+- `reason_descriptions(profile)`: every reason code with its description;
+- `check_renderer(tokenizer, records, where)`: prepare's check of a checkpoint's own chat code against ours;
+- `fingerprint(tokenizer)`: what run.json binds beside the tokenizer's hashes (K3: the encoder's sha256).
 
 Kimi-K2.5's format is `KimiK2Format` below; Kimi-K3's is `profiles/kimi_k3/chat_format.py`.
 """
@@ -68,6 +70,13 @@ class KimiK2Format:
         from kimi_eagle_data.validate.rules import reason_descriptions
 
         return reason_descriptions(profile)
+
+    def check_renderer(self, tokenizer, records, where: str) -> None:
+        """K2.5's template is checked at load (`check_tool_rendering`): nothing more here."""
+
+    def fingerprint(self, tokenizer) -> dict[str, str]:
+        """What run.json binds beside the tokenizer's hashes (K2.5: nothing more)."""
+        return {}
 
     def assistant_message(self, parsed: Any, profile, calls_before: int) -> dict:
         """The model's turn as the assistant message a client sends back (own_history conversations)."""

@@ -52,7 +52,8 @@ log = logging.getLogger(__name__)
 # bound settings; sampling is bound as the request it makes, the tokenizer by its fingerprints).
 _SAMPLING = ("max_new_tokens", "temperature", "top_p")
 BINDING_KEYS = (*(k for k in BOUND if k not in _SAMPLING), "sampling", "tokenizer_sha256", "chat_template_sha256",
-                "tokenizer_code_sha256", "tool_encoder_version", "sampling_plan", "conversation_plan")
+                "tokenizer_code_sha256", "encoder_sha256", "tool_encoder_version", "sampling_plan",
+                "conversation_plan")
 
 # A stage's report as it is made: (stage, report) with stage one of "prepare" (config -> PrepareReport), "generate"
 # (GenerateReport), "accounting" (config -> counts before validation), "validate" (config -> ValidateReport) and
@@ -139,6 +140,7 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
         "model": settings.model_path,
         "tokenizer": settings.tokenizer_path,
         **tokenizer_fingerprint(tokenizer),
+        **profile.format.fingerprint(tokenizer),
         "tool_encoder_version": TOOL_ENCODER_VERSION,
         "sampling": sampling.to_sglang(),
         # The partitions' mode and sampling mixes (sources/modes.py); absent when all are the default.

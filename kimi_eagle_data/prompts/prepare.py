@@ -387,6 +387,7 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
         except SourceFileError as e:
             run.errors[config] = f"{config}: {e}"
             continue
+        profile.format.check_renderer(tokenizer, records, f"{config} ({desc})")
         report.limit = settings.limit
         expected = adapter_columns(part.adapter, part.id_field)
         report.ignored_columns = expected.ignored(columns)

@@ -70,6 +70,21 @@ def _effort(mode: str, effort: str | None) -> str | None:
 class KimiK3Format:
     name = "kimi-k3"
     efforts: tuple[str, ...] = EFFORTS
+    default_effort = DEFAULT_EFFORT
+
+    def check_renderer(self, tokenizer, records, where: str) -> None:
+        """With a tokenizer that has its own chat code: its first prompts rendered by ours too, one line on any
+        difference (checkpoint_code.py)."""
+        if own_chat_code(tokenizer):
+            from kimi_eagle_data.profiles.kimi_k3.checkpoint_code import check_prompts
+
+            check_prompts(self, tokenizer, records, where)
+
+    def fingerprint(self, tokenizer) -> dict[str, str]:
+        """What run.json binds beside the tokenizer's hashes: the encoder's sha256."""
+        from kimi_eagle_data.profiles.kimi_k3.checkpoint_code import encoder_sha256
+
+        return {"encoder_sha256": encoder_sha256(tokenizer)}
 
     def tokens(self, profile, tokenizer) -> K3Tokens:
         k3 = K3TokenIds.from_vocab(tokenizer.get_vocab())
