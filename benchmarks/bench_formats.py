@@ -1,6 +1,6 @@
 """Render + validate throughput, Kimi-K3 vs Kimi-K2.5, on the same conversations: the requests of the K3 golden
 files (tests/golden/k3/conversations.json) that both formats render, cycled up to --conversations, each rendered
-as the stages render it (`profile.format.render_prompt`, thinking mode) and given one well-formed assistant turn
+as the stages render it (`format_of(profile).render_prompt`, thinking mode) and given one well-formed assistant turn
 of the same text (reasoning, answer) in its format, then validated by the format's validator (`validate_many`
 in chunks of 256, as validate and emit run it).
 
@@ -26,8 +26,9 @@ sys.path.insert(0, str(ROOT))
 
 from kimi_eagle_data.grammar import pack  # noqa: E402
 from kimi_eagle_data.profile import get_profile  # noqa: E402
-from kimi_eagle_data.profiles.kimi_k3.chat_format import encode_segments  # noqa: E402
+from kimi_eagle_data.profiles.kimi_k3.segment_ids import encode_segments  # noqa: E402
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer  # noqa: E402
+from kimi_eagle_data.formats import format_of  # noqa: E402
 
 REASONING, ANSWER = "Let me add the two numbers carefully. " * 8, "The answer is 4. " * 6
 TURNS = {"kimi-k2": f"{REASONING}</think>{ANSWER}<|im_end|>",
@@ -60,7 +61,7 @@ def main() -> int:
     for r in requests():
         try:
             for name, p in profiles.items():
-                p.format.render_prompt(toks[name], r["messages"], r.get("tools"))
+                format_of(p).render_prompt(toks[name], r["messages"], r.get("tools"))
         except Exception:       # noqa: BLE001 -- a request one format does not render is left out of both
             continue
         both.append(r)

@@ -88,20 +88,10 @@ class ModelProfile:
     card_tags: tuple[str, ...] = ()
     # A test stand-in (the embedded tiny model): its card says "do not train on it".
     is_test_model: bool = False
-    # The chat format (kimi_eagle_data/chat_format.py): what stages ask for everything format-specific (renderer,
-    # generation prompts, grammar and validator, stop id, special-token text).
+    # The chat format's name: `kimi_eagle_data.formats.format_of(profile)` is what stages ask for everything
+    # format-specific (renderer, generation prompts, grammar and validator, stop id, special-token text). A name,
+    # not the object: the formats sit above this module (they read profiles and run the validators).
     chat_format: str = "kimi-k2"
-
-    @property
-    def format(self):
-        from kimi_eagle_data.chat_format import format_named
-
-        return format_named(self.chat_format)
-
-    @property
-    def efforts(self) -> tuple[str, ...]:
-        """The thinking efforts the format takes (empty: none, as K2.5)."""
-        return self.format.efforts
 
     def describe(self, template: str) -> str:
         """A description written with `{think_close}`-style fields, in this profile's token names."""
@@ -124,10 +114,12 @@ class ModelProfile:
             "(`{tool_call_id_shape}`), and ends with one `{end_of_turn}`.")
 
     def generation_prompt_ids(self, tokenizer, mode: str = THINKING) -> list[int]:
-        """The generation prompt of `mode` as `tokenizer` encodes it: what every prompt of that mode ends with
+        """The generation prompt of `mode` as `tokenizer` encodes its text (K2.5's way; a stage asks
+        `format_of(profile).generation_prompt_ids`, which is this for K2.5 and per-segment ids for K3): what every prompt of that mode ends with
         (prepare checks each rendered prompt against it, the validator reads a sample's mode from it, inspect
         finds it to split it off)."""
-        return self.format.generation_prompt_ids(self, tokenizer, mode)
+        text = self.instant_generation_prompt if mode == INSTANT else self.generation_prompt
+        return list(tokenizer.encode(text, add_special_tokens=False))
 
     def mode_sampling(self, mode: str) -> SamplingDefaults:
         """The sampling defaults of `mode` (a partition's or the run's settings override them)."""

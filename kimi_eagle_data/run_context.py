@@ -42,12 +42,15 @@ class RunContext:
     workdir: Workdir
     profile: Any                     # profile.ModelProfile
     tokenizer: Any
-    tokens: Any                      # profile.ProfileTokens of the tokenizer
+    tokens: Any                      # the format's tokens of the tokenizer (K2.5: profile.ProfileTokens)
     sampling: Any                    # engines/base.SamplingParams: the run's request
     max_seq_len: int
     run: dict[str, Any]              # run.json as bound (read only: stages never change it)
     lock: Any                        # store/lock.WorkdirLock, held while the context lives
     progress: Progress
+    # formats/: the profile's chat format, what stages ask for everything format-specific (renderer, generation
+    # prompts, validator, special-token text); set by runs.open_run (stages never import formats/).
+    format: Any = None
     connected: EngineHandoff = field(default_factory=EngineHandoff)
 
     @property

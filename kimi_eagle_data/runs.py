@@ -41,6 +41,7 @@ from kimi_eagle_data.store.progress import generation_progress
 from kimi_eagle_data.store.workdir import Workdir
 from kimi_eagle_data.validate.assemble import ValidateReport
 from kimi_eagle_data.validate.stage import validate
+from kimi_eagle_data.formats import format_of
 
 __all__ = ["AccountingError", "BuildReport", "RunContext", "RunSettings", "accounting", "build", "demo_settings",
            "emit_dataset", "generate_and_account", "load_partitions", "open_run", "prepare_dry_run",
@@ -96,7 +97,7 @@ def prepare_dry_run(settings: RunSettings, partitions: PrepareConfig | None = No
     from kimi_eagle_data.prompts.prepare import dry_run
 
     settings, partitions = load_partitions(settings, partitions)
-    return dry_run(settings, partitions)
+    return dry_run(settings, partitions, format_of(settings.model_profile))
 
 
 def open_run(settings: RunSettings, *, progress: Progress | None = None, partitions: PrepareConfig | None = None,
@@ -120,7 +121,7 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
     check_version(settings.version)
     profile = settings.model_profile
     tokenizer = load_tokenizer(settings.tokenizer_path)
-    tokens = profile.format.tokens(profile, tokenizer)
+    tokens = format_of(profile).tokens(profile, tokenizer)
     resolved = settings.resolved_sampling()
     sampling = SamplingParams(max_new_tokens=resolved.max_new_tokens, temperature=resolved.temperature,
                               top_p=resolved.top_p, stop_token_ids=(tokens.end_of_turn,))
@@ -140,7 +141,7 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
         "model": settings.model_path,
         "tokenizer": settings.tokenizer_path,
         **tokenizer_fingerprint(tokenizer),
-        **profile.format.fingerprint(tokenizer),
+        **format_of(profile).fingerprint(tokenizer),
         "tool_encoder_version": TOOL_ENCODER_VERSION,
         "sampling": sampling.to_sglang(),
         # The partitions' mode and sampling mixes (sources/modes.py); absent when all are the default.
@@ -154,7 +155,7 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
     return RunContext(settings=settings, partitions=partitions, workdir=workdir, profile=profile,
                       tokenizer=tokenizer, tokens=tokens, sampling=sampling, max_seq_len=resolved.max_seq_len,
                       run=run, lock=lock, progress=(progress or LogProgress()) if settings.progress else NoProgress(),
-                      connected=EngineHandoff(engine))
+                      connected=EngineHandoff(engine), format=format_of(profile))
 
 
 # -- runs made of stages -------------------------------------------------------------------------

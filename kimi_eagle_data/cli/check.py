@@ -13,6 +13,7 @@ from click.core import ParameterSource
 
 from kimi_eagle_data.cli.common import READS_ONLY, UserError, console, friendly_errors, out
 from kimi_eagle_data.wording import counted, plural
+from kimi_eagle_data.formats import format_of
 
 _SHOWN_ROWS = 20     # invalid / unreadable rows listed one per line before the summary
 
@@ -72,7 +73,7 @@ def render(source: str, row: int | None, as_ids: bool, mode: str, effort: str | 
 
     messages, tools = read_render_row(source, row)
     prof, tok = _load(profile, model, tokenizer)
-    if effort is not None and effort not in prof.efforts:
+    if effort is not None and effort not in format_of(prof).efforts:
         raise click.BadParameter(f"profile {prof.name} has no thinking effort; drop --effort",
                                  param_hint="--effort")
     if effort is not None and mode != "thinking":
@@ -80,11 +81,11 @@ def render(source: str, row: int | None, as_ids: bool, mode: str, effort: str | 
                                  param_hint="--effort")
     where = "stdin" if source == "-" else source
     try:
-        ids = prof.format.render_prompt(tok, messages, tools, mode, effort)
+        ids = format_of(prof).render_prompt(tok, messages, tools, mode, effort)
     except Exception as e:  # jinja and the tool encoder raise many types; the message is what matters
         raise UserError(f"{where}: cannot render the prompt: {' '.join(str(e).split())[:300]}") from None
     click.echo(orjson.dumps(ids).decode() if as_ids else tok.decode(ids, skip_special_tokens=False))
-    finder = prof.format.special_text(tok)        # None: typed special-token text stays text (K3)
+    finder = format_of(prof).special_text(tok)        # None: typed special-token text stays text (K3)
     found = finder.in_chat(messages, tools) if finder is not None else None
     if found is not None:
         from rich.markup import escape
@@ -93,7 +94,7 @@ def render(source: str, row: int | None, as_ids: bool, mode: str, effort: str | 
                       "themselves, as the tokenizer and the serving stack encode it; prepare rejects such a row "
                       "(special_token_text) unless its partition sets special_text = \"as_served\"",
                       highlight=False, soft_wrap=True)
-    shown_effort = f", effort {effort or 'max'}" if prof.efforts and mode == "thinking" else ""
+    shown_effort = f", effort {effort or 'max'}" if format_of(prof).efforts and mode == "thinking" else ""
     console.print(f"{counted(len(ids), 'prompt token')}, {mode} mode{shown_effort} "
                   f"({getattr(tok, 'name_or_path', '?')})",
                   highlight=False, soft_wrap=True)
@@ -148,7 +149,7 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
     if dataset is not None:
         profile, max_seq_len, keep_truncated = _dataset_settings(dataset, profile, max_seq_len, keep_truncated)
     prof, tok = _load(profile, model, tokenizer)
-    checker = Checker(prof, tok, max_seq_len=max_seq_len, keep_truncated=keep_truncated)
+    checker = Checker(prof, tok, max_seq_len=max_seq_len, keep_truncated=keep_truncated, chat_format=format_of(prof))
     if dataset is not None:
         problem = tokenizer_problem(tok, tokenizer or model or prof.model_path, dataset.manifest["provenance"],
                                     dataset.root)
@@ -204,7 +205,7 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
         for col in ("reason", "rows", "meaning"):
             t.add_column(col, justify="right" if col == "rows" else "left", overflow="fold")
         for code, count in reasons.most_common():
-            t.add_row(code, f"{count:,}", Text(describe(code, prof)))
+            t.add_row(code, f"{count:,}", Text(describe(code, format_of(prof).reason_descriptions(prof))))
         report.print(t)
     rate = f"{n / seconds:,.0f} rows/s, {tokens / seconds:,.0f} tokens/s" if seconds > 0 else ""
     agreed = "" if dataset is None else (f"; {passed:,} with the verdict they record, {n - passed:,} with "

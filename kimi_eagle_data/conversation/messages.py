@@ -46,7 +46,9 @@ def assistant_message(parsed: ParsedCompletion, profile: ModelProfile, first_ind
     Meant for a turn the validator accepted: the answer is all the text outside the tool-call section (a valid
     turn has none after it), and call i must be `functions.NAME:IDX` with IDX = `first_index` + i, where
     `first_index` is the `history_call_count` of the conversation before it; a call that is not raises
-    TurnError."""
+    TurnError. A parse that carries its message already (Kimi-K3's validator reads a turn into one) gives it."""
+    if hasattr(parsed, "assistant"):
+        return dict(parsed.assistant)
     message: dict[str, Any] = {"role": "assistant"}
     if not parsed.instant:
         message["reasoning_content"] = parsed.reasoning

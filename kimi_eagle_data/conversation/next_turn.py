@@ -10,10 +10,11 @@ an uninterrupted one does.
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+from typing import Any, Sequence
 
-from kimi_eagle_data.conversation.messages import (TurnError, history_call_count,
+from kimi_eagle_data.conversation.messages import (TurnError, assistant_message, history_call_count,
                                                    next_turn_messages, tool_call_matches)
+from kimi_eagle_data.prompts.tokenizer import render_prompt
 from kimi_eagle_data.conversation.script import ScriptStep, script_steps, step
 from kimi_eagle_data.profile import ModelProfile
 from kimi_eagle_data.records import Completion, ConversationEnd, PromptRecord
@@ -51,11 +52,16 @@ class NextTurn:
     the partition's max_turns, for the configs whose conversations go on."""
 
     def __init__(self, validator: Validator, tokenizer, profile: ModelProfile, *, max_new_tokens: int,
-                 max_seq_len: int, max_turns: dict[str, int], scripts: dict[str, Sequence[dict] | None]):
+                 max_seq_len: int, max_turns: dict[str, int], scripts: dict[str, Sequence[dict] | None],
+                 chat_format: Any = None):
         self.validator, self.tokenizer, self.profile = validator, tokenizer, profile
+        # The run's chat format (formats/); None: K2.5's chat template through the tokenizer.
+        self.render = render_prompt if chat_format is None else chat_format.render_prompt
         self.max_new_tokens, self.max_seq_len, self.max_turns = max_new_tokens, max_seq_len, max_turns
         self.steps = {conv: script_steps(s) for conv, s in scripts.items()}
-        self.generation_prompts = {m: profile.generation_prompt_ids(tokenizer, m) for m in ("thinking", "instant")}
+        self.generation_prompts = {m: profile.generation_prompt_ids(tokenizer, m) if chat_format is None
+                                   else chat_format.generation_prompt_ids(profile, tokenizer, m)
+                                   for m in ("thinking", "instant")}
 
     def turns_left(self, record: PromptRecord) -> int:
         """At most how many turns the conversation has from `record` on, itself included: the source's steps
@@ -89,7 +95,7 @@ class NextTurn:
         if not after.next:
             return end("source_exhausted", f"the source has nothing after turn {turn}")
         try:
-            own = self.profile.format.assistant_message(parsed, self.profile, history_call_count(record.messages))
+            own = assistant_message(parsed, self.profile, history_call_count(record.messages))
         except TurnError as e:
             return end("turn_rejected", f"turn {turn}: {e}")
         diverged = _divergence(own, after)
@@ -97,7 +103,7 @@ class NextTurn:
             return end("call_diverged", f"turn {turn}: {diverged}")
         try:
             messages = next_turn_messages(record.messages, own, after.next)
-            prompt_ids = self.profile.format.render_prompt(self.tokenizer, messages, record.tools, record.mode)
+            prompt_ids = self.render(self.tokenizer, messages, record.tools, record.mode)
         except Exception as e:  # jinja raises many types; the message is what matters
             return end("next_prompt_error", f"turn {turn + 1}: {' '.join(str(e).split())[:300]}")
         gp = self.generation_prompts[record.mode]

@@ -73,7 +73,7 @@ def generate(ctx: RunContext, engine: Engine | None = None, *, pilot_limit: int 
             ckpt.set_meta("engine", asdict(engine.info()))
             report = generate_records(records, engine, ckpt, ctx.sampling, done=done, failed=failed,
                                       retry_failed=s.retry_failed, progress=ctx.progress,
-                                      reasoning_length=partial(ctx.profile.format.reasoning_length, tokens=ctx.tokens),
+                                      reasoning_length=partial(ctx.format.reasoning_length, tokens=ctx.tokens),
                                       next_turn=next_turn, origins=origins)
             report.skipped_done += done_later
             return report
@@ -102,12 +102,12 @@ def make_next_turn(ctx: RunContext, prepared: list[PromptRecord]):
     configs = [c for c in ctx.configs if ctx.partitions.partition(c).conversations]
     if not configs:
         return None
-    validator = ctx.profile.format.validator(ctx.tokens, ctx.tokenizer, ctx.max_seq_len,
+    validator = ctx.format.validator(ctx.tokens, ctx.tokenizer, ctx.max_seq_len,
                                              keep_truncated=ctx.settings.keep_truncated)
     return NextTurn(validator, ctx.tokenizer, ctx.profile, max_new_tokens=ctx.sampling.max_new_tokens,
                     max_seq_len=ctx.max_seq_len,
                     max_turns={c: ctx.partitions.partition(c).max_turns for c in configs},
-                    scripts={r.id: r.script for r in prepared if r.config in configs})
+                    scripts={r.id: r.script for r in prepared if r.config in configs}, chat_format=ctx.format)
 
 
 def reuse_line(views: dict[str, ConfigPrompts], settings, pilot_limit: int | None) -> str | None:

@@ -52,7 +52,7 @@ from kimi_eagle_data.sources.selection import ScanStats, select
 from kimi_eagle_data.sources.adapters import CHAT_COLUMNS, adapter_columns
 from kimi_eagle_data.sources.readers import SourceFileError, SourceRow, iter_source, local_source, record_columns
 from kimi_eagle_data.sources.rows import AdapterColumns
-from kimi_eagle_data.prompts.tokenizer import ToolRenderingError, special_text_line
+from kimi_eagle_data.prompts.tokenizer import ToolRenderingError, render_prompt, special_text, special_text_line
 from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported
 from kimi_eagle_data.profile import INSTANT, KIMI_K25, THINKING, ModelProfile
 from kimi_eagle_data.sources.modes import ModePlan, choose_mode, choose_sampling, run_wide_overridden
@@ -225,7 +225,7 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
     if mode != THINKING:
         id_ = sample_id(cfg, partition.upstream, sid, partition.id_rule, mode)
     gen_prompt_ids = modes.generation_prompts[mode]
-    special = _special_text(sp, modes.profile.format.special_text(tokenizer))
+    special = _special_text(sp, modes.special_text(tokenizer))
     checks = (("content", lambda: check_content(sp.messages) or _special_text_reason(partition, special)),
               ("tools", lambda: check_tools(sp.tools) if partition.filters.validate_tools else None),
               ("language", lambda: check_language(sp.messages, partition.filters)),
@@ -246,7 +246,7 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
             return
     report.passed["decontam"] += 1
     try:
-        prompt_ids = modes.profile.format.render_prompt(tokenizer, sp.messages, sp.tools, mode)
+        prompt_ids = modes.render(tokenizer, sp.messages, sp.tools, mode)
     except (ToolSchemaUnsupported, ToolRenderingError) as e:
         # never a JSON-declared prompt in the data: the row is counted out with its reason
         reject(sid, "tool_schema_unsupported", f"{where}: {e}", id_)
@@ -329,14 +329,34 @@ class PromptModes:
     profile: ModelProfile
     generation_prompts: dict[str, list[int]]
     run_wide: dict[str, float | None] = field(default_factory=dict)
+    # The run's chat format (formats/, handed down by the stage); None: K2.5's chat template, as the tokenizer
+    # renders it (prompts/tokenizer.py), for a caller that has no run.
+    chat_format: Any = None
+
+    def render(self, tokenizer, messages, tools, mode: str) -> list[int]:
+        if self.chat_format is None:
+            return render_prompt(tokenizer, messages, tools, mode)
+        return self.chat_format.render_prompt(tokenizer, messages, tools, mode)
+
+    def special_text(self, tokenizer):
+        """The finder of special-token text in a prompt's text; None where the format keeps it text (K3)."""
+        return special_text(tokenizer) if self.chat_format is None else self.chat_format.special_text(tokenizer)
+
+    def check_renderer(self, tokenizer, records: list[PromptRecord], where: str) -> None:
+        if self.chat_format is not None:
+            self.chat_format.check_renderer(tokenizer, records, where)
 
     @classmethod
     def of(cls, profile: ModelProfile, tokenizer, thinking_ids: list[int] | None = None,
-           run_wide: dict[str, float | None] | None = None) -> "PromptModes":
-        prompts = {THINKING: list(thinking_ids) if thinking_ids is not None
-                   else profile.generation_prompt_ids(tokenizer),
-                   INSTANT: profile.generation_prompt_ids(tokenizer, INSTANT)}
-        return cls(profile, prompts, dict(run_wide or {}))
+           run_wide: dict[str, float | None] | None = None, chat_format: Any = None) -> "PromptModes":
+        def ending(mode: str) -> list[int]:
+            if chat_format is None:
+                return profile.generation_prompt_ids(tokenizer, mode)
+            return chat_format.generation_prompt_ids(profile, tokenizer, mode)
+
+        prompts = {THINKING: list(thinking_ids) if thinking_ids is not None else ending(THINKING),
+                   INSTANT: ending(INSTANT)}
+        return cls(profile, prompts, dict(run_wide or {}), chat_format)
 
 
 # -- several configs ----------------------------------------------------------------------------------
@@ -355,7 +375,7 @@ class PrepareRun:
 
 
 def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int], max_new_tokens: int,
-                    max_seq_len: int, workdir: Workdir | None) -> PrepareRun:
+                    max_seq_len: int, workdir: Workdir | None, chat_format: Any = None) -> PrepareRun:
     """Prepare `settings.configs` in order, sharing dedup and decontamination across them.
 
     `settings` is a RunSettings (duck-typed: configs, profile, sources, samples, revision, limit), `partitions`
@@ -368,7 +388,7 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
     profile = get_profile(settings.profile)
     vocab_size = model_vocab_size(profile, tokenizer)
     modes = PromptModes.of(profile, tokenizer, gen_prompt_ids,
-                           {"temperature": settings.temperature, "top_p": settings.top_p})
+                           {"temperature": settings.temperature, "top_p": settings.top_p}, chat_format)
     state = PrepareState(pconf.dedup, pconf.decontam)
     run = PrepareRun({}, {}, state.decontam.summary() if state.decontam else {})
     warn_run_wide_overridden(modes.run_wide, {c: pconf.partition(c).modes for c in settings.configs})
@@ -387,7 +407,7 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
         except SourceFileError as e:
             run.errors[config] = f"{config}: {e}"
             continue
-        profile.format.check_renderer(tokenizer, records, f"{config} ({desc})")
+        modes.check_renderer(tokenizer, records, f"{config} ({desc})")
         report.limit = settings.limit
         expected = adapter_columns(part.adapter, part.id_field)
         report.ignored_columns = expected.ignored(columns)
@@ -492,7 +512,7 @@ def read_prepared(workdir: Workdir, config: str) -> list[PromptRecord]:
 
 # -- dry run --------------------------------------------------------------------------------------------
 
-def dry_run(settings, partitions) -> PrepareRun:
+def dry_run(settings, partitions, chat_format: Any = None) -> PrepareRun:
     """Everything prepare does except writing: per-config counts after each stage. `settings` resolved with
     `partitions` (pipeline.load_partitions)."""
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer
@@ -500,5 +520,6 @@ def dry_run(settings, partitions) -> PrepareRun:
     tokenizer = load_tokenizer(settings.tokenizer_path)
     sampling = settings.resolved_sampling()
     return prepare_configs(settings, partitions, tokenizer,
-                           gen_prompt_ids=settings.model_profile.generation_prompt_ids(tokenizer),
+                           gen_prompt_ids=PromptModes.of(settings.model_profile, tokenizer,
+                                                         chat_format=chat_format).generation_prompts[THINKING],
                            max_new_tokens=sampling.max_new_tokens, max_seq_len=sampling.max_seq_len, workdir=None)

@@ -40,14 +40,15 @@ import numpy as np
 import orjson
 
 from kimi_eagle_data.json_text import UTF8_BOM, JsonTextError, parse_json
-from kimi_eagle_data.profile import MODES, THINKING, ModelProfile
+from kimi_eagle_data.profile import MODES, THINKING, ModelProfile, ProfileTokens
 from kimi_eagle_data.prompts.answer import render_answer
-from kimi_eagle_data.prompts.tokenizer import special_text_line
+from kimi_eagle_data.prompts.tokenizer import render_prompt, special_text, special_text_line
 from kimi_eagle_data.sources.filters import CHARS_PER_TOKEN_BOUND, ROW_BYTES_PER_CHAR
 from kimi_eagle_data.sources.rows import split_reasoning, unknown_role
 from kimi_eagle_data.validate.check_input import FORMS_EXPECTED, CheckInputError, Unreadable, emitted_rows
 from kimi_eagle_data.wording import counted
 from kimi_eagle_data.validate.rules import REASONS
+from kimi_eagle_data.validate.validator import Validator
 
 # Reasons `check` adds to the validator's codes (docs/token-rules.md): what only a foreign file can get wrong.
 CHECK_REASONS = {
@@ -71,10 +72,10 @@ CHECK_REASONS = {
 NOT_RECORDED = frozenset({"special_token_in_text"})
 
 
-def describe(code: str, profile: ModelProfile | None = None) -> str:
-    """A reason code's meaning: the profile's format's (K3's codes are its own), else K2.5's rules', else check's."""
-    own = profile.format.reason_descriptions(profile).get(code) if profile is not None else None
-    return own or REASONS.get(code) or CHECK_REASONS.get(code, "")
+def describe(code: str, own: dict[str, str] | None = None) -> str:
+    """A reason code's meaning: `own` (the run's format's descriptions: K3's codes are its own), else K2.5's
+    rules', else check's."""
+    return (own or {}).get(code) or REASONS.get(code) or CHECK_REASONS.get(code, "")
 
 
 @dataclass
@@ -116,13 +117,20 @@ class Checker:
     """One profile + tokenizer: construct once, then `check(row_dict, index)` per row."""
 
     def __init__(self, profile: ModelProfile, tokenizer, max_seq_len: int | None = None,
-                 keep_truncated: bool = False):
+                 keep_truncated: bool = False, chat_format: Any = None):
         self.profile = profile
         self.tokenizer = tokenizer
-        self.tokens = profile.format.tokens(profile, tokenizer)
-        self.validator = profile.format.validator(self.tokens, tokenizer, max_seq_len or profile.max_seq_len,
-                                                  keep_truncated=keep_truncated)
-        self.special_text = profile.format.special_text(tokenizer)     # None: typed markers stay text (K3)
+        # The profile's chat format (formats/, handed by the CLI); None: K2.5's, from the tokenizer's template.
+        self.chat_format = chat_format
+        max_len = max_seq_len or profile.max_seq_len
+        if chat_format is None:
+            self.tokens = ProfileTokens.from_tokenizer(profile, tokenizer)
+            self.validator = Validator(self.tokens, tokenizer, max_len, keep_truncated=keep_truncated)
+            self.special_text = special_text(tokenizer)
+        else:
+            self.tokens = chat_format.tokens(profile, tokenizer)
+            self.validator = chat_format.validator(self.tokens, tokenizer, max_len, keep_truncated=keep_truncated)
+            self.special_text = chat_format.special_text(tokenizer)     # None: typed markers stay text (K3)
         self._system_id = (tokenizer.convert_tokens_to_ids(profile.turn_tokens["system"])
                            if "system" in profile.turn_tokens else None)
         self._eot_id = self.tokens.end_of_turn
@@ -217,8 +225,8 @@ class Checker:
             out.details.append(problem)
             return None
         try:
-            return np.asarray(self.profile.format.render_prompt(self.tokenizer, messages, tools, mode),
-                              dtype=np.int64)
+            render = render_prompt if self.chat_format is None else self.chat_format.render_prompt
+            return np.asarray(render(self.tokenizer, messages, tools, mode), dtype=np.int64)
         except Exception as e:  # jinja and the tool encoder raise many types; the message is what matters
             out.issues.append("template_error")
             out.details.append(f"chat template failed: {' '.join(str(e).split())[:300]}")

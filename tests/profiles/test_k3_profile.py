@@ -1,4 +1,4 @@
-"""Kimi-K3 as a registered profile: stages ask `profile.format` (kimi_eagle_data/chat_format.py), never a profile's
+"""Kimi-K3 as a registered profile: stages ask the run's chat format (kimi_eagle_data/formats/), never a profile's
 name; K3's format renders through the tokenizer's own code (the tiny K3 class) or ours with the same ids, keeps
 typed special-token text as text, and its validator judges completions with K3's grammar and reason codes."""
 
@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from kimi_eagle_data.profile import PROFILES, get_profile
-from kimi_eagle_data.profiles.kimi_k3.chat_format import encode_segments
+from kimi_eagle_data.profiles.kimi_k3.segment_ids import encode_segments
+from kimi_eagle_data.formats import format_of
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = ("prompts", "generate", "validate", "emit", "score", "reports", "hub")
@@ -33,9 +34,9 @@ def k3():
 
 def test_registry_holds_both_families():
     assert {"kimi-k2.5", "tiny-kimi", "kimi-k3", "tiny-kimi-k3"} <= set(PROFILES)
-    assert get_profile("kimi-k3").format.name == "kimi-k3"
-    assert get_profile("kimi-k2.5").format.name == "kimi-k2"
-    assert get_profile("kimi-k3").efforts == ("low", "high", "max") and get_profile("kimi-k2.5").efforts == ()
+    assert format_of(get_profile("kimi-k3")).name == "kimi-k3"
+    assert format_of(get_profile("kimi-k2.5")).name == "kimi-k2"
+    assert format_of(get_profile("kimi-k3")).efforts == ("low", "high", "max") and format_of(get_profile("kimi-k2.5")).efforts == ()
 
 
 def test_no_stage_branches_on_a_profile_name():
@@ -51,7 +52,7 @@ def test_no_stage_branches_on_a_profile_name():
 def test_the_branch_pattern_catches_a_branch():
     assert BRANCH.search('if profile.name == "kimi-k3":') and BRANCH.search("if is_k3:")
     assert BRANCH.search("elif ctx.profile.name != 'tiny-kimi':") and BRANCH.search("x = KIMI_K3.max_seq_len")
-    assert not BRANCH.search("validator = ctx.profile.format.validator(ctx.tokens)")
+    assert not BRANCH.search("validator = format_of(ctx.profile).validator(ctx.tokens)")
 
 
 def test_checkpoint_code_and_our_renderer_give_the_same_ids(k3):
@@ -59,30 +60,31 @@ def test_checkpoint_code_and_our_renderer_give_the_same_ids(k3):
     chat = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "2+2? <|open|>x<|sep|>"}]
     tools = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]
     for mode, effort in (("thinking", "low"), ("thinking", None), ("instant", None)):
-        ids = profile.format.render_prompt(tok, chat, tools, mode, effort)
-        assert ids == encode_segments(tok, profile.format.segments(chat, tools, mode, effort))
-        assert ids[-len(profile.generation_prompt_ids(tok, mode)):] == profile.generation_prompt_ids(tok, mode)
+        ids = format_of(profile).render_prompt(tok, chat, tools, mode, effort)
+        assert ids == encode_segments(tok, format_of(profile).segments(chat, tools, mode, effort))
+        ending = format_of(profile).generation_prompt_ids(profile, tok, mode)
+        assert ids[-len(ending):] == ending
 
 
 def test_typed_markers_are_text_in_k3_and_special_in_k25(k3):
     profile, tok = k3
     open_id = tok.convert_tokens_to_ids("<|open|>")
-    plain = profile.format.render_prompt(tok, [{"role": "user", "content": "hello"}], None)
-    typed = profile.format.render_prompt(tok, [{"role": "user", "content": "<|open|>"}], None)
+    plain = format_of(profile).render_prompt(tok, [{"role": "user", "content": "hello"}], None)
+    typed = format_of(profile).render_prompt(tok, [{"role": "user", "content": "<|open|>"}], None)
     assert typed.count(open_id) == plain.count(open_id)          # the typed marker is a non-special segment
-    assert profile.format.special_text(tok) is None
+    assert format_of(profile).special_text(tok) is None
     from kimi_eagle_data.profile import TINY_KIMI
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 
     k25 = load_tokenizer(TINY_KIMI.model_path)
-    assert TINY_KIMI.format.special_text(k25).in_chat([{"role": "user", "content": "<|im_end|>"}]) is not None
+    assert format_of(TINY_KIMI).special_text(k25).in_chat([{"role": "user", "content": "<|im_end|>"}]) is not None
 
 
 def _judge(k3, completion: str, mode: str = "thinking", finish: str = "stop", tools=None):
     profile, tok = k3
-    tokens = profile.format.tokens(profile, tok)
-    validator = profile.format.validator(tokens, tok, profile.max_seq_len)
-    prompt = profile.format.render_prompt(tok, [{"role": "user", "content": "hi"}], tools, mode)
+    tokens = format_of(profile).tokens(profile, tok)
+    validator = format_of(profile).validator(tokens, tok, profile.max_seq_len)
+    prompt = format_of(profile).render_prompt(tok, [{"role": "user", "content": "hi"}], tools, mode)
     output = tok.encode(completion)            # special-token strings as the ids themselves
     return validator.validate(np.asarray(prompt), np.asarray(output), finish, None, tools)
 
@@ -139,7 +141,7 @@ def test_render_cli_k3_efforts_and_ids(tmp_path, k3):
     assert "thinking_effort=low" in low.stdout and low.stdout.rstrip().endswith("<|open|>think<|sep|>")
     ids = _cli("render", str(row), "--profile", "tiny-kimi-k3", "--mode", "instant", "--ids")
     assert ids.returncode == 0, ids.stderr
-    assert ids.stdout.strip() == str(profile.format.render_prompt(tok, chat, None, "instant")).replace(" ", "")
+    assert ids.stdout.strip() == str(format_of(profile).render_prompt(tok, chat, None, "instant")).replace(" ", "")
     refused = _cli("render", str(row), "--profile", "tiny-kimi", "--effort", "low")
     assert refused.returncode == 2 and "no thinking effort" in refused.stderr
 

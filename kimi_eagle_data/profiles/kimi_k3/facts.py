@@ -1,7 +1,7 @@
 """Kimi-K3's model facts as plain data: its tokens and their roles, generation prompts per mode, efforts, serve
 flags, and the two profiles `kimi-k3` and `tiny-kimi-k3`.
 
-`kimi_eagle_data.profile` registers both as `ModelProfile`s whose `chat_format` is K3's (`chat_format.py` here):
+`kimi_eagle_data.profile` registers both as `ModelProfile`s whose `chat_format` is K3's (kimi_eagle_data/formats/kimi_k3.py):
 the stages ask that format for the renderer, grammar and validator. Token ids are looked up from a tokenizer by string (`K3TokenIds`); the ids
 listed here are K3's (163,584 + offset, as K2's reserved range) for the docs and for checking a real tokenizer.
 """

@@ -56,3 +56,16 @@ def segment_ids(encoding: TiktokenLike, segments: Iterable[tuple[str, bool]]) ->
     for text, allow_special in segments:
         ids.extend(text_ids(encoding, text, allow_special))
     return ids
+
+
+def encode_segments(tokenizer, segments: Iterable[tuple[str, bool]]) -> list[int]:
+    """A prompt's ids through a transformers tokenizer: its tiktoken core where it has one (`.model`, as Kimi's
+    tokenizers), else each segment through the tokenizer, special-token strings split unless the segment allows
+    them."""
+    core = getattr(tokenizer, "model", None)
+    if core is not None and hasattr(core, "encode_ordinary"):
+        return segment_ids(core, segments)
+    ids: list[int] = []
+    for text, allow_special in segments:
+        ids += tokenizer(text, add_special_tokens=False, split_special_tokens=not allow_special)["input_ids"]
+    return ids

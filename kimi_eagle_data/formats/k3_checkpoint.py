@@ -15,6 +15,7 @@ import os
 from typing import Any, Sequence
 
 from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.profiles.kimi_k3.segment_ids import encode_segments
 from kimi_eagle_data.wording import excerpt
 
 # How many prompts of each config are rendered both ways.
@@ -83,8 +84,6 @@ def first_difference(theirs: Sequence | None, ours: Sequence, their_ids: list[in
 def check_prompts(chat_format, tokenizer, records: Sequence, where: str) -> None:
     """RendererMismatch (one line) when our renderer's ids differ from `records`' (rendered by the checkpoint's
     code) for any of the first CHECKED_PROMPTS."""
-    from kimi_eagle_data.profiles.kimi_k3.chat_format import encode_segments
-
     for r in list(records)[:CHECKED_PROMPTS]:
         effort = getattr(r, "effort", None)
         ours = chat_format.segments(r.messages, r.tools, r.mode, effort)

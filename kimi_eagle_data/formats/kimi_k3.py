@@ -1,4 +1,4 @@
-"""Kimi-K3's chat format as the stages ask for it (kimi_eagle_data/chat_format.py says what a format answers).
+"""Kimi-K3's chat format as the stages ask for it (kimi_k2.py says what a format answers).
 
 Rendering: a tokenizer with its own chat code (a K3 checkpoint's trust_remote_code tokenizer, the tiny K3 one)
 renders through its own `apply_chat_template`; any other tokenizer through our renderer (`render.py`), each
@@ -15,7 +15,7 @@ from kimi_eagle_data.profiles.kimi_k3.facts import GENERATION_PROMPTS, K3TokenId
 from kimi_eagle_data.profiles.kimi_k3.grammar import REASONS
 from kimi_eagle_data.profiles.kimi_k3.render import (DEFAULT_EFFORT, EFFORTS, END_OF_MSG, check_effort,
                                                      joined_text, render_segments)
-from kimi_eagle_data.profiles.kimi_k3.segment_ids import segment_ids
+from kimi_eagle_data.profiles.kimi_k3.segment_ids import encode_segments
 from kimi_eagle_data.prompts.tokenizer import own_chat_code
 
 THINKING, INSTANT = "thinking", "instant"
@@ -48,17 +48,6 @@ class K3Tokens:
         return next(t for t, i in self.ids.items() if i == token_id)
 
 
-def encode_segments(tokenizer, segments: Iterable[tuple[str, bool]]) -> list[int]:
-    """Ids of K3 segments, each encoded on its own: through the tokenizer's tiktoken core where it has one."""
-    core = getattr(tokenizer, "model", None)
-    if core is not None and hasattr(core, "encode_ordinary"):
-        return segment_ids(core, segments)
-    ids: list[int] = []
-    for text, allow_special in segments:
-        ids += tokenizer(text, add_special_tokens=False, split_special_tokens=not allow_special)["input_ids"]
-    return ids
-
-
 def _effort(mode: str, effort: str | None) -> str | None:
     if mode == INSTANT:
         return None
@@ -74,15 +63,15 @@ class KimiK3Format:
 
     def check_renderer(self, tokenizer, records, where: str) -> None:
         """With a tokenizer that has its own chat code: its first prompts rendered by ours too, one line on any
-        difference (checkpoint_code.py)."""
+        difference (k3_checkpoint.py)."""
         if own_chat_code(tokenizer):
-            from kimi_eagle_data.profiles.kimi_k3.checkpoint_code import check_prompts
+            from kimi_eagle_data.formats.k3_checkpoint import check_prompts
 
             check_prompts(self, tokenizer, records, where)
 
     def fingerprint(self, tokenizer) -> dict[str, str]:
         """What run.json binds beside the tokenizer's hashes: the encoder's sha256."""
-        from kimi_eagle_data.profiles.kimi_k3.checkpoint_code import encoder_sha256
+        from kimi_eagle_data.formats.k3_checkpoint import encoder_sha256
 
         return {"encoder_sha256": encoder_sha256(tokenizer)}
 
@@ -115,7 +104,7 @@ class KimiK3Format:
 
     def validator(self, tokens, tokenizer, max_seq_len: int, keep_truncated: bool = False,
                   vocab_size: int | None = None):
-        from kimi_eagle_data.profiles.kimi_k3.validator import K3Validator
+        from kimi_eagle_data.formats.k3_validator import K3Validator
 
         return K3Validator(self, tokens, tokenizer, max_seq_len, keep_truncated=keep_truncated,
                            vocab_size=vocab_size)
@@ -131,9 +120,6 @@ class KimiK3Format:
 
     def reason_descriptions(self, profile) -> dict[str, str]:
         return {**SAMPLE_REASONS, **{code: text for code, (text, _) in REASONS.items()}}
-
-    def assistant_message(self, parsed: Any, profile, calls_before: int) -> dict:
-        return parsed.assistant
 
 
 KIMI_K3_FORMAT = KimiK3Format()

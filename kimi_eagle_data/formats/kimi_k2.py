@@ -1,7 +1,7 @@
 """A chat format: what a stage asks a profile for that differs between model families.
 
-A profile (`kimi_eagle_data.profile.ModelProfile`) names its format (`chat_format`) and `profile.format` is the
-object here; stages never compare profile names. What a format answers:
+A profile (`kimi_eagle_data.profile.ModelProfile`) names its format (`chat_format`) and `format_of(profile)` is
+the object here; stages never compare profile names. What a format answers:
 
 - `tokens(profile, tokenizer)`: its structural tokens resolved to the tokenizer's ids (`end_of_turn` is the stop
   id; `ids` maps every token string the served tokenizer must agree on to its id);
@@ -15,7 +15,7 @@ object here; stages never compare profile names. What a format answers:
 - `check_renderer(tokenizer, records, where)`: prepare's check of a checkpoint's own chat code against ours;
 - `fingerprint(tokenizer)`: what run.json binds beside the tokenizer's hashes (K3: the encoder's sha256).
 
-Kimi-K2.5's format is `KimiK2Format` below; Kimi-K3's is `profiles/kimi_k3/chat_format.py`.
+Kimi-K2.5's format is `KimiK2Format` below; Kimi-K3's is `kimi_k3.py` beside it.
 """
 
 from __future__ import annotations
@@ -47,8 +47,7 @@ class KimiK2Format:
         return render_text(tokenizer, messages, tools, mode)
 
     def generation_prompt_ids(self, profile, tokenizer, mode: str = THINKING) -> list[int]:
-        text = profile.instant_generation_prompt if mode == INSTANT else profile.generation_prompt
-        return list(tokenizer.encode(text, add_special_tokens=False))
+        return profile.generation_prompt_ids(tokenizer, mode)
 
     def special_text(self, tokenizer):
         from kimi_eagle_data.prompts.tokenizer import special_text
@@ -77,23 +76,6 @@ class KimiK2Format:
     def fingerprint(self, tokenizer) -> dict[str, str]:
         """What run.json binds beside the tokenizer's hashes (K2.5: nothing more)."""
         return {}
-
-    def assistant_message(self, parsed: Any, profile, calls_before: int) -> dict:
-        """The model's turn as the assistant message a client sends back (own_history conversations)."""
-        from kimi_eagle_data.conversation.messages import assistant_message
-
-        return assistant_message(parsed, profile, calls_before)
-
-
-def format_named(name: str):
-    """The chat format a profile names (`ModelProfile.chat_format`)."""
-    if name == KimiK2Format.name:
-        return KIMI_K2_FORMAT
-    from kimi_eagle_data.profiles.kimi_k3.chat_format import KIMI_K3_FORMAT
-
-    if name == KIMI_K3_FORMAT.name:
-        return KIMI_K3_FORMAT
-    raise ValueError(f"unknown chat format {name!r}")
 
 
 KIMI_K2_FORMAT = KimiK2Format()
