@@ -69,7 +69,7 @@ def main() -> int:
     print(f"{len(both)} golden requests both formats render, cycled to {len(chats)} conversations")
     rows = []
     for name, p in profiles.items():
-        tok, fmt = toks[name], p.format
+        tok, fmt = toks[name], format_of(p)
         paths = [("tokenizer's path", lambda: [fmt.render_prompt(tok, r["messages"], r.get("tools")) for r in chats])]
         if fmt.name == "kimi-k3":
             paths.append(("our renderer", lambda: [encode_segments(tok, fmt.segments(r["messages"], r.get("tools")))

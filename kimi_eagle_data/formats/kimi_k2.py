@@ -20,7 +20,7 @@ Kimi-K2.5's format is `KimiK2Format` below; Kimi-K3's is `kimi_k3.py` beside it.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 THINKING, INSTANT = "thinking", "instant"
 

@@ -9,7 +9,7 @@ there is no special-text finder: `special_text` is None.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from kimi_eagle_data.profiles.kimi_k3.facts import GENERATION_PROMPTS, K3TokenIds
 from kimi_eagle_data.profiles.kimi_k3.grammar import REASONS

@@ -46,7 +46,7 @@ def test_no_stage_branches_on_a_profile_name():
             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if BRANCH.search(line):
                     hits.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
-    assert not hits, "stages ask profile.format, not a profile's name:\n" + "\n".join(hits)
+    assert not hits, "stages ask the run's chat format (ctx.format), not a profile's name:\n" + "\n".join(hits)
 
 
 def test_the_branch_pattern_catches_a_branch():
