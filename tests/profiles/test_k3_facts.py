@@ -25,6 +25,6 @@ def test_a_tokenizer_without_k3s_markers_is_one_line():
         K3TokenIds.from_vocab({"[BOS]": 0, "[EOS]": 1, "<|im_end|>": 2})
 
 
-def test_k3s_ids_follow_k2s_reserved_range_and_the_profiles_are_not_yet_commands():
+def test_k3s_ids_follow_k2s_reserved_range_and_the_profiles_are_commands_profiles():
     assert sorted(SPECIAL_IDS.values()) == list(range(163584, 163590))
-    assert set(K3_PROFILES) == {"kimi-k3", "tiny-kimi-k3"} and not set(K3_PROFILES) & set(PROFILES)
+    assert set(K3_PROFILES) == {"kimi-k3", "tiny-kimi-k3"} and set(K3_PROFILES) <= set(PROFILES)
