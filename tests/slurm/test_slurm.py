@@ -323,6 +323,57 @@ def test_pilot_then_full_run_then_a_killed_shard_all_by_the_same_submit(one_proc
     assert_complete(w, one_process)
 
 
+def test_source_rows_edited_between_pilot_and_full_run_give_the_one_process_rows_of_the_final_sources(tmp_path):
+    """Own sources (copies of the samples): a pilot by submit, then a B4 row and B6's first user turn and a later
+    user turn edited in place (same ids), then the full run by the same submit. A completion answers the exact prompt
+    it was made for: the dataset is a one-process build's on the final sources, row for row."""
+    from kimi_eagle_data.sources.partitions import SAMPLES_DIR
+
+    src = tmp_path / "src"
+    src.mkdir()
+    files = {"B4": src / "B4.jsonl", "B6": src / "B6.jsonl"}
+    files["B4"].write_bytes((SAMPLES_DIR / "B4-mixturethoughts.jsonl").read_bytes())
+    files["B6"].write_bytes((SAMPLES_DIR / "B6-ultrachat.jsonl").read_bytes())
+    config = tmp_path / "mine.toml"
+    config.write_text(f'[partitions.B4]\nsource = "{files["B4"]}"\ninstant_share = 0.3\n'
+                      f'[partitions.B6]\nsource = "{files["B6"]}"\npolicy = "own_history"\nmax_turns = 3\n'
+                      'instant_share = 0.3\n')
+    run = ["B4", "B6", "--config", str(config), "--profile", "tiny-kimi", "--model", TINY, "--max-new-tokens", "64",
+           "--engine", "local", "--batch-size", "1"]
+    w = tmp_path / "w"
+    run_cli("slurm", "submit", *run, "--limit", "4", "--workdir", str(w), "--nodes", str(SHARDS))
+    first = wait_finished(w, json.loads((w / "slurm" / "submit.json").read_text())["jobs"])
+    assert first["dataset"], first
+    piloted = dataset_rows(w)
+
+    def edit(path: Path, change) -> None:
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        change(rows)
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def b4(rows):
+        rows[0]["messages"][0]["content"] += " Show every step."
+
+    def b6(rows):
+        rows[0]["messages"][0]["content"] += " Answer briefly."
+        users = [m for m in rows[1]["messages"] if m["role"] == "user"]
+        users[1]["content"] += " And why?"
+
+    edit(files["B4"], b4)
+    edit(files["B6"], b6)
+    run_cli("slurm", "submit", *run, "--limit", "8", "--workdir", str(w), "--nodes", str(SHARDS))
+    final = wait_finished(w, json.loads((w / "slurm" / "submit.json").read_text())["jobs"])
+    assert [s["state"] for s in final["shards"]] == ["done"] * SHARDS and final["dataset"], final
+
+    one = tmp_path / "one-process"
+    run_cli("build", *run, "--limit", "8", "--workdir", str(one), "--no-progress")
+    rows, expected = dataset_rows(w), dataset_rows(one)
+    assert rows.keys() == expected.keys()
+    assert rows == expected
+    # The pilot answered some prompts the edits changed: those rows are not the pilot's any more.
+    assert any(piloted[i]["input_ids"] != rows[i]["input_ids"] for i in piloted.keys() & rows.keys())
+
+
 def test_dry_run_scripts_are_accepted_by_sbatch(tmp_path):
     """The scripts of a 4-node Kimi-K2.5 submit (no GPU on this cluster: --gpus-per-node 0), checked by Slurm
     without running them."""
