@@ -181,10 +181,9 @@ def test_a_tokenizer_whose_token_ids_do_not_round_trip_is_refused(tmp_path):
     # something else. Here the tokenizer's own code does it (a real class, loaded through trust_remote_code).
     bad = tmp_path / "bad"
     shutil.copytree(TINY_MODEL_DIR, bad)
-    code = (bad / "tokenization_tiny_kimi.py").read_text()
-    code = code.replace("        return dict(self.encoder)",
-                        "        v = dict(self.encoder)\n        v['<|im_end|>'] = v['<|im_user|>']\n        return v")
-    (bad / "tokenization_tiny_kimi.py").write_text(code)
+    with open(bad / "tokenization_tiny_kimi.py", "a") as f:     # a method of the class, the file's last
+        f.write("\n    def get_vocab(self):\n        v = super().get_vocab()\n"
+                "        v['<|im_end|>'] = v['<|im_user|>']\n        return v\n")
     with pytest.raises(TokenizerLoadError) as e:
         load_tokenizer(str(bad))
     msg = str(e.value)
