@@ -10,6 +10,7 @@ from contextlib import closing
 
 import pytest
 
+from kimi_eagle_data.profile import PROFILES
 from tests.helpers.cli import error_lines, run_cli
 from tests.helpers.servers import TINY, Server
 
@@ -98,13 +99,17 @@ def test_an_option_past_64_bits_is_a_usage_error(option, tmp_path):
     assert not w.exists()
 
 
+# The registry's names, as the line lists them (kimi-k2.5, kimi-k3 and their tiny models).
+KNOWN_PROFILES = ", ".join(sorted(PROFILES))
+
+
 @pytest.mark.parametrize("command", [["prepare", "B6", "--samples"], ["build", "B6", "--samples"],
                                      ["serve", "--device", "cpu", "--dry-run"]])
 def test_an_unknown_profile_is_one_line_on_every_command(command, tmp_path):
     w = tmp_path / "w"
     where = ["--workdir", str(w)] if command[0] != "serve" else []
     line = one_line(run_cli(*command, *where, "--profile", "kimi-k9", check=False), exit_code=2)
-    assert line.endswith("unknown model profile 'kimi-k9'; known: kimi-k2.5, tiny-kimi"), line
+    assert line.endswith(f"unknown model profile 'kimi-k9'; known: {KNOWN_PROFILES}"), line
     assert not w.exists()
 
 
@@ -118,7 +123,7 @@ def test_an_unknown_profile_in_run_json_names_run_json(prepared_b6, tmp_path):
     (w / "run.json").write_text(json.dumps(run))
     line = one_line(run_cli("validate", "--workdir", str(w), check=False))
     assert line == f"error: {w.resolve()}/run.json: options.profile: unknown model profile 'kimi-k9'; known: " \
-                   "kimi-k2.5, tiny-kimi", line
+                   f"{KNOWN_PROFILES}", line
 
 
 # -- a workdir with no run, or one that cannot be made ---------------------------------------------------
