@@ -263,6 +263,8 @@ def _k3_profiles() -> tuple[ModelProfile, ...]:
 
 KIMI_K3, TINY_KIMI_K3 = _k3_profiles()
 PROFILES: dict[str, ModelProfile] = {p.name: p for p in (KIMI_K25, TINY_KIMI, KIMI_K3, TINY_KIMI_K3)}
+# The profiles `kimi-data demo --profile` takes: the embedded tiny models' (CPU), the K2.5 one first (the default).
+DEMO_PROFILES = (TINY_KIMI.name, TINY_KIMI_K3.name)
 
 
 def model_vocab_size(profile: ModelProfile, tokenizer) -> int:

@@ -25,7 +25,7 @@ from kimi_eagle_data.engines.factory import make_engine
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.generate.records import GenerateReport
 from kimi_eagle_data.generate.stage import generate
-from kimi_eagle_data.profile import TINY_MODEL_DIR, model_vocab_size
+from kimi_eagle_data.profile import DEMO_PROFILES, UnknownProfileError, get_profile, model_vocab_size
 from kimi_eagle_data.progress import LogProgress, NoProgress, Progress
 from kimi_eagle_data.prompts.prepare import PrepareReport, PrepareRun
 from kimi_eagle_data.prompts.stage import prepare
@@ -84,11 +84,15 @@ def load_partitions(settings: RunSettings, partitions: PrepareConfig | None = No
 
 
 def demo_settings(workdir: str | Path, *, limit: int | None = None, progress: bool = True,
-                  workers: int | None = None) -> RunSettings:
-    """`kimi-data demo`: the bundled sample prompts through the embedded tiny model, with the demo's partition
-    config (a share of instant-mode prompts in every config)."""
-    return RunSettings(workdir=str(workdir), profile="tiny-kimi", model=str(TINY_MODEL_DIR),
-                       model_label="tiny-kimi (embedded test model)", samples=True, limit=limit, progress=progress,
+                  workers: int | None = None, profile: str = "tiny-kimi") -> RunSettings:
+    """`kimi-data demo`: the bundled sample prompts through an embedded tiny model (`profile`: one of
+    DEMO_PROFILES, the K2.5 one by default), with the demo's partition config (a share of instant-mode prompts in
+    every config)."""
+    if profile not in DEMO_PROFILES:
+        raise UnknownProfileError(f"the demo runs an embedded tiny model: profile {profile!r} is not one; use one "
+                                  f"of {', '.join(DEMO_PROFILES)}")
+    return RunSettings(workdir=str(workdir), profile=profile, model=get_profile(profile).model_path,
+                       model_label=f"{profile} (embedded test model)", samples=True, limit=limit, progress=progress,
                        workers=workers, config_file=str(DEMO_CONFIG))
 
 

@@ -22,7 +22,7 @@ VALIDATION = ["--keep-truncated", "--workers"]
 
 # What each command's help shows, heading by heading, in order: written out here, not derived from settings.py.
 EXPECTED = {
-    "demo": {"Options": ["--help"], "Run": ["--workdir", "--no-progress"], "Sources": ["--limit"],
+    "demo": {"Options": ["--profile", "--help"], "Run": ["--workdir", "--no-progress"], "Sources": ["--limit"],
              "Validation": ["--workers"]},
     "build": {"Options": ["--help"], "Run": RUN, "Model": MODEL, "Sources": SOURCES, "Sampling": SAMPLING,
               "Engine": ENGINE, "Validation": VALIDATION, "Output": ["--dataset-version", "--model-label", "--repo"]},

@@ -18,6 +18,7 @@ from kimi_eagle_data.cli.common import REWRITES, console, friendly_errors, out
 from kimi_eagle_data.cli.options import run_for, settings_from
 from kimi_eagle_data.cli.help import SectionedCommand
 from kimi_eagle_data.cli.progress import RichProgress, show_log_records
+from kimi_eagle_data.profile import DEMO_PROFILES
 from kimi_eagle_data.settings import options_for
 from kimi_eagle_data.wording import counted
 
@@ -186,17 +187,20 @@ def main():
 
 
 @main.command(cls=SectionedCommand)
+@click.option("--profile", type=click.Choice(DEMO_PROFILES), default=DEMO_PROFILES[0], show_default=True,
+              help="The embedded tiny model to run: tiny-kimi (Kimi-K2.5's format) or tiny-kimi-k3 (Kimi-K3's).")
 @options_for("demo")
 @friendly_errors
-def demo(workdir: str, limit: int | None, progress: bool, workers: int | None):
-    """The whole pipeline on the bundled sample prompts with the embedded tiny model (CPU, no network).
+def demo(profile: str, workdir: str, limit: int | None, progress: bool, workers: int | None):
+    """The whole pipeline on the bundled sample prompts with an embedded tiny model (CPU, no network).
 
-    The tiny model speaks Kimi-K2.5's token format but its text is meaningless: the demo shows the
-    pipeline, not data to train on.
+    The tiny model speaks Kimi-K2.5's token format (or Kimi-K3's, with --profile tiny-kimi-k3) but
+    its text is meaningless: the demo shows the pipeline, not data to train on.
     """
     from kimi_eagle_data.runs import demo_settings, open_run
 
-    build_and_print(open_run(demo_settings(workdir, limit=limit, progress=progress, workers=workers),
+    build_and_print(open_run(demo_settings(workdir, limit=limit, progress=progress, workers=workers,
+                                           profile=profile),
                              progress=RichProgress(console)))
 
 
