@@ -86,22 +86,28 @@ class ServerChoice:
     def pick(self, key: str | None = None, avoid: str | None = None) -> str:
         """The server for a request of conversation `key` (None: none), whose last try failed on `avoid` (if any);
         counted as in flight there until `done`."""
-        candidates = self.healthy(avoid)
-        least = min(candidates, key=lambda u: (self.in_flight[u], self.sent[u]))
-        home = self._homes.get(key) if key is not None and self.affinity and len(self.urls) > 1 else None
-        if home is None:
-            url = least
+        if len(self.urls) == 1:      # one server (or a router): nothing to choose, on every request
+            url = self.urls[0]
             self.counts.fresh += 1
-        elif home in candidates and self.in_flight[home] <= self.in_flight[least] + self.slack:
-            url = home
-            self.counts.sticky += 1
         else:
-            url = least
-            self.counts.moved += 1
+            url = self._choose(key, avoid)
         self.in_flight[url] += 1
         self.sent[url] += 1
         self.counts.by_url[url] += 1
         return url
+
+    def _choose(self, key: str | None, avoid: str | None) -> str:
+        candidates = self.healthy(avoid)
+        least = min(candidates, key=lambda u: (self.in_flight[u], self.sent[u]))
+        home = self._homes.get(key) if key is not None and self.affinity else None
+        if home is None:
+            self.counts.fresh += 1
+            return least
+        if home in candidates and self.in_flight[home] <= self.in_flight[least] + self.slack:
+            self.counts.sticky += 1
+            return home
+        self.counts.moved += 1
+        return least
 
     def done(self, url: str, key: str | None, outcome: str) -> None:
         """A try on `url` ended: `outcome` "ok" (answered: `url` becomes the conversation's home), "server" (failed on
