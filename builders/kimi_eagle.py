@@ -41,7 +41,7 @@ except ImportError:  # datasets < 4.1 used plain keys
 from kimi_eagle_data import __version__
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.run_checks import SettingError
-from kimi_eagle_data.schema import features
+from kimi_eagle_data.schema import features, row_schema
 from kimi_eagle_data.store.workdir import file_sha256
 
 BATCH_ROWS = 1024
@@ -136,7 +136,7 @@ def _validate_into(ctx, config: str, out_dir: Path):
     from kimi_eagle_data.validate.stage import validate
 
     shutil.rmtree(out_dir, ignore_errors=True)     # what a stopped run left
-    sink = ConfigShards(out_dir)
+    sink = ConfigShards(out_dir, schema=row_schema(bool(ctx.format.efforts)))
     try:
         reports = validate(ctx, {config: RowBlocks(sink)})
         report = reports[config]
@@ -153,7 +153,10 @@ class KimiEagleData(datasets.ArrowBasedBuilder):
     BUILDER_CONFIG_CLASS = KimiEagleConfig
 
     def _info(self) -> datasets.DatasetInfo:
-        return datasets.DatasetInfo(features=features())
+        from kimi_eagle_data.formats import format_of
+
+        efforts = format_of(_run_settings(self.config).model_profile).efforts   # K3's rows carry their effort
+        return datasets.DatasetInfo(features=features(row_schema(bool(efforts))))
 
     def _split_generators(self, dl_manager):
         from kimi_eagle_data.generate.stage import generate

@@ -5,9 +5,11 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
+import pyarrow as pa
+
 from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.profile import get_profile
-from kimi_eagle_data.schema import features
+from kimi_eagle_data.schema import ROW_SCHEMA, features
 
 COUNT_KEYS = ("selected", "later_turns", "rejected_at_prepare", "generated", "failed", "pending", "valid", "rejected",
               "train_tokens")
@@ -63,18 +65,19 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
                 manifest_sha256: str, repo_id: str | None = None, score: dict[str, Any] | None = None,
                 vocab: dict[str, Any] | None = None, vocab_plot: tuple[str, str] | None = None,
                 conversations: dict[str, dict[str, Any]] | None = None,
-                cache: dict[str, dict[str, Any]] | None = None) -> str:
+                cache: dict[str, dict[str, Any]] | None = None, schema: pa.Schema = ROW_SCHEMA) -> str:
     """`score`: `kimi-data score`'s section (score/report.card_section; None: left out); `vocab`: the
     draft-vocabulary coverage (emit/token_freq.py's coverage_by_config), shown with `vocab_plot`
     (title, path); `plots`: the other plots, {title: path}; `conversations`: config -> the shape of its
     conversations (emit/writer.conversation_shapes; configs of policy own_history), shown with the validation
     reports' later turns and end reasons (none: the section is left out); `cache`: config -> the share of its prompt
-    tokens the engine served from its prefix cache, per turn (store/cache_hits.workdir_cache; none: not reported)."""
+    tokens the engine served from its prefix cache, per turn (store/cache_hits.workdir_cache; none: not reported);
+    `schema`: the rows' (schema.row_schema)."""
     from huggingface_hub import DatasetCard, DatasetCardData
 
     profile = get_profile(provenance["profile"])
     vocab = _vocab_section(vocab, vocab_plot)
-    feats = features()._to_yaml_list()
+    feats = features(schema)._to_yaml_list()
     configs_yaml, infos_yaml, rows = [], [], []
     for config, s in summary.items():
         configs_yaml.append({
@@ -147,7 +150,23 @@ def _modes_section(rows: list[dict[str, Any]], profile, run_sampling: dict[str, 
                              **{k: _value(e[k] if e[k] is not None else run_sampling.get(k))
                                 for k in ("temperature", "top_p")}})
     return {"names": names, "rows": table, "sampling": sampling, "thinking_prompt": profile.generation_prompt,
-            "instant_prompt": profile.instant_generation_prompt}
+            "instant_prompt": profile.instant_generation_prompt, "efforts": _efforts_table(rows)}
+
+
+def _efforts_table(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Thinking rows per config and effort (train / rejected), efforts by their rows, most first; None when no
+    row announced an effort (a profile without efforts)."""
+    totals: dict[str, int] = {}
+    for r in rows:
+        for effort, n in (r["r"].get("efforts") or {}).items():
+            totals[effort] = totals.get(effort, 0) + n["valid"] + n["rejected"]
+    if not totals:
+        return None
+    names = sorted(totals, key=lambda e: (-totals[e], e))
+    table = [{"config": r["config"], "cells": [f"{e.get('valid', 0)} / {e.get('rejected', 0)}"
+                                               for e in ((r["r"].get("efforts") or {}).get(k, {}) for k in names)]}
+             for r in rows]
+    return {"names": names, "rows": table}
 
 
 def drafter_line(server_args: dict[str, Any]) -> str | None:

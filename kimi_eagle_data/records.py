@@ -53,6 +53,9 @@ class PromptRecord:
     prompt_ids: list[int]
     answer: dict[str, Any] | None = None   # the upstream answer (SourcePrompt.answer), for `kimi-data score`
     mode: str = "thinking"                 # thinking / instant (profile.MODES): how the prompt was rendered
+    # The thinking effort the prompt announces (a profile with efforts: Kimi-K3); None in instant mode, for a
+    # profile without efforts, and for a prompt prepared before efforts (its profile's default).
+    effort: str | None = None
     # The prompt's own sampling (sources/modes.py); None: the run's (prepared before modes).
     temperature: float | None = None
     top_p: float | None = None

@@ -35,7 +35,7 @@ from kimi_eagle_data.run_context import EngineHandoff, RunContext
 from kimi_eagle_data.score.report import card_section, load_report
 from kimi_eagle_data.settings import BOUND, RunSettings
 from kimi_eagle_data.sources.config import PrepareConfig, load_config
-from kimi_eagle_data.sources.partitions import DEMO_CONFIG
+from kimi_eagle_data.sources.partitions import DEMO_CONFIG, DEMO_EFFORTS_CONFIG
 from kimi_eagle_data.store.lock import WorkdirLock
 from kimi_eagle_data.store.progress import generation_progress
 from kimi_eagle_data.store.workdir import Workdir
@@ -79,6 +79,7 @@ def load_partitions(settings: RunSettings, partitions: PrepareConfig | None = No
     configs = list(settings.configs) or list(partitions.configs)
     for c in configs:
         partitions.partition(c)
+    partitions.check_efforts(format_of(settings.model_profile).efforts, settings.model_profile.name)
     from_file = {k: v for k, v in partitions.sampling.items() if getattr(settings, k) is None}
     return replace(settings, configs=configs, **from_file), partitions
 
@@ -87,13 +88,14 @@ def demo_settings(workdir: str | Path, *, limit: int | None = None, progress: bo
                   workers: int | None = None, profile: str = "tiny-kimi") -> RunSettings:
     """`kimi-data demo`: the bundled sample prompts through an embedded tiny model (`profile`: one of
     DEMO_PROFILES, the K2.5 one by default), with the demo's partition config (a share of instant-mode prompts in
-    every config)."""
+    every config; for a profile with thinking efforts, every effort and thinking off)."""
     if profile not in DEMO_PROFILES:
         raise UnknownProfileError(f"the demo runs an embedded tiny model: profile {profile!r} is not one; use one "
                                   f"of {', '.join(DEMO_PROFILES)}")
     return RunSettings(workdir=str(workdir), profile=profile, model=get_profile(profile).model_path,
                        model_label=f"{profile} (embedded test model)", samples=True, limit=limit, progress=progress,
-                       workers=workers, config_file=str(DEMO_CONFIG))
+                       workers=workers,
+                       config_file=str(DEMO_EFFORTS_CONFIG if format_of(get_profile(profile)).efforts else DEMO_CONFIG))
 
 
 def prepare_dry_run(settings: RunSettings, partitions: PrepareConfig | None = None) -> PrepareRun:

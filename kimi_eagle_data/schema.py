@@ -43,6 +43,16 @@ ROW_SCHEMA = pa.schema([
     ("issues", pa.list_(pa.string())),
 ])
 
+# A profile whose thinking has efforts (Kimi-K3): the rows carry the effort each prompt announced, after `mode`
+# (null in instant mode). A profile without efforts (Kimi-K2.5) has no such column.
+EFFORT = pa.field("effort", pa.string())
+
+
+def row_schema(efforts: bool) -> pa.Schema:
+    """The emitted rows' schema for a profile with thinking efforts (`efforts`) or without."""
+    return ROW_SCHEMA.insert(ROW_SCHEMA.get_field_index("mode") + 1, EFFORT) if efforts else ROW_SCHEMA
+
+
 # What validate keeps per row in validated/<CFG>.parquet: the columns stats, plots, plan, inspect and the card
 # read. Token ids, messages and tools live only in the emitted shards (each token is written once).
 LIGHT_SCHEMA = pa.schema([
@@ -56,6 +66,7 @@ LIGHT_SCHEMA = pa.schema([
     ("num_tool_calls", pa.int32()),
     ("finish_reason", pa.string()),
     ("mode", pa.string()),
+    ("effort", pa.string()),              # the thinking effort the prompt announced (null: none; EFFORT below)
     ("temperature", pa.float64()),
     ("top_p", pa.float64()),
     ("conversation_id", pa.string()),
@@ -82,6 +93,9 @@ PROMPT_SCHEMA = pa.schema([
     ("mode", pa.string()),
     ("temperature", pa.float64()),
     ("top_p", pa.float64()),
+    # The thinking effort the prompt announces (Kimi-K3; null: instant mode, or a profile without efforts).
+    # Older prepared files lack it.
+    ("effort", pa.string()),
     # Policy own_history: JSON of the source's messages after the prompt (what continues the conversation),
     # "" under the other policies. Older prepared files lack the column.
     ("script", pa.string()),
@@ -125,8 +139,8 @@ def message_chars(m: dict[str, Any]) -> int:
     return n
 
 
-def features():
-    """The schema as `datasets.Features` (for dataset_info in the card)."""
+def features(schema: pa.Schema = ROW_SCHEMA):
+    """The rows' schema (row_schema) as `datasets.Features` (for dataset_info in the card)."""
     from datasets import Features
 
-    return Features.from_arrow_schema(ROW_SCHEMA)
+    return Features.from_arrow_schema(schema)

@@ -56,7 +56,8 @@ class NextTurn:
                  chat_format: Any = None):
         self.validator, self.tokenizer, self.profile = validator, tokenizer, profile
         # The run's chat format (formats/); None: K2.5's chat template through the tokenizer.
-        self.render = render_prompt if chat_format is None else chat_format.render_prompt
+        self.render = (chat_format.render_prompt if chat_format is not None else
+                       lambda tokenizer, messages, tools, mode, effort: render_prompt(tokenizer, messages, tools, mode))
         self.max_new_tokens, self.max_seq_len, self.max_turns = max_new_tokens, max_seq_len, max_turns
         self.steps = {conv: script_steps(s) for conv, s in scripts.items()}
         self.generation_prompts = {m: profile.generation_prompt_ids(tokenizer, m) if chat_format is None
@@ -103,7 +104,8 @@ class NextTurn:
             return end("call_diverged", f"turn {turn}: {diverged}")
         try:
             messages = next_turn_messages(record.messages, own, after.next)
-            prompt_ids = self.render(self.tokenizer, messages, record.tools, record.mode)
+            # every turn announces the first turn's effort (None: the format's default, or none)
+            prompt_ids = self.render(self.tokenizer, messages, record.tools, record.mode, record.effort)
         except Exception as e:  # jinja raises many types; the message is what matters
             return end("next_prompt_error", f"turn {turn + 1}: {' '.join(str(e).split())[:300]}")
         gp = self.generation_prompts[record.mode]
@@ -116,7 +118,7 @@ class NextTurn:
         following = step(self.steps.get(conv) or [], turn + 1)
         return PromptRecord(turn_id(conv, turn + 1), record.config, record.source, record.source_id, messages,
                             record.tools, prompt_ids, answer_of(following.answer), mode=record.mode,
-                            temperature=record.temperature, top_p=record.top_p, conversation_id=conv, turn=turn + 1)
+                            effort=record.effort, temperature=record.temperature, top_p=record.top_p, conversation_id=conv, turn=turn + 1)
 
 
 def _divergence(own: dict, after: ScriptStep) -> str | None:

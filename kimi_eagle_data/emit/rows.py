@@ -14,14 +14,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kimi_eagle_data.schema import ROW_SCHEMA
 from kimi_eagle_data.validate.assemble import ChunkRows
 
 BLOCK_CHUNKS = 4     # chunks per row group (1,024 samples; train and rejected rows of one block written together)
 
 
 class RowSink(Protocol):
-    """Where full rows go (writer.ConfigShards): one table per split per block."""
+    """Where full rows go (writer.ConfigShards): one table per split per block, in its `schema`."""
+
+    schema: pa.Schema
 
     def write(self, split: str, table: pa.Table) -> None: ...
 
@@ -44,12 +45,12 @@ def _token_columns(ctx: ChunkRows) -> tuple[pa.Array, pa.Array]:
     return pa.ListArray.from_arrays(off, pa.array(ids)), pa.ListArray.from_arrays(off, pa.array(mask))
 
 
-def _full_rows(ctx: ChunkRows, light: pa.Table, messages: pa.Array, tools: pa.Array) -> pa.Table:
-    """The dataset rows of a chunk: its light columns with the token columns, messages and tools."""
+def _full_rows(ctx: ChunkRows, light: pa.Table, messages: pa.Array, tools: pa.Array, schema: pa.Schema) -> pa.Table:
+    """The dataset rows of a chunk in `schema`: its light columns with the token columns, messages and tools."""
     cols = dict(zip(light.column_names, light.columns))
     cols["input_ids"], cols["loss_mask"] = _token_columns(ctx)
     cols["messages"], cols["tools"] = messages, tools
-    return pa.Table.from_arrays([cols[k] for k in ROW_SCHEMA.names], schema=ROW_SCHEMA)
+    return pa.Table.from_arrays([cols[k] for k in schema.names], schema=schema)
 
 
 class RowBlocks:
@@ -82,7 +83,7 @@ class RowBlocks:
         # pages follow the chunk boundaries, which depend on the checkpoint only (never on --workers).
         by_split: dict[str, list[pa.RecordBatch]] = {s: [] for s in ("train", "rejected")}
         for p in parts:
-            rows = _full_rows(*p)
+            rows = _full_rows(*p, self.sink.schema)
             train = pc.equal(p[1]["split"], "train").combine_chunks()
             n_train = pc.sum(train).as_py() or 0
             if n_train == rows.num_rows:
@@ -94,7 +95,7 @@ class RowBlocks:
                 by_split["rejected"] += rows.filter(pc.invert(train)).to_batches()
         for split, batches in by_split.items():
             if batches:
-                self.sink.write(split, pa.Table.from_batches(batches, ROW_SCHEMA))
+                self.sink.write(split, pa.Table.from_batches(batches, self.sink.schema))
         del by_split
         # Blocks are large and alike: hand their memory back rather than let the allocator's cache grow
         # with the run (peak memory stays flat from 10M to 228M tokens).

@@ -15,6 +15,7 @@ from kimi_eagle_data.emit.rows import RowBlocks
 from kimi_eagle_data.emit.token_freq import token_freq_path
 from kimi_eagle_data.emit.writer import ConfigShards, NothingToEmit, finish_dataset, pending_note, replacing_dataset
 from kimi_eagle_data.run_context import RunContext
+from kimi_eagle_data.schema import row_schema
 from kimi_eagle_data.store.workdir import Workdir, dataset_config_dir, read_json
 from kimi_eagle_data.validate.assemble import ValidateReport
 from kimi_eagle_data.validate.stage import validate, verdict_pool
@@ -31,8 +32,9 @@ def emit(ctx: RunContext, *, score: dict[str, Any] | None = None) -> tuple[dict[
     vocab = ctx.vocab_size()
     # Written beside dataset/, which it replaces whole at the end: the old dataset or the new one, never a mix.
     with replacing_dataset(ctx.workdir) as staged, verdict_pool(ctx) as pool:
-        shards = {c: ConfigShards(dataset_config_dir(staged.dataset, c), token_freq_path(staged.dataset, c), vocab)
-                  for c in ctx.configs}
+        schema = row_schema(bool(ctx.format.efforts))
+        shards = {c: ConfigShards(dataset_config_dir(staged.dataset, c), token_freq_path(staged.dataset, c), vocab,
+                                  schema) for c in ctx.configs}
         plots = CardPlots(pool, staged, ctx.configs)
         try:   # whatever stops it (a full disk, SIGTERM), no hidden temp shard stays behind
             reports = validate(ctx, {c: RowBlocks(sink) for c, sink in shards.items()}, pool,
@@ -51,7 +53,8 @@ def emit(ctx: RunContext, *, score: dict[str, Any] | None = None) -> tuple[dict[
             log.warning("%s", note)
         try:
             manifest = finish_dataset(staged, summary, version=ctx.settings.version, provenance=provenance(ctx),
-                                      plots_drawn=plots.drawn, repo_id=ctx.settings.repo, score=score)
+                                      plots_drawn=plots.drawn, repo_id=ctx.settings.repo, score=score,
+                                      schema=schema)
         except NothingToEmit as e:
             e.reports = reports
             raise

@@ -60,8 +60,8 @@ class SplitShards:
     """One config's split streamed into Parquet shards: a shard closes once it holds SHARD_TARGET_BYTES of
     tokens; file names get their `-of-N` when the split is done (hidden temp names until then)."""
 
-    def __init__(self, out_dir: Path, split: str):
-        self.out_dir, self.split = out_dir, split
+    def __init__(self, out_dir: Path, split: str, schema: pa.Schema = ROW_SCHEMA):
+        self.out_dir, self.split, self.schema = out_dir, split, schema
         self.info = SplitInfo(rows=0, tokens=0)
         self._done: list[Path] = []
         self._writer: pq.ParquetWriter | None = None
@@ -73,7 +73,7 @@ class SplitShards:
             self._path = self.out_dir / f".{self.split}-{len(self._done):05d}.parquet.tmp"
             with writing(self._path):
                 self.out_dir.mkdir(parents=True, exist_ok=True)
-                self._writer = pq.ParquetWriter(self._path, ROW_SCHEMA, **PARQUET_OPTIONS)
+                self._writer = pq.ParquetWriter(self._path, self.schema, **PARQUET_OPTIONS)
             self._bytes = 0
         with writing(self._path):
             self._writer.write_table(table)
@@ -119,16 +119,18 @@ class SplitShards:
 class ConfigShards:
     """The sink validate streams one config's rows into: a split exists only where it has rows
     (`datasets` cannot load an empty split). The train rows' loss tokens are counted per id on the way
-    (`freq_path`: where finish() writes the counts; `vocab_size`: the model's, the file's length)."""
+    (`freq_path`: where finish() writes the counts; `vocab_size`: the model's, the file's length). `schema`: the
+    rows' (schema.row_schema)."""
 
-    def __init__(self, out_dir: Path, freq_path: Path | None = None, vocab_size: int = 0):
-        self.out_dir, self.freq_path = out_dir, freq_path
+    def __init__(self, out_dir: Path, freq_path: Path | None = None, vocab_size: int = 0,
+                 schema: pa.Schema = ROW_SCHEMA):
+        self.out_dir, self.freq_path, self.schema = out_dir, freq_path, schema
         self.splits: dict[str, SplitShards] = {}
         self.token_counts = TokenCounts(vocab_size)
 
     def write(self, split: str, table: pa.Table) -> None:
         if split not in self.splits:
-            self.splits[split] = SplitShards(self.out_dir, split)
+            self.splits[split] = SplitShards(self.out_dir, split, self.schema)
         self.splits[split].write(table)
         if split == "train":
             self.token_counts.add_rows(table)
@@ -194,7 +196,7 @@ def conversation_shapes(workdir: Workdir, summary: dict[str, Any]) -> dict[str, 
 
 def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, provenance: dict[str, Any],
                    plots_drawn: Callable[[], dict[str, str]], repo_id: str | None = None,
-                   score: dict[str, Any] | None = None) -> dict[str, Any]:
+                   score: dict[str, Any] | None = None, schema: pa.Schema = ROW_SCHEMA) -> dict[str, Any]:
     """Card and manifest over the shards validate wrote and the plots being drawn. `summary`: config ->
     {"report": validate's counts, "splits": {split: SplitInfo}, "partition": what prepare recorded, "source":
     where prepare read the rows}; configs without rows are left out. `score`: the card's score section (the
@@ -252,7 +254,7 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
                        score=score, manifest_sha256=manifest_sha256(manifest),
                        vocab=coverage_by_config({c: s.get("token_counts") for c, s in summary.items()}),
                        vocab_plot=vocab_plot, conversations=conversation_shapes(workdir, summary),
-                       cache=workdir_cache(workdir, list(summary)))
+                       cache=workdir_cache(workdir, list(summary)), schema=schema)
     with atomic_path(out / CARD) as tmp:
         tmp.write_text(card, encoding="utf-8")
     manifest["files"][CARD] = file_sha256(out / CARD)

@@ -5,6 +5,7 @@ the object here; stages never compare profile names. What a format answers:
 
 - `tokens(profile, tokenizer)`: its structural tokens resolved to the tokenizer's ids (`end_of_turn` is the stop
   id; `ids` maps every token string the served tokenizer must agree on to its id);
+- `efforts`, `default_effort`: the thinking efforts a prompt may announce (none for K2.5);
 - `render_prompt(tokenizer, messages, tools, mode, effort)`: a prompt's ids as the model renders them;
 - `generation_prompt_ids(profile, tokenizer, mode)`: what every prompt of a mode ends with;
 - `special_text(tokenizer)`: the finder of text that the model's tokenizer would read as special tokens, or None
@@ -30,6 +31,7 @@ class KimiK2Format:
 
     name = "kimi-k2"
     efforts: tuple[str, ...] = ()          # K2.5 has no thinking effort
+    default_effort = None
 
     def tokens(self, profile, tokenizer):
         from kimi_eagle_data.profile import ProfileTokens

@@ -55,7 +55,7 @@ from kimi_eagle_data.sources.rows import AdapterColumns
 from kimi_eagle_data.prompts.tokenizer import ToolRenderingError, render_prompt, special_text, special_text_line
 from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported
 from kimi_eagle_data.profile import INSTANT, KIMI_K25, THINKING, ModelProfile
-from kimi_eagle_data.sources.modes import ModePlan, choose_mode, choose_sampling, run_wide_overridden
+from kimi_eagle_data.sources.modes import ModePlan, choose_effort, choose_mode, choose_sampling, run_wide_overridden
 from kimi_eagle_data.store.workdir import Workdir, atomic_path, write_json
 
 log = logging.getLogger(__name__)
@@ -221,6 +221,7 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
     cfg, sid = partition.config, sp.source_id
     id_ = sample_id(cfg, partition.upstream, sid, partition.id_rule)
     mode = choose_mode(partition.modes, seed, id_)      # drawn from the thinking id: stable whatever the mode
+    effort = choose_effort(partition.modes, seed, id_, mode, modes.default_effort)
     sampling = choose_sampling(partition.modes, seed, id_, mode, modes.profile, modes.run_wide)
     if mode != THINKING:
         id_ = sample_id(cfg, partition.upstream, sid, partition.id_rule, mode)
@@ -246,7 +247,7 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
             return
     report.passed["decontam"] += 1
     try:
-        prompt_ids = modes.render(tokenizer, sp.messages, sp.tools, mode)
+        prompt_ids = modes.render(tokenizer, sp.messages, sp.tools, mode, effort)
     except (ToolSchemaUnsupported, ToolRenderingError) as e:
         # never a JSON-declared prompt in the data: the row is counted out with its reason
         reject(sid, "tool_schema_unsupported", f"{where}: {e}", id_)
@@ -295,8 +296,8 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
     if near_on:
         state.near().add(cfg, sig, id_)
     records.append(PromptRecord(id_, cfg, partition.upstream, sid, sp.messages, sp.tools, prompt_ids, sp.answer,
-                                mode=mode, temperature=sampling["temperature"], top_p=sampling["top_p"],
-                                script=sp.script))
+                                mode=mode, effort=effort, temperature=sampling["temperature"],
+                                top_p=sampling["top_p"], script=sp.script))
     report.prepared += 1
     report.without_answer += sp.answer is None
     report.special_text_kept += special is not None
@@ -333,10 +334,15 @@ class PromptModes:
     # renders it (prompts/tokenizer.py), for a caller that has no run.
     chat_format: Any = None
 
-    def render(self, tokenizer, messages, tools, mode: str) -> list[int]:
+    @property
+    def default_effort(self) -> str | None:
+        """The effort a thinking prompt announces without an efforts table (None: the format has no efforts)."""
+        return None if self.chat_format is None else self.chat_format.default_effort
+
+    def render(self, tokenizer, messages, tools, mode: str, effort: str | None = None) -> list[int]:
         if self.chat_format is None:
             return render_prompt(tokenizer, messages, tools, mode)
-        return self.chat_format.render_prompt(tokenizer, messages, tools, mode)
+        return self.chat_format.render_prompt(tokenizer, messages, tools, mode, effort)
 
     def special_text(self, tokenizer):
         """The finder of special-token text in a prompt's text; None where the format keeps it text (K3)."""
@@ -476,6 +482,7 @@ def write_prepared(workdir: Workdir, config: str, records: list[PromptRecord], r
         "prompt_ids": [r.prompt_ids for r in records],
         "answer": [orjson.dumps(r.answer).decode() if r.answer else "" for r in records],
         "mode": [r.mode for r in records],
+        "effort": [r.effort for r in records],
         "temperature": [r.temperature for r in records],
         "top_p": [r.top_p for r in records],
         "script": [orjson.dumps(r.script).decode() if r.script is not None else "" for r in records],
@@ -500,13 +507,14 @@ def read_prepared(workdir: Workdir, config: str) -> list[PromptRecord]:
     modes, temps, top_ps = t.get("mode") or [THINKING] * n, t.get("temperature") or [None] * n, \
         t.get("top_p") or [None] * n
     scripts = t.get("script") or [""] * n    # prepared before own_history: no conversation continues
+    efforts = t.get("effort") or [None] * n  # prepared before efforts: the profile's default
     return [
         PromptRecord(id_, cfg, src, sid, orjson.loads(msgs), orjson.loads(tools) if tools else None, ids,
-                     orjson.loads(ans) if ans else None, mode=mode, temperature=temp, top_p=top_p,
+                     orjson.loads(ans) if ans else None, mode=mode, effort=effort, temperature=temp, top_p=top_p,
                      script=orjson.loads(script) if script else None)
-        for id_, cfg, src, sid, msgs, tools, ids, ans, mode, temp, top_p, script in zip(
+        for id_, cfg, src, sid, msgs, tools, ids, ans, mode, effort, temp, top_p, script in zip(
             t["id"], t["config"], t["source"], t["source_id"], t["messages"], t["tools"], t["prompt_ids"], answers,
-            modes, temps, top_ps, scripts)
+            modes, efforts, temps, top_ps, scripts)
     ]
 
 

@@ -42,6 +42,8 @@ run-wide sampling overrides, and user-defined partitions.
     near_dedup = true
     filters = { scripts = [] }
     instant_share = 0.25             # share of prompts in instant mode (default 0: all thinking)
+    # or, for a profile with thinking efforts (Kimi-K3), the share of each effort; `off` is instant mode:
+    # efforts = { max = 0.6, high = 0.2, low = 0.1, off = 0.1 }
 
     [partitions.B4.sampling]         # this partition's sampling (sources/modes.py: the order they apply in)
     thinking = { temperature = 1.0 } # per mode: temperature and/or top_p over the profile's defaults
@@ -73,7 +75,7 @@ from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.sources.partitions import PARTITIONS, POLICIES, SPECIAL_TEXT, Filters, Partition
 from kimi_eagle_data.sources.decontam import DecontamSettings, EvalSet
 from kimi_eagle_data.sources.dedup import DedupSettings
-from kimi_eagle_data.sources.modes import SAMPLING_FIELDS, MixEntry, ModePlan, SamplingOverride, dead_settings
+from kimi_eagle_data.sources.modes import EFFORT_OFF, SAMPLING_FIELDS, MixEntry, ModePlan, SamplingOverride, dead_settings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -114,6 +116,21 @@ class PrepareConfig:
         partition continues conversations (run.json then holds no `conversation_plan`)."""
         plans = {c: {"max_turns": p.max_turns} for c, p in self.partitions.items() if p.conversations}
         return plans or None
+
+    def check_efforts(self, efforts: tuple[str, ...], profile: str) -> None:
+        """ConfigError (one line) when a partition's `efforts` table names an effort the profile does not have
+        (`efforts`: its chat format's; K2.5 has none)."""
+        for config, p in self.partitions.items():
+            unknown = [name for name, _ in p.modes.efforts if name not in efforts]
+            if not unknown:
+                continue
+            where = f"partitions.{config}.efforts"
+            if not efforts:
+                raise ConfigError(f"{where}: profile {profile} has no thinking effort (the table names "
+                                  f"{', '.join(unknown)}); give its thinking-off share as "
+                                  f"partitions.{config}.instant_share")
+            raise ConfigError(f"{where}: profile {profile} has no effort {', '.join(map(repr, unknown))}; its "
+                              f"efforts are {', '.join(efforts)}, and {EFFORT_OFF} for thinking off")
 
     def partition(self, config: str) -> Partition:
         try:
@@ -202,7 +219,7 @@ def _path(base_dir: Path, value: str) -> str:
 
 PARTITION_KEYS = ("name", "upstream", "upstream_config", "split", "adapter", "n", "license", "prompt_rule",
                   "policy", "revision", "source", "seed", "scan_limit", "oversample", "filters", "id_field",
-                  "near_dedup", "instant_share", "sampling", "max_turns", "special_text")
+                  "near_dedup", "instant_share", "efforts", "sampling", "max_turns", "special_text")
 
 
 def _override(t: _Table) -> SamplingOverride:
@@ -215,6 +232,12 @@ def _override(t: _Table) -> SamplingOverride:
 def _mode_plan(t: _Table, base: ModePlan) -> ModePlan:
     """`instant_share` and the `sampling` table of one partition (sources/modes.py)."""
     share = t.get("instant_share", float, base.instant_share, check=_share)
+    efforts = base.efforts
+    if "efforts" in t.data:
+        if "instant_share" in t.data:
+            raise t.err("efforts", f"instant_share is set too, and both give the thinking-off share: give "
+                                   f"it once, as efforts.{EFFORT_OFF}")
+        share, efforts = _efforts(t)
     st = t.table("sampling")
     thinking = _override(st.table("thinking")) if "thinking" in st.data else base.thinking
     instant = _override(st.table("instant")) if "instant" in st.data else base.instant
@@ -235,7 +258,22 @@ def _mode_plan(t: _Table, base: ModePlan) -> ModePlan:
             raise st.err("mix", f"the shares sum to {total:g}, not 1")
         mix = tuple(mix)
     st.done()
-    return ModePlan(instant_share=share, thinking=thinking, instant=instant, mix=mix)
+    return ModePlan(instant_share=share, thinking=thinking, instant=instant, mix=mix, efforts=efforts)
+
+
+def _efforts(partition: _Table) -> tuple[float, tuple[tuple[str, float], ...]]:
+    """A partition's `efforts` table ({max = 0.6, high = 0.2, low = 0.1, off = 0.1}): the thinking-off share and
+    the thinking efforts' shares; the shares sum to 1. Whether the profile has those efforts is checked once the
+    profile is known (PrepareConfig.check_efforts)."""
+    t = partition.table("efforts")
+    shares = {name: t.get(name, float, check=_share) for name in list(t.data)}
+    t.done()
+    total = sum(shares.values())
+    if abs(total - 1) > 1e-9:
+        raise partition.err("efforts", f"the shares sum to {total:g}, not 1")
+    off = shares.pop(EFFORT_OFF, 0.0)
+    thinking = tuple((name, share) for name, share in shares.items() if share > 0)
+    return off, thinking
 
 
 def _partition(config: str, t: _Table, base: Partition | None, *, seed: int, filters: Filters,

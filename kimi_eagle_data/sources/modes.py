@@ -4,13 +4,18 @@ Each prepared prompt is called in one mode, thinking or instant (profile.MODES),
 Both are drawn per prompt from the partition's seed and the prompt's id, so a prompt keeps its mode and its
 sampling whatever else is selected, on any machine:
 
-    mode      instant with probability `instant_share` (default 0: every prompt in thinking mode, as before)
+    mode      instant with probability `instant_share` (default 0: every prompt in thinking mode, as before); an
+              `efforts` table's `off` share is that share
+    effort    for a profile whose thinking has efforts (Kimi-K3): one of the `efforts` table's other entries, drawn
+              by their shares among the thinking prompts (a draw of its own: the mode a prompt is drawn in does not
+              depend on how the thinking shares are split); without a table, the profile's default effort
     sampling  the profile's defaults for the mode (profile.mode_sampling), then the run-wide settings
               ([sampling] / --temperature / --top-p), then the partition's per-mode override, then, with a
               `mix`, one entry drawn by its share (an entry sets temperature and/or top_p)
 
 A thinking prompt keeps the id it always had; an instant prompt's id adds the mode to the id's key
-(prompts/prepare.sample_id), so the two never share a checkpoint row.
+(prompts/prepare.sample_id), so the two never share a checkpoint row. A prompt's effort is in its prompt ids (the
+effort announcement): a completion is reused only for the same ids, so another effort is generated again.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from typing import Any
 from kimi_eagle_data.profile import INSTANT, THINKING, ModelProfile
 
 SAMPLING_FIELDS = ("temperature", "top_p")
+# The `efforts` table's name for thinking off (instant mode).
+EFFORT_OFF = "off"
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,9 @@ class ModePlan:
     thinking: SamplingOverride = field(default_factory=SamplingOverride)
     instant: SamplingOverride = field(default_factory=SamplingOverride)
     mix: tuple[MixEntry, ...] = ()
+    # The thinking efforts of an `efforts` table, (name, share of all prompts), in the table's order; () without one.
+    # Their shares and `instant_share` sum to 1.
+    efforts: tuple[tuple[str, float], ...] = ()
 
     @property
     def is_default(self) -> bool:
@@ -63,7 +73,13 @@ class ModePlan:
         """What binds a run (run.json `sampling_plan`) and enters the prepare fingerprint."""
         return {"instant_share": self.instant_share, "thinking": self.thinking.to_json(),
                 "instant": self.instant.to_json(),
-                "mix": [{"share": e.share, **e.override.to_json()} for e in self.mix]}
+                "mix": [{"share": e.share, **e.override.to_json()} for e in self.mix],
+                # absent without an efforts table: a workdir bound before efforts existed reads the same plan
+                **({"efforts": dict(self.efforts)} if self.efforts else {})}
+
+    def efforts_table(self) -> dict[str, float]:
+        """The shares as the `efforts` table writes them (thinking efforts, then `off`)."""
+        return {**dict(self.efforts), **({EFFORT_OFF: self.instant_share} if self.instant_share else {})}
 
     def override(self, mode: str) -> SamplingOverride:
         return self.instant if mode == INSTANT else self.thinking
@@ -80,6 +96,22 @@ def choose_mode(plan: ModePlan, seed: int, key: str) -> str:
     if plan.instant_share <= 0:
         return THINKING
     return INSTANT if unit_draw(seed, key, "mode") < plan.instant_share else THINKING
+
+
+def choose_effort(plan: ModePlan, seed: int, key: str, mode: str, default: str | None) -> str | None:
+    """The prompt's thinking effort: None in instant mode; `default` (the profile's, None where it has no efforts)
+    without an efforts table; else one of the table's thinking efforts, by share."""
+    if mode == INSTANT:
+        return None
+    if not plan.efforts:
+        return default
+    total = sum(share for _, share in plan.efforts)
+    x, acc = unit_draw(seed, key, "effort") * total, 0.0
+    for name, share in plan.efforts:
+        acc += share
+        if x < acc:
+            return name
+    return plan.efforts[-1][0]       # float rounding of the shares
 
 
 def choose_sampling(plan: ModePlan, seed: int, key: str, mode: str, profile: ModelProfile,

@@ -93,6 +93,8 @@ class Partition:
 SAMPLES_DIR = Path(str(resources.files(__package__) / "samples"))
 # The demo's partition config: the built-ins with a share of instant-mode prompts in each.
 DEMO_CONFIG = SAMPLES_DIR / "demo.toml"
+# The same for a profile whose thinking has efforts: each partition's prompts spread over the efforts and thinking off.
+DEMO_EFFORTS_CONFIG = SAMPLES_DIR / "demo-efforts.toml"
 
 PARTITIONS: dict[str, Partition] = {
     p.config: p

@@ -67,7 +67,8 @@ CREATE TABLE IF NOT EXISTS turns (
     temperature REAL,
     top_p REAL,
     checksum TEXT NOT NULL,
-    origin TEXT
+    origin TEXT,
+    effort TEXT
 );
 CREATE TABLE IF NOT EXISTS conversation_ends (
     conversation_id TEXT PRIMARY KEY,
@@ -80,8 +81,8 @@ CREATE TABLE IF NOT EXISTS conversation_ends (
 
 _TURN_COLUMNS = ("id", "config", "conversation_id", "turn", "source", "source_id", "messages", "tools", "prompt_ids",
                  "answer", "mode", "temperature", "top_p", "checksum")
-_INSERT_TURN = (f"INSERT OR IGNORE INTO turns ({', '.join(_TURN_COLUMNS)}, origin) "
-                f"VALUES ({', '.join('?' * (len(_TURN_COLUMNS) + 1))})")
+_INSERT_TURN = (f"INSERT OR IGNORE INTO turns ({', '.join(_TURN_COLUMNS)}, origin, effort) "
+                f"VALUES ({', '.join('?' * (len(_TURN_COLUMNS) + 2))})")
 _INSERT_END = ("INSERT OR IGNORE INTO conversation_ends (conversation_id, config, turn, reason, message, origin) "
                "VALUES (?,?,?,?,?,?)")
 
@@ -93,7 +94,7 @@ _INSERT = ("INSERT OR IGNORE INTO completions (id, config, output_ids, finish_re
 # in its rows); a read-only open reads NULL in their place (`_column`).
 _ADDED_COLUMNS = {"completions": (("logprob_stats", "TEXT"), ("spec_verify_ct", "INTEGER"),
                                   ("prompt_hash", "TEXT")),
-                  "turns": (("origin", "TEXT"),), "conversation_ends": (("origin", "TEXT"),)}
+                  "turns": (("origin", "TEXT"), ("effort", "TEXT")), "conversation_ends": (("origin", "TEXT"),)}
 
 
 @dataclass(frozen=True)
@@ -259,7 +260,7 @@ class Checkpoint(SQLiteStore):
             db.execute(_INSERT_END, (follow.conversation_id, follow.config, follow.turn, follow.reason,
                                      follow.message, origin))
         else:
-            db.execute(_INSERT_TURN, (*_turn_row(follow), origin))
+            db.execute(_INSERT_TURN, (*_turn_row(follow), origin, follow.effort))
 
     def forget(self, completions: Iterable[str] = (), turns: Iterable[str] = (),
                conversations: Iterable[str] = ()) -> None:
@@ -397,7 +398,8 @@ class Checkpoint(SQLiteStore):
         origins were)."""
         if not self._has_turns():
             return []
-        q = f"SELECT {', '.join(_TURN_COLUMNS)}, {self._column('turns', 'origin')} FROM turns"
+        q = (f"SELECT {', '.join(_TURN_COLUMNS)}, {self._column('turns', 'effort')}, "
+             f"{self._column('turns', 'origin')} FROM turns")
         if ids is not None:
             ids = list(ids)
             rows = [r for i in range(0, len(ids), 900) for r in self.read(
@@ -409,13 +411,14 @@ class Checkpoint(SQLiteStore):
         return sorted((self._turn_record(r[:-1]) for r in rows), key=lambda r: r.id)
 
     def _turn_record(self, r: tuple) -> PromptRecord:
-        (id_, config, conv, turn, source, source_id, messages, tools, blob, answer, mode, temp, top_p, checksum) = r
+        (id_, config, conv, turn, source, source_id, messages, tools, blob, answer, mode, temp, top_p, checksum,
+         effort) = r
         if not isinstance(blob, bytes) or len(blob) % 4 or _checksum(id_, blob, "turn") != checksum:
             raise _corrupt_record(self.path, id_)
         return PromptRecord(id_, config, source, source_id, orjson.loads(messages),
                             orjson.loads(tools) if tools else None, np.frombuffer(blob, dtype="<i4").tolist(),
-                            orjson.loads(answer) if answer else None, mode=mode, temperature=temp, top_p=top_p,
-                            conversation_id=conv, turn=turn)
+                            orjson.loads(answer) if answer else None, mode=mode, effort=effort, temperature=temp,
+                            top_p=top_p, conversation_id=conv, turn=turn)
 
     def conversation_ends(self, config: str | None = None) -> dict[str, ConversationEnd]:
         return {e.conversation_id: e for e, _ in self.end_rows(config)}

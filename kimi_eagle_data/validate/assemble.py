@@ -65,6 +65,8 @@ class ValidateReport:
     failure_reasons: Counter = field(default_factory=Counter)
     finish: Counter = field(default_factory=Counter)
     modes: dict = field(default_factory=dict)      # mode -> {"valid": n, "rejected": n}
+    # thinking effort -> {"valid": n, "rejected": n}: the thinking rows of a profile with efforts (Kimi-K3)
+    efforts: dict = field(default_factory=dict)
     # (mode, temperature, top_p) each row was generated with -> {"valid": n, "rejected": n}; None: the run's
     # sampling (a prompt prepared before modes)
     sampling: dict = field(default_factory=dict)
@@ -79,7 +81,7 @@ class ValidateReport:
 
     def to_json(self) -> dict[str, Any]:
         d = {k: (dict(sorted(v.items())) if isinstance(v, (Counter, dict)) else v) for k, v in self.__dict__.items()
-             if k != "sampling"}
+             if k != "sampling" and not (k == "efforts" and not v)}     # a profile without efforts: no key
         d["sampling"] = [{"mode": m, "temperature": t, "top_p": p, **n}
                          for (m, t, p), n in sorted(self.sampling.items(), key=_sampling_order)]
         d["balanced"] = self.balanced
@@ -103,8 +105,9 @@ class ChunkSink(Protocol):
 
 
 _PROMPT_COLUMNS = ["id", "source", "source_id", "messages", "tools", "prompt_ids"]
-# Each prompt's own sampling (sources/modes.py); a file prepared before modes lacks them (the rows hold nulls).
-_SAMPLING_COLUMNS = ["temperature", "top_p"]
+# Each prompt's own sampling and thinking effort (sources/modes.py); a file prepared before modes (efforts) lacks
+# them: the rows hold nulls.
+_SAMPLING_COLUMNS = {"temperature": pa.float64(), "top_p": pa.float64(), "effort": pa.string()}
 
 
 class _PreparedPrompts:
@@ -189,6 +192,7 @@ class _TurnPrompts:
                 "messages": [orjson.dumps(r.messages).decode() for r in records],
                 "tools": [orjson.dumps(r.tools).decode() if r.tools else "" for r in records],
                 "prompt_ids": [r.prompt_ids for r in records], "temperature": [r.temperature for r in records],
+                "effort": [r.effort for r in records],
                 "top_p": [r.top_p for r in records], "conversation_id": [r.conversation for r in records],
                 "turn": [r.turn for r in records]}
         schema = prepared.append(pa.field("conversation_id", pa.string())).append(pa.field("turn", pa.int32()))
@@ -254,10 +258,10 @@ def _light_rows(ctx: ChunkRows, j: Judged) -> pa.Table:
 
 
 def _sampling_columns(prompts: pa.Table) -> dict[str, pa.Array]:
-    """Each row's temperature and top_p as prepared (nulls for a file prepared before modes)."""
+    """Each row's temperature, top_p and effort as prepared (nulls for a file prepared before modes, efforts)."""
     n = prompts.num_rows
-    return {c: (prompts.column(c).combine_chunks() if c in prompts.column_names else pa.nulls(n, pa.float64()))
-            for c in _SAMPLING_COLUMNS}
+    return {c: (prompts.column(c).combine_chunks() if c in prompts.column_names else pa.nulls(n, kind))
+            for c, kind in _SAMPLING_COLUMNS.items()}
 
 
 def validate_config(workdir: Workdir, config: str, checkpoint: CheckpointSet, pool: VerdictPool,
@@ -317,6 +321,10 @@ def _account(rep: ValidateReport, light: pa.Table) -> None:
         for counts in (rep.modes.setdefault(mode, {"valid": 0, "rejected": 0}),
                        rep.sampling.setdefault((mode, temperature, top_p), {"valid": 0, "rejected": 0})):
             counts["valid" if ok else "rejected"] += 1
+    if "effort" in light.column_names and light["effort"].null_count < light.num_rows:
+        for effort, ok in zip(light["effort"].to_pylist(), train.tolist()):
+            if effort is not None:
+                rep.efforts.setdefault(effort, {"valid": 0, "rejected": 0})["valid" if ok else "rejected"] += 1
     rep.reasons.update(pc.list_flatten(light["issues"]).to_pylist())
     rep.prompt_tokens += int(plen.sum())
     rep.completion_tokens += int(clen.sum())

@@ -164,7 +164,7 @@ def test_a_new_checkpoint_has_the_previous_schema_and_the_prompt_hash(tmp_path):
     ckpt = Checkpoint(old)
     try:
         assert ckpt.completion_hashes("B1") == {"B1-a": None}
-        assert [c[0] for c in columns(old, "turns")][-1] == "origin"
+        assert [c[0] for c in columns(old, "turns")][-2:] == ["origin", "effort"]
     finally:
         ckpt.close()
     for table in ("completions", "turns", "conversation_ends"):
