@@ -17,10 +17,11 @@ SpecForge is run from the checkout you name (`--specforge PATH`), never from thi
 - `preformatted`: the row's own text (its ids decoded: the joined segments) as a `text` record
   (`is_preformatted=True`), `train_only_last_turn=True`.
 
-Each outcome is SpecForge's input_ids (their count and sha256, `ids_sha256`) and the spans `[start, end)` where its loss mask is 1, or the error it raised,
-with the warnings it gave. The output (tests/golden/k3/specforge.json) records the SpecForge commit and the sha256
-of each SpecForge file that ran. SpecForge's package imports whole here (torch, transformers, datasets, pydantic,
-tqdm): nothing is stubbed. tests/profiles/test_k3_specforge.py holds our masks against it.
+Each outcome is SpecForge's input_ids (their count and sha256, `ids_sha256`) and the spans `[start, end)` where
+its loss mask is 1, or the error it raised, with the warnings it gave. The output (tests/golden/k3/specforge.json)
+records the SpecForge commit and the sha256 of each SpecForge file that ran. SpecForge's package imports whole
+here (it needs torch, transformers, datasets, pydantic, tqdm; not sglang or CUDA): nothing is stubbed.
+tests/profiles/test_k3_specforge.py holds our masks against it.
 
 Usage: python scripts/specforge_k3_oracle.py --specforge PATH [--commit SHA] [--out F]
 (--commit is needed when PATH is not a git checkout, e.g. `git archive HEAD | tar -x -C PATH`.)

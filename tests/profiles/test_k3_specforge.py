@@ -173,7 +173,8 @@ def test_conversations_are_rendered_thinking_at_effort_max_whatever_the_row(rows
         else:
             # its cleaning (`reasoning` dropped, a system name dropped, None content as "", text arguments that
             # are not JSON as {}) or its defaults (thinking on, effort max) trained another text than the row's
-            assert theirs["last_turn"]["ids_sha256"] not in (sha(row["input_ids"]), theirs["preformatted"]["ids_sha256"]), rid
+            other = (sha(row["input_ids"]), theirs["preformatted"]["ids_sha256"])
+            assert theirs["last_turn"]["ids_sha256"] not in other, rid
     assert same_as_ours > len(rows) // 2
 
 
