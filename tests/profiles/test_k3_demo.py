@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -20,6 +23,19 @@ from tests.helpers.trainer_contracts import (check_speculators_dataset, specforg
                                              speculators_token_freq)
 
 MAX_LENGTH = 1 << 20       # SpecForge's data.max_length: longer than any demo row, so nothing is cut
+ORACLE = Path(__file__).resolve().parents[2] / "scripts" / "specforge_k3_oracle.py"
+LIVE_TEMPLATE = """
+import importlib.util, json, sys
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("specforge_k3_oracle", sys.argv[1])
+oracle = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(oracle)
+preprocess, template = oracle.load_specforge(Path(sys.argv[2]))
+tokenizer = oracle.tiny_k3_tokenizer()
+texts = json.loads(Path(sys.argv[3]).read_text(encoding="utf-8"))
+print(json.dumps([oracle.specforge_outcome(preprocess, template, tokenizer, {"text": t, "tools": []}, "preformatted")
+                  for t in texts]))
+"""
 
 
 def _cli(*args):
@@ -94,3 +110,38 @@ def test_k3_speculators_export_loads_and_its_token_freq_counts_the_k3_loss_token
     vocab = pq.ParquetFile(next((k3_work / "dataset" / "token_freq").glob("*.parquet"))).metadata.num_rows
     d2t, t2d = speculators_build_vocab_mappings(freq, 32, vocab)
     assert d2t.shape == (32,) and int(t2d.sum()) == 32 and bool(t2d[end_of_msg])
+
+
+@pytest.mark.skipif(not os.environ.get("SPECFORGE_SRC"), reason="SPECFORGE_SRC names no SpecForge checkout")
+def test_k3_demo_rows_through_specforges_own_kimi_k3_thinking_template(k3_work, tmp_path):
+    """The relation tests/profiles/test_k3_specforge.py holds on the golden rows, on the tiny model's own rows:
+    SpecForge reading each row's text with `kimi-k3-thinking` masks a thinking row's completion without its
+    `<|end_of_msg|>` and an instant row not at all (docs/kimi-k3.md)."""
+    from kimi_eagle_data.profile import TINY_KIMI_K3
+    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+
+    tokenizer = load_tokenizer(TINY_KIMI_K3.model_path)
+    end_of_msg = tokenizer.convert_tokens_to_ids("<|end_of_msg|>")
+    rows = []
+    for f in sorted((k3_work / "dataset" / "data").glob("*/train-*.parquet")):
+        rows += pq.read_table(f, columns=["input_ids", "prompt_len", "mode"]).to_pylist()
+    texts = tmp_path / "texts.json"
+    texts.write_text(json.dumps([tokenizer.decode(r["input_ids"]) for r in rows]), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-c", LIVE_TEMPLATE, str(ORACLE), os.environ["SPECFORGE_SRC"], str(texts)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    outcomes = json.loads(proc.stdout.strip().splitlines()[-1])
+    agreeing = 0
+    for row, text, theirs in zip(rows, json.loads(texts.read_text(encoding="utf-8")), outcomes, strict=True):
+        ids, start = row["input_ids"], row["prompt_len"]
+        assert ids[-1] == end_of_msg
+        if row["mode"] == "instant":
+            assert theirs["mask"] == []
+        elif tokenizer(text, add_special_tokens=False)["input_ids"] == ids:
+            assert theirs["mask"] == [[start, len(ids) - 1]]          # ours = SpecForge's + <|end_of_msg|>
+            agreeing += 1
+        else:
+            whole = tokenizer(text, add_special_tokens=False)["input_ids"]
+            masked = [tokenizer.decode(whole[a:b]) for a, b in theirs["mask"]]
+            assert masked == [tokenizer.decode(ids[start:]).split("<|end_of_msg|>")[0]]
+    assert agreeing > 0 and any(r["mode"] == "instant" for r in rows)
