@@ -23,6 +23,15 @@ def demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
 
 
 @pytest.fixture(scope="session")
+def k3_demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """One `kimi-data demo --profile tiny-kimi-k3 --limit 2` shared by the tests that inspect its output."""
+    workdir = tmp_path_factory.mktemp("k3-demo") / "w"
+    proc = run_cli("demo", "--profile", "tiny-kimi-k3", "--workdir", str(workdir), "--limit", "2", "--no-progress",
+                   check=False, timeout=600)
+    return workdir, proc
+
+
+@pytest.fixture(scope="session")
 def tiny_tokenizer():
     from kimi_eagle_data.profile import TINY_MODEL_DIR
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer

@@ -23,6 +23,8 @@ import pytest
 
 from tests.helpers.cli import run_cli
 from tests.helpers.card import check_card_markdown
+from tests.helpers.trainer_contracts import (check_speculators_dataset, specforge_prepare_prompts,
+                                             speculators_build_vocab_mappings, speculators_token_freq)
 from tests.hub.hub_server import HubServer
 
 TOKEN = "hf_kimiTESTtoken_7c1e9a3f5b2d4e6f8a0b"
@@ -305,6 +307,9 @@ def test_export_specforge_rows_equal_the_parquet(demo_run, tmp_path):
     assert len(rows) == sum(c["splits"]["train"]["rows"] for c in manifest["configs"].values()) == len(want)
     assert rows == want                                      # same order, ids, tokens and masks
     assert all(set(r) == {"id", "input_ids", "loss_mask"} for r in rows)
+    # SpecForge's pre-tokenized reader keeps every row as it is (each has a loss token)
+    assert [p["payload"] for p in specforge_prepare_prompts(out, max_length=1 << 20)] == [
+        {"input_ids": r["input_ids"], "loss_mask": r["loss_mask"]} for r in rows]
     assert not list(out.parent.glob(".*"))                   # no temp file left behind
 
     proc = kd(dict(os.environ), "export", str(dataset), "--configs", "B4,B1", "--split", "rejected",
@@ -318,77 +323,16 @@ def test_export_specforge_rows_equal_the_parquet(demo_run, tmp_path):
 
 
 def test_export_speculators_matches_speculators_prepare_data(demo_run, tmp_path):
-    """The saved dataset against speculators' loader contract (speculators itself cannot be installed
-    here: it pulls CUDA torch and pins datasets<=5.0.1). Checked against vllm-project/speculators at
-    commit c05b95b303f7d4f21e8d7624e0ffa1c2d9b4d73b:
-      - src/speculators/data_generation/preprocessing.py `_append_row`: input_ids and loss_mask are
-        `torch.tensor(..., dtype=torch.long)`, seq_len a Python int; `build_speculator_training_dataset`
-        ends with `dataset.set_format(type="torch")`; scripts/prepare_data.py then `save_to_disk`.
-      - src/speculators/train/data.py `ArrowDataset`: `load_from_disk(datapath)`, rows indexed as
-        tensors (`.shape[0]`, `.tolist()`, `torch.equal(..., self.data[index]["input_ids"])`), and
-        `self.data.with_format(None)["seq_len"]` for lengths.
-    """
-    import torch
-    from datasets import Sequence, Value, load_from_disk
+    """The saved dataset against speculators' loader contract (tests/helpers/trainer_contracts.py)."""
+    from datasets import load_from_disk
 
     work, _ = demo_run
     out = tmp_path / "spec"
     proc = kd(dict(os.environ), "export", str(work), "--format", "speculators", "--configs", "B1",
               "--configs", "B4", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    ds = load_from_disk(str(out))
     want = local_rows(work / "dataset", "B1") + local_rows(work / "dataset", "B4")
-    assert ds.column_names == ["input_ids", "loss_mask", "seq_len"] and len(ds) == len(want)
-    assert ds.format["type"] == "torch"
-    assert ds.features["input_ids"] == Sequence(Value("int64")) or ds.features["input_ids"].feature == Value("int64")
-    assert ds.features["loss_mask"].feature == Value("int64") and ds.features["seq_len"] == Value("int64")
-    for i, row in enumerate(ds):      # iterating yields tensors, as the trainer's __getitem__ needs
-        assert isinstance(row["input_ids"], torch.Tensor) and row["input_ids"].dtype == torch.long
-        assert isinstance(row["loss_mask"], torch.Tensor) and row["loss_mask"].dtype == torch.long
-        assert row["input_ids"].shape[0] == int(row["seq_len"]) == len(want[i]["input_ids"])
-        assert torch.equal(torch.tensor(want[i]["input_ids"], dtype=torch.long), ds[i]["input_ids"])
-        assert row["loss_mask"].tolist() == want[i]["loss_mask"]
-    assert list(ds.with_format(None)["seq_len"]) == [len(r["input_ids"]) for r in want]
-
-
-def speculators_token_freq(dataset) -> dict[int, int]:
-    """speculators' own counting, vllm-project/speculators@c05b95b303f7d4f21e8d7624e0ffa1c2d9b4d73b
-    src/speculators/train/vocab_mapping.py `save_token_frequency_distribution` (its package cannot be
-    installed here), over the rows of a `load_from_disk` dataset in torch format."""
-    from collections import Counter
-
-    import torch
-
-    token_freq: Counter = Counter()
-    for item in dataset:
-        input_ids = item["input_ids"]
-        loss_mask = item["loss_mask"]
-        masked_token_ids = input_ids[loss_mask.to(torch.bool)]
-        unique_ids, counts = masked_token_ids.unique(return_counts=True)
-        token_freq.update(dict(zip(unique_ids.tolist(), counts.tolist(), strict=True)))
-    return dict(token_freq)
-
-
-def speculators_build_vocab_mappings(token_freq_dict, draft_vocab_size, target_vocab_size):
-    """speculators@c05b95b3 src/speculators/train/vocab_mapping.py `build_vocab_mappings_from_distribution`,
-    which scripts/train.py `parse_vocab_mappings` runs on `torch.load(token_freq_path, weights_only=True)`."""
-    import torch
-
-    sorted_tokens = sorted(token_freq_dict, key=lambda tid: (-token_freq_dict[tid], tid))
-    selected_token_ids = sorted_tokens[:min(draft_vocab_size, len(sorted_tokens))]
-    if len(selected_token_ids) < draft_vocab_size:
-        current_ids = set(selected_token_ids)
-        for tid in range(draft_vocab_size):
-            if tid not in current_ids:
-                selected_token_ids.append(tid)
-            if len(selected_token_ids) >= draft_vocab_size:
-                break
-    selected_token_ids.sort()
-    draft_to_target = torch.tensor(selected_token_ids, dtype=torch.long) - torch.arange(draft_vocab_size,
-                                                                                        dtype=torch.long)
-    target_to_draft = torch.zeros(target_vocab_size, dtype=torch.bool)
-    target_to_draft[selected_token_ids] = True
-    return draft_to_target, target_to_draft
+    check_speculators_dataset(load_from_disk(str(out)), want)
 
 
 def test_export_speculators_writes_the_token_freq_its_trainer_reads(demo_run, tmp_path):
