@@ -413,7 +413,7 @@ def _print_prefill(r: dict[str, Any]) -> None:
     d = r.get("drafter")
     if d:
         steps = r["overall"].get("target_steps") or {}
-        out.print(f"drafter {d['algorithm'] or '?'} {d['model'] or ''}: "
+        out.print(f"drafter {d['algorithm'] or '?'} {d['model'] or '(model not reported)'}: "
                   + (f"{d['tokens_per_verify_step']:.2f} output tokens per target step measured over "
                      + (counted(d['requests'], 'request') if d["requests"] is not None
                         else f"{counted(d['verify_steps'], 'verify step')} (vLLM's counters)")
