@@ -7,6 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from kimi_eagle_data.engines.drafter import SpecDecodeCounts, describe, tokens_per_verify_step
 from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.profile import get_profile
 from kimi_eagle_data.schema import ROW_SCHEMA, features
@@ -125,7 +126,7 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
         modes=_modes_section(rows, profile, provenance.get("sampling") or {}),
         conversations=_conversations_section(rows, conversations or {}),
         cache=_cache_line(cache or {}),
-        drafter=drafter_line(provenance.get("server_args") or {}),
+        drafter=drafter_line(provenance.get("server_args") or {}, provenance.get("spec_decode")),
         special_text={"rejected": {r["config"]: n for r in rows
                                    if (n := (r["r"].get("prepare_reasons") or {}).get("special_token_text", 0))},
                       "kept": {r["config"]: n for r in rows if (n := r["r"].get("special_text_kept", 0))}},
@@ -169,19 +170,22 @@ def _efforts_table(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {"names": names, "rows": table}
 
 
-def drafter_line(server_args: dict[str, Any]) -> str | None:
-    """The drafter the engine generated with, from the launch arguments it reported (SGLang's server_info:
-    speculative_algorithm, speculative_draft_model_path, speculative_num_steps / _eagle_topk / _num_draft_tokens);
-    None when it ran none (or did not say)."""
-    algorithm = server_args.get("speculative_algorithm")
-    if not algorithm or str(algorithm).upper() == "NONE":
+def drafter_line(server_args: dict[str, Any], spec_decode: dict[str, Any] | None = None) -> str | None:
+    """The drafter the engine generated with, as it reported it (engines/drafter.py: SGLang's server_info
+    speculative_*, vLLM's /metrics), and vLLM's counted acceptance (`spec_decode`, the manifest's); None when it ran
+    none (or did not say)."""
+    drafter = describe(server_args)
+    if drafter is None:
         return None
-    shape = ", ".join(f"{label} {server_args[k]}" for k, label in (
-        ("speculative_num_steps", "steps"), ("speculative_eagle_topk", "top-k"),
-        ("speculative_num_draft_tokens", "draft tokens")) if server_args.get(k) is not None)
-    model = server_args.get("speculative_draft_model_path")
-    return f"{algorithm}" + (f" `{model}`" if model else "") + (f" ({shape})" if shape else "") + \
-        "; every token accepted by sampling from the target's distribution"
+    shape = ", ".join(f"{label} {drafter[k]}" for k, label in (
+        ("num_steps", "steps"), ("topk", "top-k"), ("num_draft_tokens", "draft tokens")) if drafter.get(k) is not None)
+    algorithm, model = drafter["algorithm"], drafter["model"]
+    counts = SpecDecodeCounts.from_json(spec_decode)
+    rate = tokens_per_verify_step(counts) if counts else None
+    return (f"{algorithm or 'a drafter'}" + (f" `{model}`" if model else " (the engine did not name its model)")
+            + (f" ({shape})" if shape else "")
+            + (f"; {rate:.2f} output tokens per target step (the engine's counters)" if rate else "")
+            + "; every token accepted by sampling from the target's distribution")
 
 
 def _cache_line(cache: dict[str, dict[str, Any]]) -> str | None:

@@ -76,9 +76,11 @@ P = count (prompts to generate: conversations), and for each of rows (every
       null; gpu_hours_prefill {with_cache, without_cache: {estimate, low,
       high}} at the measured rates (null without them)
 drafter: null (the pilot's engine ran none), or {algorithm, model, num_steps,
-  num_draft_tokens, requests, verify_steps, output_tokens,
-  tokens_per_verify_step (measured: SGLang's spec_verify_ct)}; with it each P
-  has target_steps {estimate, low, high} (completion tokens / that rate)
+  num_draft_tokens, measured_by, requests, verify_steps, output_tokens,
+  tokens_per_verify_step (measured: SGLang's spec_verify_ct per request; vLLM:
+  1 + accepted / drafts of its /metrics counters over the generate runs, with
+  accepted_draft_tokens, draft_tokens; requests, output_tokens null)}; with it
+  each P has target_steps {estimate, low, high} (completion tokens / that rate)
 prefill: null, or the pilot's rates {method, requests,
   prefill_share_of_time, prefill_tokens_per_s (null: the latencies show
   no prefill cost, priced at nothing), decode_tokens_per_s,
@@ -411,11 +413,13 @@ def _print_prefill(r: dict[str, Any]) -> None:
     d = r.get("drafter")
     if d:
         steps = r["overall"].get("target_steps") or {}
-        out.print(f"drafter {d['algorithm'] or '?'} {d['model'] or ''}: "
+        out.print(f"drafter {d['algorithm'] or '?'} {d['model'] or '(model not reported)'}: "
                   + (f"{d['tokens_per_verify_step']:.2f} output tokens per target step measured over "
-                     f"{counted(d['requests'], 'request')}; the projection's {_si(steps.get('estimate'))} target steps "
+                     + (counted(d['requests'], 'request') if d["requests"] is not None
+                        else f"{counted(d['verify_steps'], 'verify step')} (vLLM's counters)")
+                     + f"; the projection's {_si(steps.get('estimate'))} target steps "
                      "(the GPU-hours at the pilot's speed include the drafter)"
-                     if d["tokens_per_verify_step"] else "no request reported its verify steps"),
+                     if d["tokens_per_verify_step"] else "the engine reported no verify steps"),
                   highlight=False, soft_wrap=True)
     pre = r.get("prefill")
     if not pre:

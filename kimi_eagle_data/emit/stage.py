@@ -11,6 +11,7 @@ from typing import Any
 
 from kimi_eagle_data import __version__
 from kimi_eagle_data.emit.model_name import published_names
+from kimi_eagle_data.engines.drafter import SpecDecodeCounts
 from kimi_eagle_data.emit.rows import RowBlocks
 from kimi_eagle_data.emit.token_freq import token_freq_path
 from kimi_eagle_data.emit.writer import ConfigShards, NothingToEmit, finish_dataset, pending_note, replacing_dataset
@@ -70,6 +71,7 @@ def provenance(ctx: RunContext) -> dict[str, Any]:
     ckpt = ctx.checkpoints()
     try:
         engine = ckpt.get_meta("engine") or {}
+        counted = [c for c in map(SpecDecodeCounts.from_json, ckpt.meta_values("spec_decode")) if c is not None]
         span = ckpt.time_range()
     finally:
         ckpt.close()
@@ -88,6 +90,9 @@ def provenance(ctx: RunContext) -> dict[str, Any]:
         "engine": engine.get("engine", "?"),
         "engine_version": engine.get("version", "?"),
         "server_args": engine.get("server_args", {}),
+        # vLLM's drafter counters over the generate runs (engines/drafter.py; SGLang's are per completion): only
+        # when it ran one
+        **({"spec_decode": sum(counted, SpecDecodeCounts()).to_json()} if counted else {}),
         "sampling": run["sampling"],
         "sampling_plan": run.get("sampling_plan"),
         "conversation_plan": run.get("conversation_plan"),

@@ -108,6 +108,11 @@ class Engine(abc.ABC):
         """Requests currently being served (for the progress bar); None when not meaningful."""
         return None
 
+    def spec_decode_counts(self):
+        """The drafter counters its servers keep, summed now (engines/drafter.py SpecDecodeCounts): `generate` keeps
+        the difference over its run. None when they keep none (no drafter, or per request: SGLang)."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook
         pass
 

@@ -50,6 +50,9 @@ class Faults:
     # answers a rid it is running (HTTP 400, "Duplicate request ID detected") until `/abort_request` aborts them.
     stale_rids: int = 0
     seed: int = 0
+    # Launch arguments /server_info reports besides the engine's own, as an SGLang launched with them would (a
+    # drafter the stand-in does not run: what a client makes of one).
+    reported_args: tuple[tuple[str, Any], ...] = ()
 
 
 # Malformed `/generate` answers a broken server could send; the client must refuse each one.
@@ -479,6 +482,7 @@ class ProtocolServer:
             "aborted_rids": self.aborted,
             "pid": os.getpid(),         # which process answers a port (test harnesses start several)
             **self.info.server_args,
+            **dict(self.faults.reported_args),
         })
 
     async def models(self, request: web.Request) -> web.Response:

@@ -23,6 +23,8 @@ serving.py, vllm/entrypoints/launchers/cli_args.py, vllm/v1/core/sched/utils.py)
   [None, {str(id): {logprob, rank, decoded_token}}, ...], one entry per prompt position (the prompt's own
   token and the top-1 at each, rank 1 the top-1).
 - An id at or above the model's vocabulary kills vLLM's engine core: such prompts are never sent.
+- A drafter (--speculative-config) shows only on `/metrics` (its counters; engines/drafter.py): start-up records it
+  in server_args `speculative_config`, and `spec_decode_counts` sums the counters for generate's run.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import orjson
 from kimi_eagle_data.records import Completion, RequestFailure
 from kimi_eagle_data.engines.base import EngineError, EngineInfo, GenerationRequest, SamplingParams, ScoreRequest, \
     ScoreResult
+from kimi_eagle_data.engines.drafter import SpecDecodeCounts, VLLMMetrics, parse_vllm_metrics, vllm_speculative_config
 from kimi_eagle_data.engines.http_client import Failure, HTTPEngine, check_output_ids, storable
 
 # The version whose source and answers this client was checked against (the endpoint's answer shape changed
@@ -158,6 +161,7 @@ class VLLMEngine(HTTPEngine):
             self.check_version(version, MIN_VLLM, "the token-in endpoint's answers this client reads")
             await asyncio.gather(*(self._check_token_in(s, u) for u in self.urls))
             models = (await self._get_json(s, url, "/v1/models")).get("data") or [{}]
+            speculative = await self._speculative_config(s)
         self._model_card = models[0] if isinstance(models[0], dict) else {}
         context_length = self._model_card.get("max_model_len")
         return EngineInfo(
@@ -165,7 +169,43 @@ class VLLMEngine(HTTPEngine):
             model_path=str(self._model_card.get("root") or self._model_card.get("id") or ""),
             context_length=context_length if type(context_length) is int else None,
             server_args={"urls": self.urls, "served_model_name": self._model_card.get("id"),
-                         "max_model_len": context_length})
+                         "max_model_len": context_length,
+                         **({"speculative_config": speculative} if speculative else {})})
+
+    async def _speculative_config(self, session) -> dict[str, Any] | None:
+        """The drafter the first server that runs one reports (engines/drafter.py); None when none does."""
+        for url in self.urls:
+            metrics = await self._metrics(session, url)
+            if metrics is not None and metrics.counts is not None:
+                dev = (await self._get_json(session, url, "/server_info?config_format=json")).get("vllm_config")
+                return vllm_speculative_config(metrics, dev.get("speculative_config") if isinstance(dev, dict)
+                                               else None)
+        return None
+
+    async def _metrics(self, session, url: str) -> VLLMMetrics | None:
+        """What `url`'s /metrics says of a drafter; None when it does not answer it."""
+        import aiohttp
+
+        try:
+            async with session.get(url + "/metrics") as r:
+                return parse_vllm_metrics((await r.read()).decode(errors="replace")) if r.status == 200 else None
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+            return None
+
+    def spec_decode_counts(self) -> SpecDecodeCounts | None:
+        """Every server's drafter counters, summed now; None when a server runs no drafter or does not answer."""
+        import aiohttp
+
+        async def read() -> list[VLLMMetrics | None]:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as s:
+                return await asyncio.gather(*(self._metrics(s, u) for u in self.urls))
+
+        if "speculative_config" not in self.info().server_args:
+            return None
+        found = asyncio.run(read())
+        if any(m is None or m.counts is None for m in found):
+            return None
+        return sum((m.counts for m in found), SpecDecodeCounts())
 
     async def _check_token_in(self, session, url: str) -> None:
         """The token-in endpoint is served: an empty body is refused (400/422), not forbidden or absent."""

@@ -13,7 +13,8 @@ import logging
 from dataclasses import asdict
 from functools import partial
 
-from kimi_eagle_data.engines.base import Engine
+from kimi_eagle_data.engines.base import Engine, EngineError
+from kimi_eagle_data.engines.drafter import SpecDecodeCounts, lossy_drafter
 from kimi_eagle_data.engines.factory import run_engine
 from kimi_eagle_data.generate.records import GenerateReport, generate_records
 from kimi_eagle_data.prompts.prepare import read_prepared
@@ -70,11 +71,18 @@ def generate(ctx: RunContext, engine: Engine | None = None, *, pilot_limit: int 
         own = engine is None
         engine = engine or run_engine(ctx)
         try:
-            ckpt.set_meta("engine", asdict(engine.info()))
-            report = generate_records(records, engine, ckpt, ctx.sampling, done=done, failed=failed,
-                                      retry_failed=s.retry_failed, progress=ctx.progress,
-                                      reasoning_length=partial(ctx.format.reasoning_length, tokens=ctx.tokens),
-                                      next_turn=next_turn, origins=origins)
+            info = engine.info()
+            refuse_lossy_drafter(info, ctx)
+            ckpt.set_meta("engine", asdict(info))
+            counted = engine.spec_decode_counts()
+            try:
+                report = generate_records(records, engine, ckpt, ctx.sampling, done=done, failed=failed,
+                                          retry_failed=s.retry_failed, progress=ctx.progress,
+                                          reasoning_length=partial(ctx.format.reasoning_length, tokens=ctx.tokens),
+                                          next_turn=next_turn, origins=origins)
+            finally:
+                if counted is not None:    # also for a run cut short: what it generated was drafted so
+                    record_spec_decode(ckpt, counted, engine.spec_decode_counts())
             report.skipped_done += done_later
             return report
         finally:
@@ -82,6 +90,32 @@ def generate(ctx: RunContext, engine: Engine | None = None, *, pilot_limit: int 
                 engine.close()
     finally:
         ckpt.close()
+
+
+def run_temperature(ctx: RunContext) -> float:
+    """The highest temperature this run samples at: the run's, or a partition's mode or mix override."""
+    plans = (ctx.run.get("sampling_plan") or {}).values()
+    overrides = [o for p in plans for o in (p.get("thinking") or {}, p.get("instant") or {}, *(p.get("mix") or []))]
+    return max([ctx.sampling.temperature, *(o["temperature"] for o in overrides if o.get("temperature") is not None)])
+
+
+def refuse_lossy_drafter(info, ctx: RunContext) -> None:
+    """A drafter that would not keep the samples the target's own at the run's temperature: one line, nothing sent."""
+    why = lossy_drafter(info.engine, info.server_args, run_temperature(ctx))
+    if why:
+        raise EngineError(why)
+
+
+def record_spec_decode(ckpt: Checkpoint, before, after) -> None:
+    """Add what the engine's drafter counters rose by over this run to the checkpoint's (meta "spec_decode"). A
+    counter that fell (a server restarted mid-run) or a server that stopped answering leaves this run uncounted."""
+    delta = None if after is None else after - before
+    if delta is None or min(delta.astuple()) < 0:
+        log.warning("the drafter's counters could not be read over this run (a server restarted or stopped "
+                    "answering /metrics): its acceptance is not counted")
+        return
+    stored = SpecDecodeCounts.from_json(ckpt.get_meta("spec_decode")) or SpecDecodeCounts()
+    ckpt.set_meta("spec_decode", (stored + delta).to_json())
 
 
 def _todo(records: list[PromptRecord], done: set[str], failed, retry_failed: bool) -> bool:

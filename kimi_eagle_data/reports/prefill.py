@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from kimi_eagle_data.engines.drafter import SpecDecodeCounts, describe, tokens_per_verify_step
 from kimi_eagle_data.store.cache_hits import cache_share
 
 # Fewer requests than this, or requests all alike in their prompt / output mix, leave α and β undetermined.
@@ -109,19 +110,26 @@ def add_prefill_pricing(result: dict[str, Any], ckpt, pilot: dict[str, tuple[lis
                                                 gpus, speed)
 
 
-def drafter_acceptance(server_args: dict[str, Any], completion: np.ndarray, verify: np.ndarray) -> dict | None:
-    """The drafter the pilot's engine ran (its reported launch arguments) and the acceptance it measured: output
-    tokens per target verify step over the requests that report their steps (SGLang's spec_verify_ct). None when it
-    ran none."""
+def drafter_acceptance(server_args: dict[str, Any], completion: np.ndarray, verify: np.ndarray,
+                       counted: SpecDecodeCounts | None = None) -> dict | None:
+    """The drafter the pilot's engine ran (the one its recorded server_args name, engines/drafter.py) and the
+    acceptance it measured: output tokens per target verify step, over the requests that report their steps
+    (SGLang's spec_verify_ct) or, from vLLM, the counters of its /metrics over the generate runs (`counted`: 1 +
+    accepted / drafts). None when it ran none."""
     completion, verify = np.asarray(completion, dtype=np.float64), np.asarray(verify, dtype=np.float64)
     known = ~np.isnan(verify) & (verify > 0) & ~np.isnan(completion)
-    algorithm = server_args.get("speculative_algorithm")
-    if (not algorithm or str(algorithm).upper() == "NONE") and not known.any():
+    drafter = describe(server_args)
+    if drafter is None and not known.any():
         return None
+    drafter = drafter or {"algorithm": None, "model": None, "num_steps": None, "num_draft_tokens": None}
+    shape = {k: drafter[k] for k in ("algorithm", "model", "num_steps", "num_draft_tokens")}
+    if counted is not None and not known.any():
+        return {**shape, "measured_by": "the engine's counters (vLLM /metrics)", "requests": None,
+                "verify_steps": counted.drafts, "accepted_draft_tokens": counted.accepted_tokens,
+                "draft_tokens": counted.draft_tokens, "output_tokens": None,
+                "tokens_per_verify_step": tokens_per_verify_step(counted)}
     steps, out = float(verify[known].sum()), float(completion[known].sum())
-    return {"algorithm": algorithm, "model": server_args.get("speculative_draft_model_path"),
-            "num_steps": server_args.get("speculative_num_steps"),
-            "num_draft_tokens": server_args.get("speculative_num_draft_tokens"),
+    return {**shape, "measured_by": "each request's verify steps (SGLang spec_verify_ct)" if known.any() else None,
             "requests": int(known.sum()), "verify_steps": int(steps), "output_tokens": int(out),
             "tokens_per_verify_step": round(out / steps, 4) if steps else None}
 
@@ -135,7 +143,7 @@ def add_drafter(result: dict[str, Any], ckpt, ids: list[str]) -> None:
         result["drafter"] = None
         return
     d = drafter_acceptance((ckpt.engine or {}).get("server_args") or {}, ckpt.column(ids, "completion_tokens"),
-                           ckpt.column(ids, "spec_verify_ct"))
+                           ckpt.column(ids, "spec_verify_ct"), ckpt.spec_decode)
     result["drafter"] = d
     rate = d["tokens_per_verify_step"] if d else None
     for entry in [*result["configs"].values(), result["overall"]]:

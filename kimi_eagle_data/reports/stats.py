@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kimi_eagle_data.engines.drafter import SpecDecodeCounts
 from kimi_eagle_data.conversation.shape import (TURN_COLUMNS, conversation_shape, has_conversations,
                                               lengths_by_turn, turn_arrays)
 from kimi_eagle_data.store.cache_hits import cache_share
@@ -145,6 +146,8 @@ class CheckpointInfo:
     latency_s: np.ndarray
     created_at: np.ndarray
     engine: dict[str, Any]       # the engine info the generate stage recorded (meta "engine")
+    # vLLM's drafter counters over the generate runs, summed over the files (meta "spec_decode"); None: not counted
+    spec_decode: SpecDecodeCounts | None = None
 
     def select(self, ids) -> np.ndarray:
         """Indices of the given ids (those present)."""
@@ -173,6 +176,7 @@ def read_checkpoint_info(wd: Workdir) -> CheckpointInfo | None:
     try:
         recs = ckpt.request_stats()
         engine = ckpt.get_meta("engine") or {}
+        counted = [c for c in map(SpecDecodeCounts.from_json, ckpt.meta_values("spec_decode")) if c is not None]
     finally:
         ckpt.close()
 
@@ -183,7 +187,8 @@ def read_checkpoint_info(wd: Workdir) -> CheckpointInfo | None:
                           prompt_tokens=col("prompt_tokens"), completion_tokens=col("completion_tokens"),
                           cached_tokens=col("cached_tokens"), spec_verify_ct=col("spec_verify_ct"),
                           latency_s=col("latency_s"),
-                          created_at=col("created_at"), engine=engine)
+                          created_at=col("created_at"), engine=engine,
+                          spec_decode=sum(counted, SpecDecodeCounts()) if counted else None)
 
 
 # -- numbers --------------------------------------------------------------------------------------

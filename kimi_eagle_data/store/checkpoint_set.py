@@ -104,6 +104,10 @@ class CheckpointSet:
                 return v
         return None
 
+    def meta_values(self, key: str) -> list:
+        """`key`'s value in every file that has it (shards counted apart: each its own server's counters)."""
+        return [v for v in (p.get_meta(key) for p in self.parts) if v is not None]
+
     def time_range(self) -> tuple[float, float] | None:
         spans = [s for s in (p.time_range() for p in self.parts) if s]
         return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None

@@ -8,6 +8,8 @@ It serves the embedded tiny model unless --model names another."""
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from kimi_eagle_data.cli.common import friendly_errors
@@ -39,12 +41,16 @@ from kimi_eagle_data.profile import TINY_MODEL_DIR
               help="As SGLang's flag: token ids only (answers carry no `text`, /tokenize fails).")
 @click.option("--record-requests", type=click.Path(dir_okay=False), metavar="FILE",
               help="Append every /generate body received to FILE, one JSON line each.")
+@click.option("--report-arg", "report_args", multiple=True, metavar="KEY=JSON",
+              help="Report this launch argument in /server_info, as SGLang launched with it would (e.g. "
+                   "speculative_algorithm='\"EAGLE3\"': a drafter it does not run); repeatable.")
 @friendly_errors
 def main(model, tokenizer, host, port, max_batch, context_length, error_rate, drop_rate, delay, fault_seed, bad_output,
-         stale_rids, skip_tokenizer_init, record_requests):
+         stale_rids, skip_tokenizer_init, record_requests, report_args):
     """Serve a model over SGLang's protocol with fault injection (tests only)."""
+    reported = tuple((k, json.loads(v)) for k, v in (a.split("=", 1) for a in report_args))
     faults = Faults(error_rate=error_rate, drop_rate=drop_rate, delay_s=delay, seed=fault_seed,
-                    bad_output=tuple(bad_output), stale_rids=stale_rids)
+                    bad_output=tuple(bad_output), stale_rids=stale_rids, reported_args=reported)
     serve_model(model, host=host, port=port, tokenizer=tokenizer, max_batch=max_batch, context_length=context_length,
                 faults=faults, skip_tokenizer_init=skip_tokenizer_init, record_path=record_requests,
                 print_url=lambda m: print(m, flush=True))

@@ -1,0 +1,162 @@
+"""A drafter the engine generates with (speculative decoding), as the engine itself reports it: which drafter, how
+much of its drafting the target accepted, and whether the engine keeps the samples the target's own at the run's
+temperature.
+
+SGLang reports its launch arguments (`/server_info`: speculative_algorithm, speculative_draft_model_path,
+speculative_num_steps, ...) and each request's target verify steps (meta_info.spec_verify_ct, kept per completion).
+vLLM 0.32.0 reports neither: that it drafts, and how much was accepted, is on its Prometheus `/metrics` (counters
+created only when it runs with a --speculative-config, vllm/v1/spec_decode/metrics.py `SpecDecodingProm`):
+
+    vllm:spec_decode_num_drafts_total{engine="0",model_name="..."}              target verify steps with a draft
+    vllm:spec_decode_num_draft_tokens_total{...}                                tokens proposed
+    vllm:spec_decode_num_accepted_tokens_total{...}                             tokens the target accepted
+    vllm:spec_decode_num_accepted_tokens_per_pos_total{...,position="0".."k-1"} one series per speculative token
+
+A verify step turns its accepted tokens plus one of the target's own into output, so tokens per target step is
+1 + accepted / drafts (vLLM's "mean acceptance length", the docstring of `SpecDecodingProm`). The counters are the
+server's since it started, over every client: `generate` reads them before and after its run and keeps the
+difference. Which drafter model vLLM runs it serves only on its development endpoint (`/server_info`, under
+VLLM_SERVER_DEV_MODE=1): read when there, else the drafter is recorded without its model.
+
+Lossless sampling, as the engines' source says (SGLang 0.5.23, vLLM 0.32.0):
+- vLLM samples every drafted token by rejection sampling against the target's probabilities after temperature,
+  top-k and top-p (vllm/v1/sample/rejection_sampler.py `apply_sampling_constraints`, `rejection_random_sample_kernel`,
+  recovered tokens from max(target - draft, 0)); greedy requests accept only the target's argmax. That holds on
+  every platform (the CPU backend registers C++ ports of the same kernels, vllm/platforms/cpu.py). Only its
+  benchmarking mode `rejection_sample_method: "synthetic"` accepts drafts at fixed rates, whatever the target says.
+- SGLang verifies a tree of drafts by sampling from the target's probabilities after temperature, top-k and top-p
+  (sglang/srt/speculative/eagle_utils.py `eagle_sample`: `tree_speculative_sampling_target_only`, exact with its
+  accept thresholds at their default 1.0) on CUDA and NPU, but commits the target's argmax whatever the temperature
+  on CPU and XPU, and on ROCm unless --speculative-use-rejection-sampling (`_verify_uses_greedy`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# The counters of vLLM's SpecDecodingProm, as Prometheus exposes a Counter (name + "_total").
+VLLM_COUNTERS = {"drafts": "vllm:spec_decode_num_drafts_total",
+                 "draft_tokens": "vllm:spec_decode_num_draft_tokens_total",
+                 "accepted_tokens": "vllm:spec_decode_num_accepted_tokens_total"}
+VLLM_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+# SGLang platforms whose EAGLE verify commits the target's argmax at any temperature (eagle_utils.py
+# `_verify_uses_greedy`; `device` as SGLang's /server_info reports it).
+SGLANG_GREEDY_DEVICES = ("cpu", "xpu")
+# vLLM rejection methods that do not take each token from the target's distribution (config/speculative.py).
+VLLM_LOSSY_METHODS = ("synthetic",)
+
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)')
+_POSITION = re.compile(r'position="([^"]*)"')
+
+
+@dataclass(frozen=True)
+class SpecDecodeCounts:
+    """vLLM's speculative-decoding counters, summed over a server's engines (and over servers)."""
+
+    drafts: int = 0
+    draft_tokens: int = 0
+    accepted_tokens: int = 0
+
+    def __add__(self, other: "SpecDecodeCounts") -> "SpecDecodeCounts":
+        return SpecDecodeCounts(*(a + b for a, b in zip(self.astuple(), other.astuple())))
+
+    def __sub__(self, other: "SpecDecodeCounts") -> "SpecDecodeCounts":
+        return SpecDecodeCounts(*(a - b for a, b in zip(self.astuple(), other.astuple())))
+
+    def astuple(self) -> tuple[int, int, int]:
+        return self.drafts, self.draft_tokens, self.accepted_tokens
+
+    def to_json(self) -> dict[str, int]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: Any) -> "SpecDecodeCounts | None":
+        if not isinstance(d, dict) or not all(type(d.get(k)) is int for k in ("drafts", "draft_tokens",
+                                                                            "accepted_tokens")):
+            return None
+        return cls(d["drafts"], d["draft_tokens"], d["accepted_tokens"])
+
+
+@dataclass(frozen=True)
+class VLLMMetrics:
+    """What a vLLM server's /metrics says of its drafter: None counts when it runs none."""
+
+    counts: SpecDecodeCounts | None
+    num_speculative_tokens: int | None     # the per-position series it keeps (its num_speculative_tokens)
+
+
+def parse_vllm_metrics(text: str) -> VLLMMetrics:
+    """vLLM's speculative-decoding counters in a Prometheus text exposition (module doc), summed over labels."""
+    sums = dict.fromkeys(VLLM_COUNTERS, 0.0)
+    seen, positions = set(), set()
+    names = {v: k for k, v in VLLM_COUNTERS.items()}
+    for line in text.splitlines():
+        m = _SAMPLE.match(line)
+        if not m:
+            continue
+        name, labels, value = m.groups()
+        if name in names:
+            try:
+                sums[names[name]] += float(value)
+            except ValueError:
+                continue
+            seen.add(names[name])
+        elif name == VLLM_PER_POSITION and labels and (p := _POSITION.search(labels)):
+            positions.add(p.group(1))
+    if seen != set(VLLM_COUNTERS):
+        return VLLMMetrics(None, None)
+    return VLLMMetrics(SpecDecodeCounts(*(int(round(sums[k])) for k in VLLM_COUNTERS)), len(positions) or None)
+
+
+def vllm_speculative_config(metrics: VLLMMetrics, dev_config: Any) -> dict[str, Any] | None:
+    """The drafter a vLLM server runs, for the manifest's server_args: None when /metrics shows none. `dev_config`:
+    `vllm_config.speculative_config` from its development /server_info (None when not served)."""
+    if metrics.counts is None:
+        return None
+    dev = dev_config if isinstance(dev_config, dict) else {}
+    steps = dev.get("num_speculative_tokens")
+    return {"method": dev.get("method"), "model": dev.get("model"),
+            "num_speculative_tokens": steps if type(steps) is int else metrics.num_speculative_tokens,
+            "rejection_sample_method": dev.get("rejection_sample_method"),
+            "reported_by": "/metrics and /server_info" if dev else "/metrics"}
+
+
+def tokens_per_verify_step(counts: SpecDecodeCounts) -> float | None:
+    """vLLM's mean acceptance length: each verify step's accepted draft tokens plus the target's own one."""
+    return round(1 + counts.accepted_tokens / counts.drafts, 4) if counts.drafts > 0 else None
+
+
+def describe(server_args: dict[str, Any]) -> dict[str, Any] | None:
+    """The drafter an engine's recorded server_args name, in one shape for both engines: {algorithm, model,
+    num_steps, topk, num_draft_tokens}; None when it ran none (or did not say)."""
+    vllm = server_args.get("speculative_config")
+    if isinstance(vllm, dict):
+        return {"algorithm": vllm.get("method"), "model": vllm.get("model"),
+                "num_steps": vllm.get("num_speculative_tokens"), "topk": None,
+                "num_draft_tokens": vllm.get("num_speculative_tokens")}
+    algorithm = server_args.get("speculative_algorithm")
+    if not algorithm or str(algorithm).upper() == "NONE":
+        return None
+    return {"algorithm": algorithm, "model": server_args.get("speculative_draft_model_path"),
+            "num_steps": server_args.get("speculative_num_steps"), "topk": server_args.get("speculative_eagle_topk"),
+            "num_draft_tokens": server_args.get("speculative_num_draft_tokens")}
+
+
+def lossy_drafter(engine: str, server_args: dict[str, Any], temperature: float) -> str | None:
+    """Why this engine, with the drafter it reports, would not sample the target's own distribution at
+    `temperature` (the run's highest); None when it would (or runs no drafter). Module doc: the engines' source."""
+    drafter = describe(server_args)
+    if drafter is None:
+        return None
+    urls = ", ".join(server_args.get("urls") or []) or "the server"
+    if engine == "sglang" and temperature > 0 and server_args.get("device") in SGLANG_GREEDY_DEVICES:
+        return (f"{urls} runs drafter {drafter['algorithm']} on device {server_args['device']}, where SGLang accepts "
+                f"drafted tokens by the target's argmax whatever the temperature: the samples at temperature "
+                f"{temperature:g} would not be the target's; serve it without a drafter, or on CUDA GPUs")
+    method = (server_args.get("speculative_config") or {}).get("rejection_sample_method")
+    if engine == "vllm" and method in VLLM_LOSSY_METHODS:
+        return (f"{urls} runs its drafter with rejection_sample_method {method!r}, which accepts drafted tokens at "
+                f"fixed rates, not by the target's distribution; relaunch it with the default 'standard'")
+    return None
