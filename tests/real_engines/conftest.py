@@ -14,3 +14,11 @@ def ids_server(tmp_path_factory):
     server = sglang_server(tmp_path_factory.mktemp("sglang-ids"), "--skip-tokenizer-init").start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def second_ids_server(tmp_path_factory):
+    """A second server like `ids_server`, for the tests of several servers (affinity, the router)."""
+    server = sglang_server(tmp_path_factory.mktemp("sglang-ids-2"), "--skip-tokenizer-init").start()
+    yield server
+    server.stop()

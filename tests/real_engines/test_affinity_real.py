@@ -14,7 +14,7 @@ import pytest
 from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams
 from kimi_eagle_data.engines.request_loop import Kept, RequestRun, run_requests
 from kimi_eagle_data.engines.sglang import SGLangEngine
-from tests.real_engines.servers import http, sglang_server
+from tests.real_engines.servers import http
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(3 * 3600)]
 
@@ -56,12 +56,10 @@ def conversations(urls: list[str], affinity: bool, n: int = 12, turns: int = 3) 
     return sum(c.cached_tokens for c in later) / sum(c.prompt_tokens for c in later)
 
 
-@pytest.fixture(scope="module")
-def two_servers(tmp_path_factory):
-    servers = [sglang_server(tmp_path_factory.mktemp("sglang-affinity")).start() for _ in range(2)]
-    yield [s.url for s in servers]
-    for s in servers:
-        s.stop()
+@pytest.fixture
+def two_servers(ids_server, second_ids_server):
+    """The tier's two shared servers (conftest.py); each run below flushes their caches first."""
+    return [ids_server.url, second_ids_server.url]
 
 
 def flushed(urls: list[str]) -> list[str]:

@@ -112,8 +112,8 @@ def test_server_killed_and_restarted_mid_run(tmp_path):
             server.stop()
 
 
-def test_two_real_servers_behind_the_real_sglang_router(ids_server, tmp_path):
-    second = sglang_server(tmp_path, "--skip-tokenizer-init").start()
+def test_two_real_servers_behind_the_real_sglang_router(ids_server, second_ids_server, tmp_path):
+    second = second_ids_server
     venv_python = str(installed_venv("sglang") / "bin" / "python")
     port = free_port()
     router = subprocess.Popen([venv_python, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port",
@@ -136,7 +136,6 @@ def test_two_real_servers_behind_the_real_sglang_router(ids_server, tmp_path):
     finally:
         router.kill()
         router.wait()
-        second.stop()
 
 
 @pytest.fixture(scope="module")
