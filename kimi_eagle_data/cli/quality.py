@@ -555,6 +555,7 @@ def inspect_cmd(directory: Path, config: str, sample_id: str | None, random_: bo
         raise click.UsageError("give one of ID, --random, --shortest, --longest")
     if sample_id and rejected:
         raise click.UsageError("--rejected browses; give it without an ID")
+    from kimi_eagle_data.formats import format_of
     from kimi_eagle_data.reports.inspect import inspect_sample, locate
     from kimi_eagle_data.reports.stats import NothingValidatedYet
 
@@ -563,8 +564,8 @@ def inspect_cmd(directory: Path, config: str, sample_id: str | None, random_: bo
             locate(directory, config)     # no such config, or nothing validated yet: that, before how to pick
             raise click.UsageError("give an ID, or browse with --random, --shortest, --longest or --rejected "
                                    "REASON")
-        result = inspect_sample(directory, config, sample_id, tokenizer=tokenizer, random=random_, seed=seed,
-                                shortest=shortest, longest=longest, rejected=rejected)
+        result = inspect_sample(directory, config, sample_id, format_of=format_of, tokenizer=tokenizer,
+                                random=random_, seed=seed, shortest=shortest, longest=longest, rejected=rejected)
     except NothingValidatedYet as so_far:     # a first generate under way: its counts, then why no sample
         if not as_json:
             _print_progress(so_far)
