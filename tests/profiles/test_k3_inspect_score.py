@@ -229,3 +229,28 @@ def test_an_answer_k3_cannot_write_is_an_unrenderable_failure_k25_writes_it(tok)
     rec.prompt_ids = k25.render_prompt(tiny, rec.messages, None)
     (got,) = plan_items("B1", [rec], {}, tiny, k25.tokens(TINY_KIMI, tiny), 1022, False, k25)
     assert isinstance(got, Item) and got.kind == "upstream"
+
+
+def test_check_reads_k3_conversations_rows(k3_run, tmp_path):
+    """A SpecForge `conversations` row's last assistant turn is read as K3 writes it (the format's render_answer):
+    the run's own thinking-mode rows, written as conversations, are all valid; one whose call arguments K3 cannot
+    write is an unreadable row, in one line."""
+    out = []
+    for config in ("B1", "B4"):
+        for r in rows(k3_run, config):
+            if r["mode"] == "thinking" and r["split"] == "train":
+                turns = [{k: v for k, v in m.items() if v is not None} for m in r["messages"]]
+                out.append({"id": r["id"], "conversations": turns,
+                            "tools": json.loads(r["tools"]) if r["tools"] else None})
+    assert any(t.get("tool_calls") for r in out for t in r["conversations"][-1:])
+    good = tmp_path / "conv.jsonl"
+    good.write_text("".join(json.dumps(r) + "\n" for r in out), encoding="utf-8")
+    said = " ".join(run_cli("check", str(good), "--profile", PROFILE.name, "--no-progress").stdout.split())
+    assert f"{len(out)} valid, 0 invalid" in said, said
+    bad_row = next(r for r in out if r["conversations"][-1].get("tool_calls"))
+    bad_row["conversations"][-1]["tool_calls"][0]["function"]["arguments"] = "[1]"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(bad_row) + "\n", encoding="utf-8")
+    proc = run_cli("check", str(bad), "--profile", PROFILE.name, "--no-progress", check=False)
+    assert "unreadable_row: the last conversations turn" in proc.stderr and "not an object" in proc.stderr
+    assert "0 valid, 1 invalid" in " ".join(proc.stdout.split())
