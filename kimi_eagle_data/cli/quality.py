@@ -102,7 +102,8 @@ INSPECT_JSON_HELP = """\b
     ids, text, n_tokens}]
 kind: prefix, system, tools, user, assistant, tool_result,
   generation_prompt, reasoning, answer, tool_section, tool_call, text
-  (stray text in/after the tool-call section), end.
+  (stray text in/after the tool-call section; under K3 also text between
+  elements, or what follows where the grammar stops reading), end.
 The segments' ids concatenated are the row's input_ids."""
 
 

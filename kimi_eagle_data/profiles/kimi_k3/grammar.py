@@ -17,7 +17,9 @@ values escape `&` and `"` (`&amp;`, `&quot;`). Nothing stands between elements. 
 Structure is read from the marker ids (`<|open|>`, `<|close|>`, `<|sep|>`, `<|end_of_msg|>`): a tag is a marker,
 the text up to the next `<|sep|>` (its name and attributes), and that `<|sep|>`. The walk stops at the first tag
 the grammar does not allow there (the rest is not read as structure); special tokens that are never allowed
-(BOS/EOS, the K2-era `<|im_*|>` family) and `<|end_of_msg|>` before the end are found anywhere.
+(BOS/EOS, the K2-era `<|im_*|>` family) and `<|end_of_msg|>` before the end are found anywhere. Where each
+element stands (`K3Span`: its open and close tags) and where the walk stopped reading (`read_end`) are kept, for
+`inspect`'s segments (formats/k3_segments.py).
 """
 
 from __future__ import annotations
