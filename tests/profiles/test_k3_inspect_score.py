@@ -3,11 +3,13 @@ format (formats/): inspect's segments concatenate to each row's input_ids with t
 prompt_len, each prompt message and the generation prompt is its own segment, and the completion is split where
 K3's completion grammar finds its elements (reasoning, response, the tools element and each call, the end of the
 turn); score renders each upstream answer as K3's assistant message, and its numbers for a row are recomputed
-here from the whole conversation rendered by K3's renderer and scored by the local engine."""
+here from the whole conversation rendered by K3's renderer and scored by the local engine. The run is the shared
+tiny-kimi-k3 demo (conftest `k3_demo_run`)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 
 import numpy as np
@@ -23,15 +25,7 @@ from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 from tests.helpers.cli import run_cli
 
 PROFILE = get_profile("tiny-kimi-k3")
-# B1 continues conversations on the model's own turns (past assistant turns and tool results in later prompts);
-# both configs put some prompts in instant mode; B4's upstream answers have reasoning.
-CONFIG = """[partitions.B1]
-policy = "own_history"
-max_turns = 2
-instant_share = 0.4
-[partitions.B4]
-instant_share = 0.4
-"""
+CONFIGS = [f"B{i}" for i in range(1, 9)]
 JSON_KEYS = {"id", "config", "split", "picked", "source", "source_id", "finish_reason", "mode", "length",
              "prompt_len", "completion_len", "reasoning_len", "num_tool_calls", "loss_boundary", "tokenizer",
              "profile", "where", "issues", "warnings", "conversation_id", "turn", "end_reason", "conversation",
@@ -40,13 +34,11 @@ SEGMENT_KEYS = {"index", "kind", "label", "start", "end", "loss", "ids", "text",
 
 
 @pytest.fixture(scope="module")
-def k3_run(tmp_path_factory):
-    base = tmp_path_factory.mktemp("k3inspect")
-    config = base / "k3.toml"
-    config.write_text(CONFIG, encoding="utf-8")
-    work = base / "w"
-    run_cli("build", "B1", "B4", "--workdir", str(work), "--config", str(config), "--profile", PROFILE.name,
-            "--samples", "--limit", "5", "--engine", "local", "--no-progress")
+def k3_run(k3_demo_run):
+    """The shared `kimi-data demo --profile tiny-kimi-k3 --limit 2` (every config, both modes, every effort, B1, B6
+    and B7 continued on the model's own turns): inspect only reads it."""
+    work, demo = k3_demo_run
+    assert demo.returncode == 0, demo.stderr[-2000:]
     return work
 
 
@@ -76,8 +68,8 @@ def test_inspect_splits_k3_rows_as_k3_reads_them(k3_run, tok):
     b1 = rows(k3_run, "B1")
     picks = {"tool calls": next((r for r in b1 if r["num_tool_calls"] and r["split"] == "train"), None),
              "instant": next((r for r in b1 if r["mode"] == "instant"), None),
-             "later turn": next((r for r in b1 if r["turn"] > 1 and r["num_tool_calls"] == 0), None)}
-    assert all(picks.values()), f"the run has no row with {[k for k, v in picks.items() if v is None]}"
+             "later turn": next((r for r in b1 if r["turn"] > 1 and r["mode"] == "thinking"), None)}
+    assert all(picks.values()), f"the demo's B1 has no row with {[k for k, v in picks.items() if v is None]}"
     for what, r in picks.items():
         got = inspected(k3_run, "B1", r["id"])
         assert set(got) == JSON_KEYS and all(set(s) == SEGMENT_KEYS for s in got["segments"]), what
@@ -120,8 +112,10 @@ def test_inspect_splits_k3_rows_as_k3_reads_them(k3_run, tok):
             assert section == ["<|open|>tools<|sep|>", "<|close|>tools<|sep|>"]
         assert done[-1]["kind"] == "end" and done[-1]["text"] == "<|close|>message<|sep|><|end_of_msg|>"
         assert "text" not in [s["kind"] for s in segs]
-    later = [s["kind"] for s in inspected(k3_run, "B1", picks["later turn"]["id"])["segments"]]
-    assert "assistant" in later                       # the model's own first turn, in the prompt
+    later = inspected(k3_run, "B1", picks["later turn"]["id"])["segments"]
+    assert "assistant" in [s["kind"] for s in later]          # the model's own earlier turn, in the prompt
+    effort = f"Now the system is invoked with `thinking_effort={picks['later turn']['effort']}`."
+    assert any(s["label"] == "system (thinking-effort)" and effort in s["text"] for s in later)
     # the human view: the same segments, the boundary between prompt and completion
     text = " ".join(run_cli("inspect", str(k3_run), "B1", picks["tool calls"]["id"]).stdout.split())
     assert f"loss-mask boundary at position {picks['tool calls']['prompt_len']}" in text
@@ -129,22 +123,48 @@ def test_inspect_splits_k3_rows_as_k3_reads_them(k3_run, tok):
 
 
 def test_inspect_a_k3_reject_with_k3_reason_codes(k3_run):
-    from kimi_eagle_data.profiles.kimi_k3.grammar import REASONS
+    from kimi_eagle_data.formats import format_of
 
-    rejected = [r for c in ("B1", "B4") for r in rows(k3_run, c) if r["split"] == "rejected" and r["issues"]]
-    if not rejected:     # the run's samples give one (call_index_out_of_order); say so if they stop doing it
-        pytest.fail("the K3 run rejected nothing: no reject to inspect")
+    reasons = format_of(PROFILE).reason_descriptions(PROFILE)
+    rejected = [r for c in CONFIGS for r in rows(k3_run, c) if r["split"] == "rejected" and r["issues"]]
+    assert rejected, "the K3 demo rejected nothing: no reject to inspect"
     r = rejected[0]
     config = r["id"].split("-", 1)[0]
     got = json.loads(run_cli("inspect", str(k3_run), config, "--rejected", r["issues"][0], "--json").stdout)
-    assert r["issues"][0] in [i["code"] for i in got["issues"]]
+    assert got["id"] == r["id"] and r["issues"][0] in [i["code"] for i in got["issues"]]
     for i in got["issues"]:
-        if i["code"] in REASONS:
-            assert i["description"] == REASONS[i["code"]][0] and i["detail"]     # K3's validator's line
-    assert sum((s["ids"] for s in got["segments"]), []) == next(x for x in rows(k3_run, config)
-                                                              if x["id"] == got["id"])["input_ids"]
+        assert i["description"] == reasons[i["code"]] and i["detail"]      # K3's validator's line
+    assert sum((s["ids"] for s in got["segments"]), []) == r["input_ids"]
+    assert got["loss_boundary"] == r["prompt_len"] and r["prompt_len"] in {s["start"] for s in got["segments"]}
     unknown = run_cli("inspect", str(k3_run), "B1", "--rejected", "malformed_tool_section", check=False)  # K2.5's
     assert unknown.returncode == 1 and "is not a validation reason code" in unknown.stderr
+
+
+def test_k3_segments_of_golden_turns_with_parallel_calls(tok):
+    """In-process over every golden assistant turn (tests/golden/k3, parallel calls included) after its generation
+    prompt: each call is a segment where K3's grammar finds it, and the segments cover the turn once."""
+    from kimi_eagle_data.formats import format_of
+    from tests.profiles.test_k3_grammar import TURNS
+
+    fmt = format_of(PROFILE)
+    seg = fmt.segmenter(PROFILE, tok)
+    k3 = fmt.tokens(PROFILE, tok).k3
+    many = 0
+    for name, k, instant, golden in TURNS:
+        mode = "instant" if instant else "thinking"
+        gen = fmt.generation_prompt_ids(PROFILE, tok, mode)
+        turn = encode_segments(tok, [(t, special) for t, special in golden])
+        spans = seg.spans(gen + turn, len(gen))
+        assert [s[2] for s in spans[1:]] == [s[3] for s in spans[:-1]] and spans[-1][3] == len(gen) + len(turn)
+        assert spans[0][:3] == ("generation_prompt", "generation prompt (instant mode)" if instant
+                                else "generation prompt", 0)
+        c = parse_completion(turn, k3, tok.decode, instant=instant)
+        calls = [s for s in spans if s[0] == "tool_call"]
+        assert [(s[1], s[2] - len(gen)) for s in calls] == [(f"tool call {x.index}: {x.tool}", x.position)
+                                                            for x in c.calls], (name, k)
+        assert spans[-1][:2] == ("end", "end of turn") and "text" not in [s[0] for s in spans], (name, k)
+        many += len(calls) > 1
+    assert many >= 3
 
 
 def _assistant(answer: dict) -> dict:
@@ -152,33 +172,36 @@ def _assistant(answer: dict) -> dict:
             "tool_calls": answer.get("tool_calls")}
 
 
-def test_score_k3_rows_recomputed_independently(k3_run, tok):
+def test_score_k3_rows_recomputed_independently(k3_run, tok, tmp_path):
     from kimi_eagle_data.engines.base import ScoreRequest
     from kimi_eagle_data.engines.local import LocalEngine
     from kimi_eagle_data.prompts.prepare import read_prepared
     from kimi_eagle_data.store.workdir import Workdir
 
-    rep = json.loads(run_cli("score", "--workdir", str(k3_run), "--json", "--no-progress").stdout)
-    assert list(rep["configs"]) == ["B1", "B4"]
+    work = tmp_path / "w"
+    shutil.copytree(k3_run, work)        # score writes into its workdir: a private copy of the shared demo
+    rep = json.loads(run_cli("score", "--workdir", str(work), "--json", "--no-progress").stdout)
+    assert list(rep["configs"]) == CONFIGS
     for c in rep["configs"].values():
         assert c["failed"] == 0 and c["upstream"]["samples"] == c["sampled"] > 0 and c["own"]["samples"] > 0
-    assert set(rep["configs"]["B4"]["segments"]) == {"reasoning", "answer"}
+    assert rep["configs"]["B1"]["modes"].keys() == {"thinking", "instant"}
 
-    db = sqlite3.connect(k3_run / "score.sqlite")
+    db = sqlite3.connect(work / "score.sqlite")
     stored = {r[0]: r[1:] for r in db.execute("SELECT id, n, sum, reasoning_n, reasoning_sum FROM scores "
                                               "WHERE kind='upstream'")}
     db.close()
     engine = LocalEngine(PROFILE.model_path)
     close_think = CLOSE_THINK(tok)
-    checked = 0
-    for config in ("B1", "B4"):
-        for rec in read_prepared(Workdir(k3_run), config):
+    checked, with_reasoning = 0, 0
+    for config in CONFIGS:
+        for rec in read_prepared(Workdir(work), config):
             if rec.id not in stored:
                 continue
             thinking = rec.mode == "thinking"
             # the whole conversation, answer included, rendered by K3's renderer: it starts with the prompt
             whole = encode_segments(tok, render_segments(rec.messages + [_assistant(rec.answer)], rec.tools or None,
-                                                         thinking=thinking, effort="max" if thinking else None,
+                                                         thinking=thinking,
+                                                         effort=(rec.effort or "max") if thinking else None,
                                                          add_generation_prompt=False))
             assert whole[:len(rec.prompt_ids)] == list(rec.prompt_ids), rec.id
             answer = whole[len(rec.prompt_ids):]
@@ -192,11 +215,13 @@ def test_score_k3_rows_recomputed_independently(k3_run, tok):
             assert abs(total - float(np.sum(res.logprobs))) < 1e-3
             assert abs(rsum - float(np.sum(res.logprobs[:k]))) < 1e-3
             checked += 1
-    assert checked >= 8
-    sums = [stored[i] for i in stored if i.startswith("B4-")]
-    b4 = rep["configs"]["B4"]["upstream"]
-    assert b4["tokens"] == sum(s[0] for s in sums)
-    assert abs(b4["nats_per_token"] - sum(s[1] for s in sums) / sum(s[0] for s in sums)) < 1e-4
+            with_reasoning += k > 0
+    assert checked >= 12 and with_reasoning >= 2
+    for config in ("B4", "B5"):       # the config's upstream numbers are these rows' (B4, B5: no later turns)
+        sums = [stored[i] for i in stored if i.startswith(f"{config}-")]
+        up = rep["configs"][config]["upstream"]
+        assert up["tokens"] == sum(s[0] for s in sums) and up["samples"] == len(sums)
+        assert abs(up["nats_per_token"] - sum(s[1] for s in sums) / sum(s[0] for s in sums)) < 1e-4
 
 
 def test_an_answer_renders_as_every_golden_assistant_turn():
@@ -237,7 +262,7 @@ def test_check_reads_k3_conversations_rows(k3_run, tmp_path):
     the run's own thinking-mode rows, written as conversations, are all valid; one whose call arguments K3 cannot
     write is an unreadable row, in one line."""
     out = []
-    for config in ("B1", "B4"):
+    for config in CONFIGS:
         for r in rows(k3_run, config):
             if r["mode"] == "thinking" and r["split"] == "train":
                 turns = [{k: v for k, v in m.items() if v is not None} for m in r["messages"]]
