@@ -102,7 +102,8 @@ INSPECT_JSON_HELP = """\b
     ids, text, n_tokens}]
 kind: prefix, system, tools, user, assistant, tool_result,
   generation_prompt, reasoning, answer, tool_section, tool_call, text
-  (stray text in/after the tool-call section), end.
+  (stray text in/after the tool-call section; under K3 also text between
+  elements, or what follows where the grammar stops reading), end.
 The segments' ids concatenated are the row's input_ids."""
 
 
@@ -555,6 +556,7 @@ def inspect_cmd(directory: Path, config: str, sample_id: str | None, random_: bo
         raise click.UsageError("give one of ID, --random, --shortest, --longest")
     if sample_id and rejected:
         raise click.UsageError("--rejected browses; give it without an ID")
+    from kimi_eagle_data.formats import format_of
     from kimi_eagle_data.reports.inspect import inspect_sample, locate
     from kimi_eagle_data.reports.stats import NothingValidatedYet
 
@@ -563,8 +565,8 @@ def inspect_cmd(directory: Path, config: str, sample_id: str | None, random_: bo
             locate(directory, config)     # no such config, or nothing validated yet: that, before how to pick
             raise click.UsageError("give an ID, or browse with --random, --shortest, --longest or --rejected "
                                    "REASON")
-        result = inspect_sample(directory, config, sample_id, tokenizer=tokenizer, random=random_, seed=seed,
-                                shortest=shortest, longest=longest, rejected=rejected)
+        result = inspect_sample(directory, config, sample_id, format_of=format_of, tokenizer=tokenizer,
+                                random=random_, seed=seed, shortest=shortest, longest=longest, rejected=rejected)
     except NothingValidatedYet as so_far:     # a first generate under way: its counts, then why no sample
         if not as_json:
             _print_progress(so_far)

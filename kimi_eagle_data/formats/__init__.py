@@ -4,8 +4,9 @@ the object. This package sits above the stages it serves (it renders with prompt
 `runs.open_run` puts the run's format in its context (`RunContext.format`) and the CLI hands it to `check`, so
 no stage imports it and no stage compares profile names.
 
-Kimi-K2.5's format: `kimi_k2.py`; Kimi-K3's: `kimi_k3.py`, its validator `k3_validator.py`, the check of a
-checkpoint's own chat code `k3_checkpoint.py`.
+Kimi-K2.5's format: `kimi_k2.py`; Kimi-K3's: `kimi_k3.py`, its validator `k3_validator.py`, its split of a
+sequence into `inspect`'s segments `k3_segments.py`, the check of a checkpoint's own chat code `k3_checkpoint.py`.
+`inspect` resolves a run's profile itself, so the CLI hands it `format_of`.
 """
 
 from __future__ import annotations

@@ -12,6 +12,13 @@ the object here; stages never compare profile names. What a format answers:
   where typed special-token text stays text (K3);
 - `validator(tokens, tokenizer, max_seq_len, …)`: the completion grammar and its rules with reason codes;
 - `reasoning_length(ids, tokens, instant)`: completion tokens before the reasoning's end;
+- `render_answer(answer, tokenizer, tokens, instant)`: an answer ({"reasoning", "content", "tool_calls"}) as the
+  completion the model writes for it after its generation prompt, and how many of those ids are reasoning (what
+  `score` scores an upstream answer as, and `check` reads a SpecForge row's last assistant turn as);
+- `segmenter(profile, tokenizer)`: what splits a sequence into the segments `inspect` shows: `spans(ids,
+  prompt_len)` gives (kind, label, start, end) for every message of the prompt, the generation prompt, and the
+  completion's reasoning / answer / tool-call section and calls / end of turn as its grammar reads them, covering
+  every position once; `mode(ids, prompt_len)` the mode the prompt's end says; `decode(ids)` a segment's text;
 - `reason_descriptions(profile)`: every reason code with its description;
 - `check_renderer(tokenizer, records, where)`: prepare's check of a checkpoint's own chat code against ours;
 - `fingerprint(tokenizer)`: what run.json binds beside the tokenizer's hashes (K3: the encoder's sha256).
@@ -66,6 +73,17 @@ class KimiK2Format:
         from kimi_eagle_data.grammar import reasoning_length
 
         return reasoning_length(ids, tokens, instant)
+
+    def render_answer(self, answer, tokenizer, tokens, instant: bool = False) -> tuple[list[int], int]:
+        from kimi_eagle_data.prompts.answer import render_answer
+
+        return render_answer(answer, tokenizer, tokens, instant)
+
+    def segmenter(self, profile, tokenizer):
+        """Turns by their role tokens, the completion by grammar.py (reports/inspect.py)."""
+        from kimi_eagle_data.reports.inspect import Segmenter
+
+        return Segmenter(profile, tokenizer)
 
     def reason_descriptions(self, profile) -> dict[str, str]:
         from kimi_eagle_data.validate.rules import reason_descriptions

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from kimi_eagle_data.profiles.kimi_k3.facts import GENERATION_PROMPTS, K3TokenIds
-from kimi_eagle_data.profiles.kimi_k3.grammar import REASONS
+from kimi_eagle_data.profiles.kimi_k3.grammar import REASONS, reasoning_length
 from kimi_eagle_data.profiles.kimi_k3.render import (DEFAULT_EFFORT, EFFORTS, END_OF_MSG, check_effort,
-                                                     joined_text, render_segments)
+                                                     completion_segments, joined_text, render_segments)
 from kimi_eagle_data.profiles.kimi_k3.segment_ids import encode_segments
 from kimi_eagle_data.prompts.tokenizer import own_chat_code
 
@@ -110,13 +110,21 @@ class KimiK3Format:
                            vocab_size=vocab_size)
 
     def reasoning_length(self, ids: Sequence[int], tokens, instant: bool = False) -> int:
-        if instant:
-            return 0
-        close = tokens.k3.close
-        for p, i in enumerate(ids):
-            if int(i) == close:
-                return p
-        return len(ids)
+        return reasoning_length(ids, tokens.k3, instant)
+
+    def render_answer(self, answer, tokenizer, tokens, instant: bool = False) -> tuple[list[int], int]:
+        """The answer as the assistant message K3 writes after its generation prompt (`completion_segments`),
+        each segment encoded on its own; its reasoning is the ids before `<|close|>think<|sep|>`."""
+        message = {"content": answer.get("content") or "", "tool_calls": answer.get("tool_calls") or None}
+        if not instant:
+            message["reasoning_content"] = answer.get("reasoning") or ""
+        ids = encode_segments(tokenizer, completion_segments(message, thinking=not instant))
+        return ids, reasoning_length(ids, tokens.k3, instant)
+
+    def segmenter(self, profile, tokenizer):
+        from kimi_eagle_data.formats.k3_segments import K3Segmenter
+
+        return K3Segmenter(self, profile, tokenizer)
 
     def reason_descriptions(self, profile) -> dict[str, str]:
         return {**SAMPLE_REASONS, **{code: text for code, (text, _) in REASONS.items()}}

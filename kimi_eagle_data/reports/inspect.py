@@ -1,14 +1,18 @@
 """`kimi-data inspect`: one sample decoded and split into its segments.
 
-Segments are found from token ids, never by matching decoded text: turn-opening role tokens split the
+The run's chat format splits the sample (`segmenter`: formats/kimi_k2.py says what it answers); the CLI hands
+`inspect` the function that gives a profile's format, since the profile is read here from the run. Every
+token belongs to exactly one segment, so the segments concatenated are the row's `input_ids`, and the
+loss-mask boundary (`prompt_len`) always falls between two segments. Kimi-K3's split is
+formats/k3_segments.py; Kimi-K2.5's is `Segmenter` below.
+
+K2.5's segments are found from token ids, never by matching decoded text: turn-opening role tokens split the
 prompt into turns (system, tool declarations, user, past assistant turns, tool results, the generation
 prompt), and the completion grammar (kimi_eagle_data/grammar.py, what the validator reads too) splits the
 completion (reasoning up to `</think>`, the answer, each tool call `<|tool_call_begin|>…<|tool_call_end|>`,
-the final `<|im_end|>`). Every token belongs to
-exactly one segment, so the segments concatenated are the row's `input_ids`, and the loss-mask boundary
-(`prompt_len`) always falls between two segments. Only a turn's header name (the one or two tokens between
-its role token and `<|im_middle|>`, e.g. `tool_declare`) is decoded, to tell a system turn from the tool
-declarations or a tool result.
+the final `<|im_end|>`). Only a turn's header name (the one or two tokens between its role token and
+`<|im_middle|>`, e.g. `tool_declare`) is decoded, to tell a system turn from the tool declarations or a tool
+result.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import secrets
 import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import orjson
@@ -33,7 +37,6 @@ from kimi_eagle_data.profile import INSTANT, THINKING, ModelProfile, ProfileToke
 from kimi_eagle_data.prompts.tokenizer import SegmentDecoder
 from kimi_eagle_data.run_checks import config_name_problem
 from kimi_eagle_data.reports.stats import QualityError, generation_so_far, order_configs
-from kimi_eagle_data.validate.rules import REASONS
 from kimi_eagle_data.store.workdir import Workdir, dataset_configs, dataset_shards
 from kimi_eagle_data.wording import counted
 
@@ -66,6 +69,18 @@ class Segment:
 
 # -- segmentation -------------------------------------------------------------------------------------
 
+def segments_of(segmenter, input_ids, prompt_len: int) -> list[Segment]:
+    """A segmenter's spans (a format's `segmenter`) as segments with their ids, text and loss-mask value."""
+    ids = np.asarray(input_ids, dtype=np.int64)
+    p = int(prompt_len)
+    out = []
+    for kind, label, lo, hi in segmenter.spans(ids, p):
+        if hi > lo:
+            chunk = ids[lo:hi].tolist()
+            out.append(Segment(kind, label, lo, hi, 0 if hi <= p else 1, chunk, segmenter.decode(chunk)))
+    return out
+
+
 class Segmenter:
     """Splits one sequence into segments with one tokenizer + profile (construct once)."""
 
@@ -97,18 +112,17 @@ class Segmenter:
         return INSTANT if k and p >= k and ids[p - k:p].tolist() == self.instant_gen_prompt else THINKING
 
     def segment(self, input_ids, prompt_len: int) -> list[Segment]:
+        return segments_of(self, input_ids, prompt_len)
+
+    def spans(self, input_ids, prompt_len: int) -> list[tuple[str, str, int, int]]:
+        """(kind, label, start, end) of every segment, in order (empty ones included)."""
         ids = np.asarray(input_ids, dtype=np.int64)
         n, p = int(ids.size), int(prompt_len)
         segs: list[tuple[str, str, int, int]] = []
         instant = self.mode(ids, p) == INSTANT
         self._prompt(ids, p, segs, self.instant_gen_prompt if instant else self.gen_prompt)
         self._completion(ids, p, n, segs, instant)
-        out = []
-        for kind, label, lo, hi in segs:
-            if hi > lo:
-                chunk = ids[lo:hi].tolist()
-                out.append(Segment(kind, label, lo, hi, 0 if hi <= p else 1, chunk, self.decode(chunk)))
-        return out
+        return segs
 
     # the prompt: turns opened by role tokens, then the generation prompt
     def _prompt(self, ids: np.ndarray, p: int, segs: list, gen_prompt: list[int]) -> None:
@@ -266,8 +280,10 @@ def locate(path: str | Path, config: str) -> RowSource:
 
 
 def pick(src: RowSource, config: str, id_: str | None, *, random: bool = False, seed: int | None = None,
-         shortest: bool = False, longest: bool = False, rejected: str | None = None) -> tuple[str, str]:
-    """The id to show and how it was picked (a line for the user)."""
+         shortest: bool = False, longest: bool = False, rejected: str | None = None,
+         reasons: dict[str, str] | None = None) -> tuple[str, str]:
+    """The id to show and how it was picked (a line for the user). `reasons`: the format's reason codes (to say
+    when `rejected` is none of them)."""
     t = src.light()
     if id_ is not None:
         ids = t["id"].to_pylist() if t.num_rows else []
@@ -291,7 +307,8 @@ def pick(src: RowSource, config: str, id_: str | None, *, random: bool = False, 
                 pc.equal(flat, rejected).to_numpy(zero_copy_only=False).astype(bool)]] = True
         if not hit.any():
             seen = sorted(set(flat.to_pylist())) if len(flat) else []
-            known = "" if rejected in REASONS else f" ({rejected!r} is not a validation reason code)"
+            known = "" if reasons is None or rejected in reasons else \
+                f" ({rejected!r} is not a validation reason code)"
             raise QualityError(f"no {config} sample rejected for {rejected!r} in {src.where}{known}; reasons "
                                f"present: {', '.join(seen) or 'none'}")
         t = t.filter(pa.array(hit))
@@ -356,36 +373,39 @@ def finish_detail(src: RowSource, id_: str) -> dict[str, Any]:
 
 # -- the whole inspection -----------------------------------------------------------------------------
 
-def inspect_sample(path: str | Path, config: str, id_: str | None = None, *, tokenizer: str | None = None,
-                   random: bool = False, seed: int | None = None, shortest: bool = False, longest: bool = False,
-                   rejected: str | None = None) -> dict[str, Any]:
-    """Everything `kimi-data inspect --json` prints (keys documented in cli_quality.INSPECT_JSON_HELP)."""
+def inspect_sample(path: str | Path, config: str, id_: str | None = None, *, format_of: Callable[[ModelProfile], Any],
+                   tokenizer: str | None = None, random: bool = False, seed: int | None = None,
+                   shortest: bool = False, longest: bool = False, rejected: str | None = None) -> dict[str, Any]:
+    """Everything `kimi-data inspect --json` prints (keys documented in cli_quality.INSPECT_JSON_HELP).
+    `format_of`: a profile's chat format (formats.format_of; the CLI hands it in)."""
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
 
     src = locate(path, config)
+    tok_path, profile, run = resolve_tokenizer(src, tokenizer)
+    chat_format = format_of(profile)
+    reasons = chat_format.reason_descriptions(profile)
     chosen, how = pick(src, config, id_, random=random, seed=seed, shortest=shortest, longest=longest,
-                       rejected=rejected)
+                       rejected=rejected, reasons=reasons)
     row = src.row(chosen)
     if row is None:     # pragma: no cover - the id came from the same files
         raise QualityError(f"sample {chosen} vanished from {src.where}")
-    tok_path, profile, run = resolve_tokenizer(src, tokenizer)
     tok = load_tokenizer(tok_path)
     warnings = []
     if run.get("tokenizer_sha256") and tokenizer_fingerprint(tok)["tokenizer_sha256"] != run["tokenizer_sha256"]:
         warnings.append(f"tokenizer {tok_path} is not the one the run used (vocabulary hash differs); "
                         "the decoded text may be wrong")
-    seg = Segmenter(profile, tok)
+    seg = chat_format.segmenter(profile, tok)
     ids = row["input_ids"]
     plen = int(row["prompt_len"])
-    segments = seg.segment(ids, plen)
+    segments = segments_of(seg, ids, plen)
     mask = np.asarray(row["loss_mask"], dtype=np.int64)
     ones = np.flatnonzero(mask == 1)
     boundary = int(ones[0]) if ones.size else len(mask)
     if boundary != plen:
         warnings.append(f"the loss mask starts at position {boundary}, prompt_len is {plen}")
 
-    details = _issue_details(seg, row, run, src, chosen)
-    issues = [{"code": c, "description": REASONS.get(c, "(not a reason code of this validator version)"),
+    details = _issue_details(chat_format, profile, tok, row, run, src, chosen)
+    issues = [{"code": c, "description": reasons.get(c, "(not a reason code of this validator version)"),
                "detail": details.get(c)} for c in row["issues"] or []]
     return {
         "id": row["id"], "config": config, "split": row.get("split"), "picked": how,
@@ -417,16 +437,15 @@ def conversation_around(src: RowSource, row: dict[str, Any], path: str | Path, c
             "inspect": f"kimi-data inspect {shlex.quote(str(path))} {config} ID"}
 
 
-def _issue_details(seg: Segmenter, row: dict[str, Any], run: dict[str, Any], src: RowSource,
-                   id_: str) -> dict[str, str]:
-    """Re-run the validator on the row for the human line behind each reason code (best effort)."""
+def _issue_details(chat_format, profile: ModelProfile, tokenizer, row: dict[str, Any], run: dict[str, Any],
+                   src: RowSource, id_: str) -> dict[str, str]:
+    """Re-run the format's validator on the row for the human line behind each reason code (best effort)."""
     if not row["issues"]:
         return {}
     try:
-        from kimi_eagle_data.validate.validator import Validator
-
-        max_seq_len = int(run.get("max_seq_len") or seg.profile.max_seq_len)
-        v = Validator(seg.tokens, seg.tokenizer, max_seq_len, keep_truncated=bool(run.get("keep_truncated")))
+        max_seq_len = int(run.get("max_seq_len") or profile.max_seq_len)
+        v = chat_format.validator(chat_format.tokens(profile, tokenizer), tokenizer, max_seq_len,
+                                  keep_truncated=bool(run.get("keep_truncated")))
         plen = int(row["prompt_len"])
         tools = orjson.loads(row["tools"]) if row["tools"] else None
         verdict = v.validate(row["input_ids"][:plen], row["input_ids"][plen:], row["finish_reason"],

@@ -4,8 +4,8 @@ Per partition: the mean log-prob per token (nats/token, token-weighted: the sum 
 of tokens) of the upstream answers and of the target's own completions, their top-1 agreement (share of
 tokens that are the target's most likely token), and the gap = own − upstream with a 95% percentile
 bootstrap interval (the prompts of each set resampled, 2,000 times, seeded). Where both sets have
-reasoning, the same for the reasoning (`grammar.reasoning_length`: the tokens before think_close) and the answer
-(the rest) separately.
+reasoning, the same for the reasoning (the chat format's `reasoning_length`: the tokens before K2.5's `</think>`,
+K3's `<|close|>think<|sep|>`) and the answer (the rest) separately.
 
 Verdict (one word), threshold `REGENERATE_GAP` = 0.5 nats/token (override: `--threshold`):
   either      the whole interval lies within ±0.5 nats/token: the upstream answers are text the
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from kimi_eagle_data.prompts.prepare import read_prepared
-from kimi_eagle_data.score.scoring import DEFAULT_LIMIT, plan_items, run_scoring, sample
+from kimi_eagle_data.score.scoring import DEFAULT_LIMIT, Unrenderable, plan_items, run_scoring, sample
 from kimi_eagle_data.engines.factory import run_engine
 from kimi_eagle_data.run_context import RunContext
 from kimi_eagle_data.store.prompt_view import ConfigPrompts
@@ -68,7 +68,11 @@ def score_workdir(ctx: RunContext, configs: list[str], *, limit: int = DEFAULT_L
                             later_ids=sorted(i for i, t in view.later.items() if t.answered))
             own = {r.id: completions[r.id] for r in picked if r.id in completions}
             per_config[config] = {"records": records, "picked": picked, "own": own}
-            items += plan_items(config, picked, own, p.tokenizer, p.tokens, p.max_seq_len, rescore_own)
+            for it in plan_items(config, picked, own, p.tokenizer, p.tokens, p.max_seq_len, rescore_own, p.format):
+                if isinstance(it, Unrenderable):
+                    ckpt.record_failure(it.config, it.key, it.failure())
+                else:
+                    items.append(it)
         run = None
         if items:
             own_engine = engine is None

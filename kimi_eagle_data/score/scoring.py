@@ -11,10 +11,10 @@ scored alike and the drafters tied (2.10 vs 2.07).
 
 For a seeded sample of each partition's prepared prompts (`--limit`, default 200; prompts that already
 have an own completion first, so the two sets are the same prompts where possible) this stage renders
-each upstream answer as the assistant turn the target would produce — the reasoning (when the source has
-one), the profile's think_close, the answer (tool calls in the profile's tool-call tokens), end_of_turn —
-and asks the engine for the log-prob of every answer token given the prompt, prefill only. The target's
-own completions are scored by the sums `generate` recorded; a completion without them (an older
+each upstream answer as the assistant turn the target would produce — the run's chat format's
+`render_answer`: K2.5's reasoning, `</think>`, the answer (tool calls in its tool-call tokens), `<|im_end|>`;
+K3's think, response and tools elements through `<|end_of_msg|>` — and asks the engine for the log-prob
+of every answer token given the prompt, prefill only. The target's own completions are scored by the sums `generate` recorded; a completion without them (an older
 checkpoint, or sampling at a temperature other than 1, where the recorded log-probs are of the scaled
 distribution) is scored prefill-only as well. An answer that does not fit `max_seq_len` is scored on the
 prefix that fits (counted as `clipped`).
@@ -34,10 +34,10 @@ from typing import Any, Callable, Iterable, Iterator
 
 from kimi_eagle_data.engines.base import Engine, ScoreRequest, ScoreResult
 from kimi_eagle_data.engines.request_loop import Kept, RequestRun, pending, run_requests
-from kimi_eagle_data.grammar import reasoning_length
-from kimi_eagle_data.profile import INSTANT, ProfileTokens
+from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.profile import INSTANT
 from kimi_eagle_data.progress import Progress
-from kimi_eagle_data.prompts.answer import render_answer  # noqa: F401  (score renders upstream answers with it)
+from kimi_eagle_data.prompts.answer import render_answer  # noqa: F401  (K2.5's `render_answer`, by its old name)
 from kimi_eagle_data.records import LogprobSums, PromptRecord, RequestFailure
 from kimi_eagle_data.store.scores import Score, ScoreCheckpoint, ScoreKey
 
@@ -78,27 +78,51 @@ class Item:
         return (self.id, self.kind)
 
 
-def plan_items(config: str, picked: list[PromptRecord], own: dict[str, Any], tokenizer, tokens: ProfileTokens,
-               max_len: int, rescore_own: bool) -> Iterator[Item]:
+@dataclass
+class Unrenderable:
+    """An upstream answer the run's format cannot write (K3: call arguments that are JSON but not an object): a
+    failure of that item (reason `unrenderable`), counted in `failed`, never sent."""
+
+    config: str
+    id: str
+    kind: str
+    message: str
+
+    @property
+    def key(self) -> ScoreKey:
+        return (self.id, self.kind)
+
+    def failure(self) -> RequestFailure:
+        return RequestFailure(f"{self.id}:{self.kind}", "unrenderable", self.message, attempts=0)
+
+
+def plan_items(config: str, picked: list[PromptRecord], own: dict[str, Any], tokenizer, tokens, max_len: int,
+               rescore_own: bool, chat_format) -> Iterator[Item | Unrenderable]:
     """What to ask the engine: every sampled upstream answer, and the own completions that have no
     recorded sums (or all of them with `rescore_own`, and those of prompts sampled at a temperature other
     than 1, whose recorded log-probs are of the scaled distribution). `own`: id -> Completion from the
-    generation checkpoint. An instant-mode prompt's answers have no reasoning (render_answer, reasoning_length)."""
+    generation checkpoint; `tokens`: the run's (`RunContext.tokens`); `chat_format`: the run's, which renders the
+    answers and says where their reasoning ends (an instant-mode prompt's answers have none). An answer the
+    format cannot write is an `Unrenderable`."""
     for r in picked:
         if len(r.prompt_ids) >= max_len:       # nothing of the answer would fit (prepare keeps room; be safe)
             continue
         instant = r.mode == INSTANT
-        ids, k = render_answer(r.answer, tokenizer, tokens, instant)
-        full = list(r.prompt_ids) + ids
-        yield Item(config, r.id, "upstream", ScoreRequest(f"{r.id}:upstream", full[:max_len], len(r.prompt_ids)),
-                   k, len(full) > max_len)
+        try:
+            ids, k = chat_format.render_answer(r.answer, tokenizer, tokens, instant)
+        except KimiDataError as e:            # the format's one line: what in the answer it cannot write
+            yield Unrenderable(config, r.id, "upstream", str(e))
+        else:
+            full = list(r.prompt_ids) + ids
+            yield Item(config, r.id, "upstream", ScoreRequest(f"{r.id}:upstream", full[:max_len],
+                                                              len(r.prompt_ids)), k, len(full) > max_len)
         c = own.get(r.id)
         own_scaled = r.temperature is not None and float(r.temperature) != 1.0
         if c is not None and len(c.output_ids) and (rescore_own or own_scaled or c.logprob_stats is None):
             out = [int(t) for t in c.output_ids]
             full = list(r.prompt_ids) + out
             yield Item(config, r.id, "own", ScoreRequest(f"{r.id}:own", full[:max_len], len(r.prompt_ids)),
-                       reasoning_length(out, tokens, instant), len(full) > max_len)
+                       chat_format.reasoning_length(out, tokens, instant), len(full) > max_len)
 
 
 def run_scoring(items: list[Item], engine: Engine, ckpt: ScoreCheckpoint, *, retry_failed: bool,

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.json_text import UTF8_BOM, JsonTextError, parse_json
 from kimi_eagle_data.profile import MODES, THINKING, ModelProfile, ProfileTokens
 from kimi_eagle_data.prompts.answer import render_answer
@@ -196,7 +197,11 @@ class Checker:
             prompt = self._render(messages, tools, out, "conversations", _mode(raw))
             if prompt is None:
                 return None, None, None, finish, detail
-            output = np.asarray(render_answer(answer, self.tokenizer, self.tokens)[0], dtype=np.int64)
+            render = render_answer if self.chat_format is None else self.chat_format.render_answer
+            try:
+                output = np.asarray(render(answer, self.tokenizer, self.tokens)[0], dtype=np.int64)
+            except KimiDataError as e:      # the format's one line: what in the answer it cannot write
+                raise Unreadable(f"the last conversations turn: {e}") from e
             return prompt, output, tools, finish, detail
         keys = ", ".join(sorted(raw)[:8]) or "none"
         raise Unreadable(f"none of the forms check reads: {FORMS_EXPECTED} (keys: {keys})")

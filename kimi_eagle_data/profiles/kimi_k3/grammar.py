@@ -17,7 +17,9 @@ values escape `&` and `"` (`&amp;`, `&quot;`). Nothing stands between elements. 
 Structure is read from the marker ids (`<|open|>`, `<|close|>`, `<|sep|>`, `<|end_of_msg|>`): a tag is a marker,
 the text up to the next `<|sep|>` (its name and attributes), and that `<|sep|>`. The walk stops at the first tag
 the grammar does not allow there (the rest is not read as structure); special tokens that are never allowed
-(BOS/EOS, the K2-era `<|im_*|>` family) and `<|end_of_msg|>` before the end are found anywhere.
+(BOS/EOS, the K2-era `<|im_*|>` family) and `<|end_of_msg|>` before the end are found anywhere. Where each
+element stands (`K3Span`: its open and close tags) and where the walk stopped reading (`read_end`) are kept, for
+`inspect`'s segments (formats/k3_segments.py).
 """
 
 from __future__ import annotations
@@ -93,6 +95,19 @@ class K3Violation:
 
 
 @dataclass
+class K3Span:
+    """Where one element stands in the completion (what `inspect` shows as segments)."""
+
+    name: str
+    depth: int                          # 0: the message, 1: think / response / tools, 2: a call, 3: its arguments
+    lo: int                             # its open tag's marker (0 for an element the generation prompt opened)
+    head_end: int                       # one past its open tag's `<|sep|>` (0 likewise)
+    attrs: dict[str, str] = field(default_factory=dict)
+    close_lo: int | None = None         # its close tag's marker; None: never closed (where reading stopped)
+    hi: int | None = None               # one past its close tag's `<|sep|>`, else where reading stopped
+
+
+@dataclass
 class K3Completion:
     """One completion as the grammar reads it; positions index the completion's ids."""
 
@@ -105,6 +120,9 @@ class K3Completion:
     ends_with_end_of_msg: bool = False
     message_closed: bool = False
     violations: list[K3Violation] = field(default_factory=list)
+    body_end: int = 0                   # the completion without a final `<|end_of_msg|>`
+    read_end: int = 0                   # where the walk stopped reading structure (body_end when it read it all)
+    spans: list[K3Span] = field(default_factory=list)     # every element, in the order they open
 
     @property
     def codes(self) -> list[str]:
@@ -129,6 +147,9 @@ class _Walk:
     def __init__(self, out: K3Completion, decode: Callable[[int, int], str], declared: frozenset[str] | None):
         self.out, self.decode, self.declared = out, decode, declared
         self.stack = ["message", "response" if out.instant else "think"]
+        # the open elements' spans (the generation prompt opened the first two); closed ones stay in out.spans
+        self.open_spans = [K3Span("message", 0, 0, 0), K3Span(self.stack[1], 1, 0, 0)]
+        out.spans.extend(self.open_spans)
         self.done: dict[str, list[str]] = {"message": [], "tools": [], "call": []}
         self.text: list[str] = []        # the open text element's pieces
         self.stopped = False
@@ -153,13 +174,15 @@ class _Walk:
                                                       "attributes", stop=True)
         name = m["name"]
         if tag.kind == _OPEN:
-            return self.open(name, m["attrs"], tag.lo)
+            return self.open(name, m["attrs"], tag.lo, tag.hi)
         if not self.stack or self.stack[-1] != name:
             return self.fail("unexpected_element", tag.lo, f"</{name}> at {tag.lo} closes no open {name}",
                              stop=True)
+        span = self.open_spans.pop()
+        span.close_lo, span.hi = tag.lo, tag.hi
         self.close(name, tag.lo)
 
-    def open(self, name: str, attrs: str, at: int) -> None:
+    def open(self, name: str, attrs: str, at: int, head_end: int) -> None:
         parent = self.stack[-1] if self.stack else None
         if name == "think" and self.out.instant:
             return self.fail("think_in_instant", at, f"a think element at {at} in an instant-mode completion",
@@ -173,6 +196,9 @@ class _Walk:
             return self.fail(code, at, f"<{name}> at {at} has attributes {[k for k, _ in pairs]}, not "
                                        f"{list(ATTRIBUTES.get(name, ()))}", stop=True)
         self.attrs = dict(pairs)
+        span = K3Span(name, len(self.stack), at, head_end, dict(pairs))
+        self.open_spans.append(span)
+        self.out.spans.append(span)
         self.stack.append(name)
         self.text = []
         if name == "call":
@@ -245,6 +271,8 @@ class _Walk:
 
     def finish(self, body_end: int) -> None:
         """What only the end of the walk shows (skipped after a stop: the structure past it was not read)."""
+        for span in self.open_spans:       # never closed: they reach where reading stopped
+            span.hi = self.out.read_end
         if self.stack and self.stack[-1] == "think":
             self.out.reasoning, self.out.reasoning_end = "".join(self.text), body_end
         elif self.stack and self.stack[-1] == "response":
@@ -259,6 +287,28 @@ class _Walk:
             self.fail("missing_message_close", body_end, "the message is never closed")
         elif not self.out.content.strip() and not self.out.calls:
             self.fail("empty_answer", body_end, "no response text and no tool call")
+
+
+def tag_head(text: str) -> tuple[str, dict[str, str]] | None:
+    """A tag's decoded head (what stands between its marker and `<|sep|>`, e.g. `message role="tool" tool="f"`)
+    as (element name, attributes unescaped); None when it is no element name with attributes."""
+    m = _HEAD.match(text)
+    if m is None:
+        return None
+    return m["name"], {a["key"]: _unescape(a["value"]) for a in _ATTR.finditer(m["attrs"])}
+
+
+def reasoning_length(ids: Sequence[int], tokens: K3TokenIds, instant: bool = False) -> int:
+    """How many of a completion's tokens are reasoning, without decoding it (generation's and `score`'s log-prob
+    sums): those before the first `<|close|>`, which in a completion the grammar reads to its end is think's
+    close tag (then this is `K3Completion.reasoning_end`, tested equal), else all but a final `<|end_of_msg|>`;
+    none in instant mode."""
+    if instant:
+        return 0
+    ids = [int(i) for i in ids]
+    if tokens.close in ids:
+        return ids.index(tokens.close)
+    return len(ids) - 1 if ids and ids[-1] == tokens.end_of_msg else len(ids)
 
 
 def parse_completion(ids: Sequence[int], tokens: K3TokenIds, decode: Callable[[Sequence[int]], str], *,
@@ -283,6 +333,7 @@ def parse_completion(ids: Sequence[int], tokens: K3TokenIds, decode: Callable[[S
             walk.fail("end_of_msg_not_last", p, f"<|end_of_msg|> at {p} before the end")
     if not out.ends_with_end_of_msg:
         walk.fail("missing_end_of_msg", len(ids), "the completion does not end with <|end_of_msg|>")
+    out.body_end = out.read_end = body_end
     p = 0
     while p < body_end and not walk.stopped:
         if roles[p] in (_OPEN, _CLOSE):
@@ -292,13 +343,18 @@ def parse_completion(ids: Sequence[int], tokens: K3TokenIds, decode: Callable[[S
             if q >= body_end or roles[q] != _SEP:
                 if q < body_end or out.ends_with_end_of_msg:   # a tag cut by the end of a truncated one is not
                     walk.fail("malformed_tag", p, f"the marker at {p} is not closed by <|sep|>", stop=True)
+                out.read_end = p
                 break
             walk.tag(_Tag(roles[p], p, q + 1, decode(ids[p + 1:q])))
+            if walk.stopped:        # the tag was not read
+                out.read_end = p
             p = q + 1
         elif roles[p] == _END:      # before the last token: reported above; nothing after it is read
             walk.stopped = True
+            out.read_end = p
         elif roles[p] == _SEP:
             walk.fail("malformed_tag", p, f"a <|sep|> at {p} that ends no tag", stop=True)
+            out.read_end = p
         else:
             q = p
             while q < body_end and roles[q] in (_TEXT, _LEGACY, _FORBIDDEN):

@@ -250,6 +250,20 @@ def render_segments(messages: list[dict], tools: list | None = None, *, thinking
     return out.segments
 
 
+def completion_segments(message: dict, *, thinking: bool = True) -> list[Segment]:
+    """An assistant message as the completion that writes it: its segments after the generation prompt (the open
+    tags of the message and of its first element), through `<|end_of_msg|>`. `score` scores an upstream answer as
+    this; the message's `name`, if any, is not written (the generation prompt names none)."""
+    message = {k: v for k, v in message.items() if k != "name"}
+    out, head = _Writer(), _Writer()
+    _write_assistant(out, normalized_conversation([{**message, "role": "assistant"}])[0], thinking, "the answer")
+    head.open("message", [("role", "assistant")])
+    head.open("think" if thinking else "response")
+    if out.segments[:len(head.segments)] != head.segments:     # pragma: no cover - _write_assistant's own order
+        raise AssertionError("an assistant message does not start with the generation prompt")
+    return out.segments[len(head.segments):]
+
+
 def joined_text(segments: Iterable[Segment]) -> str:
     """The prompt as text (what the tokenizer's `apply_chat_template(tokenize=False)` returns)."""
     return "".join(s.text for s in segments)
