@@ -1,6 +1,6 @@
 """tiny-kimi-k3 served by real SGLang 0.5.23 and real vLLM 0.32.0 on CPU, each started once with the K3 launch flags
 of its profile (`kimi-data serve --profile tiny-kimi-k3`: --trust-remote-code, the kimi_k3 tool-call and reasoning
-parsers; vLLM also --tokenizer-mode kimi_k3, which a K3 checkpoint's architecture selects by itself).
+parsers; for vLLM also --tokenizer-mode kimi_k3, which a K3 checkpoint's architecture selects by itself).
 
 In that one server life: the start-up check agrees on K3's marker ids with the served tokenizer (and refuses a
 tokenizer that does not), a `kimi-data build` of B1 (tools, own-history conversations, every effort and thinking off)
@@ -49,14 +49,14 @@ def k3_server(engine: str, log_dir: Path, warm_ids: list[int]) -> RealServer:
     """`kimi-data serve --engine ENGINE --device cpu --profile tiny-kimi-k3`, the profile's K3 flags included."""
     port = free_port()
     if engine == "sglang":
-        options, flags = ("--profile", TINY_KIMI_K3.name, "--no-metrics"), ()
+        options = ("--profile", TINY_KIMI_K3.name, "--no-metrics")
         health, warm = "/health_generate", ("/generate", {"input_ids": warm_ids,
                                                           "sampling_params": {"max_new_tokens": 8}})
     else:
-        options, flags = ("--profile", TINY_KIMI_K3.name), ("--tokenizer-mode=kimi_k3",)
+        options = ("--profile", TINY_KIMI_K3.name)
         health, warm = "/health", ("/inference/v1/generate", {"token_ids": warm_ids,
                                                                "sampling_params": {"max_tokens": 8}})
-    return RealServer(engine, serve_cpu(engine, port, options, flags), port, log_dir / f"{engine}-k3-{port}.log",
+    return RealServer(engine, serve_cpu(engine, port, options, ()), port, log_dir / f"{engine}-k3-{port}.log",
                       health, warm)
 
 
