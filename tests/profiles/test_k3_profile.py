@@ -126,6 +126,19 @@ def test_serve_dry_run_prints_k3_flags(engine, parser):
     assert "moonshotai/Kimi-K3" in out.stdout and f"--reasoning-parser {parser}" in out.stdout
 
 
+def test_tiny_k3_serves_on_vllm_with_its_k3_renderer():
+    """vLLM picks its K3 chat renderer from K3's architecture; the tiny model (a Llama) names it
+    (tests/real_engines/test_k3_serving.py serves it)."""
+    said = {}
+    for profile in ("kimi-k3", "tiny-kimi-k3"):
+        out = subprocess.run([sys.executable, "-m", "kimi_eagle_data", "serve", "--profile", profile, "--engine",
+                              "vllm", "--dry-run"], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        said[profile] = out.stdout
+    assert "--tokenizer-mode kimi_k3" in said["tiny-kimi-k3"] and "--tokenizer-mode" not in said["kimi-k3"]
+    assert "--reasoning-parser kimi_k3" in said["tiny-kimi-k3"]
+
+
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "kimi_eagle_data", *args], capture_output=True, text=True,
                           timeout=120)

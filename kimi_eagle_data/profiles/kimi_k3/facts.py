@@ -62,10 +62,13 @@ KIMI_K3 = K3Profile(name="kimi-k3", model_path="moonshotai/Kimi-K3", display_nam
                     max_seq_len=16384, max_new_tokens=10240)
 # The tiny stand-in K3 model (kimi_eagle_data/assets/tiny-kimi-k3/, built by scripts/build_tiny_kimi_k3.py): its
 # completions reach ~256 tokens (99th percentile 253 in its training corpus), its prompts stay within 766.
+# vLLM renders chat requests through its K3 renderer (the tokenizer's own apply_chat_template, ids per segment) when
+# it sees K3's architecture (vllm/config/model.py, `tokenizer_mode` "kimi_k3"); the tiny model is a Llama, so its
+# profile names the mode (without it vLLM's chat endpoint looks for a Jinja template and answers 400).
 TINY_KIMI_K3 = K3Profile(name="tiny-kimi-k3",
                          model_path=str(resources.files("kimi_eagle_data") / "assets" / "tiny-kimi-k3"),
                          display_name="tiny-kimi-k3", vocab_size=None, max_seq_len=1022, max_new_tokens=256,
-                         is_test_model=True)
+                         vllm_flags=(*KIMI_K3.vllm_flags, "--tokenizer-mode", "kimi_k3"), is_test_model=True)
 K3_PROFILES = {p.name: p for p in (KIMI_K3, TINY_KIMI_K3)}
 
 
