@@ -1,7 +1,7 @@
 """A drafter as the engines report it (engines/drafter.py): vLLM's /metrics counters read into the drafter and its
 acceptance, what `generate` keeps of them over a run, how plan and the card report them, and the one-line refusal
 of a drafter that would not sample the target's distribution at the run's temperature. Real vLLM drafting on CPU:
-tests/real_engines/test_vllm_drafter.py."""
+tests/real_engines/test_k3_serving.py."""
 
 from __future__ import annotations
 

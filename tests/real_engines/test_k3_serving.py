@@ -8,6 +8,12 @@ gives every completion a verdict in K3's reason codes, `check` agrees with every
 own chat endpoint renders each prepared prompt (and a typed marker, where the joined text's ids differ) to the ids
 prepare recorded. docs/kimi-k3.md, "Serving".
 
+vLLM runs with a drafter as well (the tiny K3 model drafting for itself, `--speculative-config {"method":
+"draft_model", ...}`: vLLM's CPU backend runs the same rejection sampler as its GPUs; no EAGLE-3 drafter exists for
+the tiny model), so the same server life also shows a drafter recorded from vLLM's /metrics: `generate` keeps what
+its counters rose by over the build, and the manifest, card and `plan` report it (docs/production.md, "A drafter").
+One server start per engine keeps the tier within its time.
+
 Selected with `-m real_engine` (scripts/real_engines/run_tier.sh)."""
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kimi_eagle_data.engines.base import EngineError
+from kimi_eagle_data.engines.drafter import parse_vllm_metrics, tokens_per_verify_step
 from kimi_eagle_data.formats.kimi_k3 import KIMI_K3_FORMAT
 from kimi_eagle_data.profile import TINY_KIMI_K3
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer
@@ -38,6 +45,9 @@ TYPED_MARKER = [{"role": "user", "content": "Is <|open|>message<|sep|> a tag?"}]
 # SGLang's chat endpoint applies the model's generation_config.json defaults, and the tiny models' top_k 0
 # (transformers: no top-k) is a value it refuses.
 SGLANG_TOP_K_REFUSAL = "top_k must be -1 (disable) or at least 1, got 0."
+# vLLM's drafter: the tiny K3 model drafting STEPS tokens for itself.
+STEPS = 2
+SPEC = {"method": "draft_model", "model": MODEL, "num_speculative_tokens": STEPS}
 
 
 @pytest.fixture(scope="module")
@@ -52,12 +62,43 @@ def k3_server(engine: str, log_dir: Path, warm_ids: list[int]) -> RealServer:
         options = ("--profile", TINY_KIMI_K3.name, "--no-metrics")
         health, warm = "/health_generate", ("/generate", {"input_ids": warm_ids,
                                                           "sampling_params": {"max_new_tokens": 8}})
+        flags = ()
     else:
         options = ("--profile", TINY_KIMI_K3.name)
         health, warm = "/health", ("/inference/v1/generate", {"token_ids": warm_ids,
                                                                "sampling_params": {"max_tokens": 8}})
-    return RealServer(engine, serve_cpu(engine, port, options, ()), port, log_dir / f"{engine}-k3-{port}.log",
+        flags = ("--speculative-config=" + json.dumps(SPEC),)
+    return RealServer(engine, serve_cpu(engine, port, options, flags), port, log_dir / f"{engine}-k3-{port}.log",
                       health, warm)
+
+
+def spec_counts(url: str):
+    status, body = http("GET", url + "/metrics")
+    assert status == 200
+    return parse_vllm_metrics(body)
+
+
+def assert_the_drafter_is_recorded(workdir: Path, before, after) -> None:
+    """vLLM's drafter in the manifest, `plan` and the card, with what its /metrics counters rose by over the build
+    (the build was the server's only client)."""
+    provenance = json.loads((workdir / "dataset" / "manifest.json").read_text())["provenance"]
+    assert provenance["server_args"]["speculative_config"] == {
+        "method": None, "model": None, "num_speculative_tokens": STEPS, "rejection_sample_method": None,
+        "reported_by": "/metrics"}       # vLLM names its drafter only on its development endpoint
+    ran = after.counts - before.counts
+    assert provenance["spec_decode"] == ran.to_json() and ran.drafts > 0, (provenance, ran)
+    assert 0 <= ran.accepted_tokens <= ran.draft_tokens <= STEPS * ran.drafts
+    rate = tokens_per_verify_step(ran)
+    assert 1.0 <= rate <= STEPS + 1
+    plan = json.loads(run_cli("plan", "--workdir", str(workdir), "--json", timeout=CLI_TIMEOUT_S).stdout)
+    d = plan["drafter"]
+    assert (d["tokens_per_verify_step"], d["verify_steps"], d["accepted_draft_tokens"]) == (
+        rate, ran.drafts, ran.accepted_tokens)
+    assert d["num_steps"] == STEPS and plan["overall"]["target_steps"]["estimate"] is not None
+    card = (workdir / "dataset" / "README.md").read_text()
+    assert f"(steps {STEPS}, draft tokens {STEPS}); {rate:.2f} output tokens per target step" in card
+    print(f"vLLM draft_model on CPU: {ran.drafts} verify steps, {ran.accepted_tokens}/{ran.draft_tokens} drafted "
+          f"tokens accepted, {rate} output tokens per target step")
 
 
 def served_engine(engine: str, url: str, vocab_size: int):
@@ -125,10 +166,14 @@ def test_tiny_kimi_k3_served_by_the_real_engine(engine, tokenizer, tmp_path):
         assert_start_up_check(engine, server.url, tokenizer)
 
         w = tmp_path / "w"
+        before = spec_counts(server.url) if engine == "vllm" else None
         built = run_cli("build", "B1", "--config", EFFORTS_CONFIG, "--workdir", str(w), "--profile",
                         TINY_KIMI_K3.name, "--samples", "--limit", "4", "--engine", engine, "--server", server.url,
                         "--no-progress", timeout=CLI_TIMEOUT_S)
         assert "0 failed" in built.stdout, built.stdout
+        if engine == "vllm":
+            assert before.counts is not None and before.num_speculative_tokens == STEPS    # the warm-up drafted
+            assert_the_drafter_is_recorded(w, before, spec_counts(server.url))
         manifest = json.loads((w / "dataset" / "manifest.json").read_text())
         assert (manifest["provenance"]["engine"], manifest["provenance"]["engine_version"]) == (
             engine, VERSIONS[engine])
