@@ -9,7 +9,7 @@ model, and know nothing of how their results are stored.
 from __future__ import annotations
 
 import abc
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from kimi_eagle_data.errors import KimiDataError
@@ -27,9 +27,9 @@ class SamplingParams:
     skip_special_tokens: bool = False
 
     def to_sglang(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["stop_token_ids"] = list(self.stop_token_ids)
-        return d
+        # field by field, not dataclasses.asdict (a deep copy): it is built for every request sent
+        return {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "top_p": self.top_p,
+                "stop_token_ids": list(self.stop_token_ids), "skip_special_tokens": self.skip_special_tokens}
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,11 @@ def check_output_ids(output_ids: Any, *, max_new_tokens: int, vocab_size: int | 
     """Why an answer's token ids (`field`) cannot be stored (None when they can)."""
     if not isinstance(output_ids, list):
         return f"{field} is {type(output_ids).__name__}, expected a list of token ids"
+    # The common case at C speed (every id an int in range; bool is an int subclass, so types are compared
+    # exactly); the loop below says where an answer is wrong.
+    if not output_ids or (set(map(type, output_ids)) == {int} and min(output_ids) >= 0
+                          and (vocab_size is None or max(output_ids) < vocab_size)):
+        return _count_problem(output_ids, max_new_tokens, completion_tokens, count_field)
     for i, t in enumerate(output_ids):
         # bool is an int subclass: `true` in the JSON is not a token id either.
         if type(t) is not int:
@@ -92,6 +97,10 @@ def check_output_ids(output_ids: Any, *, max_new_tokens: int, vocab_size: int | 
         if t < 0 or (vocab_size is not None and t >= vocab_size):
             bound = f"[0, {vocab_size})" if vocab_size is not None else ">= 0"
             return f"{field}[{i}] = {t} is outside the vocabulary {bound}"
+    return _count_problem(output_ids, max_new_tokens, completion_tokens, count_field)
+
+
+def _count_problem(output_ids: list, max_new_tokens: int, completion_tokens: Any, count_field: str) -> str | None:
     if len(output_ids) > max_new_tokens:
         return f"{len(output_ids)} output ids for max_new_tokens {max_new_tokens}"
     if completion_tokens is not None and completion_tokens != len(output_ids):
@@ -412,7 +421,10 @@ class HTTPEngine(Engine):
                 async def one(req):
                     try:
                         result = await send(session, req)
-                        await loop.run_in_executor(None, out.put, result)
+                        try:     # the consumer keeps up: no thread hop
+                            out.put_nowait(result)
+                        except queue.Full:      # it does not: wait for room without blocking the loop
+                            await loop.run_in_executor(None, out.put, result)
                     finally:
                         slots.release()
 

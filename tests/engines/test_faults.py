@@ -34,6 +34,8 @@ from tests.helpers.workdirs import completions, prepare_args, prepared_count, sg
     ([1] * 9, None, "9 output ids for max_new_tokens 8"),
     ([1, 2], 3, "completion_tokens 3 but 2"),
     ("12", None, "expected a list"),
+    ([5, True, 7], None, "output_ids[1] is bool"),                  # one bad id among good ones: named
+    ([3, 4, 2 ** 70], None, "output_ids[2] = 1180591620717411303424 is outside"),
 ])
 def test_check_output_ids_refuses(ids, meta, why):
     problem = check_output_ids(ids, max_new_tokens=8, vocab_size=100, completion_tokens=meta)
