@@ -3,15 +3,18 @@ SGLang-protocol server with long-tailed output lengths (median ~470, tail to 10,
 
 Compares the SGLang engine's continuous scheduling (a new request the moment one finishes) with a
 batch-synchronous baseline (send a batch, wait for all of it, send the next) that many
-regeneration scripts use. "Ideal" is the lower bound on the makespan for this workload on this
-server: max(total decode work / slots, longest request), both from the server's timing model.
+regeneration scripts use, and with a bare aiohttp client that keeps as many requests in flight and does nothing
+with the answers (what the emulated server and the machine allow a client). "Ideal" is the lower bound on the
+makespan for this workload on this server: max(total decode work / slots, longest request), both from the server's
+timing model. The emulated GPU keeps its own clock (synthetic_server.py `EmulatedGpu`): a client that is late
+leaves slots idle; the emulator's own event-loop lag does not.
 
 Then conversations: 1-6 turns each (seeded per conversation), turn k+1 made only once turn k's answer
 is back (its prompt: turn k's prompt + answer + ~50 user tokens), through the request loop's follow-ups
 (`run_requests`, `Kept.follow`) on the same engine. Ideal: max(total decode work / slots, the longest
 conversation's turns one after another).
 
-    python benchmarks/bench_scheduler.py               # ~1 minute on 2 cores
+    python benchmarks/bench_scheduler.py               # ~2 minutes on 2 cores
     python benchmarks/bench_scheduler.py --requests 40000 --token-ms 0.02
 """
 
@@ -115,6 +118,33 @@ async def _batch_sync(url: str, reqs, batch: int) -> None:
             await asyncio.gather(*(one(r) for r in reqs[i:i + batch]))
 
 
+async def _bare_continuous(url: str, reqs, concurrency: int) -> None:
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency + 8)) as s:
+        slots = asyncio.Semaphore(concurrency)
+
+        async def one(r):
+            try:
+                async with s.post(url + "/generate", data=orjson.dumps(
+                        {"input_ids": r.input_ids, "sampling_params": r.sampling.to_sglang(), "rid": r.id})) as resp:
+                    await resp.read()
+            finally:
+                slots.release()
+
+        tasks = []
+        for r in reqs:
+            await slots.acquire()
+            tasks.append(asyncio.create_task(one(r)))
+        await asyncio.gather(*tasks)
+
+
+def run_bare_continuous(url: str, reqs, concurrency: int) -> float:
+    """The least a continuous client can do (aiohttp, a new request the moment one ends, the answer not even
+    parsed): what the emulated server and this machine allow, the ceiling for ours."""
+    t0 = time.perf_counter()
+    asyncio.run(_bare_continuous(url, reqs, concurrency))
+    return time.perf_counter() - t0
+
+
 def run_batch_sync(url: str, reqs, batch: int) -> float:
     t0 = time.perf_counter()
     asyncio.run(_batch_sync(url, reqs, batch))
@@ -152,6 +182,8 @@ def main():
     for name, fn, tokens, best in (
             ("single-turn continuous (kimi-data sglang engine)", lambda u: run_continuous(u, reqs, args.concurrency),
              sum(lengths), ideal),
+            ("single-turn continuous, bare aiohttp (the ceiling)",
+             lambda u: run_bare_continuous(u, reqs, args.concurrency), sum(lengths), ideal),
             (f"single-turn batch-synchronous baseline (batch {args.slots})",
              lambda u: run_batch_sync(u, reqs, args.slots), sum(lengths), ideal),
             ("conversations continuous (request loop follow-ups)",

@@ -3,7 +3,8 @@
 Modes:
 - `zero`: answers every /generate at once with `--output-len` ids (client-ceiling benchmark).
 - `capacity`: emulates a GPU with `--slots` sequences decoding in parallel, each token taking
-  `--token-ms`; a request waits for a free slot, then holds it for `length * token_ms`. Output
+  `--token-ms`; a request waits for a free slot, then holds it for `length * token_ms`, on the emulated GPU's own
+  clock (`EmulatedGpu`: the emulator's event-loop lag delays answers, never the GPU). Output
   lengths are long-tailed (lognormal, median `--median`, capped at `--max-len`) and drawn from the
   request's `rid`, so every client sees the same workload. With `--prefix-cache` it keeps SGLang's kind of prefix
   cache (prompts and outputs served, the protocol server's PrefixCache), reports `cached_tokens`, and a request
@@ -17,26 +18,66 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import heapq
 import math
+from statistics import NormalDist
 
 import orjson
 from aiohttp import web
 
 STOP_ID = 163586
+_NORMAL = NormalDist()
 
 
 def length_for(rid: str, median: float, sigma: float, max_len: int) -> int:
     """Deterministic long-tailed length from the request id (lognormal via the inverse normal CDF)."""
     u = (int(hashlib.blake2b(rid.encode(), digest_size=8).hexdigest(), 16) + 0.5) / 2**64
-    from statistics import NormalDist
-
-    z = NormalDist().inv_cdf(u)
+    z = _NORMAL.inv_cdf(u)
     return max(1, min(max_len, int(round(median * math.exp(sigma * z)))))
 
 
+class OutputIds:
+    """The ids an answer of `n` tokens holds (n - 1 filler ids, then the stop id), and their JSON text, cut from
+    one list made at start-up: the emulated GPU's answers cost the emulator a slice, not a loop per token, so on
+    a small machine it leaves the client the CPU a real server's HTTP layer would leave it."""
+
+    def __init__(self, longest: int):
+        self.ids = [(i * 7919) % 150000 for i in range(max(longest - 1, 0))]
+        text = orjson.dumps(self.ids)
+        # ends[k]: the length of the JSON text up to and including the k-th id (no comma), after the "["
+        commas = [i for i, b in enumerate(text) if b == 44]          # 44: ","
+        self.ends = [1] + commas + [len(text) - 1]
+        self.text = text
+
+    def list(self, n: int) -> list[int]:
+        return self.ids[:n - 1] + [STOP_ID]
+
+    def json(self, n: int) -> bytes:
+        head = self.text[1:self.ends[n - 1]]
+        return b"[" + head + (b"," if n > 1 else b"") + str(STOP_ID).encode() + b"]"
+
+
+class EmulatedGpu:
+    """`slots` sequences decoding at once, first come first served, on a clock of the GPU's own: a request starts
+    when it arrives or when a slot frees, whichever is later, and holds the slot exactly its prefill + decode time.
+    The emulator's event loop only delivers the answer; were it to time the slots too (sleep, then free the slot),
+    its own lag under load would hold every slot longer than the work (1.6 ms per request at bench_scheduler's
+    default size on 2 cores: 4% of the capacity), a waste no real GPU has and no client could avoid."""
+
+    def __init__(self, slots: int):
+        self.free_at = [0.0] * slots       # a heap: when each slot's last request ends
+
+    def reserve(self, now: float, seconds: float) -> tuple[float, float]:
+        """A request arriving at `now` that needs `seconds` of a slot: its (start, end) on the GPU's clock."""
+        start = max(now, heapq.heappop(self.free_at))
+        heapq.heappush(self.free_at, start + seconds)
+        return start, start + seconds
+
+
 def make_app(args) -> web.Application:
-    slots = asyncio.Semaphore(args.slots)
+    gpu = EmulatedGpu(args.slots)
     stats = {"requests": 0, "tokens": 0, "prompt_tokens": 0, "cached_tokens": 0}
+    outputs = OutputIds(max(args.max_len, args.output_len))
     cache = None
     if args.prefix_cache:
         from kimi_eagle_data.engines.protocol_server import PrefixCache
@@ -51,25 +92,25 @@ def make_app(args) -> web.Application:
         if args.mode == "zero":
             n = args.output_len
         else:
+            loop = asyncio.get_running_loop()
             n = length_for(rid, args.median, args.sigma, args.max_len)
-            async with slots:
-                cached = cache.match(prompt) if cache is not None else 0
-                await asyncio.sleep((len(prompt) - cached) * args.prefill_ms / 1000)
-                if cache is not None:   # as SGLang's radix cache: a prompt is there once prefilled
-                    cache.insert(prompt)
-                await asyncio.sleep(n * args.token_ms / 1000)
+            cached = cache.match(prompt) if cache is not None else 0
+            prefill = (len(prompt) - cached) * args.prefill_ms / 1000
+            start, end = gpu.reserve(loop.time(), prefill + n * args.token_ms / 1000)
+            if cache is not None:   # as SGLang's radix cache: a prompt is there once prefilled
+                loop.call_at(start + prefill, cache.insert, prompt)
+            await asyncio.sleep(end - loop.time())
         stats["requests"] += 1
         stats["tokens"] += n
         stats["prompt_tokens"] += len(prompt)
         stats["cached_tokens"] += cached
-        ids = [(i * 7919) % 150000 for i in range(n - 1)] + [STOP_ID]
         if cache is not None:
-            cache.insert(prompt + ids)
-        return web.Response(body=orjson.dumps({
-            "text": "", "output_ids": ids,
-            "meta_info": {"id": rid, "finish_reason": {"type": "stop", "matched": STOP_ID},
-                          "prompt_tokens": len(prompt), "completion_tokens": n, "cached_tokens": cached,
-                          "e2e_latency": 0.0}}), content_type="application/json")
+            cache.insert(prompt + outputs.list(n))
+        meta = orjson.dumps({"id": rid, "finish_reason": {"type": "stop", "matched": STOP_ID},
+                             "prompt_tokens": len(prompt), "completion_tokens": n, "cached_tokens": cached,
+                             "e2e_latency": 0.0})
+        return web.Response(body=b'{"text":"","output_ids":' + outputs.json(n) + b',"meta_info":' + meta + b"}",
+                            content_type="application/json")
 
     async def ok(request):
         return web.Response(status=200)

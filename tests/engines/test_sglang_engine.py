@@ -301,3 +301,28 @@ def test_the_client_refuses_to_send_an_id_the_model_cannot_embed(server):
     assert c.attempts == 0 and "2047" in c.message
     assert isinstance(r, RequestFailure) and r.reason == "prompt_out_of_vocab"
     assert server.served() == before
+
+
+def test_young_collections_are_spaced_while_requests_stream_and_restored_after(server):
+    import gc
+
+    from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams
+    from kimi_eagle_data.engines.http_client import STREAM_GC_THRESHOLD
+    from kimi_eagle_data.engines.sglang import SGLangEngine
+
+    sp = SamplingParams(max_new_tokens=4, temperature=0.0, top_p=1.0, stop_token_ids=())
+    reqs = [GenerationRequest(f"r{i}", [1795, 1809], sp) for i in range(3)]
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        during = []
+        for _ in SGLangEngine([server.url], concurrency=2).generate(reqs):
+            during.append(gc.get_threshold())
+        assert during and all(t == (STREAM_GC_THRESHOLD, 10, 10) for t in during)
+        assert gc.get_threshold() == (700, 10, 10)
+        stream = SGLangEngine([server.url], concurrency=2).generate(reqs)
+        next(stream)
+        stream.close()           # a consumer that breaks off: restored too
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*before)
