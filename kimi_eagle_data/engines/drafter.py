@@ -19,11 +19,16 @@ difference. Which drafter model vLLM runs it serves only on its development endp
 VLLM_SERVER_DEV_MODE=1): read when there, else the drafter is recorded without its model.
 
 Lossless sampling, as the engines' source says (SGLang 0.5.23, vLLM 0.32.0):
-- vLLM samples every drafted token by rejection sampling against the target's probabilities after temperature,
-  top-k and top-p (vllm/v1/sample/rejection_sampler.py `apply_sampling_constraints`, `rejection_random_sample_kernel`,
-  recovered tokens from max(target - draft, 0)); greedy requests accept only the target's argmax. That holds on
-  every platform (the CPU backend registers C++ ports of the same kernels, vllm/platforms/cpu.py). Only its
-  benchmarking mode `rejection_sample_method: "synthetic"` accepts drafts at fixed rates, whatever the target says.
+- vLLM samples every drafted token by rejection sampling against the target's probabilities after temperature, top-k
+  and top-p (vllm/v1/sample/rejection_sampler.py `apply_sampling_constraints`, `rejection_random_sample_kernel`,
+  recovered tokens from max(target - draft, 0)); greedy requests accept only the target's argmax. Its benchmarking
+  mode `rejection_sample_method: "synthetic"` accepts drafts at fixed rates, whatever the target says. The CPU
+  backend registers C++ ports of the same kernels (vllm/platforms/cpu.py), but does not behave as they say: tiny-
+  kimi-k3 drafting for itself (draft_model, 2 tokens) on vLLM 0.32.0's CPU backend changed 4 of 24 greedy
+  completions (two servers without a drafter agreed on 24 of 24), had 5.7% and 6.2% of its drafted tokens accepted
+  in two runs (a model drafting for itself should see nearly all accepted), and 67 and 47 of 96 samples at
+  temperature 1 were well-formed against 96 of 96 without it (`scripts/vllm_cpu_drafter_check.py`). A vLLM server
+  that reports its device (development /server_info) as cpu is refused with a drafter.
 - SGLang verifies a tree of drafts by sampling from the target's probabilities after temperature, top-k and top-p
   (sglang/srt/speculative/eagle_utils.py `eagle_sample`: `tree_speculative_sampling_target_only`, exact with its
   accept thresholds at their default 1.0) on CUDA and NPU, but commits the target's argmax whatever the temperature
@@ -46,6 +51,9 @@ VLLM_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 SGLANG_GREEDY_DEVICES = ("cpu", "xpu")
 # vLLM rejection methods that do not take each token from the target's distribution (config/speculative.py).
 VLLM_LOSSY_METHODS = ("synthetic",)
+# vLLM platforms whose drafting changes the target's outputs (measured: module doc); the device of its
+# development /server_info's device_config.
+VLLM_LOSSY_DEVICES = ("cpu",)
 
 _SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)')
 _POSITION = re.compile(r'position="([^"]*)"')
@@ -110,17 +118,21 @@ def parse_vllm_metrics(text: str) -> VLLMMetrics:
     return VLLMMetrics(SpecDecodeCounts(*(int(round(sums[k])) for k in VLLM_COUNTERS)), len(positions) or None)
 
 
-def vllm_speculative_config(metrics: VLLMMetrics, dev_config: Any) -> dict[str, Any] | None:
+def vllm_speculative_config(metrics: VLLMMetrics, dev_config: Any, device: Any = None) -> dict[str, Any] | None:
     """The drafter a vLLM server runs, for the manifest's server_args: None when /metrics shows none. `dev_config`:
-    `vllm_config.speculative_config` from its development /server_info (None when not served)."""
+    `vllm_config.speculative_config` from its development /server_info (None when not served); `device`: its
+    `device_config`'s device there (where it drafts; None when not said)."""
     if metrics.counts is None:
         return None
     dev = dev_config if isinstance(dev_config, dict) else {}
     steps = dev.get("num_speculative_tokens")
-    return {"method": dev.get("method"), "model": dev.get("model"),
-            "num_speculative_tokens": steps if type(steps) is int else metrics.num_speculative_tokens,
-            "rejection_sample_method": dev.get("rejection_sample_method"),
-            "reported_by": "/metrics and /server_info" if dev else "/metrics"}
+    config = {"method": dev.get("method"), "model": dev.get("model"),
+              "num_speculative_tokens": steps if type(steps) is int else metrics.num_speculative_tokens,
+              "rejection_sample_method": dev.get("rejection_sample_method"),
+              "reported_by": "/metrics and /server_info" if dev else "/metrics"}
+    if isinstance(device, str):
+        config["device"] = device
+    return config
 
 
 def tokens_per_verify_step(counts: SpecDecodeCounts) -> float | None:
@@ -155,7 +167,12 @@ def lossy_drafter(engine: str, server_args: dict[str, Any], temperature: float) 
         return (f"{urls} runs drafter {drafter['algorithm']} on device {server_args['device']}, where SGLang accepts "
                 f"drafted tokens by the target's argmax whatever the temperature: the samples at temperature "
                 f"{temperature:g} would not be the target's; serve it without a drafter, or on CUDA GPUs")
-    method = (server_args.get("speculative_config") or {}).get("rejection_sample_method")
+    vllm = server_args.get("speculative_config") or {}
+    if engine == "vllm" and vllm.get("device") in VLLM_LOSSY_DEVICES:
+        return (f"{urls} runs drafter {drafter['algorithm']} on device {vllm['device']}, where vLLM's drafting changes "
+                f"the target's outputs (even greedy ones): the samples would not be the target's; serve it without a "
+                f"drafter, or on GPUs")
+    method = vllm.get("rejection_sample_method")
     if engine == "vllm" and method in VLLM_LOSSY_METHODS:
         return (f"{urls} runs its drafter with rejection_sample_method {method!r}, which accepts drafted tokens at "
                 f"fixed rates, not by the target's distribution; relaunch it with the default 'standard'")

@@ -178,8 +178,10 @@ class VLLMEngine(HTTPEngine):
             metrics = await self._metrics(session, url)
             if metrics is not None and metrics.counts is not None:
                 dev = (await self._get_json(session, url, "/server_info?config_format=json")).get("vllm_config")
-                return vllm_speculative_config(metrics, dev.get("speculative_config") if isinstance(dev, dict)
-                                               else None)
+                dev = dev if isinstance(dev, dict) else {}
+                device = dev.get("device_config")     # {"device": "cpu"} as vLLM 0.32.0 dumps it
+                device = device.get("device_type") or device.get("device") if isinstance(device, dict) else None
+                return vllm_speculative_config(metrics, dev.get("speculative_config"), device)
         return None
 
     async def _metrics(self, session, url: str) -> VLLMMetrics | None:

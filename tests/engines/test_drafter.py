@@ -57,6 +57,7 @@ def test_the_drafter_vllm_reports_with_and_without_its_dev_endpoint():
     dev = vllm_speculative_config(m, {"method": "eagle3", "model": DRAFT, "num_speculative_tokens": 3,
                                       "rejection_sample_method": "standard"})
     assert (dev["method"], dev["model"], dev["reported_by"]) == ("eagle3", DRAFT, "/metrics and /server_info")
+    assert "device" not in dev and vllm_speculative_config(m, None, "cpu")["device"] == "cpu"
     assert describe({"speculative_config": dev}) == {"algorithm": "eagle3", "model": DRAFT, "num_steps": 3,
                                                      "topk": None, "num_draft_tokens": 3}
 
@@ -103,6 +104,11 @@ def test_only_a_drafter_that_changes_the_samples_is_refused():
     assert lossy_drafter("vllm", vllm, 1.0) is None
     synthetic = {**vllm, "speculative_config": {"method": "eagle3", "rejection_sample_method": "synthetic"}}
     assert "fixed rates" in lossy_drafter("vllm", synthetic, 0.7)
+    on_cpu = {**vllm, "speculative_config": {"method": "draft_model", "rejection_sample_method": "standard",
+                                             "device": "cpu"}}
+    assert "on device cpu" in lossy_drafter("vllm", on_cpu, 0.0)      # even greedy outputs change there
+    on_gpu = {**vllm, "speculative_config": {**on_cpu["speculative_config"], "device": "cuda"}}
+    assert lossy_drafter("vllm", on_gpu, 1.0) is None
 
 
 def test_generate_refuses_an_sglang_server_that_drafts_on_cpu_in_one_line(tmp_path):
