@@ -94,9 +94,8 @@ def generate(ctx: RunContext, engine: Engine | None = None, *, pilot_limit: int 
 
 def run_temperature(ctx: RunContext) -> float:
     """The highest temperature this run samples at: the run's, or a partition's mode or mix override."""
-    plans = (ctx.run.get("sampling_plan") or {}).values()
-    overrides = [o for p in plans for o in (p.get("thinking") or {}, p.get("instant") or {}, *(p.get("mix") or []))]
-    return max([ctx.sampling.temperature, *(o["temperature"] for o in overrides if o.get("temperature") is not None)])
+    overrides = [o for p in ctx.partitions.partitions.values() for o in p.modes.overrides()]
+    return max([ctx.sampling.temperature, *(o.temperature for o in overrides if o.temperature is not None)])
 
 
 def refuse_lossy_drafter(info, ctx: RunContext) -> None:

@@ -84,6 +84,10 @@ class ModePlan:
     def override(self, mode: str) -> SamplingOverride:
         return self.instant if mode == INSTANT else self.thinking
 
+    def overrides(self) -> tuple[SamplingOverride, ...]:
+        """Every sampling setting this plan names: each mode's and each mix entry's."""
+        return (self.thinking, self.instant, *(e.override for e in self.mix))
+
 
 def unit_draw(seed: int, key: str, what: str) -> float:
     """A number in [0, 1) fixed by (seed, key, what): the per-prompt draw, the same on every machine."""

@@ -127,3 +127,27 @@ def test_generate_refuses_an_sglang_server_that_drafts_on_cpu_in_one_line(tmp_pa
         assert server.served() == 0
     finally:
         server.kill()
+
+
+def test_a_partitions_sampled_mix_makes_a_greedy_run_refuse_an_sglang_cpu_drafter(tmp_path):
+    """The run's highest temperature is what counts: `--temperature 0` alone keeps an SGLang CPU drafter's argmax
+    the sample (nothing refused), but a partition whose mix samples half its prompts at 1.0 is refused in one line."""
+    server = Server("--report-arg", f"speculative_algorithm={json.dumps('EAGLE3')}",
+                    "--report-arg", f"speculative_draft_model_path={json.dumps(DRAFT)}").start()
+    mixed = tmp_path / "mixed.toml"
+    mixed.write_text("[partitions.B4.sampling]\nmix = [{ share = 0.5, temperature = 1.0 }, { share = 0.5 }]\n")
+    try:
+        def build(workdir: str, *config: str):
+            return run_cli("build", "B4", "--samples", "--limit", "2", "--profile", "tiny-kimi", "--model", TINY,
+                           "--workdir", str(tmp_path / workdir), "--engine", "sglang", "--server", server.url,
+                           "--temperature", "0", "--no-progress", *config, check=False)
+
+        proc = build("mixed", "--config", str(mixed))
+        assert proc.returncode == 1 and len(error_lines(proc)) == 1, proc.stdout + proc.stderr
+        assert "would not be the target's" in proc.stderr and "temperature 1" in proc.stderr
+        assert server.served() == 0
+        proc = build("greedy")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert server.served() > 0
+    finally:
+        server.kill()
