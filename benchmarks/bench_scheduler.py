@@ -107,11 +107,15 @@ def run_conversations(url: str, conv: Conversations, concurrency: int) -> float:
     return run.seconds
 
 
+def _body(r: GenerationRequest) -> bytes:
+    """A bare client's SGLang /generate request body."""
+    return orjson.dumps({"input_ids": r.input_ids, "sampling_params": r.sampling.to_sglang(), "rid": r.id})
+
+
 async def _batch_sync(url: str, reqs, batch: int) -> None:
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=batch + 8)) as s:
         async def one(r):
-            async with s.post(url + "/generate", data=orjson.dumps(
-                    {"input_ids": r.input_ids, "sampling_params": r.sampling.to_sglang(), "rid": r.id})) as resp:
+            async with s.post(url + "/generate", data=_body(r)) as resp:
                 orjson.loads(await resp.read())
 
         for i in range(0, len(reqs), batch):
@@ -124,8 +128,7 @@ async def _bare_continuous(url: str, reqs, concurrency: int) -> None:
 
         async def one(r):
             try:
-                async with s.post(url + "/generate", data=orjson.dumps(
-                        {"input_ids": r.input_ids, "sampling_params": r.sampling.to_sglang(), "rid": r.id})) as resp:
+                async with s.post(url + "/generate", data=_body(r)) as resp:
                     await resp.read()
             finally:
                 slots.release()

@@ -26,6 +26,7 @@ import orjson
 from aiohttp import web
 
 STOP_ID = 163586
+_STOP_JSON = str(STOP_ID).encode()
 _NORMAL = NormalDist()
 
 
@@ -54,7 +55,7 @@ class OutputIds:
 
     def json(self, n: int) -> bytes:
         head = self.text[1:self.ends[n - 1]]
-        return b"[" + head + (b"," if n > 1 else b"") + str(STOP_ID).encode() + b"]"
+        return b"[" + head + (b"," if n > 1 else b"") + _STOP_JSON + b"]"
 
 
 class EmulatedGpu:

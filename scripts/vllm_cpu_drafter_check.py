@@ -27,8 +27,8 @@ from kimi_eagle_data.prompts.tokenizer import load_tokenizer  # noqa: E402
 from tests.real_engines.servers import RealServer, free_port, http, serve_cpu  # noqa: E402
 
 MODEL = TINY_KIMI_K3.model_path
-QUESTIONS = ["What is the capital of France?", "Write a haiku about rain.", "Sum 2 and 3.", "Explain recursion briefly.",
-             "List three fruits.", "Why is the sky blue?", "Translate 'hello' to Spanish.", "What is 7 times 8?"]
+QUESTIONS = ["What is the capital of France?", "Write a haiku about rain.", "Sum 2 and 3.",
+             "Explain recursion briefly.", "List three fruits.", "Why is the sky blue?", "Translate 'hello' to Spanish.", "What is 7 times 8?"]
 GENERATE = "/inference/v1/generate"
 
 

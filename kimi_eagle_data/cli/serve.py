@@ -33,8 +33,8 @@ from kimi_eagle_data.profile import click_profile
               help="SGLang --mem-fraction-static (default 0.85); vLLM --gpu-memory-utilization (default vLLM's).")
 @click.option("--no-metrics", is_flag=True, help="SGLang: do not pass --enable-metrics (vLLM always serves /metrics).")
 @click.option("--draft", metavar="MODEL",
-              help="sglang, vllm, on GPUs (refused with --device cpu): run this EAGLE-3 drafter (path or Hub id; for Kimi-K2.5 e.g. "
-                   "lightseekorg/kimi-k2.5-eagle3) for speculative decoding, with the profile's draft steps, top-k "
+              help="sglang, vllm, on GPUs (refused with --device cpu): run this EAGLE-3 drafter (path or Hub id; "
+                   "for Kimi-K2.5 e.g. lightseekorg/kimi-k2.5-eagle3) for speculative decoding, with the profile's draft steps, top-k "
                    "and draft tokens. The samples stay the target's: each token is accepted by rejection sampling "
                    "against the target's distribution.")
 @click.option("--extra", "extra", multiple=True, metavar="ARG",
@@ -67,6 +67,7 @@ def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, conte
 
     from kimi_eagle_data.profile import get_profile
     from kimi_eagle_data.engines.serve import SGLangLaunch, VLLMLaunch, cpu_venv, run_server
+    from kimi_eagle_data.engines.drafter import CPU_DRAFTING
 
     cpu = device == "cpu" and engine in ("sglang", "vllm")
     if venv and not cpu:
@@ -75,16 +76,9 @@ def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, conte
     if draft and engine == "local":
         raise click.BadParameter("a drafter runs in SGLang or vLLM: use it with --engine sglang or vllm",
                                  param_hint="--draft")
-    if draft and cpu and engine == "sglang":
-        # SGLang commits the target's argmax for drafted tokens on CPU whatever the temperature (engines/drafter.py).
-        raise UserError("--draft with --engine sglang --device cpu: SGLang accepts a drafter's tokens on CPU by the "
-                        "target's argmax whatever the temperature, so the samples would not be the target's; serve "
-                        "it on CUDA GPUs")
     if draft and cpu:
-        # Measured on vLLM 0.32.0's CPU backend (engines/drafter.py): a drafter changes even greedy outputs.
-        raise UserError("--draft with --engine vllm --device cpu: vLLM's CPU backend changes the target's outputs "
-                        "when it drafts (even greedy ones), so the samples would not be the target's; serve it on "
-                        "GPUs, or without --draft")
+        raise UserError(f"--draft with --engine {engine} --device cpu: {CPU_DRAFTING[engine]}, so the samples would "
+                        "not be the target's; serve it on GPUs, or without --draft")
     prof = get_profile(profile or ("tiny-kimi" if cpu else "kimi-k2.5"))
     model = model or prof.model_path
     if engine in ("sglang", "vllm") or dry_run:

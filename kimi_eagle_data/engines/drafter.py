@@ -54,6 +54,10 @@ VLLM_LOSSY_METHODS = ("synthetic",)
 # vLLM platforms whose drafting changes the target's outputs (measured: module doc); the device of its
 # development /server_info's device_config.
 VLLM_LOSSY_DEVICES = ("cpu",)
+# Why each engine's drafting on CPU does not keep the target's samples (module doc): `serve --draft --device cpu`
+# and `generate` say it.
+CPU_DRAFTING = {"sglang": "SGLang accepts a drafter's tokens on CPU by the target's argmax whatever the temperature",
+                "vllm": "vLLM's CPU backend changes the target's outputs when it drafts (even greedy ones)"}
 
 _SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)')
 _POSITION = re.compile(r'position="([^"]*)"')
@@ -169,9 +173,8 @@ def lossy_drafter(engine: str, server_args: dict[str, Any], temperature: float) 
                 f"{temperature:g} would not be the target's; serve it without a drafter, or on CUDA GPUs")
     vllm = server_args.get("speculative_config") or {}
     if engine == "vllm" and vllm.get("device") in VLLM_LOSSY_DEVICES:
-        return (f"{urls} runs drafter {drafter['algorithm']} on device {vllm['device']}, where vLLM's drafting changes "
-                f"the target's outputs (even greedy ones): the samples would not be the target's; serve it without a "
-                f"drafter, or on GPUs")
+        return (f"{urls} runs drafter {drafter['algorithm']} on device {vllm['device']}: {CPU_DRAFTING['vllm']}, so "
+                "the samples would not be the target's; serve it without a drafter, or on GPUs")
     method = vllm.get("rejection_sample_method")
     if engine == "vllm" and method in VLLM_LOSSY_METHODS:
         return (f"{urls} runs its drafter with rejection_sample_method {method!r}, which accepts drafted tokens at "

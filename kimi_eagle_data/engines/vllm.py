@@ -180,8 +180,8 @@ class VLLMEngine(HTTPEngine):
                 dev = (await self._get_json(session, url, "/server_info?config_format=json")).get("vllm_config")
                 dev = dev if isinstance(dev, dict) else {}
                 device = dev.get("device_config")     # {"device": "cpu"} as vLLM 0.32.0 dumps it
-                device = device.get("device_type") or device.get("device") if isinstance(device, dict) else None
-                return vllm_speculative_config(metrics, dev.get("speculative_config"), device)
+                return vllm_speculative_config(metrics, dev.get("speculative_config"),
+                                               device.get("device") if isinstance(device, dict) else None)
         return None
 
     async def _metrics(self, session, url: str) -> VLLMMetrics | None:
