@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from kimi_eagle_data.profiles.kimi_k3.facts import GENERATION_PROMPTS, K3TokenIds
+from kimi_eagle_data.profiles.kimi_k3.facts import K3TokenIds
 from kimi_eagle_data.profiles.kimi_k3.grammar import REASONS, reasoning_length
 from kimi_eagle_data.profiles.kimi_k3.render import (DEFAULT_EFFORT, EFFORTS, END_OF_MSG, check_effort,
                                                      completion_segments, joined_text, render_segments)
@@ -131,4 +131,3 @@ class KimiK3Format:
 
 
 KIMI_K3_FORMAT = KimiK3Format()
-GENERATION_PROMPT_TEXT = GENERATION_PROMPTS

@@ -262,7 +262,6 @@ def _token_freq_dict(counts: np.ndarray) -> dict[int, int]:
 # ArrowDataset) compares rows with `torch.equal`, which a list-formatted dataset fails.
 SPECULATORS_SCHEMA = pa.schema([("input_ids", pa.list_(pa.int64())), ("loss_mask", pa.list_(pa.int64())),
                                 ("seq_len", pa.int64())])
-SPECULATORS_CHECKED = "vllm-project/speculators@c05b95b303f7d4f21e8d7624e0ffa1c2d9b4d73b"
 
 
 def _export_speculators(plan: list[tuple[str, list[Path]]], report: ExportReport, shuffle_seed: int | None) -> None:

@@ -37,7 +37,6 @@ from kimi_eagle_data.wording import counted
 
 SHORT_COMPLETION = 300          # tokens; "short" is reported, never a reason to reject
 DIST_KEYS = ("min", "p10", "median", "mean", "p90", "p99", "max")
-LENGTH_KINDS = ("prompt", "completion", "reasoning")
 COUNT_KEYS = ("selected", "rejected_at_prepare", "prepared", "later_turns", "generated", "failed", "pending", "valid",
               "rejected")
 SPLIT_CHOICES = ("all", "train", "rejected")

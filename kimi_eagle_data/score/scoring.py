@@ -42,7 +42,6 @@ from kimi_eagle_data.records import LogprobSums, PromptRecord, RequestFailure
 from kimi_eagle_data.store.scores import Score, ScoreCheckpoint, ScoreKey
 
 DEFAULT_LIMIT = 200
-KINDS = ("upstream", "own")
 
 
 # -- the sample and the work list ---------------------------------------------------------------------

@@ -217,11 +217,6 @@ def _path(base_dir: Path, value: str) -> str:
     return str(p if p.is_absolute() else (base_dir / p).resolve())
 
 
-PARTITION_KEYS = ("name", "upstream", "upstream_config", "split", "adapter", "n", "license", "prompt_rule",
-                  "policy", "revision", "source", "seed", "scan_limit", "oversample", "filters", "id_field",
-                  "near_dedup", "instant_share", "efforts", "sampling", "max_turns", "special_text")
-
-
 def _override(t: _Table) -> SamplingOverride:
     """temperature and/or top_p, in the ranges of the run-wide settings (run_checks)."""
     values = {k: t.get(k, float, check=lambda v, k=k: setting_problem(k, v)) for k in SAMPLING_FIELDS}

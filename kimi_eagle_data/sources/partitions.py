@@ -118,10 +118,3 @@ PARTITIONS: dict[str, Partition] = {
                   8_000, "cc-by-4.0", "system + first user message"),
     )
 }
-
-
-def get_partition(config: str) -> Partition:
-    try:
-        return PARTITIONS[config]
-    except KeyError:
-        raise ValueError(f"unknown config {config!r}; known: {', '.join(PARTITIONS)}") from None

@@ -201,11 +201,6 @@ class SQLiteStore:
         for r in self.read(q + (" WHERE config=?" if config else ""), (config,) if config else ()):
             yield r[:n], RequestFailure(id=r[0], reason=r[n], message=r[n + 1], attempts=r[n + 2])
 
-    def clear_failures(self, config: str | None = None) -> int:
-        q = "DELETE FROM failures" + (" WHERE config=?" if config else "")
-        with writing(self.path):
-            return self.db.execute(q, (config,) if config else ()).rowcount
-
     def _key_match(self) -> str:
         return " AND ".join(f"{c}=?" for c in self.key_columns)
 

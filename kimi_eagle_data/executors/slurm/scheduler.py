@@ -89,12 +89,6 @@ def scancel(job_ids: list[str]) -> None:
             pass
 
 
-def test_only(script: Path) -> tuple[bool, str]:
-    """`sbatch --test-only`: whether Slurm would accept `script` as it stands, and what it said."""
-    proc = _run(["sbatch", "--test-only", str(script)])
-    return proc.returncode == 0, _last_line(proc.stderr + proc.stdout)
-
-
 def _task_ids(spec: str) -> list[int]:
     """An array's ArrayTaskId field: "3", or the pending tasks "0-2", "1,3-5", "0-15%4"."""
     ids: list[int] = []

@@ -70,10 +70,6 @@ class RunStatus:
     dataset: str | None = None  # the emitted dataset, once finalize made it
     problems: list[str] = field(default_factory=list)   # one line per shard or job that failed for good
 
-    @property
-    def failed_shards(self) -> list[ShardStatus]:
-        return [s for s in self.shards if s.state == "failed"]
-
 
 def last_error_line(log: Path) -> str:
     """The last `error…` line of a job's log (the one line a kimi-data command prints, or bash's and slurmstepd's);
