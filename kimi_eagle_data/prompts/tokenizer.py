@@ -10,7 +10,7 @@ from functools import lru_cache
 import orjson
 
 from kimi_eagle_data.errors import KimiDataError
-from kimi_eagle_data.profile import INSTANT, THINKING
+from kimi_eagle_data.profile import INSTANT, KIMI_K25, PROFILES, THINKING
 from kimi_eagle_data.prompts.tool_declaration import deep_sort, encode_tools
 
 
@@ -22,19 +22,28 @@ def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split()) or type(e).__name__   # one line, however many the library's message has
 
 
-# What to do when the model's tokenizer cannot be loaded: every command that loads one says the same.
-TOKENIZER_HINT = ("pass --tokenizer DIR (a local copy of the model's tokenizer files), or --profile tiny-kimi for "
-                  "the embedded test model")
+def tokenizer_hint(path: str) -> str:
+    """What to do when the tokenizer at `path` cannot be loaded: every command that loads one says the same. The
+    embedded test model it names speaks the format of the profile whose model `path` is (`tiny-kimi-k3` for
+    Kimi-K3's), K2.5's for any other path."""
+    chat_format = next((p.chat_format for p in PROFILES.values() if p.model_path == path), KIMI_K25.chat_format)
+    tiny = next(p.name for p in PROFILES.values() if p.is_test_model and p.chat_format == chat_format)
+    return (f"pass --tokenizer DIR (a local copy of the model's tokenizer files), or --profile {tiny} for "
+            "the embedded test model")
+
+
+# The hint under the default profile (Kimi-K2.5).
+TOKENIZER_HINT = tokenizer_hint(KIMI_K25.model_path)
 HUB_PROBE_TIMEOUT_S = 5.0
 
 
-def _what_to_do(e: BaseException) -> str:
+def _what_to_do(e: BaseException, path: str) -> str:
     if isinstance(e, ImportError):
         # transformers' check_imports names the packages a trust_remote_code tokenizer needs (K2.5's: tiktoken).
         missing = getattr(e, "name", None)
         return (f"install the package{f' {missing!r}' if missing else ''} its code imports (K2.5's and the tiny "
                 "model's need tiktoken, a kimi-eagle-data dependency: pip install 'tiktoken>=0.7'), then rerun")
-    return TOKENIZER_HINT
+    return tokenizer_hint(path)
 
 
 def is_hub_id(path: str) -> bool:
@@ -83,7 +92,8 @@ def load_tokenizer(path: str, revision: str | None = None):
     offline = None
     if not os.path.exists(path):
         if not is_hub_id(path):
-            raise TokenizerLoadError(f"cannot load tokenizer {path!r}: no such directory -- {TOKENIZER_HINT}")
+            raise TokenizerLoadError(
+                f"cannot load tokenizer {path!r}: no such directory -- {tokenizer_hint(path)}")
         offline = hub_unreachable()
     verbosity = hf_logging.get_verbosity()
     # transformers also logs a failed import of a trust_remote_code dependency; our one line says it all.
@@ -94,9 +104,9 @@ def load_tokenizer(path: str, revision: str | None = None):
     except Exception as e:   # noqa: BLE001 -- OSError, ValueError, ImportError (check_imports), KeyError, ...
         if offline and not isinstance(e, ImportError):
             raise TokenizerLoadError(f"cannot load tokenizer {path!r}: {offline}, and it is not in the local "
-                                     f"Hugging Face cache -- {TOKENIZER_HINT}") from None
+                                     f"Hugging Face cache -- {tokenizer_hint(path)}") from None
         raise TokenizerLoadError(
-            f"cannot load tokenizer {path!r}: {type(e).__name__}: {_one_line(e)} -- {_what_to_do(e)}") from e
+            f"cannot load tokenizer {path!r}: {type(e).__name__}: {_one_line(e)} -- {_what_to_do(e, path)}") from e
     finally:
         hf_logging.set_verbosity(verbosity)
     # Length limits are ours (max_seq_len, checked at prepare), not the tokenizer's: silence its warning.

@@ -110,3 +110,22 @@ def test_a_stage_over_no_run_says_so_before_any_tokenizer_offline(tmp_path, monk
         assert len(lines) == 1 and lines[0].startswith(f"error: no run in {wd}"), (args, lines)
         assert "HF_HUB_OFFLINE" not in lines[0], (args, lines)
         assert not (tmp_path / "w").exists(), args
+
+
+def test_the_offline_hint_under_k3_names_k3s_tiny_model(tmp_path, monkeypatch):
+    """Under --profile kimi-k3 the hint points at the embedded model that speaks K3's format (tiny-kimi-k3), not
+    K2.5's: a new user following it gets a run in the format they asked for."""
+    from huggingface_hub import constants
+
+    from kimi_eagle_data.cli.main import main
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    for args in _hint_commands(tmp_path):
+        args = [*args, "--profile", "kimi-k3"]
+        result = CliRunner().invoke(main, args)
+        lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+        assert result.exit_code == 1, (args, result.output)
+        assert len(lines) == 1 and "'moonshotai/Kimi-K3'" in lines[0], (args, lines)
+        assert lines[0].endswith("or --profile tiny-kimi-k3 for the embedded test model"), (args, lines)
+        assert not (tmp_path / "w").exists(), args
