@@ -79,7 +79,8 @@ def load_partitions(settings: RunSettings, partitions: PrepareConfig | None = No
     configs = list(settings.configs) or list(partitions.configs)
     for c in configs:
         partitions.partition(c)
-    partitions.check_efforts(format_of(settings.model_profile).efforts, settings.model_profile.name)
+    chat_format = format_of(settings.model_profile)
+    partitions.check_efforts(chat_format.efforts, settings.model_profile.name, chat_format.refused_efforts)
     from_file = {k: v for k, v in partitions.sampling.items() if getattr(settings, k) is None}
     return replace(settings, configs=configs, **from_file), partitions
 

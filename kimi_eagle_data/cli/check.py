@@ -17,6 +17,25 @@ from kimi_eagle_data.formats import format_of
 
 _SHOWN_ROWS = 20     # invalid / unreadable rows listed one per line before the summary
 
+
+class EffortChoice(click.Choice):
+    """--effort: one of the efforts the profiles' formats have; a name a format refuses (K3's `medium`) says why
+    (the format's `refused_efforts`), where a plain choice would only list the others."""
+
+    def __init__(self):
+        from kimi_eagle_data.profile import PROFILES
+
+        formats = {p.chat_format: format_of(p) for p in PROFILES.values()}.values()
+        self.refused = {name: why for f in formats for name, why in f.refused_efforts.items()}
+        super().__init__(list(dict.fromkeys(e for f in formats for e in f.efforts)))
+
+    def convert(self, value, param, ctx):
+        if value in self.refused:
+            self.fail(f"{value!r} is refused: {self.refused[value]}; choose from {', '.join(self.choices)}",
+                      param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def _load(profile: str, model: str | None, tokenizer: str | None):
     """The profile and its tokenizer, chosen as `build` chooses them: --tokenizer, else --model, else the
     profile's model (Kimi-K2.5 for the default profile; `--profile tiny-kimi` for the embedded model)."""
@@ -55,7 +74,7 @@ def tokenizer_options(fn):
 @click.option("--mode", type=click.Choice(["thinking", "instant"]), default="thinking", show_default=True,
               help="instant: the chat template's thinking=False (K2.5: the generation prompt ends <think></think>; "
                    "K3: thinking off, `<|open|>response<|sep|>`).")
-@click.option("--effort", type=click.Choice(["low", "high", "max"]),
+@click.option("--effort", type=EffortChoice(),
               help="Thinking effort, for a profile that has efforts (Kimi-K3; default: its own, max); thinking "
                    "mode only.")
 @tokenizer_options

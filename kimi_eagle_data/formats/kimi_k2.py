@@ -5,7 +5,8 @@ the object here; stages never compare profile names. What a format answers:
 
 - `tokens(profile, tokenizer)`: its structural tokens resolved to the tokenizer's ids (`end_of_turn` is the stop
   id; `ids` maps every token string the served tokenizer must agree on to its id);
-- `efforts`, `default_effort`: the thinking efforts a prompt may announce (none for K2.5);
+- `efforts`, `default_effort`: the thinking efforts a prompt may announce (none for K2.5); `refused_efforts`:
+  effort names a user may expect that the format refuses, each with why;
 - `render_prompt(tokenizer, messages, tools, mode, effort)`: a prompt's ids as the model renders them;
 - `generation_prompt_ids(profile, tokenizer, mode)`: what every prompt of a mode ends with;
 - `special_text(tokenizer)`: the finder of text that the model's tokenizer would read as special tokens, or None
@@ -28,7 +29,8 @@ Kimi-K2.5's format is `KimiK2Format` below; Kimi-K3's is `kimi_k3.py` beside it.
 
 from __future__ import annotations
 
-from typing import Sequence
+from types import MappingProxyType
+from typing import Mapping, Sequence
 
 THINKING, INSTANT = "thinking", "instant"
 
@@ -38,6 +40,7 @@ class KimiK2Format:
 
     name = "kimi-k2"
     efforts: tuple[str, ...] = ()          # K2.5 has no thinking effort
+    refused_efforts: Mapping[str, str] = MappingProxyType({})
     default_effort = None
 
     def tokens(self, profile, tokenizer):

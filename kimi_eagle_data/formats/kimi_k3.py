@@ -13,8 +13,9 @@ from typing import Any, Mapping, Sequence
 
 from kimi_eagle_data.profiles.kimi_k3.facts import K3TokenIds
 from kimi_eagle_data.profiles.kimi_k3.grammar import REASONS, reasoning_length
-from kimi_eagle_data.profiles.kimi_k3.render import (DEFAULT_EFFORT, EFFORTS, END_OF_MSG, check_effort,
-                                                     completion_segments, joined_text, render_segments)
+from kimi_eagle_data.profiles.kimi_k3.render import (DEFAULT_EFFORT, EFFORTS, END_OF_MSG, REFUSED_EFFORTS,
+                                                     check_effort, completion_segments, joined_text,
+                                                     render_segments)
 from kimi_eagle_data.profiles.kimi_k3.segment_ids import encode_segments
 from kimi_eagle_data.prompts.tokenizer import own_chat_code
 
@@ -59,6 +60,7 @@ def _effort(mode: str, effort: str | None) -> str | None:
 class KimiK3Format:
     name = "kimi-k3"
     efforts: tuple[str, ...] = EFFORTS
+    refused_efforts: Mapping[str, str] = REFUSED_EFFORTS
     default_effort = DEFAULT_EFFORT
 
     def check_renderer(self, tokenizer, records, where: str) -> None:

@@ -69,7 +69,7 @@ import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.sources.partitions import PARTITIONS, POLICIES, SPECIAL_TEXT, Filters, Partition
@@ -117,9 +117,10 @@ class PrepareConfig:
         plans = {c: {"max_turns": p.max_turns} for c, p in self.partitions.items() if p.conversations}
         return plans or None
 
-    def check_efforts(self, efforts: tuple[str, ...], profile: str) -> None:
+    def check_efforts(self, efforts: tuple[str, ...], profile: str, refused: Mapping[str, str] | None = None) -> None:
         """ConfigError (one line) when a partition's `efforts` table names an effort the profile does not have
-        (`efforts`: its chat format's; K2.5 has none)."""
+        (`efforts`: its chat format's; K2.5 has none). `refused`: why the format refuses an effort by that name."""
+        refused = refused or {}
         for config, p in self.partitions.items():
             unknown = [name for name, _ in p.modes.efforts if name not in efforts]
             if not unknown:
@@ -129,7 +130,8 @@ class PrepareConfig:
                 raise ConfigError(f"{where}: profile {profile} has no thinking effort (the table names "
                                   f"{', '.join(unknown)}); give its thinking-off share as "
                                   f"partitions.{config}.instant_share")
-            raise ConfigError(f"{where}: profile {profile} has no effort {', '.join(map(repr, unknown))}; its "
+            why = "".join(f" ({refused[name]})" for name in unknown if name in refused)
+            raise ConfigError(f"{where}: profile {profile} has no effort {', '.join(map(repr, unknown))}{why}; its "
                               f"efforts are {', '.join(efforts)}, and {EFFORT_OFF} for thinking off")
 
     def partition(self, config: str) -> Partition:

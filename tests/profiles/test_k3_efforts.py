@@ -125,10 +125,29 @@ def test_a_profile_without_efforts_refuses_a_table_that_names_one(tmp_path):
 
 def test_an_unknown_effort_names_the_profiles(tmp_path):
     done = _cli("prepare", "B4", "--workdir", str(tmp_path / "w"), "--profile", "tiny-kimi-k3", "--samples",
-                "--config", str(_config(tmp_path, "[partitions.B4]\nefforts = { medium = 0.5, max = 0.5 }\n")))
+                "--config", str(_config(tmp_path, "[partitions.B4]\nefforts = { ultra = 0.5, max = 0.5 }\n")))
     assert done.returncode == 1
-    assert "partitions.B4.efforts: profile tiny-kimi-k3 has no effort 'medium'; its efforts are low, high, max" \
-        in " ".join(done.stderr.split()), done.stderr
+    assert "partitions.B4.efforts: profile tiny-kimi-k3 has no effort 'ultra'; its efforts are low, high, max, and " \
+        "off for thinking off" in " ".join(done.stderr.split()), done.stderr
+
+
+def test_medium_is_refused_with_why_wherever_it_is_named(tmp_path):
+    """`medium` is in K3's announcement text, so a user tries it: the partition config and `render --effort` both
+    say why it is refused (K3's launch encoder has none), not only that it is not a choice."""
+    why = ("K3's launch encoder has no medium effort: the effort announcement's text names `medium`, but the encoder "
+           "asserts low, high or max")
+    done = _cli("prepare", "B4", "--workdir", str(tmp_path / "w"), "--profile", "tiny-kimi-k3", "--samples",
+                "--config", str(_config(tmp_path, "[partitions.B4]\nefforts = { medium = 0.5, max = 0.5 }\n")))
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 1 and len(lines) == 1, done.stderr
+    assert f"partitions.B4.efforts: profile tiny-kimi-k3 has no effort 'medium' ({why}); its efforts are low, " \
+        "high, max, and off for thinking off" in lines[0], lines
+    assert not (tmp_path / "w").exists()
+    row = tmp_path / "row.json"
+    row.write_text('{"messages": [{"role": "user", "content": "hi"}]}', encoding="utf-8")
+    rendered = _cli("render", str(row), "--profile", "tiny-kimi-k3", "--effort", "medium")
+    assert rendered.returncode == 2, rendered.stderr
+    assert f"'medium' is refused: {why}; choose from low, high, max" in " ".join(rendered.stderr.split())
 
 
 def test_conversations_keep_their_first_turns_effort_and_the_card_counts_efforts(tmp_path):

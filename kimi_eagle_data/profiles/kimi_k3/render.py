@@ -32,6 +32,12 @@ IMAGE_PLACEHOLDER = "<|kimi_image_placeholder|>"
 # announcement names `medium` too, but the encoder refuses it.
 EFFORTS = ("low", "high", "max")
 DEFAULT_EFFORT = "max"
+# Efforts a user may expect from the announcement's text, and why each is refused: every refusal (a prompt's
+# effort, `render --effort`, a partition's `efforts` table) says this.
+REFUSED_EFFORTS = {
+    "medium": "K3's launch encoder has no medium effort: the effort announcement's text names `medium`, but the "
+              "encoder asserts low, high or max",
+}
 
 _EFFORT_TEXT = ("`thinking_effort` guides on how much to think in your thinking channel (not including the "
                 "response channel), supported values include `low`, `medium`, `high`, and `max`.\n"
@@ -62,9 +68,8 @@ def check_effort(effort: str | None) -> None:
     """None (no announcement) or one of EFFORTS; anything else is one line, in either mode."""
     if effort is None or effort in EFFORTS:
         return
-    if effort == "medium":
-        raise EffortError("effort 'medium' is named in K3's effort announcement but its launch encoder refuses it; "
-                          "use low, high or max")
+    if effort in REFUSED_EFFORTS:
+        raise EffortError(f"effort {effort!r} is refused: {REFUSED_EFFORTS[effort]}; use low, high or max")
     raise EffortError(f"unknown effort {effort!r}; K3 takes low, high or max (default max)")
 
 
