@@ -21,6 +21,9 @@ the object here; stages never compare profile names. What a format answers:
   completion's reasoning / answer / tool-call section and calls / end of turn as its grammar reads them, covering
   every position once; `mode(ids, prompt_len)` the mode the prompt's end says; `decode(ids)` a segment's text;
 - `reason_descriptions(profile)`: every reason code with its description;
+- `history_notes(messages)`: codes of what a prompt's history holds that the format renders but its completion
+  grammar never accepts (prepare counts and warns; K3: tool-call arguments not JSON, or NaN), with
+  `history_note_descriptions`;
 - `check_renderer(tokenizer, records, where)`: prepare's check of a checkpoint's own chat code against ours;
 - `fingerprint(tokenizer)`: what run.json binds beside the tokenizer's hashes (K3: the encoder's sha256).
 
@@ -42,6 +45,11 @@ class KimiK2Format:
     efforts: tuple[str, ...] = ()          # K2.5 has no thinking effort
     refused_efforts: Mapping[str, str] = MappingProxyType({})
     default_effort = None
+
+    history_note_descriptions: Mapping[str, str] = MappingProxyType({})
+
+    def history_notes(self, messages) -> set[str]:
+        return set()        # K2.5's template renders a call's arguments text as given
 
     def tokens(self, profile, tokenizer):
         from kimi_eagle_data.profile import ProfileTokens

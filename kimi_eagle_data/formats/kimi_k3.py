@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from kimi_eagle_data.profiles.kimi_k3.facts import K3TokenIds
 from kimi_eagle_data.profiles.kimi_k3.grammar import REASONS, reasoning_length
+from kimi_eagle_data.profiles.kimi_k3.normalize import HISTORY_ARGUMENT_NOTES, history_argument_notes
 from kimi_eagle_data.profiles.kimi_k3.render import (DEFAULT_EFFORT, EFFORTS, END_OF_MSG, REFUSED_EFFORTS,
                                                      check_effort, completion_segments, joined_text,
                                                      render_segments)
@@ -61,6 +62,7 @@ class KimiK3Format:
     name = "kimi-k3"
     efforts: tuple[str, ...] = EFFORTS
     refused_efforts: Mapping[str, str] = REFUSED_EFFORTS
+    history_note_descriptions: Mapping[str, str] = HISTORY_ARGUMENT_NOTES
     default_effort = DEFAULT_EFFORT
 
     def check_renderer(self, tokenizer, records, where: str) -> None:
@@ -127,6 +129,9 @@ class KimiK3Format:
         from kimi_eagle_data.formats.k3_segments import K3Segmenter
 
         return K3Segmenter(self, profile, tokenizer)
+
+    def history_notes(self, messages) -> set[str]:
+        return history_argument_notes(messages)
 
     def reason_descriptions(self, profile) -> dict[str, str]:
         return {**SAMPLE_REASONS, **{code: text for code, (text, _) in REASONS.items()}}

@@ -57,6 +57,7 @@ from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported
 from kimi_eagle_data.profile import INSTANT, KIMI_K25, THINKING, ModelProfile
 from kimi_eagle_data.sources.modes import ModePlan, choose_effort, choose_mode, choose_sampling, run_wide_overridden
 from kimi_eagle_data.store.workdir import Workdir, atomic_path, write_json
+from kimi_eagle_data.wording import counted
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +109,9 @@ class PrepareReport:
     ignored_columns: list = field(default_factory=list)     # a local source's columns the adapter does not read
     # prompts kept although their text holds special-token strings (partition special_text = "as_served")
     special_text_kept: int = 0
+    # prepared prompts per code of what their history holds that the format renders but never accepts from the
+    # model (PromptModes.history_notes: K3's tool-call arguments not JSON, or NaN): kept, counted, warned
+    history_arguments: Counter = field(default_factory=Counter)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "PrepareReport":
@@ -120,7 +124,7 @@ class PrepareReport:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
-        for k in ("rejected", "scan_errors", "contaminated_by"):
+        for k in ("rejected", "scan_errors", "contaminated_by", "history_arguments"):
             d[k] = dict(sorted(getattr(self, k).items()))
         d.pop("passed")
         d["rejected_total"] = sum(self.rejected.values())
@@ -301,6 +305,7 @@ def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenize
     report.prepared += 1
     report.without_answer += sp.answer is None
     report.special_text_kept += special is not None
+    report.history_arguments.update(modes.history_notes(sp.messages))
 
 
 def _special_text(sp: SourcePrompt, finder) -> tuple[str, list[str]] | None:
@@ -347,6 +352,18 @@ class PromptModes:
     def special_text(self, tokenizer):
         """The finder of special-token text in a prompt's text; None where the format keeps it text (K3)."""
         return special_text(tokenizer) if self.chat_format is None else self.chat_format.special_text(tokenizer)
+
+    def history_notes(self, messages) -> set[str]:
+        """What the prompt's history holds that the format renders but never accepts from the model."""
+        return set() if self.chat_format is None else self.chat_format.history_notes(messages)
+
+    def history_line(self, config: str, counts: Counter) -> str | None:
+        """The warning for a config's prompts kept with such a history; None when it has none."""
+        if not counts:
+            return None
+        what = "; ".join(f"{counted(n, 'prompt')} whose history holds {self.chat_format.history_note_descriptions[code]}"
+                         f" ({code})" for code, n in sorted(counts.items()))
+        return f"{config}: {what}; kept, rendered as the model renders them (prepared/{config}.json: history_arguments)"
 
     def check_renderer(self, tokenizer, records: list[PromptRecord], where: str) -> None:
         if self.chat_format is not None:
@@ -419,6 +436,9 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
         report.ignored_columns = expected.ignored(columns)
         if report.ignored_columns and report.prepared:   # without any prompt, the error line names the columns
             run.warnings.append(ignored_columns_line(part, desc, report.ignored_columns, expected))
+        history = modes.history_line(config, report.history_arguments)
+        if history:
+            run.warnings.append(history)
         if pconf.sha256:
             report.partition["config_file"] = pconf.path
             report.partition["config_sha256"] = pconf.sha256
@@ -530,4 +550,5 @@ def dry_run(settings, partitions, chat_format: Any = None) -> PrepareRun:
     return prepare_configs(settings, partitions, tokenizer,
                            gen_prompt_ids=PromptModes.of(settings.model_profile, tokenizer,
                                                          chat_format=chat_format).generation_prompts[THINKING],
-                           max_new_tokens=sampling.max_new_tokens, max_seq_len=sampling.max_seq_len, workdir=None)
+                           max_new_tokens=sampling.max_new_tokens, max_seq_len=sampling.max_seq_len, workdir=None,
+                           chat_format=chat_format)

@@ -160,3 +160,43 @@ def normalized_conversation(messages: Any) -> list[dict]:
                                 f"({', '.join(ROLES)}); K3's own encoder would drop it without a word")
     ordered = in_call_order(messages)
     return [_normalized_message(m, f"message {i} ({m['role']})") for i, m in enumerate(ordered)]
+
+
+# Call arguments in a prompt's history that K3's encoder renders but its completion grammar never accepts from the
+# model: prepare keeps such prompts (they are rendered as K3 renders them), counts them per code in
+# prepared/<CFG>.json (`history_arguments`) and warns (docs/kimi-k3.md, "Tool calls in the history").
+HISTORY_ARGUMENT_NOTES = {
+    "arguments_not_json": "tool-call arguments that are not JSON, rendered as one `json` element",
+    "arguments_not_finite": "tool-call arguments holding NaN or Infinity, rendered as such though the completion "
+                            "grammar rejects them",
+}
+
+
+def _has_non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return value != value or value in (float("inf"), float("-inf"))
+    if isinstance(value, dict):
+        return any(_has_non_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_non_finite(v) for v in value)
+    return False
+
+
+def history_argument_notes(messages: Any) -> set[str]:
+    """The HISTORY_ARGUMENT_NOTES codes the assistant tool calls of `messages` show (a message or call of the
+    wrong shape is the renderer's to refuse, not counted here)."""
+    found: set[str] = set()
+    for message in messages if isinstance(messages, list) else ():
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        for call in calls if isinstance(calls, list) else ():
+            holder = call.get("function", call) if isinstance(call, dict) else None
+            arguments = holder.get("arguments") if isinstance(holder, dict) else None
+            if isinstance(arguments, str) and arguments.strip():
+                try:
+                    arguments = json.loads(arguments)
+                except (ValueError, RecursionError):
+                    found.add("arguments_not_json")
+                    continue
+            if _has_non_finite(arguments):
+                found.add("arguments_not_finite")
+    return found
