@@ -95,3 +95,12 @@ def test_a_typed_marker_stays_text_and_markers_are_the_only_special_segments():
     special = {t for t, s in segments if s}
     assert special == {"<|open|>", "<|sep|>", "<|close|>", "<|end_of_msg|>"}
     assert ("a <|open|> b", False) in segments
+
+
+def test_an_error_numbers_calls_from_1_as_k3_does():
+    """K3 writes a message's calls as index="1", "2", …: an error about one names it by that number."""
+    calls = [{"function": {"name": "a", "arguments": "{}"}}, {"function": {"name": "b", "arguments": "[1]"}}]
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": calls}]
+    with pytest.raises(K3FormatError, match=r"^message 1 \(assistant\), tool call 2: arguments are JSON but not an "
+                                            r"object"):
+        render_segments(messages)

@@ -88,7 +88,8 @@ def _normalized_message(message: dict, where: str) -> dict:
     if calls:
         if not isinstance(calls, list):
             raise K3FormatError(f"{where}: `tool_calls` is a {type(calls).__name__}, not a list")
-        message["tool_calls"] = [_normalized_call(c, f"{where}, tool call {i}") for i, c in enumerate(calls)]
+        message["tool_calls"] = [_normalized_call(c, f"{where}, tool call {i}")      # numbered as K3 numbers calls
+                               for i, c in enumerate(calls, start=1)]
     return message
 
 
