@@ -468,7 +468,15 @@ def ignored_columns_line(part: Partition, desc: str, ignored: list[str], expecte
     if part.adapter != "chat" and set(ignored) & set(CHAT_COLUMNS.required + CHAT_COLUMNS.optional):
         line += ("; to keep them, define a partition with the chat adapter in a --config file (see "
                  "examples/partitions.toml)")
+    settings = dict.fromkeys(PARTITION_SETTING_COLUMNS[c] for c in ignored if c in PARTITION_SETTING_COLUMNS)
+    if settings:
+        line += f"; the partition sets a prompt's {' and '.join(settings)}, not its row (examples/partitions.toml)"
     return line
+
+
+# Columns a user may expect to set a prompt's mode or effort per row: the partition config sets them.
+_EFFORT, _MODE = "effort (its `efforts` table)", "mode (its `instant_share`, or `off` in `efforts`)"
+PARTITION_SETTING_COLUMNS = {"thinking_effort": _EFFORT, "effort": _EFFORT, "mode": _MODE, "thinking": _MODE}
 
 
 def no_prompt_line(part: Partition, desc: str, report: PrepareReport, columns: list[str], expected: AdapterColumns,

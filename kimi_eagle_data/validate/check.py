@@ -30,6 +30,7 @@ the profile, max_seq_len and keep_truncated its manifest records, and each row p
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -50,6 +51,8 @@ from kimi_eagle_data.validate.check_input import FORMS_EXPECTED, CheckInputError
 from kimi_eagle_data.wording import counted
 from kimi_eagle_data.validate.rules import REASONS
 from kimi_eagle_data.validate.validator import Validator
+
+log = logging.getLogger(__name__)
 
 # Reasons `check` adds to the validator's codes (docs/token-rules.md): what only a foreign file can get wrong.
 CHECK_REASONS = {
@@ -406,7 +409,17 @@ def read_render_row(source: str, row: int | None) -> tuple[list, list | None]:
         tools = Checker._tools(obj)
     except Unreadable as e:
         raise CheckInputError(f"{where}: {e}") from None
+    unread = [key for key in obj if key not in RENDER_ROW_KEYS]
+    if unread:
+        options = dict.fromkeys(RENDER_ROW_SETTINGS[k] for k in unread if k in RENDER_ROW_SETTINGS)
+        log.warning("%s: key(s) %s not read (the prompt is rendered from messages and tools only)%s", where,
+                    ", ".join(unread), f"; give {' and '.join(options)} instead" if options else "")
     return obj["messages"], tools
+
+
+# The keys `render` reads of a row, and the row keys a user may expect to set what an option of render sets.
+RENDER_ROW_KEYS = ("messages", "tools")
+RENDER_ROW_SETTINGS = {"thinking_effort": "--effort", "effort": "--effort", "mode": "--mode", "thinking": "--mode"}
 
 
 def _nth_line(f, number: int) -> tuple[bytes | None, int]:

@@ -172,3 +172,24 @@ def test_conversations_keep_their_first_turns_effort_and_the_card_counts_efforts
     table = card[card.index("Thinking rows per config and effort"):]
     header = table.splitlines()[2]
     assert header.startswith("| config |") and {"high", "low"} <= set(header.replace("|", " ").split())
+
+
+def test_a_per_row_thinking_effort_is_warned_not_silently_dropped(tmp_path):
+    """A row's `thinking_effort` is not read (the partition's `efforts` table and render's --effort set the
+    effort): render and prepare each say so, and where the effort is set instead."""
+    row = tmp_path / "row.json"
+    row.write_text('{"messages": [{"role": "user", "content": "hi"}], "thinking_effort": "low"}', encoding="utf-8")
+    rendered = _cli("render", str(row), "--profile", "tiny-kimi-k3")
+    assert rendered.returncode == 0, rendered.stderr
+    assert f"warning: {row}: key(s) thinking_effort not read (the prompt is rendered from messages and tools " \
+           "only); give --effort instead" in " ".join(rendered.stderr.split())
+    assert "thinking_effort=max" in rendered.stdout              # the default, not the row's low
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"messages": [{"role": "user", "content": f"hello number {i}"}],
+                                        "thinking_effort": "low"}) + "\n" for i in range(3)), encoding="utf-8")
+    prepared = _cli("prepare", "B4", "--source", f"B4={rows}", "--profile", "tiny-kimi-k3", "--dry-run",
+                    "--workdir", str(tmp_path / "w"))
+    said = " ".join(prepared.stderr.split())
+    assert prepared.returncode == 0, prepared.stderr
+    assert "column(s) thinking_effort" in said and "the partition sets a prompt's effort (its `efforts` table), " \
+        "not its row" in said, said
