@@ -104,6 +104,14 @@ def print_accounting(table: dict[str, dict[str, int]]) -> None:
     out.print(t)
 
 
+def top_reasons(report) -> str:
+    """A config's most frequent reasons, prepare's rejects apart from generation's (its failures and the rejects of
+    its samples): `prepare: empty_prompt 3; generation: truncated 2, timeout 1`."""
+    groups = (("prepare", Counter(report.prepare_reasons)), ("generation", report.reasons + report.failure_reasons))
+    return "; ".join(f"{stage}: " + ", ".join(f"{k} {v}" for k, v in counts.most_common(3))
+                     for stage, counts in groups if counts)
+
+
 def print_summary(reports) -> None:
     later = any(r.later_turns for r in reports.values())
     keys = _with_later_turns(("selected", "rejected_at_prepare", "generated", "failed", "pending", "valid",
@@ -117,8 +125,7 @@ def print_summary(reports) -> None:
     for cfg, r in reports.items():
         for k in keys:
             tot[k] += getattr(r, k)
-        reasons = r.reasons + r.failure_reasons + Counter(r.prepare_reasons)
-        t.add_row(cfg, *(f"{getattr(r, k):,}" for k in keys), ", ".join(f"{k} {v}" for k, v in reasons.most_common(3)))
+        t.add_row(cfg, *(f"{getattr(r, k):,}" for k in keys), top_reasons(r))
     t.add_row("all", *(f"{tot[k]:,}" for k in keys), "", style="bold")
     out.print(t)
 
