@@ -267,6 +267,23 @@ PROFILES: dict[str, ModelProfile] = {p.name: p for p in (KIMI_K25, TINY_KIMI, KI
 DEMO_PROFILES = (TINY_KIMI.name, TINY_KIMI_K3.name)
 
 
+def profiles_described(names=None) -> str:
+    """The profiles (`names`, default every one) in one line for help texts, from the registry: `kimi-k2.5
+    (Kimi-K2.5), tiny-kimi (the embedded test model in Kimi-K2.5's format), …`."""
+    def described(p: ModelProfile) -> str:
+        if not p.is_test_model:
+            return f"{p.name} ({p.display_name})"
+        real = next(r for r in PROFILES.values() if r.chat_format == p.chat_format and not r.is_test_model)
+        return f"{p.name} (the embedded test model in {real.display_name}'s format)"
+    return ", ".join(described(PROFILES[n]) for n in (names or PROFILES))
+
+
+def profile_defaults(value) -> str:
+    """One default of every profile for help texts (`value(profile)`), from the registry: `kimi-k2.5 10240,
+    tiny-kimi 192, …`."""
+    return ", ".join(f"{p.name} {value(p)}" for p in PROFILES.values())
+
+
 def model_vocab_size(profile: ModelProfile, tokenizer) -> int:
     """The one bound on token ids, used by prepare (prompts), the engines (requests and answers) and the
     validator: the model's embedding size, i.e. the profile's `vocab_size` when it names one (Kimi-K2.5's
@@ -284,15 +301,6 @@ def get_profile(name: str) -> ModelProfile:
         return PROFILES[name]
     except KeyError:
         raise UnknownProfileError(f"unknown model profile {name!r}; known: {', '.join(sorted(PROFILES))}") from None
-
-
-def click_profile(ctx, param, value: str | None) -> str | None:
-    """A click callback for --profile: an unknown name is a usage error (exit 2), as every command says it."""
-    import click
-
-    if value is not None and value not in PROFILES:
-        raise click.BadParameter(f"unknown model profile {value!r}; known: {', '.join(sorted(PROFILES))}")
-    return value
 
 
 class TokenLookupError(KimiDataError, ValueError):

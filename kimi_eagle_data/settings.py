@@ -23,12 +23,28 @@ from typing import Any, Callable
 
 import click
 
-from kimi_eagle_data.profile import PROFILES, ModelProfile, click_profile, get_profile
+from kimi_eagle_data.profile import PROFILES, ModelProfile, get_profile, profile_defaults, profiles_described
 from kimi_eagle_data.run_checks import (AT_LEAST_1, AT_LEAST_2, NON_NEGATIVE, POSITIVE, TOP_P, WORKERS, Rule,
                                         SettingError, click_config_names, config_name_problem, url_problem)
 
 ENGINES = ("local", "sglang", "vllm")
 DEFAULT_SERVER_ENGINE = "sglang"     # what --server means without --engine
+
+
+class ProfileChoice(click.Choice):
+    """--profile: one of the registry's profiles, so its help lists them; an unknown name is a usage error (exit 2)
+    in one line naming every profile, as every command says it."""
+
+    def __init__(self):
+        super().__init__(list(PROFILES))
+
+    def convert(self, value, param, ctx):
+        if value not in self.choices:
+            self.fail(f"unknown model profile {value!r}; known: {', '.join(sorted(self.choices))}", param, ctx)
+        return value
+
+
+PROFILE_HELP = f"Model profile: {profiles_described()}."
 
 
 def _servers(ctx, param, values) -> list[str]:
@@ -123,8 +139,8 @@ class RunSettings:
                            help="Run directory: checkpoint, stage outputs and dataset/ live here.")
     configs: list[str] = setting(factory=list, inherited=True)   # the CONFIG arguments
     profile: str = setting("kimi-k2.5", flag="--profile", show_default=True, inherited=True, bound=True,
-                           callback=click_profile,
-                           help="Model profile (token names, generation prompt, sampling defaults).")
+                           type=ProfileChoice(),
+                           help=f"{PROFILE_HELP} Its tokens, generation prompt and sampling defaults.")
     model: str | None = setting(None, flag="--model", inherited=True, bound=True,
                                 help="Model path or Hub id (default: the profile's model).")
     tokenizer: str | None = setting(None, flag="--tokenizer", inherited=True, bound=True,
@@ -181,7 +197,8 @@ class RunSettings:
                                      "pilot's completed samples.")
     max_new_tokens: int | None = setting(None, flag="--max-new-tokens", type=int, rule=AT_LEAST_1,
                                          toml="sampling.max_new_tokens", inherited=True, bound=True,
-                                         help="Default: the profile's (10240 for Kimi-K2.5).")
+                                         help="Default: the profile's "
+                                              f"({profile_defaults(lambda p: p.sampling.max_new_tokens)}).")
     temperature: float | None = setting(None, flag="--temperature", type=float, rule=NON_NEGATIVE,
                                         toml="sampling.temperature", inherited=True, bound=True,
                                         help="Default: the profile's (1.0); >= 0.")
@@ -190,7 +207,7 @@ class RunSettings:
     max_seq_len: int | None = setting(None, flag="--max-seq-len", type=int, rule=AT_LEAST_2,
                                       toml="sampling.max_seq_len", inherited=True, bound=True,
                                       help="Reject prompts with prompt_len + max_new_tokens above this (default: the "
-                                           "profile's).")
+                                           f"profile's: {profile_defaults(lambda p: p.max_seq_len)}).")
     keep_truncated: bool = setting(False, flag="--keep-truncated", is_flag=True, inherited=True,
                                    help="Keep length-truncated completions in train.")
     retry_failed: bool = setting(False, flag="--retry-failed", is_flag=True,

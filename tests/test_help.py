@@ -90,3 +90,50 @@ def test_every_option_of_a_setting_is_under_one_heading():
     flagged = [n for n, (_, s) in DECLARED.items() if s.flag]
     listed = [n for names in SECTIONS.values() for n in names]
     assert sorted(listed) == sorted(flagged)
+
+
+# -- --profile: a choice of the registry's profiles everywhere --------------------------------------------------
+
+def _help(*command: str) -> str:
+    result = CliRunner().invoke(main, [*command, "--help"], terminal_width=400)
+    assert result.exit_code == 0, result.output
+    return " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("command", ["build", "prepare", "serve", "check", "render"])
+def test_profile_help_lists_every_profile_from_the_registry(command):
+    from kimi_eagle_data.profile import PROFILES
+
+    text = _help(command)
+    assert f"--profile [{'|'.join(PROFILES)}]" in text, text
+    assert "kimi-k3 (Kimi-K3)" in text and "kimi-k2.5 (Kimi-K2.5)" in text, text
+
+
+def test_demo_profile_help_lists_the_tiny_models():
+    assert "--profile [tiny-kimi|tiny-kimi-k3]" in _help("demo")
+
+
+def test_each_profiles_defaults_show_in_help():
+    from kimi_eagle_data.profile import PROFILES
+
+    text = _help("build")
+    assert f"kimi-k3 {PROFILES['kimi-k3'].sampling.max_new_tokens}" in text
+    assert "tiny-kimi-k3 256" in text and "tiny-kimi 192" in text, text      # max_new_tokens per profile
+
+
+def test_top_level_help_and_package_description_name_both_models():
+    from tests.test_imports import ROOT, tomllib
+
+    text = _help()
+    assert "Kimi-K2.5" in text and "Kimi-K3" in text, text
+    summary = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["description"]
+    assert "Kimi-K2.5" in summary and "Kimi-K3" in summary, summary
+
+
+@pytest.mark.parametrize("command", [["check", "rows.jsonl"], ["render", "row.json"]])
+def test_an_unknown_profile_is_the_same_usage_error_on_check_and_render(command):
+    from kimi_eagle_data.profile import PROFILES
+
+    result = CliRunner().invoke(main, [*command, "--profile", "kimi-k9"])
+    assert result.exit_code == 2, result.output
+    assert f"unknown model profile 'kimi-k9'; known: {', '.join(sorted(PROFILES))}" in result.output

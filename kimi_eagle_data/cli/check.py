@@ -14,6 +14,8 @@ from click.core import ParameterSource
 from kimi_eagle_data.cli.common import READS_ONLY, UserError, console, friendly_errors, out
 from kimi_eagle_data.wording import counted, plural
 from kimi_eagle_data.formats import format_of
+from kimi_eagle_data.profile import profile_defaults
+from kimi_eagle_data.settings import PROFILE_HELP, ProfileChoice
 
 _SHOWN_ROWS = 20     # invalid / unreadable rows listed one per line before the summary
 
@@ -56,9 +58,8 @@ CHECK_STOPPED = ("check writes nothing, and what it printed covers only the rows
 
 def tokenizer_options(fn):
     for opt in reversed([
-        click.option("--profile", default="kimi-k2.5", show_default=True,
-                     help="Model profile (token names, generation prompt, max_seq_len); "
-                          "tiny-kimi: the embedded model."),
+        click.option("--profile", type=ProfileChoice(), default="kimi-k2.5", show_default=True,
+                     help=f"{PROFILE_HELP} Its tokens, generation prompt and max_seq_len."),
         click.option("--model", help="Model path or Hub id (default: the profile's model)."),
         click.option("--tokenizer", help="Tokenizer path (default: --model)."),
     ]):
@@ -122,7 +123,8 @@ def render(source: str, row: int | None, as_ids: bool, mode: str, effort: str | 
 @click.command()
 @click.argument("file", metavar="FILE|DIR", type=click.Path(exists=True, path_type=Path))
 @tokenizer_options
-@click.option("--max-seq-len", type=click.IntRange(min=1), help="Default: the profile's (16384 for Kimi-K2.5).")
+@click.option("--max-seq-len", type=click.IntRange(min=1),
+              help=f"Default: the profile's ({profile_defaults(lambda p: p.max_seq_len)}).")
 @click.option("--keep-truncated", is_flag=True, help="`length` rows without an end of turn are not `truncated`.")
 @click.option("--json", "as_json", is_flag=True,
               help='One line per row on stdout: {"row", "valid", "issues", "details"[, "id", "mode"]} (a row of a '

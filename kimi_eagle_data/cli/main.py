@@ -18,7 +18,7 @@ from kimi_eagle_data.cli.common import REWRITES, console, friendly_errors, out
 from kimi_eagle_data.cli.options import run_for, settings_from
 from kimi_eagle_data.cli.help import SectionedCommand
 from kimi_eagle_data.cli.progress import RichProgress, show_log_records
-from kimi_eagle_data.profile import DEMO_PROFILES
+from kimi_eagle_data.profile import DEMO_PROFILES, profiles_described
 from kimi_eagle_data.settings import options_for
 from kimi_eagle_data.wording import counted
 
@@ -183,7 +183,7 @@ def check_repo(repo: str | None) -> None:
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(package_name="kimi-eagle-data", prog_name="kimi-data")
 def main():
-    """Build EAGLE-3 drafter training data for Kimi-K2.5.
+    """Build EAGLE-3 drafter training data for Kimi-K2.5 and Kimi-K3 (--profile kimi-k2.5, the default, or kimi-k3).
 
     Pipeline: prepare (render prompts with the model's chat template) -> generate (the model's own
     completions, token ids in and out) -> validate (token structure) -> emit (Hub-layout dataset with
@@ -195,7 +195,7 @@ def main():
 
 @main.command(cls=SectionedCommand)
 @click.option("--profile", type=click.Choice(DEMO_PROFILES), default=DEMO_PROFILES[0], show_default=True,
-              help="The embedded tiny model to run: tiny-kimi (Kimi-K2.5's format) or tiny-kimi-k3 (Kimi-K3's).")
+              help=f"The model to run: {profiles_described(DEMO_PROFILES)}.")
 @options_for("demo")
 @friendly_errors
 def demo(profile: str, workdir: str, limit: int | None, progress: bool, workers: int | None):

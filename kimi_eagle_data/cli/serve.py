@@ -8,7 +8,7 @@ import sys
 import click
 
 from kimi_eagle_data.cli.common import SERVES, UserError, friendly_errors, out
-from kimi_eagle_data.profile import click_profile
+from kimi_eagle_data.settings import PROFILE_HELP, ProfileChoice
 
 
 @click.command()
@@ -20,8 +20,8 @@ from kimi_eagle_data.profile import click_profile
                    "install_ENGINE_cpu.sh, which ships in the package) for the tiny model: trying the pipeline on a laptop.")
 @click.option("--venv", type=click.Path(file_okay=False), metavar="DIR",
               help="--device cpu: the engine's venv (default: the one its install script builds).")
-@click.option("--profile", callback=click_profile, help="Model profile (launch flags, tokens). [default: kimi-k2.5; tiny-kimi with --device "
-                                "cpu]")
+@click.option("--profile", type=ProfileChoice(),
+              help=f"{PROFILE_HELP} Its launch flags and tokens. [default: kimi-k2.5; tiny-kimi with --device cpu]")
 @click.option("--model", help="Model path or Hub id (default: the profile's model).")
 @click.option("--tokenizer", help="Tokenizer for /tokenize and `text` (local engine; default: --model).")
 @click.option("--host", default="127.0.0.1", show_default=True)
