@@ -311,7 +311,9 @@ def emit(**kw):
                   soft_wrap=True)
 
 
-from kimi_eagle_data.cli.quality import inspect_cmd, plan, stats  # noqa: E402
+from kimi_eagle_data.cli.inspect import inspect_cmd  # noqa: E402
+from kimi_eagle_data.cli.plan import plan  # noqa: E402
+from kimi_eagle_data.cli.stats import stats  # noqa: E402
 
 main.add_command(stats)
 main.add_command(plan)

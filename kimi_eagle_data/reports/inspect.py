@@ -376,7 +376,7 @@ def finish_detail(src: RowSource, id_: str) -> dict[str, Any]:
 def inspect_sample(path: str | Path, config: str, id_: str | None = None, *, format_of: Callable[[ModelProfile], Any],
                    tokenizer: str | None = None, random: bool = False, seed: int | None = None,
                    shortest: bool = False, longest: bool = False, rejected: str | None = None) -> dict[str, Any]:
-    """Everything `kimi-data inspect --json` prints (keys documented in cli.quality.INSPECT_JSON_HELP).
+    """Everything `kimi-data inspect --json` prints (keys documented in cli/inspect.py, INSPECT_JSON_HELP).
     `format_of`: a profile's chat format (formats.format_of; the CLI hands it in)."""
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
 

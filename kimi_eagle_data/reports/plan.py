@@ -333,7 +333,7 @@ def parse_counts(values: tuple[str, ...] | list[str]) -> dict[str, int]:
 
 def collect_plan(workdir: str | Path, counts: dict[str, int] | None = None, *, gpus: int = 8,
                  throughput: float | None = None, confidence: float = 0.95) -> dict[str, Any]:
-    """The numbers `kimi-data plan --json` prints (keys documented in cli.quality.PLAN_JSON_HELP)."""
+    """The numbers `kimi-data plan --json` prints (keys documented in cli/plan.py, PLAN_JSON_HELP)."""
     if not 0 < confidence < 1:
         raise QualityError(f"--confidence {confidence}: use a level between 0 and 1, e.g. 0.95")
     wd = open_workdir(workdir)

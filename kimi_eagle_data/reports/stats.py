@@ -336,7 +336,7 @@ def _by_mode(cols: _Columns) -> dict[str, dict[str, Any]]:
 
 def collect_stats(workdir: str | Path, configs: list[str] | tuple[str, ...] = (), *,
                   split: str = "all") -> dict[str, Any]:
-    """The numbers `kimi-data stats --json` prints (keys documented in cli.quality.STATS_JSON_HELP)."""
+    """The numbers `kimi-data stats --json` prints (keys documented in cli/stats.py, STATS_JSON_HELP)."""
     if split not in SPLIT_CHOICES:
         raise QualityError(f"split {split!r}: use one of {', '.join(SPLIT_CHOICES)}")
     wd = open_workdir(workdir)
