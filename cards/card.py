@@ -7,7 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from kimi_eagle_data.engines.drafter import SpecDecodeCounts, describe, tokens_per_verify_step
+from kimi_eagle_data.records import SpecDecodeCounts, describe_drafter, tokens_per_verify_step
 from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.profile import get_profile
 from kimi_eagle_data.schema import ROW_SCHEMA, features
@@ -174,7 +174,7 @@ def drafter_line(server_args: dict[str, Any], spec_decode: dict[str, Any] | None
     """The drafter the engine generated with, as it reported it (engines/drafter.py: SGLang's server_info
     speculative_*, vLLM's /metrics), and vLLM's counted acceptance (`spec_decode`, the manifest's); None when it ran
     none (or did not say)."""
-    drafter = describe(server_args)
+    drafter = describe_drafter(server_args)
     if drafter is None:
         return None
     shape = ", ".join(f"{label} {drafter[k]}" for k, label in (

@@ -12,7 +12,7 @@ messages `[{"role": "system"|"user"|"assistant"|"tool", "content": str, ...}]`, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 
@@ -167,3 +167,56 @@ class Completion:
     # the whole completion, and "reasoning_n", "reasoning_sum", "reasoning_top1" over its reasoning (the
     # completion grammar's `reasoning_length`). None when the engine reported no log-probs (or an older checkpoint).
     logprob_stats: dict[str, Any] | None = None
+
+
+# -- what a run records of the drafter its engine generated with (engines/drafter.py reads them from the engines;
+# the stats, plan, the card and emit read them from the checkpoint and the manifest) -------------------------------
+
+@dataclass(frozen=True)
+class SpecDecodeCounts:
+    """vLLM's speculative-decoding counters, summed over a server's engines (and over servers): what `generate`
+    keeps in the checkpoint's meta (`spec_decode`)."""
+
+    drafts: int = 0
+    draft_tokens: int = 0
+    accepted_tokens: int = 0
+
+    def __add__(self, other: "SpecDecodeCounts") -> "SpecDecodeCounts":
+        return SpecDecodeCounts(*(a + b for a, b in zip(self.astuple(), other.astuple())))
+
+    def __sub__(self, other: "SpecDecodeCounts") -> "SpecDecodeCounts":
+        return SpecDecodeCounts(*(a - b for a, b in zip(self.astuple(), other.astuple())))
+
+    def astuple(self) -> tuple[int, int, int]:
+        return self.drafts, self.draft_tokens, self.accepted_tokens
+
+    def to_json(self) -> dict[str, int]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: Any) -> "SpecDecodeCounts | None":
+        if not isinstance(d, dict) or not all(type(d.get(k)) is int for k in ("drafts", "draft_tokens",
+                                                                            "accepted_tokens")):
+            return None
+        return cls(d["drafts"], d["draft_tokens"], d["accepted_tokens"])
+
+
+def tokens_per_verify_step(counts: SpecDecodeCounts) -> float | None:
+    """vLLM's mean acceptance length: each verify step's accepted draft tokens plus the target's own one."""
+    return round(1 + counts.accepted_tokens / counts.drafts, 4) if counts.drafts > 0 else None
+
+
+def describe_drafter(server_args: dict[str, Any]) -> dict[str, Any] | None:
+    """The drafter an engine's recorded server_args name, in one shape for both engines: {algorithm, model,
+    num_steps, topk, num_draft_tokens}; None when it ran none (or did not say)."""
+    vllm = server_args.get("speculative_config")
+    if isinstance(vllm, dict):
+        return {"algorithm": vllm.get("method"), "model": vllm.get("model"),
+                "num_steps": vllm.get("num_speculative_tokens"), "topk": None,
+                "num_draft_tokens": vllm.get("num_speculative_tokens")}
+    algorithm = server_args.get("speculative_algorithm")
+    if not algorithm or str(algorithm).upper() == "NONE":
+        return None
+    return {"algorithm": algorithm, "model": server_args.get("speculative_draft_model_path"),
+            "num_steps": server_args.get("speculative_num_steps"), "topk": server_args.get("speculative_eagle_topk"),
+            "num_draft_tokens": server_args.get("speculative_num_draft_tokens")}

@@ -213,6 +213,16 @@ def test_emit_does_not_know_score():
     assert f"{PACKAGE}.score.report" in GRAPH[f"{PACKAGE}.runs"]   # the walk sees the edge
 
 
+def test_reports_validate_cards_and_emit_know_no_engine():
+    """They read what a run recorded (records.py: the drafter's counters, server_args), never the engines that
+    made it: an engine's protocol can change without touching a report, the card or the emitted dataset."""
+    readers = [f"{PACKAGE}.{p}" for p in ("reports", "validate", "cards", "emit")]
+    found = [f"{a} -> {b}" for a in sorted(GRAPH) if any(_inside(a, r) for r in readers)
+             for b in sorted(GRAPH[a]) if _inside(b, f"{PACKAGE}.engines")]
+    assert not found, "readers of a run import engine code: " + "; ".join(found)
+    assert f"{PACKAGE}.records" in GRAPH[f"{PACKAGE}.cards.card"]     # the walk sees the remapped cards/ folder
+
+
 def test_the_run_context_imports_no_stage():
     """Every stage takes the run's context (run_context.py); the context knows none of them."""
     ground = STORE_GROUND | {f"{PACKAGE}.{m}" for m in ("settings", "profile", "progress", "run_checks")}

@@ -11,7 +11,7 @@ from typing import Any
 
 from kimi_eagle_data import __version__
 from kimi_eagle_data.emit.model_name import published_names
-from kimi_eagle_data.engines.drafter import SpecDecodeCounts
+from kimi_eagle_data.records import SpecDecodeCounts
 from kimi_eagle_data.emit.rows import RowBlocks
 from kimi_eagle_data.emit.token_freq import token_freq_path
 from kimi_eagle_data.emit.writer import ConfigShards, NothingToEmit, finish_dataset, pending_note, replacing_dataset

@@ -109,7 +109,7 @@ class Engine(abc.ABC):
         return None
 
     def spec_decode_counts(self):
-        """The drafter counters its servers keep, summed now (engines/drafter.py SpecDecodeCounts): `generate` keeps
+        """The drafter counters its servers keep, summed now (records.SpecDecodeCounts): `generate` keeps
         the difference over its run. None when they keep none (no drafter, or per request: SGLang)."""
         return None
 

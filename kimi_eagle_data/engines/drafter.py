@@ -38,8 +38,10 @@ Lossless sampling, as the engines' source says (SGLang 0.5.23, vLLM 0.32.0):
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
+
+from kimi_eagle_data.records import SpecDecodeCounts, describe_drafter
 
 # The counters of vLLM's SpecDecodingProm, as Prometheus exposes a Counter (name + "_total").
 VLLM_COUNTERS = {"drafts": "vllm:spec_decode_num_drafts_total",
@@ -61,34 +63,6 @@ CPU_DRAFTING = {"sglang": "SGLang accepts a drafter's tokens on CPU by the targe
 
 _SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)')
 _POSITION = re.compile(r'position="([^"]*)"')
-
-
-@dataclass(frozen=True)
-class SpecDecodeCounts:
-    """vLLM's speculative-decoding counters, summed over a server's engines (and over servers)."""
-
-    drafts: int = 0
-    draft_tokens: int = 0
-    accepted_tokens: int = 0
-
-    def __add__(self, other: "SpecDecodeCounts") -> "SpecDecodeCounts":
-        return SpecDecodeCounts(*(a + b for a, b in zip(self.astuple(), other.astuple())))
-
-    def __sub__(self, other: "SpecDecodeCounts") -> "SpecDecodeCounts":
-        return SpecDecodeCounts(*(a - b for a, b in zip(self.astuple(), other.astuple())))
-
-    def astuple(self) -> tuple[int, int, int]:
-        return self.drafts, self.draft_tokens, self.accepted_tokens
-
-    def to_json(self) -> dict[str, int]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: Any) -> "SpecDecodeCounts | None":
-        if not isinstance(d, dict) or not all(type(d.get(k)) is int for k in ("drafts", "draft_tokens",
-                                                                            "accepted_tokens")):
-            return None
-        return cls(d["drafts"], d["draft_tokens"], d["accepted_tokens"])
 
 
 @dataclass(frozen=True)
@@ -139,31 +113,10 @@ def vllm_speculative_config(metrics: VLLMMetrics, dev_config: Any, device: Any =
     return config
 
 
-def tokens_per_verify_step(counts: SpecDecodeCounts) -> float | None:
-    """vLLM's mean acceptance length: each verify step's accepted draft tokens plus the target's own one."""
-    return round(1 + counts.accepted_tokens / counts.drafts, 4) if counts.drafts > 0 else None
-
-
-def describe(server_args: dict[str, Any]) -> dict[str, Any] | None:
-    """The drafter an engine's recorded server_args name, in one shape for both engines: {algorithm, model,
-    num_steps, topk, num_draft_tokens}; None when it ran none (or did not say)."""
-    vllm = server_args.get("speculative_config")
-    if isinstance(vllm, dict):
-        return {"algorithm": vllm.get("method"), "model": vllm.get("model"),
-                "num_steps": vllm.get("num_speculative_tokens"), "topk": None,
-                "num_draft_tokens": vllm.get("num_speculative_tokens")}
-    algorithm = server_args.get("speculative_algorithm")
-    if not algorithm or str(algorithm).upper() == "NONE":
-        return None
-    return {"algorithm": algorithm, "model": server_args.get("speculative_draft_model_path"),
-            "num_steps": server_args.get("speculative_num_steps"), "topk": server_args.get("speculative_eagle_topk"),
-            "num_draft_tokens": server_args.get("speculative_num_draft_tokens")}
-
-
 def lossy_drafter(engine: str, server_args: dict[str, Any], temperature: float) -> str | None:
     """Why this engine, with the drafter it reports, would not sample the target's own distribution at
     `temperature` (the run's highest); None when it would (or runs no drafter). Module doc: the engines' source."""
-    drafter = describe(server_args)
+    drafter = describe_drafter(server_args)
     if drafter is None:
         return None
     urls = ", ".join(server_args.get("urls") or []) or "the server"

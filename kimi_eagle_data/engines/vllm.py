@@ -34,10 +34,10 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
-from kimi_eagle_data.records import Completion, RequestFailure
+from kimi_eagle_data.records import Completion, RequestFailure, SpecDecodeCounts
 from kimi_eagle_data.engines.base import EngineError, EngineInfo, GenerationRequest, SamplingParams, ScoreRequest, \
     ScoreResult
-from kimi_eagle_data.engines.drafter import SpecDecodeCounts, VLLMMetrics, parse_vllm_metrics, vllm_speculative_config
+from kimi_eagle_data.engines.drafter import VLLMMetrics, parse_vllm_metrics, vllm_speculative_config
 from kimi_eagle_data.engines.http_client import Failure, HTTPEngine, check_output_ids, storable
 
 # The version whose source and answers this client was checked against (the endpoint's answer shape changed

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kimi_eagle_data.engines.drafter import SpecDecodeCounts, describe, tokens_per_verify_step
+from kimi_eagle_data.records import SpecDecodeCounts, describe_drafter, tokens_per_verify_step
 from kimi_eagle_data.store.cache_hits import cache_share
 
 # Fewer requests than this, or requests all alike in their prompt / output mix, leave α and β undetermined.
@@ -118,7 +118,7 @@ def drafter_acceptance(server_args: dict[str, Any], completion: np.ndarray, veri
     accepted / drafts). None when it ran none."""
     completion, verify = np.asarray(completion, dtype=np.float64), np.asarray(verify, dtype=np.float64)
     known = ~np.isnan(verify) & (verify > 0) & ~np.isnan(completion)
-    drafter = describe(server_args)
+    drafter = describe_drafter(server_args)
     if drafter is None and not known.any():
         return None
     drafter = drafter or {"algorithm": None, "model": None, "num_steps": None, "num_draft_tokens": None}

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kimi_eagle_data.engines.drafter import SpecDecodeCounts
+from kimi_eagle_data.records import SpecDecodeCounts
 from kimi_eagle_data.conversation.shape import (TURN_COLUMNS, conversation_shape, has_conversations,
                                               lengths_by_turn, turn_arrays)
 from kimi_eagle_data.store.cache_hits import cache_share

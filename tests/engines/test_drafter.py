@@ -10,8 +10,8 @@ import json
 import numpy as np
 
 from kimi_eagle_data.cards.card import drafter_line
-from kimi_eagle_data.engines.drafter import (SpecDecodeCounts, describe, lossy_drafter, parse_vllm_metrics,
-                                             tokens_per_verify_step, vllm_speculative_config)
+from kimi_eagle_data.engines.drafter import lossy_drafter, parse_vllm_metrics, vllm_speculative_config
+from kimi_eagle_data.records import SpecDecodeCounts, describe_drafter, tokens_per_verify_step
 from kimi_eagle_data.generate.stage import record_spec_decode
 from kimi_eagle_data.reports.prefill import drafter_acceptance
 from kimi_eagle_data.store.checkpoint import Checkpoint
@@ -58,7 +58,7 @@ def test_the_drafter_vllm_reports_with_and_without_its_dev_endpoint():
                                       "rejection_sample_method": "standard"})
     assert (dev["method"], dev["model"], dev["reported_by"]) == ("eagle3", DRAFT, "/metrics and /server_info")
     assert "device" not in dev and vllm_speculative_config(m, None, "cpu")["device"] == "cpu"
-    assert describe({"speculative_config": dev}) == {"algorithm": "eagle3", "model": DRAFT, "num_steps": 3,
+    assert describe_drafter({"speculative_config": dev}) == {"algorithm": "eagle3", "model": DRAFT, "num_steps": 3,
                                                      "topk": None, "num_draft_tokens": 3}
 
 
