@@ -10,8 +10,10 @@ import pytest
 
 from kimi_eagle_data.grammar import CALL_BEGIN, CompletionGrammar, Fault, pack, reasoning_length
 from kimi_eagle_data.profile import TINY_KIMI, TINY_MODEL_DIR, ProfileTokens, model_vocab_size
-from kimi_eagle_data.prompts.tokenizer import SegmentDecoder, load_tokenizer
-from kimi_eagle_data.reports.inspect import Segmenter
+from kimi_eagle_data.decoding import SegmentDecoder
+from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+from kimi_eagle_data.formats.k2_segments import Segmenter
+from kimi_eagle_data.reports.inspect import segments_of
 from kimi_eagle_data.validate.validator import Validator
 
 TOK = load_tokenizer(str(TINY_MODEL_DIR))
@@ -132,7 +134,7 @@ def test_inspect_shows_what_the_validator_reads(name):
     validator's decoded turn, and the segments cover the completion exactly."""
     out, finish = CASES[name]
     verdict = Validator(TOKENS, TOK, 4096).validate(PROMPT, out, finish, {}, TOOLS)
-    segs = Segmenter(TINY_KIMI, TOK).segment(PROMPT + out, len(PROMPT))
+    segs = segments_of(Segmenter(TINY_KIMI, TOK), PROMPT + out, len(PROMPT))
     completion = [s for s in segs if s.loss == 1]
     assert sum((s.ids for s in completion), []) == out
     shown = [s.label for s in completion if s.kind == "tool_call"]
@@ -185,7 +187,7 @@ def test_instant_reasoning_boundary_and_inspect(name):
     assert reasoning_length(out, TOKENS, instant=True) == 0
     assert verdict.issues == (["instant_has_think_end"] if name == "with_think_end" else [])
     seg = Segmenter(TINY_KIMI, TOK)
-    segs = seg.segment(INSTANT_PROMPT + out, len(INSTANT_PROMPT))
+    segs = segments_of(seg, INSTANT_PROMPT + out, len(INSTANT_PROMPT))
     assert seg.mode(np.asarray(INSTANT_PROMPT + out), len(INSTANT_PROMPT)) == "instant"
     gp = [s for s in segs if s.kind == "generation_prompt"]
     assert gp and gp[0].text.endswith("<think></think>") and gp[0].label == "generation prompt (instant mode)"

@@ -223,6 +223,19 @@ def test_reports_validate_cards_and_emit_know_no_engine():
     assert f"{PACKAGE}.records" in GRAPH[f"{PACKAGE}.cards.card"]     # the walk sees the remapped cards/ folder
 
 
+# Edges that ran upward and were cut: a format owns its inspect segmenter (formats/k2_segments.py), the completion
+# grammar decodes with the shared decoder (decoding.py), the plan is handed the score report by the CLI.
+CUT_EDGES = [(f"{PACKAGE}.formats.kimi_k2", f"{PACKAGE}.reports"), (f"{PACKAGE}.grammar", f"{PACKAGE}.prompts"),
+             (f"{PACKAGE}.reports.plan", f"{PACKAGE}.score")]
+
+
+def test_cut_edges_stay_cut():
+    found = [f"{a} -> {b}" for a, package in CUT_EDGES for b in sorted(GRAPH[a]) if _inside(b, package)]
+    assert not found, "edges cut on purpose are back: " + "; ".join(found)
+    assert f"{PACKAGE}.formats.k2_segments" in GRAPH[f"{PACKAGE}.formats.kimi_k2"]   # the walk sees a lazy import
+    assert f"{PACKAGE}.decoding" in GRAPH[f"{PACKAGE}.grammar"]
+
+
 def test_the_run_context_imports_no_stage():
     """Every stage takes the run's context (run_context.py); the context knows none of them."""
     ground = STORE_GROUND | {f"{PACKAGE}.{m}" for m in ("settings", "profile", "progress", "run_checks")}

@@ -102,13 +102,15 @@ def plan(workdir: Path, counts, gpus: int, throughput: float | None, confidence:
     """
     from kimi_eagle_data.reports.plan import collect_plan, parse_counts
     from kimi_eagle_data.reports.stats import NothingValidatedYet, QualityError
+    from kimi_eagle_data.score.report import load_report
 
     try:
         parsed = parse_counts(counts)
     except QualityError as e:
         raise click.BadParameter(str(e).removeprefix("--counts "), param_hint="--counts") from None
     try:
-        result = collect_plan(workdir, parsed, gpus=gpus, throughput=throughput, confidence=confidence)
+        result = collect_plan(workdir, parsed, gpus=gpus, throughput=throughput, confidence=confidence,
+                              score_of=load_report)
     except NothingValidatedYet as so_far:     # a pilot still generating: its counts, then why no projection
         if not as_json:
             print_progress(so_far)

@@ -1,5 +1,5 @@
-"""Kimi-K3's split of one sequence into the segments `inspect` shows (what K2.5's `reports.inspect.Segmenter` is
-for K2.5): the same kinds and labels, so `inspect` prints and `--json` writes either alike.
+"""Kimi-K3's split of one sequence into the segments `inspect` shows (what k2_segments.py is for
+K2.5): the same kinds and labels, so `inspect` prints and `--json` writes either alike.
 
 Found from token ids, never by matching decoded text. The prompt is cut into its messages after each
 `<|end_of_msg|>` (a message's kind read from its open tag: `message role="system" type="tool-declare"` is the
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from kimi_eagle_data.profiles.kimi_k3.grammar import K3Completion, K3Span, parse_completion, tag_head
-from kimi_eagle_data.prompts.tokenizer import SegmentDecoder
+from kimi_eagle_data.decoding import SegmentDecoder
 
 THINKING, INSTANT = "thinking", "instant"
 Span = tuple[str, str, int, int]          # (kind, label, start, end) in the sequence

@@ -11,7 +11,7 @@ import numpy as np
 
 from kimi_eagle_data.grammar import pack
 from kimi_eagle_data.profiles.kimi_k3.grammar import K3Completion, parse_completion
-from kimi_eagle_data.prompts.tokenizer import SegmentDecoder
+from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.validate.rules import Verdict
 
 THINKING, INSTANT = "thinking", "instant"

@@ -36,7 +36,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -332,8 +332,11 @@ def parse_counts(values: tuple[str, ...] | list[str]) -> dict[str, int]:
 
 
 def collect_plan(workdir: str | Path, counts: dict[str, int] | None = None, *, gpus: int = 8,
-                 throughput: float | None = None, confidence: float = 0.95) -> dict[str, Any]:
-    """The numbers `kimi-data plan --json` prints (keys documented in cli/plan.py, PLAN_JSON_HELP)."""
+                 throughput: float | None = None, confidence: float = 0.95,
+                 score_of: Callable[[Workdir], dict[str, Any] | None] | None = None) -> dict[str, Any]:
+    """The numbers `kimi-data plan --json` prints (keys documented in cli/plan.py, PLAN_JSON_HELP). `score_of`: a
+    workdir's score report (`kimi-data score`'s, handed in by the CLI: the plan does not know the score stage), or
+    None where it has none."""
     if not 0 < confidence < 1:
         raise QualityError(f"--confidence {confidence}: use a level between 0 and 1, e.g. 0.95")
     wd = open_workdir(workdir)
@@ -499,9 +502,7 @@ def collect_plan(workdir: str | Path, counts: dict[str, int] | None = None, *, g
     ckpt = read_checkpoint_info(wd)
     add_prefill_pricing(result, ckpt, pilot_turns, gpus)
     add_drafter(result, ckpt, all_ids)    # a drafter the pilot's engine ran, with the acceptance it measured
-    from kimi_eagle_data.score.report import load_report
-
-    result["score"] = load_report(wd)   # where regeneration pays (`kimi-data score`), when it has run
+    result["score"] = score_of(wd) if score_of else None   # where regeneration pays (`kimi-data score`), when run
     return result
 
 

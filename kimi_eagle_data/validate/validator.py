@@ -12,7 +12,7 @@ import numpy as np
 
 from kimi_eagle_data.grammar import CALL_BEGIN, CompletionGrammar, ParsedCompletion, pack, rows_with
 from kimi_eagle_data.profile import INSTANT, ProfileTokens, model_vocab_size
-from kimi_eagle_data.prompts.tokenizer import SegmentDecoder
+from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.validate.rules import COMPLETE, RunLimits, Sample, Verdict, completion_kind, judge
 
 __all__ = ["Validator", "pack"]    # pack: the (offsets, values) buffers validate_many takes

@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from kimi_eagle_data.profile import TINY_KIMI, TINY_MODEL_DIR
-from kimi_eagle_data.prompts.tokenizer import fast_decoder, special_text
+from kimi_eagle_data.decoding import fast_decoder
+from kimi_eagle_data.prompts.tokenizer import special_text
 
 from tests.helpers.cli import run_cli
 

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from kimi_eagle_data.profile import TINY_KIMI, TINY_MODEL_DIR, ProfileTokens
-from kimi_eagle_data.prompts.tokenizer import (SegmentDecoder, TokenizerLoadError, fast_decoder, load_tokenizer,
-                                              tokenizer_fingerprint)
+from kimi_eagle_data.decoding import SegmentDecoder, fast_decoder
+from kimi_eagle_data.prompts.tokenizer import TokenizerLoadError, load_tokenizer, tokenizer_fingerprint
 
 BASE = 1792   # BPE ranks in tiktoken.model; 256 reserved special ids follow
 

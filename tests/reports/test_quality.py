@@ -375,7 +375,8 @@ def test_plan_counts_a_user_partition_by_the_n_prepare_recorded(demo_run, tmp_pa
 
 def test_segments_rebuild_every_row(demo_run):
     """In-process over every demo row: the segments concatenate to input_ids and the boundary is prompt_len."""
-    from kimi_eagle_data.reports.inspect import Segmenter
+    from kimi_eagle_data.formats.k2_segments import Segmenter
+    from kimi_eagle_data.reports.inspect import segments_of
     from kimi_eagle_data.profile import TINY_KIMI, TINY_MODEL_DIR
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 
@@ -383,7 +384,7 @@ def test_segments_rebuild_every_row(demo_run):
     seg = Segmenter(TINY_KIMI, load_tokenizer(str(TINY_MODEL_DIR)))
     for config in PARTITIONS:
         for r in rows(workdir, config):
-            ss = seg.segment(r["input_ids"], r["prompt_len"])
+            ss = segments_of(seg, r["input_ids"], r["prompt_len"])
             assert sum((s.ids for s in ss), []) == r["input_ids"]
             assert [s.start for s in ss[1:]] == [s.end for s in ss[:-1]]
             assert r["prompt_len"] in {s.start for s in ss} | {len(r["input_ids"])}
