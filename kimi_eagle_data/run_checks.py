@@ -77,18 +77,6 @@ def check_config_name(name: str) -> str:
     return name
 
 
-def click_config_names(ctx, param, value):
-    """A click callback for CONFIG arguments/options (one name or several): usage error, exit 2."""
-    import click
-
-    names = [value] if isinstance(value, str) else list(value or ())
-    for v in names:
-        for name in (v.split(",") if param.name == "configs" and "," in v else [v]):
-            if name.strip() and config_name_problem(name.strip()):
-                raise click.BadParameter(config_name_problem(name.strip()))
-    return value
-
-
 def url_problem(url: str) -> str | None:
     """Why `url` cannot be a server URL (None when it can): http or https, with a host."""
     from urllib.parse import urlsplit

@@ -4,9 +4,9 @@ command on the workdir inherits it from run.json's `options` and whether the wor
 
 Building a RunSettings reads nothing and writes nothing; it checks each value's range. Reading the partition
 TOML (`pipeline.load_partitions`) and a workdir's run.json (`saved_options`, `inherit`) are separate, explicit
-steps. The CLI builds its options from these declarations (`options_for`: the settings each command reads,
-COMMAND_SETTINGS, shown under the headings of SECTIONS), so every command that takes a setting takes it with the
-same option, default and check, and no command takes one it never reads.
+steps. The CLI builds its options from these declarations (cli/options.py `options_for`: the settings each command
+reads, COMMAND_SETTINGS, shown under the headings of SECTIONS), so every command that takes a setting takes it with
+the same option, default and check, and no command takes one it never reads. Nothing here knows click.
 
 Run settings arrive from CLI options, from `[sampling]` in the partition TOML and from a workdir's run.json.
 Each source checks its values with the same rules (run_checks.py), so `temperature = -1` in a TOML file,
@@ -21,37 +21,32 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
-import click
-
 from kimi_eagle_data.profile import PROFILES, ModelProfile, get_profile, profile_defaults, profiles_described
 from kimi_eagle_data.run_checks import (AT_LEAST_1, AT_LEAST_2, NON_NEGATIVE, POSITIVE, TOP_P, WORKERS, Rule,
-                                        SettingError, click_config_names, config_name_problem, url_problem)
+                                        SettingError, config_name_problem, url_problem)
 
 ENGINES = ("local", "sglang", "vllm")
 DEFAULT_SERVER_ENGINE = "sglang"     # what --server means without --engine
 
 
-class ProfileChoice(click.Choice):
-    """--profile: one of the registry's profiles, so its help lists them; an unknown name is a usage error (exit 2)
-    in one line naming every profile, as every command says it."""
-
-    def __init__(self):
-        super().__init__(list(PROFILES))
-
-    def convert(self, value, param, ctx):
-        if value not in self.choices:
-            self.fail(f"unknown model profile {value!r}; known: {', '.join(sorted(self.choices))}", param, ctx)
-        return value
-
-
+# An unknown profile, as every command and run.json say it.
+UNKNOWN_PROFILE = "unknown model profile {value!r}; known: {known}"
 PROFILE_HELP = f"Model profile: {profiles_described()}."
 
 
-def _servers(ctx, param, values) -> list[str]:
+class SettingUsageError(SettingError):
+    """A setting given where it cannot apply (the CLI shows it as a usage error of `param_hint`, exit 2)."""
+
+    def __init__(self, message: str, param_hint: str):
+        super().__init__(message)
+        self.param_hint = param_hint
+
+
+def _servers(values) -> list[str]:
     """--server values are http(s) URLs with a host: a typo fails now, not after --health-timeout."""
     problem = servers_problem(values)
     if problem:
-        raise click.BadParameter(problem, param_hint="--server")
+        raise SettingError(problem)
     return list(values or ())
 
 
@@ -63,56 +58,39 @@ def servers_problem(values) -> str | None:
     return None
 
 
-def _shard(ctx, param, value: str | None) -> tuple[int, int] | None:
+def _shard(value: str | None) -> tuple[int, int] | None:
     """--shard i/N: 0 <= i < N."""
     if not value:
         return None
     try:
         i, n = (int(x) for x in value.split("/"))
     except ValueError:
-        raise click.BadParameter(f"{value!r}: expected i/N, e.g. 0/4", param_hint="--shard") from None
+        raise SettingError(f"{value!r}: expected i/N, e.g. 0/4") from None
     if not (n >= 1 and 0 <= i < n):
-        raise click.BadParameter(f"{value!r}: need 0 <= i < N", param_hint="--shard")
+        raise SettingError(f"{value!r}: need 0 <= i < N")
     return i, n
 
 
 @dataclass(frozen=True)
 class Setting:
-    """How one RunSettings field is set from outside the program (its field metadata)."""
+    """How one RunSettings field is set from outside the program (its field metadata), as plain data: the CLI builds
+    its option from it (cli/options.py)."""
     flag: str | None = None            # the CLI option; None: set by the program or an argument
     help: str = ""
     rule: Rule | None = None           # the range rule (run_checks.py), for options, TOML and run.json alike
     toml: str | None = None            # its key in the partition config file, e.g. "sampling.top_p"
     inherited: bool = False            # a later stage command on the workdir takes run.json's value
     bound: bool = False                # the workdir refuses to resume with another value (it changes the data)
-    type: Any = None                   # click type of the option
+    kind: type | None = None           # the option's value type (int, float); None: text
+    choices: tuple[str, ...] = ()      # the values it takes (the option's help lists them)
+    unknown_choice: str | None = None  # how a value outside `choices` is refused ({value!r}, {known})
+    path: dict[str, Any] | None = None  # a path option: file_okay, dir_okay, exists, resolve_path, path_type
     is_flag: bool = False
     multiple: bool = False
     metavar: str | None = None
     show_default: bool = False
     negated: bool = False              # the flag turns the setting off (--no-progress)
-    callback: Callable | None = None   # turns the option's text into the setting's value, or a usage error
-
-    def click_option(self, name: str, default: Any, section: str):
-        kw: dict[str, Any] = {"help": self.help, "required": default is MISSING, "cls": SettingOption,
-                              "section": section}
-        if self.is_flag:
-            kw["is_flag"] = True
-        elif default is not None and default is not MISSING:
-            kw.update(default=default, show_default=self.show_default)
-        if self.type is not None:
-            kw["type"] = self.type
-        if self.multiple:
-            kw["multiple"] = True
-        if self.metavar:
-            kw["metavar"] = self.metavar
-        if self.negated:
-            kw["callback"] = lambda ctx, param, value: not value
-        elif self.rule is not None:
-            kw["callback"] = _click_rule(self.rule)
-        elif self.callback is not None:
-            kw["callback"] = self.callback
-        return click.option(self.flag, name, **kw)
+    parse: Callable[[Any], Any] | None = None   # the option's text -> the setting's value; SettingError: refused
 
 
 def setting(default: Any = MISSING, *, factory: Any = MISSING, **how) -> Any:
@@ -134,12 +112,11 @@ class RunSettings:
     """What one run of the pipeline does. `RunSettings(workdir=..., configs=[...], engine=..., ...)` reads
     nothing; an unset `configs` means every partition of the config file (`pipeline.load_partitions` fills it)."""
 
-    workdir: str = setting(flag="--workdir", type=click.Path(file_okay=False, path_type=Path),
-                           callback=lambda ctx, param, value: str(value),
+    workdir: str = setting(flag="--workdir", path={"file_okay": False, "path_type": Path}, parse=str,
                            help="Run directory: checkpoint, stage outputs and dataset/ live here.")
     configs: list[str] = setting(factory=list, inherited=True)   # the CONFIG arguments
     profile: str = setting("kimi-k2.5", flag="--profile", show_default=True, inherited=True, bound=True,
-                           type=ProfileChoice(),
+                           choices=tuple(PROFILES), unknown_choice=UNKNOWN_PROFILE,
                            help=f"{PROFILE_HELP} Its tokens, generation prompt and sampling defaults.")
     model: str | None = setting(None, flag="--model", inherited=True, bound=True,
                                 help="Model path or Hub id (default: the profile's model).")
@@ -149,34 +126,34 @@ class RunSettings:
         None, flag="--model-label", metavar="HUB_ID", inherited=True,
         help="What the card and manifest name as the model (its Hub id), e.g. when --model is a local path "
              "(a local path is never published). Default: --model when it is a Hub id.")
-    engine: str = setting("local", flag="--engine", type=click.Choice(ENGINES), show_default=True, inherited=True,
+    engine: str = setting("local", flag="--engine", choices=ENGINES, show_default=True, inherited=True,
                           help="local: transformers in-process (CPU or one GPU); sglang: SGLang servers via --server "
                                "(what --server alone means); vllm: vLLM servers (launched with --enable-scale-out) "
                                "via --server.")
     servers: list[str] = setting(factory=list, flag="--server", multiple=True, metavar="URL", inherited=True,
-                                 callback=_servers,
+                                 parse=_servers,
                                  help="SGLang / vLLM server or sglang-router URL (repeatable; requests go to the "
                                       "least loaded).")
-    concurrency: int = setting(256, flag="--concurrency", type=int, show_default=True, rule=AT_LEAST_1,
+    concurrency: int = setting(256, flag="--concurrency", kind=int, show_default=True, rule=AT_LEAST_1,
                                help="Server requests kept in flight (sglang, vllm).")
-    max_attempts: int = setting(5, flag="--max-attempts", type=int, show_default=True, rule=AT_LEAST_1,
+    max_attempts: int = setting(5, flag="--max-attempts", kind=int, show_default=True, rule=AT_LEAST_1,
                                 help="Tries per sample on 5xx/timeouts/connection errors before it is recorded as "
                                      "failed.")
-    retry_backoff: float = setting(1.0, flag="--retry-backoff", type=float, show_default=True, rule=NON_NEGATIVE,
+    retry_backoff: float = setting(1.0, flag="--retry-backoff", kind=float, show_default=True, rule=NON_NEGATIVE,
                                    help="Seconds before the first retry; doubles each attempt (with jitter, at most "
                                         "60 s).")
-    request_timeout: float = setting(3600.0, flag="--request-timeout", type=float, show_default=True, rule=POSITIVE,
+    request_timeout: float = setting(3600.0, flag="--request-timeout", kind=float, show_default=True, rule=POSITIVE,
                                      help="Seconds per server request (sglang, vllm).")
-    health_timeout: float = setting(600.0, flag="--health-timeout", type=float, show_default=True, rule=POSITIVE,
+    health_timeout: float = setting(600.0, flag="--health-timeout", kind=float, show_default=True, rule=POSITIVE,
                                     help="Seconds to wait for the servers to become healthy.")
     allow_old_server: bool = setting(False, flag="--allow-old-server", is_flag=True,
                                      help="Run against SGLang < 0.5.5 or vLLM < 0.32.0 (not recommended).")
     shard: tuple[int, int] | None = setting(
-        None, flag="--shard", metavar="i/N", callback=_shard,
+        None, flag="--shard", metavar="i/N", parse=_shard,
         help="Generate only shard i of N (0-based) of the prompts; nodes sharing a workdir write separate "
              "checkpoint files.")
-    merge: list[str] = setting(factory=list, flag="--merge", multiple=True, type=click.Path(file_okay=False),
-                               metavar="DIR", callback=lambda ctx, param, value: list(value),
+    merge: list[str] = setting(factory=list, flag="--merge", multiple=True, path={"file_okay": False},
+                               metavar="DIR", parse=list,
                                help="Also read the checkpoints of these workdirs (shards generated elsewhere).")
     samples: bool = setting(False, flag="--samples", is_flag=True, inherited=True,
                             help="Use the bundled sample rows instead of the upstream datasets.")
@@ -184,27 +161,27 @@ class RunSettings:
                                       inherited=True,
                                       help="Read a config's rows from a local JSONL/Parquet file in the upstream "
                                            "schema (repeatable).")
-    config_file: str | None = setting(None, flag="--config", type=click.Path(exists=True, dir_okay=False,
-                                                                            resolve_path=True),
+    config_file: str | None = setting(None, flag="--config",
+                                      path={"exists": True, "dir_okay": False, "resolve_path": True},
                                       inherited=True,
                                       help="Partition config (TOML): counts, seeds, policies, filters, dedup, "
                                            "decontamination, sampling, user-defined partitions (see README).")
     revision: str | None = setting(None, flag="--revision", inherited=True,
                                    help="Upstream dataset revision to load from the Hub.")
-    limit: int | None = setting(None, flag="--limit", type=int, rule=AT_LEAST_1,
+    limit: int | None = setting(None, flag="--limit", kind=int, rule=AT_LEAST_1,
                                 help="Read at most this many source rows per config (a pilot). Not inherited: a "
                                      "later build or prepare without it reads the full sources and reuses the "
                                      "pilot's completed samples.")
-    max_new_tokens: int | None = setting(None, flag="--max-new-tokens", type=int, rule=AT_LEAST_1,
+    max_new_tokens: int | None = setting(None, flag="--max-new-tokens", kind=int, rule=AT_LEAST_1,
                                          toml="sampling.max_new_tokens", inherited=True, bound=True,
                                          help="Default: the profile's "
                                               f"({profile_defaults(lambda p: p.sampling.max_new_tokens)}).")
-    temperature: float | None = setting(None, flag="--temperature", type=float, rule=NON_NEGATIVE,
+    temperature: float | None = setting(None, flag="--temperature", kind=float, rule=NON_NEGATIVE,
                                         toml="sampling.temperature", inherited=True, bound=True,
                                         help="Default: the profile's (1.0); >= 0.")
-    top_p: float | None = setting(None, flag="--top-p", type=float, rule=TOP_P, toml="sampling.top_p",
+    top_p: float | None = setting(None, flag="--top-p", kind=float, rule=TOP_P, toml="sampling.top_p",
                                   inherited=True, bound=True, help="Default: the profile's (0.95); in (0, 1].")
-    max_seq_len: int | None = setting(None, flag="--max-seq-len", type=int, rule=AT_LEAST_2,
+    max_seq_len: int | None = setting(None, flag="--max-seq-len", kind=int, rule=AT_LEAST_2,
                                       toml="sampling.max_seq_len", inherited=True, bound=True,
                                       help="Reject prompts with prompt_len + max_new_tokens above this (default: the "
                                            f"profile's: {profile_defaults(lambda p: p.max_seq_len)}).")
@@ -212,14 +189,14 @@ class RunSettings:
                                    help="Keep length-truncated completions in train.")
     retry_failed: bool = setting(False, flag="--retry-failed", is_flag=True,
                                  help="Send again what is recorded as failed (samples to generate, answers to score).")
-    batch_size: int = setting(16, flag="--batch-size", type=int, show_default=True, rule=AT_LEAST_1, inherited=True,
+    batch_size: int = setting(16, flag="--batch-size", kind=int, show_default=True, rule=AT_LEAST_1, inherited=True,
                               help="Local engine batch size.")
     version: str = setting("0.1.0", flag="--dataset-version", show_default=True, inherited=True,
                            help="The dataset's version (semver; the Hub tag v<version>). `kimi-data --version` is "
                                 "the tool's.")
     repo: str | None = setting(None, flag="--repo", metavar="ORG/NAME", inherited=True,
                                help="Hub repo the card's load line names (the one you will `kimi-data push` to).")
-    workers: int | None = setting(None, flag="--workers", type=int, rule=WORKERS, metavar="N",
+    workers: int | None = setting(None, flag="--workers", kind=int, rule=WORKERS, metavar="N",
                                   help="Processes that validate and decode completions (default: the machine's "
                                        "cores). The output does not depend on it.")
     progress: bool = setting(True, flag="--no-progress", is_flag=True, negated=True, help="No progress bars.")
@@ -290,17 +267,6 @@ def check_settings(values: dict[str, Any], where: str) -> None:
                            "lower it or raise max_seq_len")
 
 
-def _click_rule(rule: Rule):
-    """A click callback checking an option with its rule (usage error, exit 2)."""
-    def callback(ctx, param, value):
-        problem = None if value is None else rule.problem(value)
-        if problem:
-            raise click.BadParameter(problem)
-        return value
-
-    return callback
-
-
 # -- a workdir's run.json: what a later command inherits ------------------------------------------------------
 def saved_options(workdir: str | Path) -> tuple[Path, dict[str, Any]]:
     """run.json's path and its `options` ({} when the workdir has none yet): the explicit read of run.json."""
@@ -330,8 +296,8 @@ def inherit(values: dict[str, Any], given: set[str], saved: dict[str, Any], run_
         if problem:
             raise SettingError(f"{run_json}: options.configs: {problem}")
     if "profile" in taken and taken["profile"] not in PROFILES:
-        raise SettingError(f"{run_json}: options.profile: unknown model profile {taken['profile']!r}; known: "
-                           f"{', '.join(sorted(PROFILES))}")
+        unknown = UNKNOWN_PROFILE.format(value=taken["profile"], known=", ".join(sorted(PROFILES)))
+        raise SettingError(f"{run_json}: options.profile: {unknown}")
     problem = servers_problem(taken.get("servers"))
     if problem:
         raise SettingError(f"{run_json}: options.servers: {problem}")
@@ -348,16 +314,16 @@ def engine_and_servers(values: dict[str, Any], given: set[str]) -> dict[str, Any
         return {}
     if "servers" in given and servers and engine == "local":
         if "engine" in given:
-            raise click.BadParameter("the local engine runs the model in this process and talks to no server: drop "
-                                     "--server, or use --engine sglang (or vllm) to generate on it",
-                                     param_hint="--engine local with --server")
+            raise SettingUsageError("the local engine runs the model in this process and talks to no server: drop "
+                                    "--server, or use --engine sglang (or vllm) to generate on it",
+                                    param_hint="--engine local with --server")
         return {"engine": DEFAULT_SERVER_ENGINE}
     if engine == "local" and servers:     # inherited: the servers a server engine of an earlier run talked to
         return {"servers": []}
     return {}
 
 
-# -- the CLI's options, built from the declarations ------------------------------------------------------------
+# -- which options each command shows (cli/options.py builds them from the declarations) ------------------------
 # Every setting with an option under one heading of a command's help, in this order.
 SECTIONS: dict[str, tuple[str, ...]] = {
     "Run": ("workdir", "shard", "merge", "progress"),
@@ -384,32 +350,3 @@ COMMAND_SETTINGS: dict[str, tuple[str, ...]] = {
     "emit": ("configs", "workdir", "merge", *SECTIONS["Validation"], *SECTIONS["Output"]),
     "score": ("configs", "workdir", "progress", *_ENGINE),
 }
-
-
-class SettingOption(click.Option):
-    """A setting's CLI option; `section` is the heading it is shown under in a command's help (cli/help.py)."""
-
-    def __init__(self, *args, section: str, **kw):
-        super().__init__(*args, **kw)
-        self.section = section
-
-
-def _option(name: str):
-    f, s = DECLARED[name]
-    return s.click_option(name, f.default if f.default_factory is MISSING else None, section=SECTION_OF[name])
-
-
-def options_for(command: str):
-    """A decorator adding the options (and CONFIG arguments) of the settings `command` reads (COMMAND_SETTINGS), in
-    SECTIONS order: every command that takes a setting takes it with the same option, default and check."""
-    names = COMMAND_SETTINGS[command]
-    params = [_option(n) for n in SECTION_OF if n in names]
-    if "configs" in names:
-        params.insert(0, click.argument("configs", nargs=-1, metavar="[CONFIG]...", callback=click_config_names))
-
-    def decorate(fn):
-        for param in reversed(params):
-            fn = param(fn)
-        return fn
-
-    return decorate

@@ -236,6 +236,19 @@ def test_cut_edges_stay_cut():
     assert f"{PACKAGE}.decoding" in GRAPH[f"{PACKAGE}.grammar"]
 
 
+def test_click_stays_in_the_cli():
+    """Library code (settings.py, profile.py, …) declares options as plain data; only cli/ builds click options."""
+    found = []
+    for name, path in module_files(package_dirs(ROOT)).items():
+        if _inside(name, f"{PACKAGE}.cli"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            targets = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                       else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{name} -> {t}" for t in targets if t == "click" or t.startswith("click.")]
+    assert not found, "click outside the CLI: " + "; ".join(found)
+
+
 def test_the_run_context_imports_no_stage():
     """Every stage takes the run's context (run_context.py); the context knows none of them."""
     ground = STORE_GROUND | {f"{PACKAGE}.{m}" for m in ("settings", "profile", "progress", "run_checks")}

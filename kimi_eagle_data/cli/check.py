@@ -15,7 +15,8 @@ from kimi_eagle_data.cli.common import READS_ONLY, UserError, console, friendly_
 from kimi_eagle_data.wording import counted, plural
 from kimi_eagle_data.formats import format_of
 from kimi_eagle_data.profile import profile_defaults
-from kimi_eagle_data.settings import PROFILE_HELP, ProfileChoice
+from kimi_eagle_data.cli.options import ProfileChoice
+from kimi_eagle_data.settings import PROFILE_HELP
 
 _SHOWN_ROWS = 20     # invalid / unreadable rows listed one per line before the summary
 

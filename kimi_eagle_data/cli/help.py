@@ -1,5 +1,5 @@
 """A command's help with its options under headings: the command's own options first, then the settings it takes
-(settings.options_for) under the heading of each (settings.SECTIONS: Run, Model, Sources, Sampling, Engine,
+(cli/options.py options_for) under the heading of each (settings.SECTIONS: Run, Model, Sources, Sampling, Engine,
 Validation, Output)."""
 
 from __future__ import annotations

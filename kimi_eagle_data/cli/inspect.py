@@ -10,7 +10,7 @@ import click
 
 from kimi_eagle_data.cli.common import READS_ONLY, friendly_errors, out
 from kimi_eagle_data.cli.report_output import print_json, print_progress
-from kimi_eagle_data.run_checks import click_config_names
+from kimi_eagle_data.cli.options import click_config_names
 from kimi_eagle_data.wording import counted
 
 INSPECT_JSON_HELP = """\b

@@ -15,11 +15,10 @@ import click
 from rich.table import Table
 
 from kimi_eagle_data.cli.common import REWRITES, console, friendly_errors, out
-from kimi_eagle_data.cli.options import run_for, settings_from
+from kimi_eagle_data.cli.options import options_for, run_for, settings_from
 from kimi_eagle_data.cli.help import SectionedCommand
 from kimi_eagle_data.cli.progress import RichProgress, show_log_records
 from kimi_eagle_data.profile import DEMO_PROFILES, profiles_described
-from kimi_eagle_data.settings import options_for
 from kimi_eagle_data.wording import counted
 
 # Exit status of generate/build/demo when samples failed in this run (everything else was kept).

@@ -1,4 +1,5 @@
-"""A run command's options -> RunSettings (inheriting from the workdir's run.json) -> its run context."""
+"""A run command's options -> RunSettings (inheriting from the workdir's run.json) -> its run context; and the click
+options themselves, built from the settings' plain declarations (settings.py): the one place settings meet click."""
 
 from __future__ import annotations
 
@@ -6,8 +7,120 @@ import click
 
 from kimi_eagle_data.cli.common import console
 from kimi_eagle_data.cli.progress import RichProgress
-from kimi_eagle_data.settings import DECLARED, inherit, saved_options
+from dataclasses import MISSING
+from typing import Any
+
+from kimi_eagle_data.profile import PROFILES
+from kimi_eagle_data.run_checks import SettingError, config_name_problem
+from kimi_eagle_data.settings import (COMMAND_SETTINGS, DECLARED, SECTION_OF, UNKNOWN_PROFILE, Setting,
+                                      SettingUsageError, inherit, saved_options)
 from kimi_eagle_data.sources.partitions import PARTITIONS
+
+
+class SettingChoice(click.Choice):
+    """An option of a setting with `choices` (its help lists them); a value outside them is refused in the setting's
+    own words (`unknown_choice`) where it has them, e.g. every command's `unknown model profile 'X'; known: …`."""
+
+    def __init__(self, choices, unknown: str | None = None):
+        super().__init__(list(choices))
+        self.unknown = unknown
+
+    def convert(self, value, param, ctx):
+        if self.unknown is not None and value not in self.choices:
+            self.fail(self.unknown.format(value=value, known=", ".join(sorted(self.choices))), param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def ProfileChoice() -> SettingChoice:   # noqa: N802 (a click type, named as one)
+    """--profile on a command that takes it outside the run settings (serve, check, render)."""
+    return SettingChoice(PROFILES, UNKNOWN_PROFILE)
+
+
+def click_config_names(ctx, param, value):
+    """A click callback for CONFIG arguments/options (one name or several): usage error, exit 2."""
+    names = [value] if isinstance(value, str) else list(value or ())
+    for v in names:
+        for name in (v.split(",") if param.name == "configs" and "," in v else [v]):
+            if name.strip() and config_name_problem(name.strip()):
+                raise click.BadParameter(config_name_problem(name.strip()))
+    return value
+
+
+class SettingOption(click.Option):
+    """A setting's CLI option; `section` is the heading it is shown under in a command's help (cli/help.py)."""
+
+    def __init__(self, *args, section: str, **kw):
+        super().__init__(*args, **kw)
+        self.section = section
+
+
+def _usage_error(parse):
+    """A setting's parse (or range rule) as a click callback: a SettingError is a usage error (exit 2)."""
+    def callback(ctx, param, value):
+        try:
+            return parse(value)
+        except SettingError as e:
+            raise click.BadParameter(str(e)) from None
+
+    return callback
+
+
+def _rule_callback(rule):
+    def check(value):
+        problem = None if value is None else rule.problem(value)
+        if problem:
+            raise SettingError(problem)
+        return value
+
+    return _usage_error(check)
+
+
+def setting_option(name: str, setting: Setting, default: Any, section: str):
+    """The click option of one declared setting."""
+    kw: dict[str, Any] = {"help": setting.help, "required": default is MISSING, "cls": SettingOption,
+                          "section": section}
+    if setting.is_flag:
+        kw["is_flag"] = True
+    elif default is not None and default is not MISSING:
+        kw.update(default=default, show_default=setting.show_default)
+    if setting.choices:
+        kw["type"] = SettingChoice(setting.choices, setting.unknown_choice)
+    elif setting.path is not None:
+        kw["type"] = click.Path(**setting.path)
+    elif setting.kind is not None:
+        kw["type"] = setting.kind
+    if setting.multiple:
+        kw["multiple"] = True
+    if setting.metavar:
+        kw["metavar"] = setting.metavar
+    if setting.negated:
+        kw["callback"] = lambda ctx, param, value: not value
+    elif setting.rule is not None:
+        kw["callback"] = _rule_callback(setting.rule)
+    elif setting.parse is not None:
+        kw["callback"] = _usage_error(setting.parse)
+    return click.option(setting.flag, name, **kw)
+
+
+def _option(name: str):
+    f, s = DECLARED[name]
+    return setting_option(name, s, f.default if f.default_factory is MISSING else None, SECTION_OF[name])
+
+
+def options_for(command: str):
+    """A decorator adding the options (and CONFIG arguments) of the settings `command` reads (COMMAND_SETTINGS), in
+    SECTIONS order: every command that takes a setting takes it with the same option, default and check."""
+    names = COMMAND_SETTINGS[command]
+    params = [_option(n) for n in SECTION_OF if n in names]
+    if "configs" in names:
+        params.insert(0, click.argument("configs", nargs=-1, metavar="[CONFIG]...", callback=click_config_names))
+
+    def decorate(fn):
+        for param in reversed(params):
+            fn = param(fn)
+        return fn
+
+    return decorate
 
 
 def parse_sources(values, known=PARTITIONS) -> dict[str, str]:
@@ -34,7 +147,10 @@ def settings_from(kw: dict):
     values = {k: v for k, v in kw.items() if k in DECLARED}
     values["configs"] = list(values.get("configs") or ())
     run_json, saved = saved_options(values["workdir"])
-    values = inherit(values, given, saved, run_json)   # run.json's values pass the same checks as the options
+    try:
+        values = inherit(values, given, saved, run_json)   # run.json's values pass the same checks as the options
+    except SettingUsageError as e:
+        raise click.BadParameter(str(e), param_hint=e.param_hint) from None
     partitions = load_config(values.get("config_file"))
     known = partitions.partitions
     for c in values["configs"]:

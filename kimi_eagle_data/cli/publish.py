@@ -8,7 +8,7 @@ import click
 
 from kimi_eagle_data.cli.common import PUSHES, REWRITES, console, friendly_errors, out
 
-from kimi_eagle_data.run_checks import click_config_names
+from kimi_eagle_data.cli.options import click_config_names
 from kimi_eagle_data.wording import counted, plural
 
 

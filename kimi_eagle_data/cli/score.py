@@ -10,7 +10,7 @@ import orjson
 from kimi_eagle_data.cli.common import SCORES, friendly_errors, out
 from kimi_eagle_data.cli.help import SectionedCommand
 from kimi_eagle_data.cli.options import run_for
-from kimi_eagle_data.settings import options_for
+from kimi_eagle_data.cli.options import options_for
 
 from kimi_eagle_data.score.scoring import DEFAULT_LIMIT
 from kimi_eagle_data.score.report import REGENERATE_GAP

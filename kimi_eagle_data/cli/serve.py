@@ -8,7 +8,8 @@ import sys
 import click
 
 from kimi_eagle_data.cli.common import SERVES, UserError, friendly_errors, out
-from kimi_eagle_data.settings import PROFILE_HELP, ProfileChoice
+from kimi_eagle_data.cli.options import ProfileChoice
+from kimi_eagle_data.settings import PROFILE_HELP
 
 
 @click.command()

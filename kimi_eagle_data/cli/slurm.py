@@ -10,7 +10,8 @@ from rich.table import Table
 
 from kimi_eagle_data.cli.common import READS_ONLY, REWRITES, friendly_errors, out
 from kimi_eagle_data.cli.help import SectionedCommand
-from kimi_eagle_data.settings import COMMAND_SETTINGS, DECLARED, options_for
+from kimi_eagle_data.cli.options import options_for
+from kimi_eagle_data.settings import COMMAND_SETTINGS, DECLARED
 
 
 @click.group()
