@@ -15,7 +15,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from kimi_eagle_data.diskfull import disk_full_line, is_disk_full
+from kimi_eagle_data.diskfull import disk_full_line, file_size_limit_line, is_disk_full, is_file_size_limit
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.stopping import Terminated, restore_sigterm, stop_on_sigterm
 
@@ -58,9 +58,11 @@ def friendly_errors(fn=None, *, interrupted: str = RESUMES):
         except expected as e:
             raise UserError(str(e)) from None   # `from None`: no chained message can carry a token
         except (OSError, sqlite3.Error) as e:
+            # A write no `writing(path)` wraps: the file when the OS named it.
+            if is_file_size_limit(e):
+                raise UserError(file_size_limit_line(getattr(e, "filename", None))) from None
             if not is_disk_full(e):
                 raise
-            # A write no `writing(path)` wraps: the file when the OS named it.
             raise UserError(disk_full_line(getattr(e, "filename", None))) from None
         except KeyboardInterrupt as e:
             by = " by SIGTERM" if isinstance(e, Terminated) else ""
