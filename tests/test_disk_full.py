@@ -265,3 +265,38 @@ def test_a_file_size_limit_is_one_line_naming_it_and_the_rerun_continues(limit, 
     done = completions(w)
     assert len(done) == len(set(done)) == prepared_count(w) and set(before) <= set(done)
     print(f"limit {limit}: {error_lines(proc)[0]}; {len(before)} committed before it")
+
+
+def test_a_full_disk_at_every_page_before_the_first_commit_leaves_a_checkpoint_every_reader_opens(tmp_path):
+    """Every amount of free space, page by page, from none to room for the first commits: the checkpoint generate
+    writes (open, meta, commits) fails with DiskFullError or not at all, and what it leaves is absent or opens for
+    readers and for the next writer, which commits once space is freed."""
+    from kimi_eagle_data.diskfull import DiskFullError
+    from kimi_eagle_data.records import Completion
+    from kimi_eagle_data.store.checkpoint import Checkpoint
+
+    sample = [Completion(id=f"B6-{i:08x}", output_ids=list(range(96)), finish_reason="stop") for i in range(40)]
+    for free_pages in range(0, 26):
+        with small_disk(tmp_path / f"disk{free_pages}", size="512k") as disk:
+            filler = fill(disk, free_pages * PAGE)
+            path = disk / "generations.sqlite"
+            with pytest.raises(DiskFullError):
+                ckpt = Checkpoint(path)
+                try:
+                    ckpt.set_meta("engine", {"engine": "local"})
+                    for c in sample:
+                        ckpt.commit("B6", c)
+                finally:
+                    ckpt.close()
+            filler.unlink()
+            assert tmp_files(disk) == []
+            if path.exists():
+                reader = Checkpoint(path, readonly=True)
+                kept = reader.done_ids()
+                reader.close()
+            else:
+                kept = set()
+            writer = Checkpoint(path)
+            writer.commit("B6", sample[-1])
+            assert kept | {sample[-1].id} == writer.done_ids(), free_pages
+            writer.close()
