@@ -4,11 +4,12 @@
 Per config, in this order (each rejection is kept with its reason, never silent):
 
     scanned     every row read (JSONL line, Parquet row, Hub row); capped by --limit / scan_limit
-    repeats     rows repeating a selected row's key (same source id): counted, not selected
+    repeats     rows repeating a selected row's key (same source id) and prompts: counted, not selected
     selected    the seeded selection, consumed in rank order until `n` prompts are prepared
                 (sources/selection.py); a row gives one prompt, or one per user turn (every_user_prefix)
-    adapted     adapter errors: malformed_json, wrong_type, missing_field, empty_user_turn, …; and
-                too_many_chars for a raw row over `max_row_bytes` (refused while read, never parsed)
+    adapted     adapter errors: malformed_json, wrong_type, missing_field, empty_user_turn, …;
+                too_many_chars for a raw row over `max_row_bytes` (refused while read, never parsed); and
+                repeated_id for a row giving a selected row's source id to other prompts
     content     empty_prompt, non_text_content                        (sources/filters.py)
     tools       invalid_tool_schema
     language    language                                              (opt-in)
@@ -97,7 +98,7 @@ class PrepareReport:
     scanned: int = 0                       # source rows read
     rows_selected: int = 0                 # source rows consumed from the selection
     candidates: int = 0                    # rows the selection held
-    repeated_rows: int = 0                 # rows repeating a selected row's key (not selected themselves)
+    repeated_rows: int = 0                 # rows repeating a selected row's key and prompts (not selected)
     scan_errors: Counter = field(default_factory=Counter)   # row-level failures among all scanned rows
     exhausted: bool = False                # fewer than n prepared: the candidates ran out
     passed: Counter = field(default_factory=Counter)        # prompts past each stage
