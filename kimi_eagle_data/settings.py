@@ -298,7 +298,8 @@ def check_sampling_room(values: dict[str, Any], given: set[str], run_json: Path,
     """sampling_room over a command's settings as they came (`values`: options and run.json's, `file_sampling`: the
     config file's `[sampling]`, which fills what they leave unset), naming where the value to change came from: its
     option (a usage error, exit 2), the config file's key or run.json's (SettingError, one line)."""
-    room = {k: values[k] if values.get(k) is not None else file_sampling.get(k) for k in ("max_new_tokens", "max_seq_len")}
+    room = {k: values[k] if values.get(k) is not None else file_sampling.get(k)
+            for k in ("max_new_tokens", "max_seq_len")}
     found = sampling_room(room["max_new_tokens"], room["max_seq_len"],
                           get_profile(values.get("profile") or DECLARED["profile"][0].default))
     if not found:

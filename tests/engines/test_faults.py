@@ -190,7 +190,8 @@ def test_run_settings_outside_the_cli_get_the_same_check(tmp_path):
 # max_new_tokens must leave a prompt room in max_seq_len: the profile's context when unset. Before, a value past it
 # reached prepare, which rejected every row (prompt_too_long) without naming the option.
 TINY_SEQ = 1022     # the tiny-kimi profile's max_seq_len (asserted below)
-PAST_THE_CONTEXT = "1,000,000,000,000 leaves no room for a prompt in max_seq_len 1,022 (profile tiny-kimi's): at most 1,021"
+PAST_THE_CONTEXT = ("1,000,000,000,000 leaves no room for a prompt in max_seq_len 1,022 (profile tiny-kimi's): at "
+                    "most 1,021")
 
 
 def test_max_new_tokens_past_the_context_names_the_option_and_the_limit(tmp_path):
@@ -210,8 +211,8 @@ def test_max_new_tokens_past_the_context_names_the_option_and_the_limit(tmp_path
     cfg = tmp_path / "c.toml"
     cfg.write_text("[sampling]\nmax_new_tokens = 1000000000000\n")
     proc = run_cli("prepare", *args, "--config", str(cfg), check=False)
-    assert proc.returncode == 1 and error_lines(proc) == [f"error: {cfg}: sampling.max_new_tokens: {PAST_THE_CONTEXT}"], \
-        proc.stderr
+    assert proc.returncode == 1, proc.stderr
+    assert error_lines(proc) == [f"error: {cfg}: sampling.max_new_tokens: {PAST_THE_CONTEXT}"], proc.stderr
     assert not w.exists()
 
 
