@@ -6,7 +6,7 @@ import click
 
 from kimi_eagle_data.cli.common import console
 from kimi_eagle_data.cli.progress import RichProgress
-from kimi_eagle_data.settings import DECLARED, inherit, saved_options
+from kimi_eagle_data.settings import DECLARED, check_sampling_room, inherit, saved_options
 from kimi_eagle_data.sources.partitions import PARTITIONS
 
 
@@ -36,6 +36,7 @@ def settings_from(kw: dict):
     run_json, saved = saved_options(values["workdir"])
     values = inherit(values, given, saved, run_json)   # run.json's values pass the same checks as the options
     partitions = load_config(values.get("config_file"))
+    check_sampling_room(values, given, run_json, partitions.sampling, partitions.path)
     known = partitions.partitions
     for c in values["configs"]:
         if c not in known:

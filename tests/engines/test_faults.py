@@ -143,7 +143,9 @@ def test_all_failed_build_exits_3_and_says_how_to_retry(tmp_path):
 
 # -- settings: one check, wherever they come from ----------------------------------------------------
 
-BAD_SETTINGS = [("temperature", "-1", "must be >= 0"), ("top_p", "7", "must be in (0, 1]"),
+BAD_SETTINGS = [("temperature", "-1", "must be in [0, 2], got -1.0"),
+                ("temperature", "1e308", "must be in [0, 2], got 1e+308"),    # sampled uniformly, before bounds
+                ("top_p", "7", "must be in (0, 1]"),
                 ("top_p", "0", "must be in (0, 1]"), ("max_new_tokens", "-3", "must be at least 1")]
 
 
@@ -178,8 +180,51 @@ def test_run_settings_outside_the_cli_get_the_same_check(tmp_path):
     from kimi_eagle_data.runs import RunSettings
     from kimi_eagle_data.run_checks import SettingError
 
-    with pytest.raises(SettingError, match=r"temperature: must be >= 0, got -1.0"):
+    with pytest.raises(SettingError, match=r"temperature: must be in \[0, 2\], got -1.0"):
         RunSettings(workdir=str(tmp_path), temperature=-1.0)
+    with pytest.raises(SettingError, match=r"max_new_tokens: 1,000,000,000,000 leaves no room for a prompt in "
+                                           r"max_seq_len 1,022 \(profile tiny-kimi's\): at most 1,021"):
+        RunSettings(workdir=str(tmp_path), profile="tiny-kimi", max_new_tokens=10 ** 12)
+
+
+# max_new_tokens must leave a prompt room in max_seq_len: the profile's context when unset. Before, a value past it
+# reached prepare, which rejected every row (prompt_too_long) without naming the option.
+TINY_SEQ = 1022     # the tiny-kimi profile's max_seq_len (asserted below)
+PAST_THE_CONTEXT = ("1,000,000,000,000 leaves no room for a prompt in max_seq_len 1,022 (profile tiny-kimi's): at "
+                    "most 1,021")
+
+
+def test_max_new_tokens_past_the_context_names_the_option_and_the_limit(tmp_path):
+    from kimi_eagle_data.profile import get_profile
+
+    assert get_profile("tiny-kimi").max_seq_len == TINY_SEQ
+    w = tmp_path / "w"
+    args = ("B6", "--samples", "--profile", "tiny-kimi", "--workdir", str(w))
+    proc = run_cli("prepare", *args, "--max-new-tokens", "1000000000000", check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert f"Invalid value for '--max-new-tokens': {PAST_THE_CONTEXT}" in " ".join(proc.stderr.split())
+    # A max_seq_len below the profile's max_new_tokens leaves no room either: that option is named.
+    proc = run_cli("prepare", *args, "--max-seq-len", "100", check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "Invalid value for '--max-seq-len': 100 leaves no room for a prompt after max_new_tokens 192 (profile " \
+           "tiny-kimi's): at least 193" in " ".join(proc.stderr.split())
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[sampling]\nmax_new_tokens = 1000000000000\n")
+    proc = run_cli("prepare", *args, "--config", str(cfg), check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert error_lines(proc) == [f"error: {cfg}: sampling.max_new_tokens: {PAST_THE_CONTEXT}"], proc.stderr
+    assert not w.exists()
+
+
+def test_max_new_tokens_past_the_context_in_run_json_names_run_json(prepared, tmp_path):
+    w = tmp_path / "w"
+    shutil.copytree(prepared, w)
+    run = json.loads((w / "run.json").read_text())
+    run["options"]["max_new_tokens"] = 10 ** 12
+    (w / "run.json").write_text(json.dumps(run))
+    proc = run_cli("generate", "--workdir", str(w), check=False)
+    assert proc.returncode == 1 and error_lines(proc) == \
+        [f"error: {w.resolve()}/run.json: options.max_new_tokens: {PAST_THE_CONTEXT}"], proc.stderr
 
 
 # -- a 50 MB source row --------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kimi_eagle_data.engines.serve import SGLANG_CPU_FLAGS, VLLM_CPU_FLAGS, package_import_dir
+from kimi_eagle_data.engines.serve import INSTALL_SCRIPTS, SGLANG_CPU_FLAGS, VLLM_CPU_FLAGS, package_import_dir
 from tests.helpers.cli import error_lines, run_cli
 from tests.helpers.servers import TINY
 
@@ -82,3 +82,24 @@ def test_vllm_without_a_tokenizer_is_launched_without_its_chat_parsers():
     assert " ".join(parsers) in " ".join(full)
     assert [a for a in ids_only if a not in parsers] == ids_only and ids_only[-1] == "--skip-tokenizer-init"
     assert [a for a in full if a not in parsers] == ids_only[:-1]
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_serve_dry_run_without_the_engine_installed_shows_the_command_and_the_install_step(engine, tmp_path):
+    """A dry run starts nothing, so it needs no venv: it prints the command a launch would run (from the venv the
+    install script would build) and, on stderr, the step that installs it; exit 0. The cache folder is pointed at an
+    empty one, as on a fresh machine (the real-engine tier has the venvs)."""
+    cache = tmp_path / "cache"
+    env = {"KIMI_ENGINES_CACHE": str(cache)}
+    proc = run_cli("serve", "--engine", engine, "--device", "cpu", "--dry-run", "--port", "30123", check=False,
+                   env=env)
+    assert proc.returncode == 0, proc.stderr
+    where = subprocess.run(["bash", str(INSTALL_SCRIPTS / f"install_{engine}_cpu.sh"), "--path"], capture_output=True,
+                           text=True, env={**os.environ, **env}, check=True).stdout.strip()
+    shown = shlex.split(proc.stdout)
+    python = shown.index(f"{where}/bin/python")
+    assert "--port" in shown[python:] and shown[python + 1] == "-m"
+    note = proc.stderr.strip().splitlines()
+    assert len(note) == 1 and note[0].startswith(f"note: {engine} for CPU is not installed (no {where}); install it") \
+        and f"kimi_eagle_data/engines/cpu_recipes/install_{engine}_cpu.sh" in note[0], proc.stderr
+    assert not cache.exists()       # a dry run installs and writes nothing
