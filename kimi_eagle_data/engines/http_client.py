@@ -50,9 +50,10 @@ log = logging.getLogger(__name__)
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 # SGLang refuses a request whose rid it is still running: a client killed mid-request left it there, and its rerun
-# sends the same id. Retried after asking the server to abort the stale one (`_abort_stale`).
+# sends the same id. Retried after asking the server to abort the stale one (`_abort_request`).
 DUPLICATE_RID = b"Duplicate request ID"
-# How long a run that stops early spends asking the servers to abort the requests it leaves in flight.
+# How long a run that stops early spends asking the servers to abort the requests it leaves in flight (and the most
+# one abort of a timed-out request may take).
 ABORT_TIMEOUT_S = 5.0
 # A run waiting for a server says so at once, then every this many seconds (a K2.5 server loads for many minutes).
 WAIT_REPORT_S = 15.0
@@ -170,6 +171,13 @@ class Waiting:
     def done(self) -> None:
         if self.reported:
             log.info("%s is ready after %.0f s", self.what, time.monotonic() - self.started)
+
+
+def retry_rid(rid: str, attempt: int) -> str:
+    """The request id of try `attempt` of request `rid` after a timeout: fresh on every such retry, and with `rid`
+    as its prefix (SGLang's scheduler aborts every request whose id starts with the id it is asked to abort, so an
+    abort of `rid` itself still reaches them all)."""
+    return f"{rid}.retry{attempt}"
 
 
 class Failure(Exception):
@@ -474,12 +482,13 @@ class HTTPEngine(Engine):
             except ValueError as e:   # the same request would get the same answer: not retried
                 raise Failure("bad_response", f"{url}: {e}", False) from None
 
-        return await self._with_retries(session, req.input_ids, self._score_payload(req), read,
+        return await self._with_retries(session, req.input_ids, lambda rid: self._score_payload(req, rid), read,
                                         lambda f, attempts: f.gave_up(req.id, attempts), rid=req.id)
 
     @abc.abstractmethod
-    def _score_payload(self, req: ScoreRequest) -> bytes:
-        """The body of a prefill-only request for `req`'s log-probs, in the server's protocol."""
+    def _score_payload(self, req: ScoreRequest, rid: str | None) -> bytes:
+        """The body of a prefill-only request for `req`'s log-probs, sent as request `rid`, in the server's
+        protocol."""
 
     @abc.abstractmethod
     def _parse_score(self, req: ScoreRequest, answer: dict) -> ScoreResult:
@@ -488,48 +497,59 @@ class HTTPEngine(Engine):
     def in_flight(self) -> int:
         return sum(self.choice.in_flight.values())
 
-    async def _with_retries(self, session, input_ids: list[int], payload: bytes,
+    async def _with_retries(self, session, input_ids: list[int], payload: Callable[[str | None], bytes],
                             read: Callable[[str, dict, float], Any],
                             give_up: Callable[[Failure, int], Any], *, rid: str | None = None,
                             conversation: str | None = None) -> Any:
-        """POST `payload` (a request for `input_ids`, of `conversation` if any) to the server `self.choice` picks
-        and return `read(url, answer, seconds)`; a retriable failure (raised by the request or by `read`) waits and
-        tries again, on another server where there is one, up to max_attempts; then `give_up(failure, attempts)` is
-        the result (a failure is data, not an exception: the run goes on). A prompt the model cannot embed is never
-        sent (real servers crash on it): it fails at once, with 0 attempts."""
+        """POST `payload(wire_rid)` (a request for `input_ids`, of `conversation` if any) to the server `self.choice`
+        picks and return `read(url, answer, seconds)`; a retriable failure (raised by the request or by `read`) waits
+        and tries again, on another server where there is one, up to max_attempts; then `give_up(failure, attempts)`
+        is the result (a failure is data, not an exception: the run goes on). A prompt the model cannot embed is never
+        sent (real servers crash on it): it fails at once, with 0 attempts.
+
+        The request goes out under `rid` until a try times out. A timed-out request still runs on its server (it
+        would generate up to max_new_tokens beside its own retry): it is aborted there at once, and the next tries
+        go out under a fresh id (`retry_rid`), so that none is refused as a duplicate of one the abort has not
+        ended yet."""
         problem = unembeddable(input_ids, self.vocab_size)
         if problem:
             return give_up(Failure("prompt_out_of_vocab", problem, False), 0)
-        attempt, avoid = 0, None
+        attempt, avoid, wire_rid = 0, None, rid
         while True:
             attempt += 1
             url = self.choice.pick(conversation, avoid)
             outcome = "request"     # how the try ended, for the choice: ok / server (its fault) / request
-            if rid is not None:
-                self._in_flight[rid] = url
+            sent_rid = wire_rid
+            if sent_rid is not None:
+                self._in_flight[sent_rid] = url
             t0 = time.perf_counter()
             try:
-                answer = await self._post(session, url, payload, conversation)
+                answer = await self._post(session, url, payload(sent_rid), conversation)
                 result = read(url, answer, time.perf_counter() - t0)
                 outcome = "ok"
                 return result
             except Failure as f:
                 if f.retriable and f.reason != "duplicate_request_id":
                     outcome = "server"
+                if f.reason == "timeout" and sent_rid is not None:
+                    await self._abort_request(session, url, sent_rid)   # the last try's too: it runs on otherwise
                 if not f.retriable or attempt >= self.retry.max_attempts or self._stop.is_set():
                     return give_up(f, attempt)
-                if f.reason == "duplicate_request_id" and rid is not None:
-                    await self._abort_stale(session, url, rid)
+                if f.reason == "duplicate_request_id" and sent_rid is not None:
+                    await self._abort_request(session, url, sent_rid)
+                if f.reason == "timeout" and rid is not None:
+                    wire_rid = retry_rid(rid, attempt + 1)
             finally:
                 self.choice.done(url, conversation, outcome)
-                if rid is not None:
-                    self._in_flight.pop(rid, None)
+                if sent_rid is not None:
+                    self._in_flight.pop(sent_rid, None)
             avoid = url if outcome == "server" else None
             await asyncio.sleep(self.retry.wait(attempt))
 
-    async def _abort_stale(self, session, url: str, rid: str) -> None:
-        """Ask the server behind `url` to abort the request `rid` an earlier client left running (a server without
-        an abort endpoint: nothing; the retry waits for it to finish)."""
+    async def _abort_request(self, session, url: str, rid: str) -> None:
+        """Ask the server behind `url` to abort the request `rid` (one an earlier client left running, or one that
+        timed out). A server without an abort endpoint (vLLM: its request ended when our connection closed) gets
+        nothing."""
         await self._abort(session, await self._abort_targets(session, url), rid)
 
     async def _abort_targets(self, session, url: str) -> list[str]:
@@ -540,7 +560,7 @@ class HTTPEngine(Engine):
         if self.abort_path is None:
             return []
         try:
-            async with session.get(url + "/workers") as r:
+            async with session.get(url + "/workers", timeout=aiohttp.ClientTimeout(total=ABORT_TIMEOUT_S)) as r:
                 body = orjson.loads(await r.read()) if r.status == 200 else None
         except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError, orjson.JSONDecodeError):
             body = None
@@ -554,7 +574,8 @@ class HTTPEngine(Engine):
 
         for url in urls:
             try:
-                async with session.post(url + self.abort_path, json={"rid": rid}) as r:
+                async with session.post(url + self.abort_path, json={"rid": rid},
+                                        timeout=aiohttp.ClientTimeout(total=ABORT_TIMEOUT_S)) as r:
                     await r.read()
             except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError):
                 pass
@@ -595,7 +616,12 @@ class HTTPEngine(Engine):
                                       f"(a client stopped mid-request): {message}", True)
                     raise Failure(f"http_{r.status}", f"{url} answered HTTP {r.status}: {message}",
                                   r.status in RETRY_STATUS)
-        except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as e:
+        except aiohttp.ConnectionTimeoutError as e:    # no connection in time: the server never had the request
+            raise Failure("connection", f"{url}: {type(e).__name__}: {e}", True) from e
+        except asyncio.TimeoutError as e:   # --request-timeout ran out with the request on the server
+            raise Failure("timeout", f"{url}: no answer within --request-timeout "
+                                     f"{self.retry.request_timeout_s:g} s; the request was aborted there", True) from e
+        except (aiohttp.ClientError, ConnectionError) as e:
             raise Failure("connection", f"{url}: {type(e).__name__}: {e}", True) from e
         try:
             body = orjson.loads(raw)

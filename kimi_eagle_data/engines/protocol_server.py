@@ -314,15 +314,21 @@ class ProtocolServer:
 
     # -- endpoints ----------------------------------------------------------------------------
     async def abort_request(self, request: web.Request) -> web.Response:
-        """SGLang's `POST /abort_request {"rid"}`: here it ends a stale rid (Faults.stale_rids); 200 either way."""
+        """SGLang's `POST /abort_request {"rid", "abort_all"}` (0.5.23 `AbortReq`): every running request whose rid
+        starts with `rid` ends (its answer: finish_reason abort), as SGLang's scheduler matches them; an empty rid
+        without abort_all is ignored. It also ends a stale rid (Faults.stale_rids). 200 either way."""
         try:
-            rid = orjson.loads(await request.read()).get("rid")
+            body = orjson.loads(await request.read())
+            rid, abort_all = body.get("rid") or "", bool(body.get("abort_all"))
         except (orjson.JSONDecodeError, AttributeError):
             return _json({"error": {"message": "expected a JSON object with rid"}}, status=400)
-        self.stale.discard(rid)
-        if rid in self.running:
-            self.running[rid].set()
-            self.aborted.append(rid)
+        if not rid and not abort_all:
+            return web.Response(status=200)
+        self.stale = {r for r in self.stale if not (abort_all or r.startswith(rid))}
+        for running, event in self.running.items():
+            if (abort_all or running.startswith(rid)) and not event.is_set():
+                event.set()
+                self.aborted.append(running)
         return web.Response(status=200)
 
     async def generate(self, request: web.Request) -> web.StreamResponse:
