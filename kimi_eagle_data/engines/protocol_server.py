@@ -22,6 +22,7 @@ import asyncio
 import logging
 import os
 import random
+import signal
 import time
 import uuid
 from dataclasses import dataclass
@@ -250,6 +251,7 @@ class ProtocolServer:
         self.context_length = context_length_arg or info.context_length
         self.prefix_cache = PrefixCache()
         self.queue: asyncio.Queue | None = None
+        self.batcher: asyncio.Task | None = None
         self.requests_served = 0
         self.bad_answers = 0           # answers malformed so far (Faults.bad_output)
         self.stale: set[str] = set()   # rids taken as still running from an earlier client (Faults.stale_rids)
@@ -279,9 +281,16 @@ class ProtocolServer:
         app.on_startup.append(self._start_batcher)
         return app
 
+    def stop(self) -> None:
+        """A shutdown: no batch starts, and the one being decoded ends at its next token (an engine that can end it:
+        LocalEngine.stop), so the process exits without waiting for it."""
+        if self.batcher is not None:
+            self.batcher.cancel()
+        getattr(self.engine, "stop", lambda: None)()
+
     async def _start_batcher(self, app: web.Application) -> None:
         self.queue = asyncio.Queue()
-        app["batcher"] = asyncio.get_running_loop().create_task(self._batcher())
+        self.batcher = app["batcher"] = asyncio.get_running_loop().create_task(self._batcher())
 
     async def _batcher(self) -> None:
         """Gather waiting requests into one engine batch; run it in a worker thread."""
@@ -569,10 +578,41 @@ def serve_model(model: str, *, host: str, port: int, tokenizer: str | None = Non
     run_server(server, host, port, print_url=print_url)
 
 
-def run_server(server: ProtocolServer, host: str, port: int, *, print_url=log.info) -> None:
-    async def on_startup(app):
-        print_url(f"serving SGLang protocol at http://{host}:{port} (model {server.info.model_path})")
+# How long a stopped server lets its in-flight requests finish before it drops their connections (as a stopped
+# SGLang does: the clients retry them elsewhere or on the next run).
+SHUTDOWN_GRACE_S = 0.1
 
-    app = server.app()
-    app.on_startup.append(on_startup)
-    web.run_app(app, host=host, port=port, print=None, handle_signals=True, access_log=None)
+
+def run_server(server: ProtocolServer, host: str, port: int, *, print_url=log.info) -> None:
+    """Serve until SIGINT or SIGTERM, then shut down quietly: in-flight requests' connections close (no answer: a
+    client retries them), the engine's batch ends at its next token, and the stop is raised in the caller's thread
+    as KeyboardInterrupt (Ctrl-C) or stopping.Terminated (SIGTERM), for the command's usual line and exit status."""
+    from kimi_eagle_data.stopping import Terminated
+
+    stopped_by = asyncio.run(_serve(server, host, port, print_url))
+    raise Terminated() if stopped_by == signal.SIGTERM else KeyboardInterrupt()
+
+
+async def _serve(server: ProtocolServer, host: str, port: int, print_url) -> int:
+    loop = asyncio.get_running_loop()
+    signalled: asyncio.Future = loop.create_future()
+
+    def on_signal(signum: int) -> None:
+        if not signalled.done():      # one stop is enough: a repeated signal must not break the shutdown
+            signalled.set_result(signum)
+
+    runner = web.AppRunner(server.app(), access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S)
+    await runner.setup()
+    try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, on_signal, signum)
+        await web.TCPSite(runner, host, port).start()
+        print_url(f"serving SGLang protocol at http://{host}:{port} (model {server.info.model_path})")
+        stopped_by = await signalled
+    finally:
+        await runner.cleanup()     # first: the in-flight requests' connections close, no answer cut short is sent
+        server.stop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.remove_signal_handler(signum)
+        signal.signal(signum, signal.SIG_IGN)    # the stop is under way: a second signal changes nothing
+    return stopped_by
