@@ -13,12 +13,12 @@ import textwrap
 import orjson
 import pytest
 
-from kimi_eagle_data.engines.protocol_server import BAD_OUTPUT_MODES
 from kimi_eagle_data.engines.sglang import check_output_ids
 from kimi_eagle_data.run_checks import url_problem
 
 from tests.helpers.cli import REPO, error_lines, run_cli
 from tests.helpers.servers import Server, free_port, get_json, sglang_router
+from tests.helpers.standin_server import BAD_OUTPUT_MODES
 from tests.helpers.workdirs import completions, prepare_args, prepared_count, sglang_args
 
 

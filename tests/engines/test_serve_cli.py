@@ -127,10 +127,9 @@ def test_serve_local_stopped_with_requests_in_flight_shuts_down_quietly():
         took, code = time.monotonic() - stopped_at, proc.returncode
         for c in clients:
             c.join(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    except AssertionError:
+        proc.kill()
+        raise AssertionError("serve's output: " + "".join(proc.communicate(timeout=30))) from None
     text = out + err
     assert code == 143, text
     assert "interrupted by SIGTERM: the server stopped" in text
