@@ -20,7 +20,8 @@ import orjson
 from kimi_eagle_data.records import Completion, RequestFailure
 from kimi_eagle_data.engines.base import EngineError, EngineInfo, GenerationRequest, ScoreRequest, ScoreResult
 from kimi_eagle_data.engines.http_client import (  # noqa: F401 - RetryPolicy: re-exported for callers
-    Failure, HTTPEngine, RetryPolicy, Waiting, check_output_ids, storable)
+    HTTPEngine, RetryPolicy, Waiting)
+from kimi_eagle_data.engines.response_checks import Failure, check_output_ids, storable
 from kimi_eagle_data.engines.sglang_logprobs import (LOGPROB_FIELDS, parse_score, score_payload,
                                                     with_output_logprobs)
 

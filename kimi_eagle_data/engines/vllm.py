@@ -43,7 +43,8 @@ from kimi_eagle_data.records import Completion, RequestFailure
 from kimi_eagle_data.engines.base import EngineError, EngineInfo, GenerationRequest, SamplingParams, ScoreRequest, \
     ScoreResult
 from kimi_eagle_data.engines.drafter import SpecDecodeCounts, VLLMMetrics, parse_vllm_metrics, vllm_speculative_config
-from kimi_eagle_data.engines.http_client import Failure, HTTPEngine, check_output_ids, storable
+from kimi_eagle_data.engines.http_client import HTTPEngine
+from kimi_eagle_data.engines.response_checks import Failure, check_output_ids, storable
 
 # The version whose source and answers this client was checked against (the endpoint's answer shape changed
 # in earlier releases: log-probs as token strings, no --enable-scale-out).
