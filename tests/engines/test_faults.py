@@ -13,12 +13,12 @@ import textwrap
 import orjson
 import pytest
 
-from kimi_eagle_data.engines.protocol_server import BAD_OUTPUT_MODES
 from kimi_eagle_data.engines.sglang import check_output_ids
 from kimi_eagle_data.run_checks import url_problem
 
 from tests.helpers.cli import REPO, error_lines, run_cli
 from tests.helpers.servers import Server, free_port, get_json, sglang_router
+from tests.helpers.standin_server import BAD_OUTPUT_MODES
 from tests.helpers.workdirs import completions, prepare_args, prepared_count, sglang_args
 
 
@@ -126,6 +126,35 @@ def test_a_stale_rid_behind_the_router_is_aborted_on_its_worker_then_generated(p
         stale.kill()
     assert f"generate: {n} completed, 0 failed" in proc.stdout
     assert len(set(completions(w))) == n
+
+
+def test_a_timed_out_request_is_aborted_and_retried_under_a_fresh_id(prepared, tmp_path):
+    """A server slower than --request-timeout: every try times out. Each timed-out request is aborted on the server
+    (it would otherwise generate on beside its retry), the retry goes out under a fresh id (never refused as a
+    duplicate of the one just abandoned), and the samples fail with reason `timeout` after --max-attempts tries."""
+    w = tmp_path / "w"
+    shutil.copytree(prepared, w)
+    n = prepared_count(w)
+    slow = Server("--delay", "30").start()
+    try:
+        proc = run_cli("generate", "--workdir", str(w), "--engine", "sglang", "--server", slow.url,
+                       "--request-timeout", "1", "--max-attempts", "2", "--retry-backoff", "0.01", "--no-progress",
+                       check=False)
+        aborted = slow.aborted()
+        still_running = slow.running()
+    finally:
+        slow.kill()
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    import sqlite3
+
+    rows = sqlite3.connect(w / "generations.sqlite").execute("SELECT id, reason, attempts, message FROM failures"
+                                                             ).fetchall()
+    assert len(rows) == n and {(r[1], r[2]) for r in rows} == {("timeout", 2)}, rows
+    assert "--request-timeout 1 s" in rows[0][3]
+    # Every timed-out request was aborted before the client gave up: the first try's id and the retry's fresh one.
+    assert sorted(aborted) == sorted(x for r in rows for x in (r[0], f"{r[0]}.retry2")), aborted
+    assert still_running == set()
 
 
 def test_all_failed_build_exits_3_and_says_how_to_retry(tmp_path):
