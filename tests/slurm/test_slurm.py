@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kimi_eagle_data.sources.partitions import DEMO_CONFIG
-from kimi_eagle_data.store.checkpoint import in_shard
+from kimi_eagle_data.store.shard_split import deal
 from tests.helpers.cli import REPO, run_cli
 from tests.helpers.servers import TINY, wait_for
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slurm
 
 SHARDS = 3
 # B6 continues its conversations (policy own_history in the demo's partition config); 8 source rows per config make
-# 16 prompts, 4, 5 and 7 of them in the three shards.
+# 16 prompts, dealt 6, 5 and 5 to the three shards (store/shard_split.py).
 RUN = ["B4", "B6", "--config", str(DEMO_CONFIG), "--samples", "--profile", "tiny-kimi", "--model", TINY,
        "--limit", "8", "--max-new-tokens", "64"]
 DEADLINE_S = 600
@@ -116,6 +116,16 @@ def pending_turns(checkpoint: Path) -> set[str]:
         return {r[0] for r in db.execute("SELECT id FROM turns WHERE id NOT IN (SELECT id FROM completions)")}
 
 
+def conversation_shards(workdir: Path) -> dict[str, set[int]]:
+    """{conversation: the shards whose checkpoint file holds later turns of it}."""
+    found: dict[str, set[int]] = {}
+    for i in range(SHARDS):
+        with closing(sqlite3.connect(workdir / f"generations.shard-{i}-of-{SHARDS}.sqlite")) as db:
+            for (c,) in db.execute("SELECT DISTINCT conversation_id FROM turns"):
+                found.setdefault(c, set()).add(i)
+    return found
+
+
 def prepared_ids(workdir: Path) -> set[str]:
     return {i for c in ("B4", "B6") for i in pq.read_table(workdir / "prepared" / f"{c}.parquet",
                                                            columns=["id"]).column("id").to_pylist()}
@@ -173,10 +183,8 @@ def assert_complete(workdir: Path, one_process: dict[str, dict]) -> None:
     rows, and the rows are the one-process build's."""
     rows = dataset_rows(workdir)
     assert prepared_ids(workdir) <= rows.keys()
-    for i in range(SHARDS):     # a conversation's turns stay on the shard of its first turn
-        with closing(sqlite3.connect(workdir / f"generations.shard-{i}-of-{SHARDS}.sqlite")) as db:
-            conversations = {r[0] for r in db.execute("SELECT conversation_id FROM turns")}
-        assert all(in_shard(c, (i, SHARDS)) for c in conversations), i
+    # A conversation's turns stay on one shard (a pilot's conversations, finished, stay where the pilot made them)
+    assert all(len(shards) == 1 for shards in conversation_shards(workdir).values())
     stored = checkpoint_ids(workdir)
     assert len(stored) == len(set(stored)) == len(rows)
     train = sorted((workdir / "dataset" / "data").glob("*/train-*.parquet"))
@@ -200,6 +208,10 @@ def test_a_submit_runs_every_job_and_makes_the_rows_of_a_one_process_build(one_p
     assert final["dataset"] == str(w / "dataset") and not final["problems"]
     assert all(s["done"] > 0 for s in final["shards"]), "a shard had nothing to do: the split went untested"
     assert all(s["tokens_per_s"] > 0 for s in final["shards"]), "a shard that is done shows no speed"
+    # The shards are balanced (16 prompts on 3 shards: 6/5/5) and each conversation is on its dealt shard.
+    owner = deal(prepared_ids(w), SHARDS)
+    assert sorted(list(owner.values()).count(i) for i in range(SHARDS)) == [5, 5, 6]
+    assert all(shards == {owner[c]} for c, shards in conversation_shards(w).items())
     assert_complete(w, one_process)
     # Finalize prepared nothing: the markers still name the prompts prepared now.
     assert "ended without its marker" not in json.dumps(status(w)[0])
