@@ -397,3 +397,16 @@ def test_dry_run_scripts_are_accepted_by_sbatch(tmp_path):
         test = subprocess.run(["sbatch", "--test-only", str(w / "slurm" / f"{job}.sbatch")], capture_output=True,
                               text=True)
         assert test.returncode == 0 and "to start at" in test.stderr, (job, test.stderr)
+
+
+def test_the_cluster_script_records_only_daemons_that_run():
+    """scripts/slurm/cluster.sh records each daemon it started (stop kills those pids): every recorded pid is a
+    running process of that daemon, never one that exited at once (munged forks away from the process su starts)."""
+    folder = Path(os.environ.get("KIMI_SLURM_DIR", "/tmp/kimi-slurm"))
+    recorded = {d: (folder / f"{d}.started").read_text().split() for d in ("munged", "slurmctld", "slurmd")
+                if (folder / f"{d}.started").exists()}
+    assert recorded.keys() >= {"slurmctld", "slurmd"}, recorded
+    for daemon, pids in recorded.items():
+        assert pids, daemon
+        for pid in pids:
+            assert (Path("/proc") / pid / "comm").read_text().strip() == daemon, (daemon, pid)
