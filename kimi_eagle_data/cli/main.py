@@ -240,9 +240,9 @@ def prepare(dry_run: bool, **kw):
         if run.errors:
             raise PrepareError(run.error_line())
         return
-    from kimi_eagle_data.prompts.stage import prepare as prepare_stage
+    from kimi_eagle_data.runs import prepare_prompts
 
-    print_prepare(prepare_stage(run_for(kw)).reports)
+    print_prepare(prepare_prompts(run_for(kw)).reports)
 
 
 @main.command(cls=SectionedCommand)

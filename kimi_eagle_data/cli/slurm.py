@@ -197,6 +197,8 @@ def status(workdir: str, as_json: bool):
             out.print("Slurm could not be asked from here: states come from the tasks' own records", highlight=False)
         if st.dataset:
             out.print(f"dataset: {st.dataset}", highlight=False, soft_wrap=True)
+        elif st.stale_dataset:
+            out.print(f"dataset: {st.stale_dataset}", highlight=False, soft_wrap=True)
     if st.problems:
         for line in st.problems:
             click.echo(f"error: {line}", err=True)

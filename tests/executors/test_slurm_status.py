@@ -25,6 +25,7 @@ RUN = ["B4", "--config", str(DEMO_CONFIG), "--samples", "--profile", "tiny-kimi"
 
 def record_submit(w: Path, shards: int, configs: list[str]) -> None:
     """DIR/slurm/submit.json as `slurm submit` records it (job ids Slurm would have given)."""
+    (w / "slurm").mkdir(exist_ok=True)
     (w / "slurm" / "submit.json").write_text(json.dumps({
         "submitted_at": time.time() - 60, "shards": shards, "configs": configs,
         "jobs": {"prepare": "11", "generate": "12", "finalize": "13"}}))

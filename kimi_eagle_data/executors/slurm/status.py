@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kimi_eagle_data.emit.stale import stale_line
 from kimi_eagle_data.errors import KimiDataError, MissingInputError
 from kimi_eagle_data.executors.slurm import scheduler
 from kimi_eagle_data.executors.slurm.layout import SlurmLayout
@@ -70,6 +71,7 @@ class RunStatus:
     completions_per_s: float = 0.0
     eta_s: float | None = None  # None: nothing measured yet, or nothing left
     dataset: str | None = None  # the emitted dataset, once finalize made it
+    stale_dataset: str | None = None    # the line saying dataset/ was made from an earlier selection (a pilot's)
     problems: list[str] = field(default_factory=list)   # one line per shard or job that failed for good
 
     @property
@@ -294,7 +296,8 @@ def run_status(workdir: str | Path, now: float | None = None) -> RunStatus:
     result.eta_s = left / rate if left > 0 and rate > 0 else None
     manifest = wd.dataset / "manifest.json"
     finalize = (states.get("finalize") or {}).get(None)
-    if (all(s.state == "done" for s in result.shards) and manifest.exists()
+    result.stale_dataset = stale_line(wd)
+    if (all(s.state == "done" for s in result.shards) and manifest.exists() and result.stale_dataset is None
             and manifest.stat().st_mtime >= record["submitted_at"] and not (finalize and finalize.active)):
         result.dataset = str(wd.dataset)
     return result
