@@ -217,16 +217,25 @@ def test_a_submit_runs_every_job_and_makes_the_rows_of_a_one_process_build(one_p
     assert "ended without its marker" not in json.dumps(status(w)[0])
 
 
+def busiest_shard(one_process: dict[str, dict]) -> int:
+    """The shard whose conversations have the most later turns in a one-process build (the requeue must stop one
+    between two turns)."""
+    rows = [r["conversation_id"] or i for i, r in one_process.items()]
+    owner = deal(rows, SHARDS)
+    later = [sum(rows.count(c) - 1 for c in set(rows) if owner[c] == i) for i in range(SHARDS)]
+    return later.index(max(later))
+
+
 def test_a_requeued_task_resumes_its_shard_without_generating_anything_twice(one_process, tmp_path):
     """Each task starts its own server (the SGLang-protocol stand-in, slowed down so a shard takes seconds); once
-    shard 2 committed its first completion, `scontrol requeue` stops it (SIGTERM: exit 143) and puts it back in the
+    the shard with the most later turns committed its first completion, `scontrol requeue` stops it (SIGTERM: exit 143) and puts it back in the
     queue; it resumes, keeps what it had committed, and the dataset is the one-process build's."""
     w = tmp_path / "w"
     jobs = submit(w, "--engine", "sglang", "--serve-engine", "local", "--serve-arg=--max-batch=1",
                   "--serve-arg=--delay=0.5", "--setup", standin_setup(tmp_path), "--concurrency", "1")
-    shard = 2
+    shard = busiest_shard(one_process)
     checkpoint = w / f"generations.shard-{shard}-of-{SHARDS}.sqlite"
-    wait_for(lambda: commit_stamps(checkpoint), DEADLINE_S, "shard 2 committed nothing")
+    wait_for(lambda: commit_stamps(checkpoint), DEADLINE_S, f"shard {shard} committed nothing")
     subprocess.run(["scontrol", "requeue", f"{jobs['generate']}_{shard}"], check=True)
     wait_for(lambda: any(e["event"] == "end" for e in events(w, shard)), 120, "the requeued task did not stop")
     stopped = events(w, shard)
