@@ -13,6 +13,7 @@ from kimi_eagle_data import __version__
 from kimi_eagle_data.emit.model_name import published_names
 from kimi_eagle_data.engines.drafter import SpecDecodeCounts
 from kimi_eagle_data.emit.rows import RowBlocks
+from kimi_eagle_data.emit.stale import selection
 from kimi_eagle_data.emit.token_freq import token_freq_path
 from kimi_eagle_data.emit.writer import ConfigShards, NothingToEmit, finish_dataset, pending_note, replacing_dataset
 from kimi_eagle_data.run_context import RunContext
@@ -55,7 +56,7 @@ def emit(ctx: RunContext, *, score: dict[str, Any] | None = None) -> tuple[dict[
         try:
             manifest = finish_dataset(staged, summary, version=ctx.settings.version, provenance=provenance(ctx),
                                       plots_drawn=plots.drawn, repo_id=ctx.settings.repo, score=score,
-                                      schema=schema)
+                                      schema=schema, selection=selection(ctx.workdir, ctx.configs))
         except NothingToEmit as e:
             e.reports = reports
             raise
