@@ -22,7 +22,7 @@ install_speculators() {
     # The import check: every module the tier's driver (tests/trainers/speculators_reads.py) uses.
     "$venv/bin/python" -c "import speculators, speculators.train.cli, speculators.train.data, \
 speculators.train.vocab_mapping, speculators.data_generation.preprocessing, tiktoken; \
-print('speculators', speculators.__version__)"
+from importlib.metadata import version; print('speculators', version('speculators'))"
 }
 
 build_engine_venv "$dir" install_speculators

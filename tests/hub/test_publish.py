@@ -358,8 +358,8 @@ def test_export_speculators_writes_the_token_freq_its_trainer_reads(demo_run, tm
 
 def specforge_process_token_dict_to_mappings(token_dict, draft_vocab_size, target_vocab_size):
     """SpecForge's own mapping, sgl-project/SpecForge@a6b6b0230009d15ec2a97a57384e6f53f0f96946
-    specforge/data/preprocessing.py `process_token_dict_to_mappings` (its prints left out; SpecForge needs
-    sglang and CUDA, so it is not installed here)."""
+    specforge/data/preprocessing.py `process_token_dict_to_mappings` (its prints left out): the main suite's fast
+    restatement; the trainer tier (tests/trainers/) runs SpecForge 0.2.0's own."""
     import torch
 
     if len(token_dict) < draft_vocab_size:
