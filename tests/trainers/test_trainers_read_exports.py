@@ -23,8 +23,10 @@ pytestmark = pytest.mark.trainer
 
 HERE = Path(__file__).resolve().parent
 PROFILES = {"tiny-kimi": TINY_KIMI, "tiny-kimi-k3": TINY_KIMI_K3}
-# Draft vocabularies cut through ids tied on count in both demos (asserted below), so the tie-break is exercised.
-DRAFT_VOCAB = 512
+# Draft vocabularies that cut through ids tied on count (asserted below), so the tie-break is exercised: the K2.5
+# demo has 861 distinct loss ids, the K3 demo at --limit 2 has 511. PADDED is more than either: the padding is.
+CUT = {"tiny-kimi": 512, "tiny-kimi-k3": 256}
+PADDED = 1024
 
 
 def trainer_python(trainer: str) -> Path:
@@ -96,7 +98,8 @@ def test_speculators_reads_our_exports_row_for_row_and_maps_the_vocabulary_as_we
     arrow = export(work, "speculators", tmp_path / "speculators")
     jsonl = export(work, "specforge", tmp_path / "sf" / "train.jsonl")
     (tmp_path / "run").mkdir()
-    seen = run_in("speculators", "speculators_reads.py", arrow, jsonl, PROFILES[profile].model_path, DRAFT_VOCAB,
+    draft = CUT[profile]
+    seen = run_in("speculators", "speculators_reads.py", arrow, jsonl, PROFILES[profile].model_path, draft,
                   tmp_path / "run")
 
     # Its trainer's dataset and prepare-data's pass-through keep every row as it is, in order.
@@ -114,24 +117,26 @@ def test_speculators_reads_our_exports_row_for_row_and_maps_the_vocabulary_as_we
     assert ours == counts
     assert dict(seen["counted_token_freq"]) == ours and dict(seen["prepared_token_freq"]) == ours
 
-    # Its train CLI's d2t/t2d from our token_freq.pt: the DRAFT_VOCAB most frequent ids, ties to the lower id.
+    # Its train CLI's d2t/t2d from our token_freq.pt: the `draft` most frequent ids, ties to the lower id.
     vocab = vocab_size(work)
     assert seen["target_vocab_size"] == vocab
-    by_count = sorted(counts, key=lambda tid: (-counts[tid], tid))[:DRAFT_VOCAB]
+    by_count = sorted(counts, key=lambda tid: (-counts[tid], tid))[:draft]
     assert seen["t2d_ids"] == sorted(by_count)
-    assert seen["d2t"] == (np.array(seen["t2d_ids"]) - np.arange(DRAFT_VOCAB)).tolist()
+    assert seen["d2t"] == (np.array(seen["t2d_ids"]) - np.arange(draft)).tolist()
     assert_cut_inside_a_tie(counts, seen["t2d_ids"])
     # The main suite's restatement builds the same.
-    d2t, t2d = speculators_build_vocab_mappings(ours, DRAFT_VOCAB, vocab)
+    d2t, t2d = speculators_build_vocab_mappings(ours, draft, vocab)
     assert d2t.tolist() == seen["d2t"] and t2d.nonzero().flatten().tolist() == seen["t2d_ids"]
 
 
-@pytest.mark.parametrize("shuffle", [False, True], ids=["in-order", "shuffled"])
-def test_specforge_reads_our_jsonl_row_for_row_and_builds_our_vocab_mapping(demo, tmp_path, shuffle):
+@pytest.mark.parametrize("draft,shuffle", [("cut", False), ("cut", True), ("padded", False)],
+                         ids=["cut-in-order", "cut-shuffled", "padded"])
+def test_specforge_reads_our_jsonl_row_for_row_and_builds_our_vocab_mapping(demo, tmp_path, draft, shuffle):
     import torch
 
     profile, work = demo
-    jsonl = export(work, "specforge", tmp_path / "sf" / "train.jsonl", "--draft-vocab-size", str(DRAFT_VOCAB),
+    size = CUT[profile] if draft == "cut" else PADDED
+    jsonl = export(work, "specforge", tmp_path / "sf" / "train.jsonl", "--draft-vocab-size", str(size),
                    *(["--shuffle", "--seed", "7"] if shuffle else []))
     rows = [json.loads(line) for line in jsonl.read_text(encoding="utf-8").splitlines()]
     want = train_rows(work)
@@ -142,20 +147,23 @@ def test_specforge_reads_our_jsonl_row_for_row_and_builds_our_vocab_mapping(demo
         assert payloads == want
     vocab = vocab_size(work)
     (tmp_path / "run").mkdir()
-    seen = run_in("specforge", "specforge_reads.py", jsonl, vocab, DRAFT_VOCAB, tmp_path / "run")
+    seen = run_in("specforge", "specforge_reads.py", jsonl, vocab, size, tmp_path / "run")
 
     # Its prompt reader takes every line as it is, in order; the main suite's restatement reads the same.
     assert seen["prompts"] == payloads
     assert [p["payload"] for p in specforge_prepare_prompts(jsonl, 1 << 30)] == payloads
 
     # Its generate_vocab_mapping_file over those prompts builds exactly our vocab_mapping.pt, ties at the cut
-    # included (broken by the first row that holds each id, in the file's order).
+    # (broken by the first row that holds each id, in the file's order) and padding included.
     assert seen["mapping_keys"] == ["d2t", "t2d"]
     assert (seen["d2t_dtype"], seen["t2d_dtype"], seen["t2d_len"]) == ("torch.int64", "torch.bool", vocab)
     mapping = torch.load(jsonl.parent / "vocab_mapping.pt")
     assert mapping["d2t"].tolist() == seen["d2t"]
     assert mapping["t2d"].nonzero().flatten().tolist() == seen["t2d_ids"] and len(mapping["t2d"]) == vocab
     counts = loss_counts(want)
-    assert_cut_inside_a_tie(counts, seen["t2d_ids"])
-    # ... which the lowest-id rule (speculators') would not have chosen.
-    assert sorted(sorted(counts, key=lambda tid: (-counts[tid], tid))[:DRAFT_VOCAB]) != seen["t2d_ids"]
+    if draft == "cut":
+        assert_cut_inside_a_tie(counts, seen["t2d_ids"])
+        # ... which the lowest-id rule (speculators') would not have chosen.
+        assert sorted(sorted(counts, key=lambda tid: (-counts[tid], tid))[:size]) != seen["t2d_ids"]
+    else:
+        assert len(counts) < size and set(counts) < set(seen["t2d_ids"])
