@@ -248,11 +248,8 @@ def specforge_vocab_mapping(counts: np.ndarray, first_lines: np.ndarray, draft_v
     """(d2t, t2d) as SpecForge builds them from the export's rows (`first_lines`: FirstLossRows.lines)."""
     import torch
 
-    seen = np.flatnonzero(counts[:target_vocab_size])
-    first = np.full(len(seen), FirstLossRows.NEVER, dtype=np.int64)
-    known = seen < len(first_lines)
-    first[known] = first_lines[seen[known]]
-    used = seen[np.lexsort((seen, first, -counts[seen]))][:draft_vocab_size].tolist()
+    seen = np.flatnonzero(counts[:target_vocab_size])     # every seen id has a first line (same batches)
+    used = seen[np.lexsort((seen, first_lines[seen], -counts[seen]))][:draft_vocab_size].tolist()
     if len(used) < draft_vocab_size:
         for tid in set(range(draft_vocab_size)) - set(used):     # the set's own order, as SpecForge iterates it
             used.append(tid)
