@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the given venv install scripts at the same time (they are mostly downloads) and waits for all of them; on a
-# failure, prints the end of that script's output and exits 1. Used by the real-engine and trainer tiers.
+# failure, prints the end of that script's output and exits 1, else how long it took. Used by the real-engine and
+# trainer tiers.
 #   bash scripts/install_venvs.sh INSTALL_SCRIPT...
 set -euo pipefail
 scripts=("$@")
@@ -22,4 +23,5 @@ for i in "${!pids[@]}"; do
     fi
 done
 rm -rf "$log_dir"
-exit "$failed"
+[[ $failed == 0 ]] || exit 1
+echo "$(basename -s .sh "${scripts[@]}" | paste -sd, -) ready after $SECONDS s"

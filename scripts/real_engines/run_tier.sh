@@ -6,9 +6,7 @@
 #   bash scripts/real_engines/run_tier.sh --install-only     the venvs only (CI starts them beside the main suite)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-started=$SECONDS
 bash scripts/install_venvs.sh scripts/real_engines/install_sglang_cpu.sh scripts/real_engines/install_vllm_cpu.sh
-echo "real engines ready after $((SECONDS - started)) s"
 if [[ "${1:-}" == "--install-only" ]]; then exit 0; fi
 python -m pytest -q -n 0 -m real_engine -p no:cacheprovider -s --durations=0 tests/real_engines "$@"
 # The benchmark that needs a real engine, at its smoke size (it ran; no speed is checked).

@@ -6,9 +6,7 @@
 #   bash scripts/trainers/run_tier.sh --install-only     the venvs only (CI starts them beside the main suite)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-started=$SECONDS
 bash scripts/install_venvs.sh scripts/trainers/install_speculators.sh scripts/trainers/install_specforge.sh
-echo "trainers ready after $((SECONDS - started)) s"
 if [[ "${1:-}" == "--install-only" ]]; then exit 0; fi
 python -m pytest -q -n 0 -m trainer -p no:cacheprovider --durations=0 tests/trainers "$@"
-echo "trainer tier done after $((SECONDS - started)) s"
+echo "trainer tier done after $SECONDS s"
