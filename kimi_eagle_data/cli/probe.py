@@ -78,6 +78,9 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, dry_run: bool, as_
 
         out.print(gpu_plan(wd, budget or BUDGET), highlight=False, soft_wrap=True)
         return
+    from kimi_eagle_data.probe.drafter import require_speculators
+
+    require_speculators()
     ctx = run_for(kw, create=False, remember_options=False)
     opts = ProbeOptions(data=data, configs=list(kw["configs"]), seeds=tuple(range(seeds)), budget=budget or BUDGET,
                         held_out=held_out or HELD_OUT, curve=not no_curve)
