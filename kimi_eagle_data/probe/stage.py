@@ -120,6 +120,10 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
                 for r in prompts:
                     d = speculative(decoder_target, drafter, r.prompt_ids, opts.drafts, opts.max_new_tokens, stop)
                     per_prompt[config].append({"id": r.id, "tokens": d.tokens, "steps": d.steps})
+            pooled = [p for ps in per_prompt.values() for p in ps]
+            log.info("probe: arm %s, seed %d: %d steps in %.0fs, acceptance %.3f on %d held-out prompts (%.0fs)", arm,
+                     seed, trained.steps, trained.seconds, sum(p["tokens"] for p in pooled) /
+                     max(1, sum(p["steps"] for p in pooled)), len(pooled), time.perf_counter() - t1)
             results[arm][seed] = {"rows": len(rows), "prompts": len({x.id for x in rows}),
                                   "loss_tokens_available": sum(x.loss_tokens for x in rows),
                                   "steps": trained.steps, "loss_tokens": trained.loss_tokens,
