@@ -50,9 +50,12 @@ def probe_table(report):
 @click.option("--no-curve", is_flag=True, help="Leave out the learning curve (the ¼ and ½ arms).")
 @click.option("--dry-run", is_flag=True, help="Print the commands for a real target on a GPU node and the projected "
                                               "cost (hidden-state bytes, hours); train nothing.")
+@click.option("--prefill-rate", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="With --dry-run: prefill tokens/s of the GPU node (e.g. the pilot's, from `kimi-data plan`), to "
+                   "project the hours of hidden-state extraction.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (keys below).")
 @friendly_errors
-def probe(data, seeds: int, budget, held_out, no_curve: bool, dry_run: bool, as_json: bool, **kw):
+def probe(data, seeds: int, budget, held_out, no_curve: bool, dry_run: bool, prefill_rate, as_json: bool, **kw):
     """Train small EAGLE-3 drafters on a dataset and measure their acceptance on held-out prompts.
 
     speculators' EAGLE-3 model and loss (the [probe] extra), trained on CPU by a short loop on the target's
@@ -76,7 +79,7 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, dry_run: bool, as_
     if dry_run:
         from kimi_eagle_data.probe.gpu_plan import gpu_plan
 
-        out.print(gpu_plan(wd, budget or BUDGET), highlight=False, soft_wrap=True)
+        out.print(gpu_plan(wd, budget or BUDGET, prefill_rate), highlight=False, soft_wrap=True, markup=False)
         return
     from kimi_eagle_data.probe.drafter import require_speculators
 

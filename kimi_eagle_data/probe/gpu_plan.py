@@ -30,6 +30,10 @@ def dataset_tokens(dataset: Path) -> int:
     return total
 
 
+def _size(n: int) -> str:
+    return f"{n / 2**30:,.1f} GiB" if n >= 2**30 else f"{n / 2**20:,.1f} MiB"
+
+
 def gpu_plan(wd, budget: int, prefill_rate: float | None = None) -> str:
     from transformers import AutoConfig
 
@@ -45,9 +49,9 @@ def gpu_plan(wd, budget: int, prefill_rate: float | None = None) -> str:
     ids = " ".join(map(str, aux))
     return "\n".join([
         f"# probe on a GPU node (not run here): target {model}, {layers} layers, hidden {hidden}",
-        f"# projected: {tokens:,} tokens -> {size / 2**30:,.1f} GiB of hidden states ({len(aux)} auxiliary layers "
+        f"# projected: {tokens:,} tokens -> {_size(size)} of hidden states ({len(aux)} auxiliary layers "
         f"{aux} + the last, bf16); {hours}",
-        f"kimi-data export --workdir {wd.root} --format speculators --out probe-data",
+        f"kimi-data export {wd.root} --format speculators --out probe-data",
         f"python scripts/launch_vllm.py {model} --hidden-states-path probe-hs --target-layer-ids {ids} {layers} "
         "-- --tensor-parallel-size 8 --port 8000 --trust-remote-code &",
         "python scripts/data_generation_offline.py --preprocessed-data probe-data --endpoint http://localhost:8000/v1 "
