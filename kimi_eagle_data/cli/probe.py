@@ -48,6 +48,8 @@ def probe_table(report):
 @click.option("--held-out", "held_out", default=None, type=click.IntRange(min=1),
               help="Held-out prompts per config (default 6; at most half of a config's prompts).")
 @click.option("--no-curve", is_flag=True, help="Leave out the learning curve (the ¼ and ½ arms).")
+@click.option("--no-upstream", is_flag=True, help="Leave out the upstream answers' arm (e.g. to compare two datasets' "
+                                                  "own arms).")
 @click.option("--dry-run", is_flag=True, help="Print the commands for a real target on a GPU node and the projected "
                                               "cost (hidden-state bytes, hours); train nothing.")
 @click.option("--prefill-rate", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -55,7 +57,8 @@ def probe_table(report):
                    "project the hours of hidden-state extraction.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (keys below).")
 @friendly_errors
-def probe(data, seeds: int, budget, held_out, no_curve: bool, dry_run: bool, prefill_rate, as_json: bool, **kw):
+def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool, dry_run: bool, prefill_rate,
+          as_json: bool, **kw):
     """Train small EAGLE-3 drafters on a dataset and measure their acceptance on held-out prompts.
 
     speculators' EAGLE-3 model and loss (the [probe] extra), trained on CPU by a short loop on the target's
@@ -86,7 +89,7 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, dry_run: bool, pre
     require_speculators()
     ctx = run_for(kw, create=False, remember_options=False)
     opts = ProbeOptions(data=data, configs=list(kw["configs"]), seeds=tuple(range(seeds)), budget=budget or BUDGET,
-                        held_out=held_out or HELD_OUT, curve=not no_curve)
+                        held_out=held_out or HELD_OUT, curve=not no_curve, upstream=not no_upstream)
     report = probe_run(ctx, opts)
     if as_json:
         click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())

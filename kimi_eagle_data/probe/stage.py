@@ -46,6 +46,7 @@ class ProbeOptions:
     drafts: int = DRAFTS
     max_new_tokens: int = MAX_NEW_TOKENS
     curve: bool = True
+    upstream: bool = True             # False: the own arms only (a damaged copy compared with the clean data)
     split_seed: int = 0
 
 
@@ -88,6 +89,8 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
     shared = {u.id for u in upstream}
     own = [r for r in kept if r.id in shared]
     arm_rows: dict[str, list[TrainRow]] = {"own": own, "upstream": upstream} if shared else {"own": kept}
+    if not opts.upstream:
+        arm_rows.pop("upstream", None)
     if not shared:
         log.warning("no training prompt has both an own row and an upstream answer: only the own arm is trained")
     if opts.curve:
