@@ -3,9 +3,10 @@ the paired gain; and the one line the probe stops with when speculators cannot b
 
 from __future__ import annotations
 
-from tests.helpers.cli import run_cli
+from tests.helpers.card import check_card_markdown
+from tests.helpers.cli import copy_run, run_cli
 
-from kimi_eagle_data.probe.report import acceptance, build_report, gain, markdown_table
+from kimi_eagle_data.probe.report import acceptance, build_report, gain, markdown_table, write_report
 
 
 def test_acceptance_is_pooled_over_steps_not_averaged_per_prompt():
@@ -22,6 +23,36 @@ def test_the_gain_is_paired_over_the_same_prompts():
     up = {"a": (15, 10), "b": (10, 10)}
     g = gain(own, up, ["a", "b"])
     assert g["estimate"] == 2.5 - 1.25 and 0 < g["low"] <= g["estimate"] <= g["high"]
+
+
+def synthetic_report(configs=("B1", "B2")) -> dict:
+    seed = {"rows": 4, "prompts": 4, "loss_tokens_available": 100, "steps": 3, "loss_tokens": 90,
+            "train_seconds": 1.0, "decode_seconds": 1.0, "last_loss": 1.0}
+    results = {arm: {s: {**seed, "prompts_by_config": {c: [{"id": f"{c}-{i}", "tokens": t + i + s, "steps": 10}
+                                                          for i in range(3)] for c in configs}} for s in (0, 1)}
+               for arm, t in (("own", 20), ("upstream", 12), ("own 0.25", 14), ("own 0.5", 17))}
+    setup = {"model": "/x/tiny-kimi", "trainer": "cpu-loop", "device": "cpu", "budget_loss_tokens": 90, "seq_len": 512,
+             "seeds": [0, 1], "drafts_per_step": 3, "max_new_tokens": 96, "held_out_per_config": 3,
+             "drafter": {"model": "speculators Eagle3DraftModel", "layers": 1, "hidden_size": 128,
+                         "trainable_parameters": 361344, "loss": "kl_div (eager)"}}
+    return build_report(setup, {c: [f"{c}-{i}" for i in range(3)] for c in configs}, results)
+
+
+def test_emit_puts_the_probe_in_the_card_with_its_setup(demo_run, tmp_path):
+    workdir, _ = demo_run
+    copy = copy_run(workdir, tmp_path / "w")
+    from kimi_eagle_data.store.workdir import Workdir
+
+    write_report(Workdir(copy), synthetic_report())
+    assert (copy / "probe-learning-curve.png").stat().st_size > 0
+    run_cli("emit", "--workdir", str(copy))
+    card = (copy / "dataset" / "README.md").read_text()
+    assert "## Measured value" in card
+    assert "target tiny-kimi; drafter speculators Eagle3DraftModel (1 layer, hidden 128" in " ".join(card.split())
+    assert "seeds 0, 1" in card and "cpu-loop" in card
+    found = check_card_markdown(card, copy / "dataset")
+    probe_table = next(t for t in found["tables"] if t[0].startswith("| config | held-out | own |"))
+    assert [r.split("|")[1].strip() for r in probe_table[1:]] == ["B1", "B2", "all"]
 
 
 def test_the_table_has_a_row_per_config_and_the_pool():
