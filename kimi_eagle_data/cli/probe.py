@@ -44,7 +44,7 @@ def probe_table(report):
                    "(default: WORKDIR/dataset). Its rows are matched to the workdir's prompts.")
 @click.option("--seeds", default=2, show_default=True, type=click.IntRange(min=1), help="Drafters per arm.")
 @click.option("--budget", default=None, type=click.IntRange(min=1000),
-              help="Loss tokens each drafter trains on (default 40,000).")
+              help="Loss tokens each drafter trains on (default 20,000).")
 @click.option("--held-out", "held_out", default=None, type=click.IntRange(min=1),
               help="Held-out prompts per config (default 6; at most half of a config's prompts).")
 @click.option("--no-curve", is_flag=True, help="Leave out the learning curve (the ¼ and ½ arms).")

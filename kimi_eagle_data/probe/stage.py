@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 DRAFTS = 3                 # k: drafts per verify step (speculators' ttt_steps; SGLang's --speculative-num-steps 3)
 MAX_NEW_TOKENS = 96        # per held-out prompt
-BUDGET = 40_000            # loss tokens per drafter
+BUDGET = 20_000            # loss tokens per drafter
 SEEDS = (0, 1)
 
 
