@@ -13,7 +13,6 @@ a row of a held-out conversation is never trained on.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -26,8 +25,6 @@ from kimi_eagle_data.profile import INSTANT
 from kimi_eagle_data.probe.split import prompt_key, rank
 from kimi_eagle_data.records import PromptRecord
 from kimi_eagle_data.validate.check_input import CheckInputError, Unreadable, open_input
-
-log = logging.getLogger(__name__)
 
 CURVE = (0.25, 0.5, 1.0)
 

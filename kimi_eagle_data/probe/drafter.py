@@ -18,7 +18,7 @@ forward's training-time unrolling, which feeds the reference tokens (teacher for
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
