@@ -161,7 +161,7 @@ def table(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 def setup_line(report: dict[str, Any]) -> str:
     s, d = report["setup"], report["setup"]["drafter"]
     steps = sorted({r["steps"] for a in report["arms"].values() for r in a["seeds"].values()})
-    return (f"target {Path(str(s['model'])).name}; drafter {d.get('model')} ({d.get('layers')} layer, hidden "
+    return (f"Target {Path(str(s['model'])).name}; drafter {d.get('model')} ({d.get('layers')} layer, hidden "
             f"{d.get('hidden_size')}, {d.get('trainable_parameters'):,} trainable parameters, loss {d.get('loss')}), "
             f"trained by {s['trainer']} on {s['device']} for {s['budget_loss_tokens']:,} loss tokens per arm "
             f"({steps[0]}–{steps[-1]} steps of {s['seq_len']} tokens), seeds {', '.join(map(str, s['seeds']))}; "

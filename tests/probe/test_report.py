@@ -48,7 +48,7 @@ def test_emit_puts_the_probe_in_the_card_with_its_setup(demo_run, tmp_path):
     run_cli("emit", "--workdir", str(copy))
     card = (copy / "dataset" / "README.md").read_text()
     assert "## Measured value" in card
-    assert "target tiny-kimi; drafter speculators Eagle3DraftModel (1 layer, hidden 128" in " ".join(card.split())
+    assert "Target tiny-kimi; drafter speculators Eagle3DraftModel (1 layer, hidden 128" in " ".join(card.split())
     assert "seeds 0, 1" in card and "cpu-loop" in card
     found = check_card_markdown(card, copy / "dataset")
     probe_table = next(t for t in found["tables"] if t[0].startswith("| config | held-out | own |"))
