@@ -3,6 +3,7 @@ break unseen; it checks that each ran, never a speed (the figures at these sizes
 
     python benchmarks/smoke.py            # the CPU benchmarks (about a minute)
     python benchmarks/smoke.py --real     # bench_real_engine against real SGLang on CPU (the real-engine tier)
+    python benchmarks/smoke.py --trainer  # bench_probe (speculators: the [probe] extra; the trainer tier)
 
 `synthetic_server.py` is the server bench_client and bench_scheduler start; it runs inside them.
 """
@@ -31,6 +32,11 @@ CPU = {
                            "| conversations continuous"),
     "bench_validate.py": (["--samples", "100", "--repeat", "1"], "numpy Validator"),
 }
+# Benchmarks that need the EAGLE-3 trainers (the [probe] extra): `--trainer`, in the trainer tier.
+TRAINER = {
+    "bench_probe.py": (["--limit", "2", "--seeds", "1", "--budget", "1000", "--held-out", "1"],
+                       "| profile | arms × seeds |"),
+}
 REAL = {
     "bench_real_engine.py": (["--launch-cpu", "--configs", "B4", "--limit", "4", "--max-new-tokens", "16"],
                              "ratio kimi-data / bare"),
@@ -41,8 +47,9 @@ DEADLINE_S = 900
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--real", action="store_true", help="the benchmarks that need a real engine instead")
+    ap.add_argument("--trainer", action="store_true", help="the benchmarks that need the EAGLE-3 trainers instead")
     args = ap.parse_args()
-    benches = REAL if args.real else CPU
+    benches = REAL if args.real else TRAINER if args.trainer else CPU
     rows, failed = [], 0
     for script, (argv, expect) in benches.items():
         t0 = time.monotonic()

@@ -33,6 +33,7 @@ from kimi_eagle_data.prompts.stage import Prepared, prepare
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
 from kimi_eagle_data.prompts.tool_declaration import ENCODER_VERSION as TOOL_ENCODER_VERSION
 from kimi_eagle_data.run_context import EngineHandoff, RunContext
+from kimi_eagle_data.probe.report import card_section as probe_section, load_report as load_probe
 from kimi_eagle_data.score.report import card_section, load_report
 from kimi_eagle_data.settings import BOUND, RunSettings
 from kimi_eagle_data.sources.config import PrepareConfig, load_config
@@ -201,8 +202,9 @@ def build(ctx: RunContext, show: Show = _ignore) -> BuildReport:
 
 
 def emit_dataset(ctx: RunContext) -> tuple[dict[str, Any], dict[str, ValidateReport]]:
-    """emit (emit/stage.py) with the card's score section from score.json, where `score` has run."""
-    return emit(ctx, score=card_section(load_report(ctx.workdir)))
+    """emit (emit/stage.py) with the card's score section from score.json, where `score` has run, and its measured
+    value from probe.json, where `probe` has run."""
+    return emit(ctx, score=card_section(load_report(ctx.workdir)), probe=probe_section(load_probe(ctx.workdir)))
 
 
 def generate_and_account(ctx: RunContext, show: Show = _ignore) -> GenerateReport:

@@ -404,6 +404,7 @@ COMMAND_SETTINGS: dict[str, tuple[str, ...]] = {
     "validate": ("configs", "workdir", "merge", *SECTIONS["Validation"]),
     "emit": ("configs", "workdir", "merge", *SECTIONS["Validation"], *SECTIONS["Output"]),
     "score": ("configs", "workdir", "progress", *_ENGINE),
+    "probe": ("configs", "workdir", "progress"),
 }
 
 

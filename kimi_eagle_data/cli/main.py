@@ -323,6 +323,9 @@ main.add_command(check)
 from kimi_eagle_data.cli.score import score  # noqa: E402
 
 main.add_command(score)
+from kimi_eagle_data.cli.probe import probe  # noqa: E402
+
+main.add_command(probe)
 
 from kimi_eagle_data.cli.serve import serve  # noqa: E402
 

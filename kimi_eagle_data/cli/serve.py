@@ -70,7 +70,7 @@ def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, conte
 
     from kimi_eagle_data.profile import get_profile
     from kimi_eagle_data.engines.serve import SGLangLaunch, VLLMLaunch, locate_cpu_venv, run_server
-    from kimi_eagle_data.engines.drafter import CPU_DRAFTING
+    from kimi_eagle_data.engines.drafter import CPU_DRAFTING, SGLANG_CPU_DRAFT_START
 
     cpu = device == "cpu" and engine in ("sglang", "vllm")
     if venv and not cpu:
@@ -80,8 +80,9 @@ def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, conte
         raise click.BadParameter("a drafter runs in SGLang or vLLM: use it with --engine sglang or vllm",
                                  param_hint="--draft")
     if draft and cpu:
+        start = f"; and {SGLANG_CPU_DRAFT_START}" if engine == "sglang" else ""
         raise UserError(f"--draft with --engine {engine} --device cpu: {CPU_DRAFTING[engine]}, so the samples would "
-                        "not be the target's; serve it on GPUs, or without --draft")
+                        f"not be the target's{start}; serve it on GPUs, or without --draft")
     prof = get_profile(profile or ("tiny-kimi" if cpu else "kimi-k2.5"))
     model = model or prof.model_path
     if engine in ("sglang", "vllm") or dry_run:

@@ -25,8 +25,10 @@ from kimi_eagle_data.validate.stage import validate, verdict_pool
 log = logging.getLogger(__name__)
 
 
-def emit(ctx: RunContext, *, score: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, ValidateReport]]:
-    """(the manifest, the validation counts). `score`: the card's score section (score/report.card_section).
+def emit(ctx: RunContext, *, score: dict[str, Any] | None = None, probe: dict[str, Any] | None = None
+         ) -> tuple[dict[str, Any], dict[str, ValidateReport]]:
+    """(the manifest, the validation counts). `score`: the card's score section (score/report.card_section);
+    `probe`: its measured-value section (probe/report.card_section).
     Nothing to emit (every sample failed) is NothingToEmit, which carries the counts (`reports`)."""
     warning = names(ctx).warning
     if warning:
@@ -55,7 +57,7 @@ def emit(ctx: RunContext, *, score: dict[str, Any] | None = None) -> tuple[dict[
             log.warning("%s", note)
         try:
             manifest = finish_dataset(staged, summary, version=ctx.settings.version, provenance=provenance(ctx),
-                                      plots_drawn=plots.drawn, repo_id=ctx.settings.repo, score=score,
+                                      plots_drawn=plots.drawn, repo_id=ctx.settings.repo, score=score, probe=probe,
                                       schema=schema, selection=selection(ctx.workdir, ctx.configs))
         except NothingToEmit as e:
             e.reports = reports

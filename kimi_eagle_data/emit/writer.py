@@ -196,12 +196,14 @@ def conversation_shapes(workdir: Workdir, summary: dict[str, Any]) -> dict[str, 
 
 def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, provenance: dict[str, Any],
                    plots_drawn: Callable[[], dict[str, str]], repo_id: str | None = None,
-                   score: dict[str, Any] | None = None, schema: pa.Schema = ROW_SCHEMA,
+                   score: dict[str, Any] | None = None, probe: dict[str, Any] | None = None,
+                   schema: pa.Schema = ROW_SCHEMA,
                    selection: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Card and manifest over the shards validate wrote and the plots being drawn. `summary`: config ->
     {"report": validate's counts, "splits": {split: SplitInfo}, "partition": what prepare recorded, "source":
     where prepare read the rows}; configs without rows are left out. `score`: the card's score section (the
-    caller's, from score/report.card_section; None: none). `selection`: {config: its prepare fingerprint and
+    caller's, from score/report.card_section; None: none); `probe`: the probe's (probe/report.card_section).
+    `selection`: {config: its prepare fingerprint and
     --limit}, what emit/stale.py compares with the prompts prepared later. `plots_drawn()` returns once the card's
     plots (plots.card_plots of those configs) are in dataset/assets, with {title: relative path}: the shards
     are hashed before waiting for them. The card records the manifest's hash (emit/manifest.py), so it is
@@ -255,7 +257,7 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
     card_plots_ = dict(plots)
     vocab_plot = (VOCAB_PLOT[0], card_plots_.pop(VOCAB_PLOT[0])) if VOCAB_PLOT[0] in card_plots_ else None
     card = render_card(summary, version=version, provenance=provenance, plots=card_plots_, repo_id=repo_id,
-                       score=score, manifest_sha256=manifest_sha256(manifest),
+                       score=score, probe=probe, manifest_sha256=manifest_sha256(manifest),
                        vocab=coverage_by_config({c: s.get("token_counts") for c, s in summary.items()}),
                        vocab_plot=vocab_plot, conversations=conversation_shapes(workdir, summary),
                        cache=workdir_cache(workdir, list(summary)), schema=schema)
