@@ -3,6 +3,7 @@ break unseen; it checks that each ran, never a speed (the figures at these sizes
 
     python benchmarks/smoke.py            # the CPU benchmarks (about a minute)
     python benchmarks/smoke.py --real     # bench_real_engine against real SGLang on CPU (the real-engine tier)
+    python benchmarks/smoke.py --trainer  # bench_probe (speculators: the [probe] extra; the trainer tier)
 
 `synthetic_server.py` is the server bench_client and bench_scheduler start; it runs inside them.
 """
@@ -26,9 +27,15 @@ CPU = {
     "bench_dedup.py": (["--rows", "300"], "300 rensa"),
     "bench_emit.py": (["--tokens", "0.01", "--repeat", "1"], "speed-up at 0.01M (medians)"),
     "bench_formats.py": (["--conversations", "40", "--repeat", "1"], "| K3 (tiny-kimi-k3) | validate"),
+    "bench_shards.py": (["--limit", "4", "--shards", "2"], "| 2 | dealt (kimi-data) |"),
     "bench_scheduler.py": (["--requests", "200", "--median", "50", "--max-len", "400", "--conversations", "100"],
                            "| conversations continuous"),
     "bench_validate.py": (["--samples", "100", "--repeat", "1"], "numpy Validator"),
+}
+# Benchmarks that need the EAGLE-3 trainers (the [probe] extra): `--trainer`, in the trainer tier.
+TRAINER = {
+    "bench_probe.py": (["--limit", "2", "--seeds", "1", "--budget", "1000", "--held-out", "1"],
+                       "| profile | arms × seeds |"),
 }
 REAL = {
     "bench_real_engine.py": (["--launch-cpu", "--configs", "B4", "--limit", "4", "--max-new-tokens", "16"],
@@ -40,8 +47,9 @@ DEADLINE_S = 900
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--real", action="store_true", help="the benchmarks that need a real engine instead")
+    ap.add_argument("--trainer", action="store_true", help="the benchmarks that need the EAGLE-3 trainers instead")
     args = ap.parse_args()
-    benches = REAL if args.real else CPU
+    benches = REAL if args.real else TRAINER if args.trainer else CPU
     rows, failed = [], 0
     for script, (argv, expect) in benches.items():
         t0 = time.monotonic()

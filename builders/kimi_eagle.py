@@ -160,13 +160,12 @@ class KimiEagleData(datasets.ArrowBasedBuilder):
 
     def _split_generators(self, dl_manager):
         from kimi_eagle_data.generate.stage import generate
-        from kimi_eagle_data.prompts.stage import prepare
-        from kimi_eagle_data.runs import open_run
+        from kimi_eagle_data.runs import open_run, prepare_prompts
 
         name = self.config.name
         ctx = open_run(_run_settings(self.config), server_first=True)
         try:
-            prepared = prepare(ctx, reuse=True)
+            prepared = prepare_prompts(ctx, reuse=True)
             generate(ctx, pilot_limit=prepared.pilot_limit)
             staging = ctx.workdir.root / STAGING / name
             report, splits = _validate_into(ctx, name, staging)

@@ -64,10 +64,12 @@ def origins_phrase(kinds: list[str]) -> str:
 
 def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, Any], plots: dict[str, str],
                 manifest_sha256: str, repo_id: str | None = None, score: dict[str, Any] | None = None,
+                probe: dict[str, Any] | None = None,
                 vocab: dict[str, Any] | None = None, vocab_plot: tuple[str, str] | None = None,
                 conversations: dict[str, dict[str, Any]] | None = None,
                 cache: dict[str, dict[str, Any]] | None = None, schema: pa.Schema = ROW_SCHEMA) -> str:
-    """`score`: `kimi-data score`'s section (score/report.card_section; None: left out); `vocab`: the
+    """`score`: `kimi-data score`'s section (score/report.card_section; None: left out); `probe`: `kimi-data
+    probe`'s measured value (probe/report.card_section; None: left out); `vocab`: the
     draft-vocabulary coverage (emit/token_freq.py's coverage_by_config), shown with `vocab_plot`
     (title, path); `plots`: the other plots, {title: path}; `conversations`: config -> the shape of its
     conversations (emit/writer.conversation_shapes; configs of policy own_history), shown with the validation
@@ -122,7 +124,7 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
         origins=origins_phrase([r["kind"] for r in rows]),
         configs=rows, totals=totals, repo_id=repo_id, load_path=repo_id or "path/to/dataset",
         first_config="B4" if "B4" in summary else next(iter(summary)),
-        score=score, manifest_sha256=manifest_sha256, vocab=vocab,
+        score=score, probe=probe, manifest_sha256=manifest_sha256, vocab=vocab,
         modes=_modes_section(rows, profile, provenance.get("sampling") or {}),
         conversations=_conversations_section(rows, conversations or {}),
         cache=_cache_line(cache or {}),

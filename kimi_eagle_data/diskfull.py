@@ -7,12 +7,19 @@ an OSError without errno whose text carries the C library's message (pyarrow), a
 ("database or disk is full"), which must never be read as a corrupt checkpoint: the file is healthy, and
 moving it aside would throw away every committed sample. `writing(path)` wraps a write so that whichever
 form arrives becomes DiskFullError naming the file; the CLI maps a stray one (no file known) the same way.
+
+A file-size limit (`ulimit -f`, RLIMIT_FSIZE) is the other write that fails on a healthy file. Python ignores
+SIGXFSZ, so the write fails with EFBIG: OSError errno EFBIG from Python's own writes, but SQLite reports it as a
+plain "disk I/O error" (SQLITE_IOERR_WRITE; the errno is not exposed). The kernel writes up to the limit before
+refusing, so a store's file that stands at the limit when SQLite's I/O error arrives is the limit's doing:
+FileSizeLimitError, one line naming the limit and the file.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import resource
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +36,42 @@ _NEARLY_FULL = 1 << 20
 
 class DiskFullError(KimiDataError):
     pass
+
+
+class FileSizeLimitError(KimiDataError):
+    pass
+
+
+def file_size_limit() -> int | None:
+    """This process's limit on the size of a file it writes (RLIMIT_FSIZE, `ulimit -f`), in bytes; None: none."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def is_file_size_limit(e: BaseException, files: tuple[str | os.PathLike, ...] = ()) -> bool:
+    """`e` is a write refused by the file-size limit: EFBIG under a limit, or SQLite's I/O error while one of
+    the store's `files` (the database, its -wal or -journal) stands at the limit."""
+    limit = file_size_limit()
+    if limit is None:
+        return False
+    if isinstance(e, OSError) and (e.errno == errno.EFBIG or "File too large" in str(e)):
+        return True
+    if isinstance(e, sqlite3.Error) and (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF == _SQLITE_IOERR:
+        for f in files:
+            try:
+                if os.stat(f).st_size >= limit:
+                    return True
+            except OSError:
+                pass
+    return False
+
+
+def file_size_limit_line(path: str | os.PathLike | None) -> str:
+    limit = file_size_limit()
+    where = f" writing {os.path.abspath(path)}" if path is not None else ""
+    size = f" of {limit} bytes" if limit is not None else ""
+    return (f"file-size limit{size} (ulimit -f) reached{where}; what was committed is kept: raise the limit "
+            "(ulimit -f unlimited) and rerun")
 
 
 def free_bytes(path: str | os.PathLike) -> int | None:
@@ -70,14 +113,24 @@ def disk_full_line(path: str | os.PathLike | None) -> str:
     return f"no space left on {mount_point(path)} writing {os.path.abspath(path)}; free space and rerun"
 
 
+def store_files(path: str | os.PathLike) -> tuple[str, ...]:
+    """An SQLite file and the journals SQLite writes beside it."""
+    p = os.fspath(path)
+    return p, p + "-wal", p + "-journal"
+
+
 @contextmanager
-def writing(path: str | os.PathLike):
-    """Whatever form a full disk takes inside, it leaves as DiskFullError naming `path`."""
+def writing(path: str | os.PathLike, *written: str | os.PathLike):
+    """Whatever form a full disk takes inside, it leaves as DiskFullError naming `path`; a write past the file-size
+    limit as FileSizeLimitError. `written`: the files the block writes when not `path` and its journals (a store
+    made under a temporary name)."""
     try:
         yield
-    except DiskFullError:
+    except (DiskFullError, FileSizeLimitError):
         raise
     except (OSError, sqlite3.Error) as e:
+        if is_file_size_limit(e, written or store_files(path)):
+            raise FileSizeLimitError(file_size_limit_line(path)) from None
         if is_disk_full(e, path):
             raise DiskFullError(disk_full_line(path)) from None
         raise

@@ -57,6 +57,25 @@ POSITIVE = Rule(float, lambda v: None if v > 0 and math.isfinite(v) else f"must 
 MAX_WORKERS = 1024
 WORKERS = Rule(int, lambda v: None if 1 <= v <= MAX_WORKERS else f"must be 1..{MAX_WORKERS}, got {v!r}")
 TOP_P = Rule(float, lambda v: None if 0 < v <= 1 else f"must be in (0, 1], got {v!r}")
+# The highest temperature vLLM takes (its SamplingParams refuses more: vllm/sampling_params.py), the range OpenAI's API
+# documents too. SGLang takes any finite one, but past 2 a model samples nearly uniformly: a typo, never data.
+MAX_TEMPERATURE = 2.0
+TEMPERATURE = Rule(float, lambda v: None if 0 <= v <= MAX_TEMPERATURE else
+                   f"must be in [0, {MAX_TEMPERATURE:g}], got {v!r}")
+
+
+def room_problem(max_new_tokens: int, max_seq_len: int, *, seq_note: str = "", new_note: str = "",
+                 blame_seq: bool = False) -> str | None:
+    """Why `max_new_tokens` leaves no room for a prompt (of one token at least) in `max_seq_len`, said of
+    `max_new_tokens` (or, with `blame_seq`, of `max_seq_len`); None when it leaves some. A note says whose value the
+    other one is (a profile's)."""
+    if max_new_tokens < max_seq_len:
+        return None
+    if blame_seq:
+        return (f"{max_seq_len:,} leaves no room for a prompt after max_new_tokens {max_new_tokens:,}{new_note}: at "
+                f"least {max_new_tokens + 1:,}")
+    return (f"{max_new_tokens:,} leaves no room for a prompt in max_seq_len {max_seq_len:,}{seq_note}: at most "
+            f"{max_seq_len - 1:,}")
 
 
 class SettingError(KimiDataError, ValueError):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kimi_eagle_data.emit.stage import emit
+from kimi_eagle_data.emit.stale import mark_stale
 from kimi_eagle_data.emit.writer import NothingToEmit, check_version
 from kimi_eagle_data.engines.base import SamplingParams
 from kimi_eagle_data.engines.factory import make_engine
@@ -28,10 +29,11 @@ from kimi_eagle_data.generate.stage import generate
 from kimi_eagle_data.profile import DEMO_PROFILES, UnknownProfileError, get_profile, model_vocab_size
 from kimi_eagle_data.progress import LogProgress, NoProgress, Progress
 from kimi_eagle_data.prompts.prepare import PrepareReport, PrepareRun
-from kimi_eagle_data.prompts.stage import prepare
+from kimi_eagle_data.prompts.stage import Prepared, prepare
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
 from kimi_eagle_data.prompts.tool_declaration import ENCODER_VERSION as TOOL_ENCODER_VERSION
 from kimi_eagle_data.run_context import EngineHandoff, RunContext
+from kimi_eagle_data.probe.report import card_section as probe_section, load_report as load_probe
 from kimi_eagle_data.score.report import card_section, load_report
 from kimi_eagle_data.settings import BOUND, RunSettings
 from kimi_eagle_data.sources.config import PrepareConfig, load_config
@@ -44,7 +46,7 @@ from kimi_eagle_data.validate.stage import validate
 from kimi_eagle_data.formats import format_of
 
 __all__ = ["AccountingError", "BuildReport", "RunContext", "RunSettings", "accounting", "build", "demo_settings",
-           "emit_dataset", "generate_and_account", "load_partitions", "open_run", "prepare_dry_run",
+           "emit_dataset", "generate_and_account", "load_partitions", "open_run", "prepare_dry_run", "prepare_prompts",
            "validate_and_account"]
 
 log = logging.getLogger(__name__)
@@ -175,11 +177,19 @@ class BuildReport:
     manifest: dict[str, Any] | None      # None: nothing to emit (every sample failed; a warning says so)
 
 
+def prepare_prompts(ctx: RunContext, reuse: bool = False) -> Prepared:
+    """`prepare` (prompts/stage.py); then a dataset emitted from another selection than the one prepared now is
+    marked stale in its manifest and card (emit/stale.py: a pilot's, once the full run's prompts are prepared)."""
+    prepared = prepare(ctx, reuse=reuse)
+    mark_stale(ctx.workdir)
+    return prepared
+
+
 def build(ctx: RunContext, show: Show = _ignore) -> BuildReport:
     """prepare (reusing prompts prepared with the same inputs) -> generate -> emit, which validates every
     completion while it writes the rows; then the accounting identity. A build whose every sample failed warns
     that there is nothing to emit instead of failing (its report says which failed, and why)."""
-    prepared = prepare(ctx, reuse=True)
+    prepared = prepare_prompts(ctx, reuse=True)
     show("prepare", prepared.reports)
     generated = generate(ctx, pilot_limit=prepared.pilot_limit)
     show("generate", generated)
@@ -193,8 +203,9 @@ def build(ctx: RunContext, show: Show = _ignore) -> BuildReport:
 
 
 def emit_dataset(ctx: RunContext) -> tuple[dict[str, Any], dict[str, ValidateReport]]:
-    """emit (emit/stage.py) with the card's score section from score.json, where `score` has run."""
-    return emit(ctx, score=card_section(load_report(ctx.workdir)))
+    """emit (emit/stage.py) with the card's score section from score.json, where `score` has run, and its measured
+    value from probe.json, where `probe` has run."""
+    return emit(ctx, score=card_section(load_report(ctx.workdir)), probe=probe_section(load_probe(ctx.workdir)))
 
 
 def generate_and_account(ctx: RunContext, show: Show = _ignore) -> GenerateReport:

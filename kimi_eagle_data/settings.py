@@ -10,8 +10,9 @@ the same option, default and check, and no command takes one it never reads. Not
 
 Run settings arrive from CLI options, from `[sampling]` in the partition TOML and from a workdir's run.json.
 Each source checks its values with the same rules (run_checks.py), so `temperature = -1` in a TOML file,
-`--temperature -1` and an edited run.json are refused with the same words (`must be >= 0, got -1.0`), each
-prefixed with where the value came from.
+`--temperature -1` and an edited run.json are refused with the same words (`must be in [0, 2], got -1.0`), each
+prefixed with where the value came from. max_new_tokens must leave room for a prompt in max_seq_len, the profile's
+where unset (`sampling_room`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kimi_eagle_data.profile import PROFILES, ModelProfile, get_profile, profile_defaults, profiles_described
-from kimi_eagle_data.run_checks import (AT_LEAST_1, AT_LEAST_2, NON_NEGATIVE, POSITIVE, TOP_P, WORKERS, Rule,
-                                        SettingError, config_name_problem, url_problem)
+from kimi_eagle_data.run_checks import (AT_LEAST_1, AT_LEAST_2, NON_NEGATIVE, POSITIVE, TEMPERATURE, TOP_P, WORKERS,
+                                        Rule, SettingError, config_name_problem, room_problem, url_problem)
 
 ENGINES = ("local", "sglang", "vllm")
 DEFAULT_SERVER_ENGINE = "sglang"     # what --server means without --engine
@@ -175,10 +176,11 @@ class RunSettings:
     max_new_tokens: int | None = setting(None, flag="--max-new-tokens", kind=int, rule=AT_LEAST_1,
                                          toml="sampling.max_new_tokens", inherited=True, bound=True,
                                          help="Default: the profile's "
-                                              f"({profile_defaults(lambda p: p.sampling.max_new_tokens)}).")
-    temperature: float | None = setting(None, flag="--temperature", kind=float, rule=NON_NEGATIVE,
+                                              f"({profile_defaults(lambda p: p.sampling.max_new_tokens)}); below "
+                                              "--max-seq-len (a prompt needs room).")
+    temperature: float | None = setting(None, flag="--temperature", kind=float, rule=TEMPERATURE,
                                         toml="sampling.temperature", inherited=True, bound=True,
-                                        help="Default: the profile's (1.0); >= 0.")
+                                        help="Default: the profile's (1.0); in [0, 2] (vLLM refuses more).")
     top_p: float | None = setting(None, flag="--top-p", kind=float, rule=TOP_P, toml="sampling.top_p",
                                   inherited=True, bound=True, help="Default: the profile's (0.95); in (0, 1].")
     max_seq_len: int | None = setting(None, flag="--max-seq-len", kind=int, rule=AT_LEAST_2,
@@ -208,6 +210,9 @@ class RunSettings:
             raise SettingError("engine 'local' runs the model in this process and talks to no server: drop the "
                                "servers, or use engine 'sglang' (or 'vllm') to generate on them")
         get_profile(self.profile)    # UnknownProfileError: one line, before anything is read or written
+        room = sampling_room(self.max_new_tokens, self.max_seq_len, self.model_profile)
+        if room:
+            raise SettingError(f"{room[0]}: {room[1]}")
 
     def options(self) -> dict[str, Any]:
         """What later stage commands on this workdir inherit (settings marked `inherited`)."""
@@ -262,9 +267,42 @@ def check_settings(values: dict[str, Any], where: str) -> None:
         if problem:
             raise SettingError(f"{where}{key}: {problem}")
     new, seq = values.get("max_new_tokens"), values.get("max_seq_len")
-    if isinstance(new, int) and isinstance(seq, int) and new >= seq:
-        raise SettingError(f"{where}max_new_tokens: {new} leaves no room for a prompt in max_seq_len {seq}; "
-                           "lower it or raise max_seq_len")
+    problem = room_problem(new, seq) if isinstance(new, int) and isinstance(seq, int) else None
+    if problem:
+        raise SettingError(f"{where}max_new_tokens: {problem}")
+
+
+def sampling_room(max_new_tokens: int | None, max_seq_len: int | None, profile: ModelProfile
+                  ) -> tuple[str, str] | None:
+    """(the setting to name, why) when max_new_tokens leaves no room for a prompt in max_seq_len, either one the
+    profile's where unset (None: room left). The one set is named: max_new_tokens when both are."""
+    new = max_new_tokens or profile.sampling.max_new_tokens
+    seq = max_seq_len or profile.max_seq_len
+    whose = f" (profile {profile.name}'s)"
+    if max_new_tokens is None and max_seq_len is not None:
+        problem = room_problem(new, seq, new_note=whose, blame_seq=True)
+        return ("max_seq_len", problem) if problem else None
+    problem = room_problem(new, seq, seq_note="" if max_seq_len else whose)
+    return ("max_new_tokens", problem) if problem else None
+
+
+def check_sampling_room(values: dict[str, Any], given: set[str], run_json: Path, file_sampling: dict[str, Any],
+                        config_file: str | None) -> None:
+    """sampling_room over a command's settings as they came (`values`: options and run.json's, `file_sampling`: the
+    config file's `[sampling]`, which fills what they leave unset), naming where the value to change came from: its
+    option (SettingUsageError: a usage error, exit 2), the config file's key or run.json's (SettingError, one line)."""
+    room = {k: values[k] if values.get(k) is not None else file_sampling.get(k)
+            for k in ("max_new_tokens", "max_seq_len")}
+    found = sampling_room(room["max_new_tokens"], room["max_seq_len"],
+                          get_profile(values.get("profile") or DECLARED["profile"][0].default))
+    if not found:
+        return
+    key, problem = found
+    if key in given:
+        raise SettingUsageError(problem, param_hint=f"'{DECLARED[key][1].flag}'")
+    if values.get(key) is not None:
+        raise SettingError(f"{run_json}: options.{key}: {problem}")
+    raise SettingError(f"{config_file}: sampling.{key}: {problem}")
 
 
 # -- a workdir's run.json: what a later command inherits ------------------------------------------------------
@@ -349,4 +387,5 @@ COMMAND_SETTINGS: dict[str, tuple[str, ...]] = {
     "validate": ("configs", "workdir", "merge", *SECTIONS["Validation"]),
     "emit": ("configs", "workdir", "merge", *SECTIONS["Validation"], *SECTIONS["Output"]),
     "score": ("configs", "workdir", "progress", *_ENGINE),
+    "probe": ("configs", "workdir", "progress"),
 }

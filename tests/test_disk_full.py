@@ -188,3 +188,115 @@ def test_disk_full_during_the_speculators_export_names_mount_and_directory(share
         filler.unlink()
         run_cli("export", str(emitted_b6), "--format", "speculators", "--out", str(out))
         assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in (sizes / "spec").iterdir())
+
+
+# -- a checkpoint that holds nothing ------------------------------------------------------------------
+
+def test_an_empty_checkpoint_file_is_a_missing_one(prepared_b6, tmp_path):
+    """A 0-byte generations.sqlite (what a first generate stopped by a full disk was reported to leave, issue 43):
+    stats reads it as empty and build makes it anew and continues; nothing calls it unreadable."""
+    w = tmp_path / "w"
+    shutil.copytree(prepared_b6, w)
+    (w / "generations.sqlite").touch()
+    stats = run_cli("stats", "--workdir", str(w), check=False)
+    assert stats.returncode == 0 and "not a readable" not in stats.stderr, stats.stderr
+    run_cli("build", "--workdir", str(w))
+    done = completions(w)
+    assert len(done) == len(set(done)) == prepared_count(w) and (w / "dataset" / "manifest.json").is_file()
+    assert tmp_files(w) == [] and tableless_checkpoints(w) == []
+
+
+def test_a_store_with_rows_or_a_damaged_one_is_never_taken_for_empty(tmp_path):
+    from kimi_eagle_data.records import Completion
+    from kimi_eagle_data.store.checkpoint import Checkpoint
+    from kimi_eagle_data.store.sqlite import CorruptCheckpointError, holds_nothing
+
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    assert holds_nothing(empty) and Checkpoint(empty, readonly=True).done_ids() == set()
+    Checkpoint(empty).commit("B6", Completion(id="B6-1", output_ids=[1, 2], finish_reason="stop"))
+    assert not holds_nothing(empty) and Checkpoint(empty, readonly=True).done_ids() == {"B6-1"}
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"not a database at all" * 100)
+    assert not holds_nothing(garbage)
+    with pytest.raises(CorruptCheckpointError, match="is not a readable SQLite database"):
+        Checkpoint(garbage)
+    assert garbage.read_bytes() == b"not a database at all" * 100
+
+
+# -- a file-size limit (ulimit -f) ----------------------------------------------------------------------
+
+def run_limited(limit: int, *args: str) -> subprocess.CompletedProcess:
+    """The CLI in a fresh interpreter under a file-size limit of `limit` bytes, as `ulimit -f` sets it. SIGXFSZ
+    ignored there as the CLI sees it: CPython ignores it at start-up (subprocess resets it to the default before
+    the exec), so a write past the limit fails with EFBIG instead of killing the process."""
+    import resource
+    import signal
+    import sys
+
+    def limited():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+
+    return subprocess.run([sys.executable, "-m", "kimi_eagle_data", *args], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "200"}, preexec_fn=limited, timeout=900)
+
+
+def limit_line(limit: int, file: Path) -> str:
+    return (f"error: file-size limit of {limit} bytes (ulimit -f) reached writing {file}; what was committed is kept: "
+            "raise the limit (ulimit -f unlimited) and rerun")
+
+
+@pytest.mark.parametrize("limit, committed", [(8 << 10, False), (64 << 10, True)])
+def test_a_file_size_limit_is_one_line_naming_it_and_the_rerun_continues(limit, committed, prepared_b6, tmp_path):
+    """At the checkpoint's first write (8 KiB: its schema alone is 44 KiB) and mid-run (64 KiB: its write-ahead
+    log reaches the limit after a few completions): one line naming the limit and the file, no traceback, no
+    "corrupt" advice, nothing committed lost; the rerun without the limit makes the rest."""
+    w = tmp_path / "w"
+    shutil.copytree(prepared_b6, w)
+    proc = run_limited(limit, "generate", "--workdir", str(w), "--batch-size", "1")
+    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "move it aside" not in proc.stderr, proc.stderr
+    assert error_lines(proc) == [limit_line(limit, w / "generations.sqlite")], proc.stderr
+    before = completions(w)
+    assert tmp_files(w) == [] and tableless_checkpoints(w) == []
+    assert (0 < len(before) < prepared_count(w)) if committed else not (w / "generations.sqlite").exists()
+    run_cli("generate", "--workdir", str(w))
+    done = completions(w)
+    assert len(done) == len(set(done)) == prepared_count(w) and set(before) <= set(done)
+    print(f"limit {limit}: {error_lines(proc)[0]}; {len(before)} committed before it")
+
+
+def test_a_full_disk_at_every_page_before_the_first_commit_leaves_a_checkpoint_every_reader_opens(tmp_path):
+    """Every amount of free space, page by page, from none to room for the first commits: the checkpoint generate
+    writes (open, meta, commits) fails with DiskFullError or not at all, and what it leaves is absent or opens for
+    readers and for the next writer, which commits once space is freed."""
+    from kimi_eagle_data.diskfull import DiskFullError
+    from kimi_eagle_data.records import Completion
+    from kimi_eagle_data.store.checkpoint import Checkpoint
+
+    sample = [Completion(id=f"B6-{i:08x}", output_ids=list(range(96)), finish_reason="stop") for i in range(40)]
+    for free_pages in range(0, 26):
+        with small_disk(tmp_path / f"disk{free_pages}", size="512k") as disk:
+            filler = fill(disk, free_pages * PAGE)
+            path = disk / "generations.sqlite"
+            with pytest.raises(DiskFullError):
+                ckpt = Checkpoint(path)
+                try:
+                    ckpt.set_meta("engine", {"engine": "local"})
+                    for c in sample:
+                        ckpt.commit("B6", c)
+                finally:
+                    ckpt.close()
+            filler.unlink()
+            assert tmp_files(disk) == []
+            if path.exists():
+                reader = Checkpoint(path, readonly=True)
+                kept = reader.done_ids()
+                reader.close()
+            else:
+                kept = set()
+            writer = Checkpoint(path)
+            writer.commit("B6", sample[-1])
+            assert kept | {sample[-1].id} == writer.done_ids(), free_pages
+            writer.close()

@@ -117,11 +117,12 @@ def test_relative_links_resolve(md: Path):
 
 def emitted_prepare_codes() -> set[str]:
     """Every reason a prepare rejection can carry: the filters' (REASON_STAGE), the adapters' and readers'
-    SourceRowError codes, and the codes prepare passes to its reject()."""
+    SourceRowError codes, and the codes prepare's steps fail a prompt with (`return "code", message`)."""
     codes = set(REASON_STAGE)
     for src in (PACKAGE / "sources").glob("*.py"):
         codes |= set(re.findall(r'SourceRowError\(\s*"(\w+)"', src.read_text(encoding="utf-8")))
-    codes |= set(re.findall(r'reject\(\w+, "(\w+)"', (PACKAGE / "prompts" / "prepare.py").read_text(encoding="utf-8")))
+    prepare = (PACKAGE / "prompts" / "prepare.py").read_text(encoding="utf-8")
+    codes |= set(re.findall(r'(?:reject\(\w+, |return \(?)"(\w+)", ', prepare))
     return codes
 
 

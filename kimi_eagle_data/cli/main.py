@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from kimi_eagle_data.cli.common import REWRITES, console, friendly_errors, out
+from kimi_eagle_data.cli.common import REWRITES, console, friendly_errors, out, resumes
 from kimi_eagle_data.cli.options import options_for, run_for, settings_from
 from kimi_eagle_data.cli.help import SectionedCommand
 from kimi_eagle_data.cli.progress import RichProgress, show_log_records
@@ -246,14 +246,14 @@ def prepare(dry_run: bool, **kw):
         if run.errors:
             raise PrepareError(run.error_line())
         return
-    from kimi_eagle_data.prompts.stage import prepare as prepare_stage
+    from kimi_eagle_data.runs import prepare_prompts
 
-    print_prepare(prepare_stage(run_for(kw)).reports)
+    print_prepare(prepare_prompts(run_for(kw)).reports)
 
 
 @main.command(cls=SectionedCommand)
 @options_for("generate")
-@friendly_errors
+@friendly_errors(interrupted=resumes)
 def generate(**kw):
     """Generate completions for prepared prompts into the checkpoint (resumable).
 
@@ -331,6 +331,10 @@ main.add_command(check)
 from kimi_eagle_data.cli.score import score  # noqa: E402
 
 main.add_command(score)
+
+from kimi_eagle_data.cli.probe import probe  # noqa: E402
+
+main.add_command(probe)
 
 from kimi_eagle_data.cli.serve import serve  # noqa: E402
 

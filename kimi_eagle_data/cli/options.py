@@ -3,17 +3,17 @@ options themselves, built from the settings' plain declarations (settings.py): t
 
 from __future__ import annotations
 
+from dataclasses import MISSING
+from typing import Any
+
 import click
 
 from kimi_eagle_data.cli.common import console
 from kimi_eagle_data.cli.progress import RichProgress
-from dataclasses import MISSING
-from typing import Any
-
 from kimi_eagle_data.profile import PROFILES
 from kimi_eagle_data.run_checks import SettingError, config_name_problem
 from kimi_eagle_data.settings import (COMMAND_SETTINGS, DECLARED, SECTION_OF, UNKNOWN_PROFILE, Setting,
-                                      SettingUsageError, inherit, saved_options)
+                                      SettingUsageError, check_sampling_room, inherit, saved_options)
 from kimi_eagle_data.sources.partitions import PARTITIONS
 
 
@@ -149,9 +149,10 @@ def settings_from(kw: dict):
     run_json, saved = saved_options(values["workdir"])
     try:
         values = inherit(values, given, saved, run_json)   # run.json's values pass the same checks as the options
+        partitions = load_config(values.get("config_file"))
+        check_sampling_room(values, given, run_json, partitions.sampling, partitions.path)
     except SettingUsageError as e:
         raise click.BadParameter(str(e), param_hint=e.param_hint) from None
-    partitions = load_config(values.get("config_file"))
     known = partitions.partitions
     for c in values["configs"]:
         if c not in known:

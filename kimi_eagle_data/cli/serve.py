@@ -7,7 +7,9 @@ import sys
 
 import click
 
-from kimi_eagle_data.cli.common import SERVES, UserError, friendly_errors, out
+from rich.markup import escape
+
+from kimi_eagle_data.cli.common import SERVES, UserError, console, friendly_errors, out
 from kimi_eagle_data.cli.options import ProfileChoice
 from kimi_eagle_data.settings import PROFILE_HELP
 
@@ -41,7 +43,8 @@ from kimi_eagle_data.settings import PROFILE_HELP
 @click.option("--extra", "extra", multiple=True, metavar="ARG",
               help="Extra argument passed to SGLang or vLLM (repeatable).")
 @click.option("--health-timeout", default=1800.0, show_default=True, help="Seconds to wait for the server to load.")
-@click.option("--dry-run", is_flag=True, help="Print the SGLang (or, with --engine vllm, vLLM) launch command and exit.")
+@click.option("--dry-run", is_flag=True, help="Print the SGLang (or, with --engine vllm, vLLM) launch command and exit "
+              "(--device cpu: also when the engine's venv is not installed yet, with the step that installs it).")
 @click.option("--max-batch", default=16, show_default=True, help="local: requests decoded together.")
 @friendly_errors(interrupted=SERVES)
 def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, context_length, mem_fraction_static, no_metrics,
@@ -67,8 +70,8 @@ def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, conte
     import shlex
 
     from kimi_eagle_data.profile import get_profile
-    from kimi_eagle_data.engines.serve import SGLangLaunch, VLLMLaunch, cpu_venv, run_server
-    from kimi_eagle_data.engines.drafter import CPU_DRAFTING
+    from kimi_eagle_data.engines.serve import SGLangLaunch, VLLMLaunch, locate_cpu_venv, run_server
+    from kimi_eagle_data.engines.drafter import CPU_DRAFTING, SGLANG_CPU_DRAFT_START
 
     cpu = device == "cpu" and engine in ("sglang", "vllm")
     if venv and not cpu:
@@ -78,12 +81,15 @@ def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, conte
         raise click.BadParameter("a drafter runs in SGLang or vLLM: use it with --engine sglang or vllm",
                                  param_hint="--draft")
     if draft and cpu:
+        start = f"; and {SGLANG_CPU_DRAFT_START}" if engine == "sglang" else ""
         raise UserError(f"--draft with --engine {engine} --device cpu: {CPU_DRAFTING[engine]}, so the samples would "
-                        "not be the target's; serve it on GPUs, or without --draft")
+                        f"not be the target's{start}; serve it on GPUs, or without --draft")
     prof = get_profile(profile or ("tiny-kimi" if cpu else "kimi-k2.5"))
     model = model or prof.model_path
     if engine in ("sglang", "vllm") or dry_run:
-        engine_venv = cpu_venv(engine, venv) if cpu else None
+        engine_venv, missing = locate_cpu_venv(engine, venv) if cpu else (None, None)
+        if missing and not dry_run:
+            raise UserError(missing)
         if engine == "vllm":
             launch = VLLMLaunch(model=model, tp=tp, host=host, port=port, max_model_len=context_length,
                                 gpu_memory_utilization=mem_fraction_static, extra=list(extra), venv=engine_venv,
@@ -96,6 +102,10 @@ def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, conte
                                   draft=draft)
         if dry_run:
             out.print(shlex.join(launch.shown(prof)), highlight=False, soft_wrap=True)
+            if missing:
+                # stderr: stdout stays the command alone, for a script to read
+                console.print(f"[yellow]note:[/] {escape(missing)}; a launch needs it, a dry run does not",
+                              highlight=False, soft_wrap=True)
             return
         try:
             sys.exit(run_server(launch, prof, health_timeout_s=health_timeout, echo=out.print))

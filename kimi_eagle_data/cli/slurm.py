@@ -161,14 +161,6 @@ def submit(nodes, partition, account, qos, time_limit, gpus_per_node, setup, sba
     out.print(f"watch it with:\n  kimi-data slurm status --workdir {workdir}", highlight=False, soft_wrap=True)
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "unknown"
-    m = int(seconds // 60)
-    return f"{m // 1440}d {m // 60 % 24}h {m % 60}m" if m >= 1440 else f"{m // 60}h {m % 60}m" if m >= 60 \
-        else f"{m}m {int(seconds % 60)}s"
-
-
 @slurm.command()
 @click.option("--workdir", required=True, type=click.Path(file_okay=False), help="The workdir of the submitted run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
@@ -201,13 +193,13 @@ def status(workdir: str, as_json: bool):
         for j in st.jobs:
             out.print(f"{j.job} (job {j.job_id}): {j.state.lower()}" + (f", {j.detail}" if j.detail else ""),
                       highlight=False, soft_wrap=True)
-        share = f" ({st.done / st.total:.0%})" if st.total else ""
-        out.print(f"completions: {st.done:,} of {st.total:,} known so far{share}, {st.failed:,} failed; "
-                  f"{st.tokens_per_s:,.0f} output tok/s; ETA {_duration(st.eta_s)}", highlight=False, soft_wrap=True)
+        out.print(st.progress_line(), highlight=False, soft_wrap=True)
         if not st.scheduler:
             out.print("Slurm could not be asked from here: states come from the tasks' own records", highlight=False)
         if st.dataset:
             out.print(f"dataset: {st.dataset}", highlight=False, soft_wrap=True)
+        elif st.stale_dataset:
+            out.print(f"dataset: {st.stale_dataset}", highlight=False, soft_wrap=True)
     if st.problems:
         for line in st.problems:
             click.echo(f"error: {line}", err=True)

@@ -43,6 +43,8 @@ draft_vocab: null before emit, else {top_k (32000), from (the dataset's
   token_freq/), configs: {CONFIG: V or null}, overall: V}
 V = loss_tokens, distinct_ids (train split, loss_mask 1), ids_to_cover
     {0.9, 0.95, 0.99, 0.999: ids or null}, top_k, top_k_share
+stale_dataset: null, or the line saying dataset/ was made from an
+  earlier selection than the one prepared now (a pilot's)
 Shares are fractions in [0, 1] (null when there are no rows)."""
 
 
@@ -145,6 +147,8 @@ def _print_stats(r: dict[str, Any]) -> None:
     if r.get("plots"):
         first = next(iter(r["plots"].values()))
         out.print(f"histograms: {len(r['plots'])} PNG(s) in {Path(first).parent}", highlight=False, soft_wrap=True)
+    if r.get("stale_dataset"):
+        out.print(f"dataset: {r['stale_dataset']}", highlight=False, soft_wrap=True, markup=False)
 
 
 def _print_modes(rows: list[tuple[str, dict[str, Any]]]) -> None:

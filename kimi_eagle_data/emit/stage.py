@@ -13,6 +13,7 @@ from kimi_eagle_data import __version__
 from kimi_eagle_data.emit.model_name import published_names
 from kimi_eagle_data.records import SpecDecodeCounts
 from kimi_eagle_data.emit.rows import RowBlocks
+from kimi_eagle_data.emit.stale import selection
 from kimi_eagle_data.emit.token_freq import token_freq_path
 from kimi_eagle_data.emit.writer import ConfigShards, NothingToEmit, finish_dataset, pending_note, replacing_dataset
 from kimi_eagle_data.run_context import RunContext
@@ -24,8 +25,10 @@ from kimi_eagle_data.validate.stage import validate, verdict_pool
 log = logging.getLogger(__name__)
 
 
-def emit(ctx: RunContext, *, score: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, ValidateReport]]:
-    """(the manifest, the validation counts). `score`: the card's score section (score/report.card_section).
+def emit(ctx: RunContext, *, score: dict[str, Any] | None = None, probe: dict[str, Any] | None = None
+         ) -> tuple[dict[str, Any], dict[str, ValidateReport]]:
+    """(the manifest, the validation counts). `score`: the card's score section (score/report.card_section);
+    `probe`: its measured-value section (probe/report.card_section).
     Nothing to emit (every sample failed) is NothingToEmit, which carries the counts (`reports`)."""
     warning = names(ctx).warning
     if warning:
@@ -54,8 +57,8 @@ def emit(ctx: RunContext, *, score: dict[str, Any] | None = None) -> tuple[dict[
             log.warning("%s", note)
         try:
             manifest = finish_dataset(staged, summary, version=ctx.settings.version, provenance=provenance(ctx),
-                                      plots_drawn=plots.drawn, repo_id=ctx.settings.repo, score=score,
-                                      schema=schema)
+                                      plots_drawn=plots.drawn, repo_id=ctx.settings.repo, score=score, probe=probe,
+                                      schema=schema, selection=selection(ctx.workdir, ctx.configs))
         except NothingToEmit as e:
             e.reports = reports
             raise

@@ -81,11 +81,6 @@ def add_counts(parts: list[np.ndarray]) -> np.ndarray:
     return total
 
 
-def ranked_ids(counts: np.ndarray) -> np.ndarray:
-    """Ids by falling count, ties by id (speculators' order: `sorted(..., key=lambda tid: (-freq[tid], tid))`)."""
-    return np.lexsort((np.arange(len(counts)), -counts))
-
-
 def ids_to_cover(counts: np.ndarray, share: float) -> int | None:
     """The fewest ids whose counts together reach `share` of all loss tokens (None: no loss tokens)."""
     total = int(counts.sum())

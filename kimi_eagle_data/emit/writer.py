@@ -196,11 +196,15 @@ def conversation_shapes(workdir: Workdir, summary: dict[str, Any]) -> dict[str, 
 
 def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, provenance: dict[str, Any],
                    plots_drawn: Callable[[], dict[str, str]], repo_id: str | None = None,
-                   score: dict[str, Any] | None = None, schema: pa.Schema = ROW_SCHEMA) -> dict[str, Any]:
+                   score: dict[str, Any] | None = None, probe: dict[str, Any] | None = None,
+                   schema: pa.Schema = ROW_SCHEMA,
+                   selection: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Card and manifest over the shards validate wrote and the plots being drawn. `summary`: config ->
     {"report": validate's counts, "splits": {split: SplitInfo}, "partition": what prepare recorded, "source":
     where prepare read the rows}; configs without rows are left out. `score`: the card's score section (the
-    caller's, from score/report.card_section; None: none). `plots_drawn()` returns once the card's
+    caller's, from score/report.card_section; None: none); `probe`: the probe's (probe/report.card_section).
+    `selection`: {config: its prepare fingerprint and
+    --limit}, what emit/stale.py compares with the prompts prepared later. `plots_drawn()` returns once the card's
     plots (plots.card_plots of those configs) are in dataset/assets, with {title: relative path}: the shards
     are hashed before waiting for them. The card records the manifest's hash (emit/manifest.py), so it is
     rendered last, before the manifest gets the card's own hash."""
@@ -246,12 +250,14 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
         },
         "files": {p.relative_to(out).as_posix(): hashes.get(p) or file_sha256(p) for p in listing()},
     }
+    if selection:    # the prompts the rows answer: a later prepare of others makes the dataset stale
+        manifest["selection"] = {cfg: selection[cfg] for cfg in summary if cfg in selection}
     if repo_id:   # the Hub repo the card's load line names (`emit --repo`); `push` notes a mismatch
         manifest["repo_id"] = repo_id
     card_plots_ = dict(plots)
     vocab_plot = (VOCAB_PLOT[0], card_plots_.pop(VOCAB_PLOT[0])) if VOCAB_PLOT[0] in card_plots_ else None
     card = render_card(summary, version=version, provenance=provenance, plots=card_plots_, repo_id=repo_id,
-                       score=score, manifest_sha256=manifest_sha256(manifest),
+                       score=score, probe=probe, manifest_sha256=manifest_sha256(manifest),
                        vocab=coverage_by_config({c: s.get("token_counts") for c, s in summary.items()}),
                        vocab_plot=vocab_plot, conversations=conversation_shapes(workdir, summary),
                        cache=workdir_cache(workdir, list(summary)), schema=schema)

@@ -61,6 +61,13 @@ VLLM_LOSSY_DEVICES = ("cpu",)
 CPU_DRAFTING = {"sglang": "SGLang accepts a drafter's tokens on CPU by the target's argmax whatever the temperature",
                 "vllm": "vLLM's CPU backend changes the target's outputs when it drafts (even greedy ones)"}
 
+# Why `serve --draft --engine sglang --device cpu` could not serve even if it were allowed: measured with SGLang 0.5.23
+# from the CPU recipe and a tiny-kimi EAGLE-3 drafter (`--speculative-algorithm EAGLE3`).
+SGLANG_CPU_DRAFT_START = ("SGLang 0.5.23 on CPU dies at start with any speculative algorithm (AttributeError: "
+                          "'_OpNamespace' 'sgl_kernel' object has no attribute 'copy_all_layer_kv_cache_cpu', in "
+                          "mem_cache/memory_pool.py _init_kv_copy_and_warmup; the registry's sglang-kernel is a CUDA "
+                          "build)")
+
 _SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)')
 _POSITION = re.compile(r'position="([^"]*)"')
 

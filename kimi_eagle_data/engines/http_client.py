@@ -10,7 +10,7 @@ an asyncio client that keeps requests in flight, retries, checks answers and wai
 - Retries with exponential backoff and jitter on connection errors, timeouts and 5xx; a request
   that keeps failing comes back as a RequestFailure with its reason (data, not an exception), so the
   generate stage records it as failed. HTTP 4xx is not retried (the request itself is wrong).
-- Every answer is checked before it is handed on (`check_output_ids`): token ids a list of ints in
+- Every answer is checked before it is handed on (response_checks.py `check_output_ids`): token ids a list of ints in
   [0, vocab_size), at most the request's `max_new_tokens` long, as many as the server's own count says.
   Anything else is a `bad_response` failure, retried like a 5xx and, when retries run out, recorded as
   failed: a broken server never reaches the checkpoint.
@@ -19,6 +19,7 @@ an asyncio client that keeps requests in flight, retries, checks answers and wai
 The asyncio loop runs in a worker thread; results reach the caller's thread through a bounded queue,
 so checkpoint commits stay in one thread (SQLite). Requests are pulled one per freed slot, in a thread of their
 own: the request loop's feed may block until an answer adds a conversation's next turn (`streams_requests`).
+That bridge between the threads is async_bridge.py's.
 Subclasses say how to start (read the server's version, model and context length) and how to build and read
 their requests.
 """
@@ -28,20 +29,20 @@ from __future__ import annotations
 import abc
 import asyncio
 import errno
-import gc
 import logging
 import queue
 import random
 import re
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Iterator
 
 import orjson
 
+from kimi_eagle_data.engines.async_bridge import LoopFailed, Puller, results_of_loop
 from kimi_eagle_data.engines.base import Engine, EngineError, EngineInfo, ScoreRequest, ScoreResult
+from kimi_eagle_data.engines.response_checks import Failure, unembeddable
 from kimi_eagle_data.engines.server_choice import ROUTING_KEY_HEADER, ServerChoice
 from kimi_eagle_data.records import RequestFailure
 from kimi_eagle_data.run_checks import url_problem
@@ -50,9 +51,10 @@ log = logging.getLogger(__name__)
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 # SGLang refuses a request whose rid it is still running: a client killed mid-request left it there, and its rerun
-# sends the same id. Retried after asking the server to abort the stale one (`_abort_stale`).
+# sends the same id. Retried after asking the server to abort the stale one (`_abort_request`).
 DUPLICATE_RID = b"Duplicate request ID"
-# How long a run that stops early spends asking the servers to abort the requests it leaves in flight.
+# How long a run that stops early spends asking the servers to abort the requests it leaves in flight (and the most
+# one abort of a timed-out request may take).
 ABORT_TIMEOUT_S = 5.0
 # A run waiting for a server says so at once, then every this many seconds (a K2.5 server loads for many minutes).
 WAIT_REPORT_S = 15.0
@@ -79,55 +81,6 @@ def same_model(a: str, b: str) -> bool:
 def parse_version(v: str) -> tuple[int, ...] | None:
     m = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", v or "")
     return tuple(int(x) for x in m.groups()) if m else None
-
-
-def check_output_ids(output_ids: Any, *, max_new_tokens: int, vocab_size: int | None,
-                     completion_tokens: Any = None, field: str = "output_ids",
-                     count_field: str = "meta_info.completion_tokens") -> str | None:
-    """Why an answer's token ids (`field`) cannot be stored (None when they can)."""
-    if not isinstance(output_ids, list):
-        return f"{field} is {type(output_ids).__name__}, expected a list of token ids"
-    # The common case at C speed (every id an int in range; bool is an int subclass, so types are compared
-    # exactly); the loop below says where an answer is wrong.
-    if not output_ids or (set(map(type, output_ids)) == {int} and min(output_ids) >= 0
-                          and (vocab_size is None or max(output_ids) < vocab_size)):
-        return _count_problem(output_ids, max_new_tokens, completion_tokens, count_field)
-    for i, t in enumerate(output_ids):
-        # bool is an int subclass: `true` in the JSON is not a token id either.
-        if type(t) is not int:
-            return f"{field}[{i}] is {type(t).__name__} {str(t)[:40]!r}, expected an int"
-        if t < 0 or (vocab_size is not None and t >= vocab_size):
-            bound = f"[0, {vocab_size})" if vocab_size is not None else ">= 0"
-            return f"{field}[{i}] = {t} is outside the vocabulary {bound}"
-    return _count_problem(output_ids, max_new_tokens, completion_tokens, count_field)
-
-
-def _count_problem(output_ids: list, max_new_tokens: int, completion_tokens: Any, count_field: str) -> str | None:
-    if len(output_ids) > max_new_tokens:
-        return f"{len(output_ids)} output ids for max_new_tokens {max_new_tokens}"
-    if completion_tokens is not None and completion_tokens != len(output_ids):
-        return f"{count_field} {completion_tokens!r} but {len(output_ids)} output ids"
-    return None
-
-
-def unembeddable(input_ids: list[int], vocab_size: int | None) -> str | None:
-    """Why a prompt cannot be sent (None when it can): an id outside [0, vocab_size) crashes real SGLang
-    (scheduler IndexError) and vLLM. prepare rejects such prompts; this guards prepared files made before."""
-    if not input_ids:
-        return "empty prompt"
-    low, high = min(input_ids), max(input_ids)
-    if low < 0 or (vocab_size is not None and high >= vocab_size):
-        bad = low if low < 0 else high
-        return f"prompt id {bad} is outside the model's vocabulary [0, {vocab_size})"
-    return None
-
-
-def storable(finish: Any, rid: str) -> None:
-    """Raise a retriable bad_response when `finish` cannot be stored as JSON (an int beyond 64 bits)."""
-    try:
-        orjson.dumps(finish)
-    except TypeError as e:
-        raise Failure("bad_response", f"rid {rid}: the finish reason cannot be stored ({e})", True) from e
 
 
 def connect_problem(e: BaseException) -> str:
@@ -172,90 +125,11 @@ class Waiting:
             log.info("%s is ready after %.0f s", self.what, time.monotonic() - self.started)
 
 
-class Failure(Exception):
-    """One failed try of a request: `reason` is recorded, `retriable` decides whether it is tried again."""
-
-    def __init__(self, reason: str, message: str, retriable: bool):
-        super().__init__(message)
-        self.reason, self.message, self.retriable = reason, message, retriable
-
-    def gave_up(self, request_id: str, attempts: int) -> RequestFailure:
-        """The request's answer when this was its last try."""
-        return RequestFailure(request_id, self.reason, self.message, attempts)
-
-
-# While requests stream, Python's young-generation collection runs once per this many new objects (default 700).
-# Every answer brings token id lists thousands of ints long, and each young collection walks every element of those
-# still alive; the client makes almost no cyclic garbage (refcounts free it), so collecting 70x less often costs
-# little memory and keeps the loop from stalling while the servers' queues drain (bench_scheduler, conversations).
-STREAM_GC_THRESHOLD = 50_000
-
-
-@contextmanager
-def spaced_collections():
-    """Young collections spaced to STREAM_GC_THRESHOLD for the duration; the thresholds as they were after."""
-    before = gc.get_threshold()
-    gc.set_threshold(max(before[0], STREAM_GC_THRESHOLD), *before[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-
-
-class Puller:
-    """The next item of an iterable, for an asyncio loop. What is there is taken at once (a list; a feed's `poll`);
-    what may block (the request loop's feed waiting for answers) is pulled in a thread of its own, so the loop
-    runs meanwhile. A daemon thread: one left blocked never holds up the interpreter's exit."""
-
-    def __init__(self, items: Iterable, end: Any, name: str):
-        self._loop = asyncio.get_running_loop()
-        self._end = end
-        self._items = iter(items)
-        self._ready = self._items if isinstance(items, (list, tuple)) else None
-        self._poll = getattr(items, "poll", None)
-        self._asks: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        if self._ready is None:
-            self._thread = threading.Thread(target=self._pull, args=(self._items, end), name=name, daemon=True)
-            self._thread.start()
-
-    async def next(self) -> Any:
-        """The next item, or `end` after the last."""
-        if self._ready is not None:
-            return next(self._ready, self._end)
-        if self._poll is not None:
-            try:
-                item = self._poll()
-            except StopIteration:
-                return self._end
-            if item is not None:
-                return item
-        answer = self._loop.create_future()
-        self._asks.put(answer)
-        return await answer
-
-    def close(self) -> None:
-        self._asks.put(None)
-
-    def _pull(self, items: Iterator, end: Any) -> None:
-        while (answer := self._asks.get()) is not None:
-            try:
-                item, error = next(items, end), None
-            except BaseException as e:   # raised in the loop's thread, by `next`
-                item, error = None, e
-            try:
-                self._loop.call_soon_threadsafe(_settle, answer, item, error)
-            except RuntimeError:          # the loop has ended (its run stopped): nobody waits
-                return
-
-
-def _settle(answer: asyncio.Future, item: Any, error: BaseException | None) -> None:
-    if answer.done():            # cancelled: the run stopped
-        return
-    if error is not None:
-        answer.set_exception(error)
-    else:
-        answer.set_result(item)
+def retry_rid(rid: str, attempt: int) -> str:
+    """The request id of try `attempt` of request `rid` after a timeout: fresh on every such retry, and with `rid`
+    as its prefix (SGLang's scheduler aborts every request whose id starts with the id it is asked to abort, so an
+    abort of `rid` itself still reaches them all)."""
+    return f"{rid}.retry{attempt}"
 
 
 class HTTPEngine(Engine):
@@ -395,34 +269,15 @@ class HTTPEngine(Engine):
         flight, on an asyncio loop in a thread of its own; results come back through a bounded queue, in the
         order they finish. Stopping early (Ctrl-C, a consumer that breaks) stops sending."""
         self.start()
-        out: queue.Queue = queue.Queue(maxsize=4 * self.concurrency)
-        done = object()
-        error: list[BaseException] = []
-
-        def worker():
-            try:
-                asyncio.run(self._fan_out(requests, send, out, name))
-            except BaseException as e:  # surfaced in the caller's thread
-                error.append(e)
-            finally:
-                out.put(done)
-
-        thread = threading.Thread(target=worker, name=name, daemon=True)
-        finished = False
-        with spaced_collections():
-            thread.start()
-            try:
-                while (item := out.get()) is not done:
-                    yield item
-                finished = True
-            finally:
-                self._stop.set()       # Ctrl-C, SIGTERM or an early exit: stop sending
-                if not finished:
-                    self._abort_in_flight()
-                thread.join(timeout=5)
-                self._stop.clear()
-        if error:
-            raise EngineError(f"{self.name} client failed: {error[0]}") from error[0]
+        try:
+            yield from results_of_loop(lambda out: self._fan_out(requests, send, out, name),
+                                       maxsize=4 * self.concurrency, name=name,
+                                       on_stop=self._stop.set,       # Ctrl-C, SIGTERM or an early exit: stop sending
+                                       on_abandon=self._abort_in_flight)
+        except LoopFailed as e:
+            raise EngineError(f"{self.name} client failed: {e.error}") from e.error
+        finally:
+            self._stop.clear()
 
     async def _fan_out(self, requests: Iterable, send: Callable[[Any, Any], Awaitable[Any]],
                        out: queue.Queue, name: str) -> None:
@@ -474,12 +329,13 @@ class HTTPEngine(Engine):
             except ValueError as e:   # the same request would get the same answer: not retried
                 raise Failure("bad_response", f"{url}: {e}", False) from None
 
-        return await self._with_retries(session, req.input_ids, self._score_payload(req), read,
+        return await self._with_retries(session, req.input_ids, lambda rid: self._score_payload(req, rid), read,
                                         lambda f, attempts: f.gave_up(req.id, attempts), rid=req.id)
 
     @abc.abstractmethod
-    def _score_payload(self, req: ScoreRequest) -> bytes:
-        """The body of a prefill-only request for `req`'s log-probs, in the server's protocol."""
+    def _score_payload(self, req: ScoreRequest, rid: str | None) -> bytes:
+        """The body of a prefill-only request for `req`'s log-probs, sent as request `rid`, in the server's
+        protocol."""
 
     @abc.abstractmethod
     def _parse_score(self, req: ScoreRequest, answer: dict) -> ScoreResult:
@@ -488,48 +344,59 @@ class HTTPEngine(Engine):
     def in_flight(self) -> int:
         return sum(self.choice.in_flight.values())
 
-    async def _with_retries(self, session, input_ids: list[int], payload: bytes,
+    async def _with_retries(self, session, input_ids: list[int], payload: Callable[[str | None], bytes],
                             read: Callable[[str, dict, float], Any],
                             give_up: Callable[[Failure, int], Any], *, rid: str | None = None,
                             conversation: str | None = None) -> Any:
-        """POST `payload` (a request for `input_ids`, of `conversation` if any) to the server `self.choice` picks
-        and return `read(url, answer, seconds)`; a retriable failure (raised by the request or by `read`) waits and
-        tries again, on another server where there is one, up to max_attempts; then `give_up(failure, attempts)` is
-        the result (a failure is data, not an exception: the run goes on). A prompt the model cannot embed is never
-        sent (real servers crash on it): it fails at once, with 0 attempts."""
+        """POST `payload(wire_rid)` (a request for `input_ids`, of `conversation` if any) to the server `self.choice`
+        picks and return `read(url, answer, seconds)`; a retriable failure (raised by the request or by `read`) waits
+        and tries again, on another server where there is one, up to max_attempts; then `give_up(failure, attempts)`
+        is the result (a failure is data, not an exception: the run goes on). A prompt the model cannot embed is never
+        sent (real servers crash on it): it fails at once, with 0 attempts.
+
+        The request goes out under `rid` until a try times out. A timed-out request still runs on its server (it
+        would generate up to max_new_tokens beside its own retry): it is aborted there at once, and the next tries
+        go out under a fresh id (`retry_rid`), so that none is refused as a duplicate of one the abort has not
+        ended yet."""
         problem = unembeddable(input_ids, self.vocab_size)
         if problem:
             return give_up(Failure("prompt_out_of_vocab", problem, False), 0)
-        attempt, avoid = 0, None
+        attempt, avoid, wire_rid = 0, None, rid
         while True:
             attempt += 1
             url = self.choice.pick(conversation, avoid)
             outcome = "request"     # how the try ended, for the choice: ok / server (its fault) / request
-            if rid is not None:
-                self._in_flight[rid] = url
+            sent_rid = wire_rid
+            if sent_rid is not None:
+                self._in_flight[sent_rid] = url
             t0 = time.perf_counter()
             try:
-                answer = await self._post(session, url, payload, conversation)
+                answer = await self._post(session, url, payload(sent_rid), conversation)
                 result = read(url, answer, time.perf_counter() - t0)
                 outcome = "ok"
                 return result
             except Failure as f:
                 if f.retriable and f.reason != "duplicate_request_id":
                     outcome = "server"
+                if f.reason == "timeout" and sent_rid is not None:
+                    await self._abort_request(session, url, sent_rid)   # the last try's too: it runs on otherwise
                 if not f.retriable or attempt >= self.retry.max_attempts or self._stop.is_set():
                     return give_up(f, attempt)
-                if f.reason == "duplicate_request_id" and rid is not None:
-                    await self._abort_stale(session, url, rid)
+                if f.reason == "duplicate_request_id" and sent_rid is not None:
+                    await self._abort_request(session, url, sent_rid)
+                if f.reason == "timeout" and rid is not None:
+                    wire_rid = retry_rid(rid, attempt + 1)
             finally:
                 self.choice.done(url, conversation, outcome)
-                if rid is not None:
-                    self._in_flight.pop(rid, None)
+                if sent_rid is not None:
+                    self._in_flight.pop(sent_rid, None)
             avoid = url if outcome == "server" else None
             await asyncio.sleep(self.retry.wait(attempt))
 
-    async def _abort_stale(self, session, url: str, rid: str) -> None:
-        """Ask the server behind `url` to abort the request `rid` an earlier client left running (a server without
-        an abort endpoint: nothing; the retry waits for it to finish)."""
+    async def _abort_request(self, session, url: str, rid: str) -> None:
+        """Ask the server behind `url` to abort the request `rid` (one an earlier client left running, or one that
+        timed out). A server without an abort endpoint (vLLM: its request ended when our connection closed) gets
+        nothing."""
         await self._abort(session, await self._abort_targets(session, url), rid)
 
     async def _abort_targets(self, session, url: str) -> list[str]:
@@ -540,7 +407,7 @@ class HTTPEngine(Engine):
         if self.abort_path is None:
             return []
         try:
-            async with session.get(url + "/workers") as r:
+            async with session.get(url + "/workers", timeout=aiohttp.ClientTimeout(total=ABORT_TIMEOUT_S)) as r:
                 body = orjson.loads(await r.read()) if r.status == 200 else None
         except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError, orjson.JSONDecodeError):
             body = None
@@ -554,7 +421,8 @@ class HTTPEngine(Engine):
 
         for url in urls:
             try:
-                async with session.post(url + self.abort_path, json={"rid": rid}) as r:
+                async with session.post(url + self.abort_path, json={"rid": rid},
+                                        timeout=aiohttp.ClientTimeout(total=ABORT_TIMEOUT_S)) as r:
                     await r.read()
             except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError):
                 pass
@@ -595,7 +463,12 @@ class HTTPEngine(Engine):
                                       f"(a client stopped mid-request): {message}", True)
                     raise Failure(f"http_{r.status}", f"{url} answered HTTP {r.status}: {message}",
                                   r.status in RETRY_STATUS)
-        except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as e:
+        except aiohttp.ConnectionTimeoutError as e:    # no connection in time: the server never had the request
+            raise Failure("connection", f"{url}: {type(e).__name__}: {e}", True) from e
+        except asyncio.TimeoutError as e:   # --request-timeout ran out with the request on the server
+            raise Failure("timeout", f"{url}: no answer within --request-timeout "
+                                     f"{self.retry.request_timeout_s:g} s; the request was aborted there", True) from e
+        except (aiohttp.ClientError, ConnectionError) as e:
             raise Failure("connection", f"{url}: {type(e).__name__}: {e}", True) from e
         try:
             body = orjson.loads(raw)

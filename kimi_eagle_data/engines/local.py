@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
 from itertools import groupby
 from typing import Iterable, Iterator
@@ -42,6 +43,7 @@ class LocalEngine(Engine):
                 "`pip install torch==2.13.0` (CPU wheel) or the [local] extra"
             ) from e
         self._torch = torch
+        self._stop = threading.Event()     # stop(): the batch being decoded ends at its next token
         transformers.logging.disable_progress_bar()   # our own progress bar is the one that matters
         self.model_path = str(model_path)
         self.batch_size = batch_size
@@ -79,6 +81,11 @@ class LocalEngine(Engine):
                          "dtype": str(self.model.dtype).removeprefix("torch.")},
         )
 
+    def stop(self) -> None:
+        """End the batch being decoded at its next token, and every later one at once (its rows cut short: only
+        for a server shutting down, whose answers are no longer sent)."""
+        self._stop.set()
+
     def effective_max_new_tokens(self, prompt_len: int, max_new_tokens: int) -> int:
         if self.context_length is None:
             return max_new_tokens
@@ -113,6 +120,7 @@ class LocalEngine(Engine):
                     max_new_tokens=max(max(limits), 1), do_sample=False, temperature=None, top_p=None, top_k=None,
                     logits_processor=sampler, eos_token_id=list(sp.stop_token_ids), pad_token_id=self.pad_id,
                     return_dict_in_generate=True, output_logits=want_lp,
+                    stopping_criteria=[_StopEvent(self._stop, torch)],
                 )
         except RuntimeError as e:
             raise EngineError(f"local generation failed: {e}") from e
@@ -223,3 +231,14 @@ class RowSampler:
         out = torch.full_like(scores, float("-inf"))
         out.scatter_(1, chosen.unsqueeze(1), 0.0)
         return out
+
+
+class _StopEvent:
+    """A stopping criterion for `generate`: every row ends once `event` is set (LocalEngine.stop)."""
+
+    def __init__(self, event: threading.Event, torch):
+        self.event, self.torch = event, torch
+
+    def __call__(self, input_ids, scores, **kwargs):
+        return self.torch.full((input_ids.shape[0],), self.event.is_set(), dtype=self.torch.bool,
+                               device=input_ids.device)

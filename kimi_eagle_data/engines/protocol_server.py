@@ -5,9 +5,8 @@ It speaks the subset of SGLang's native API this project uses, with SGLang's fie
 "meta_info": {"id", "finish_reason", "prompt_tokens", "completion_tokens", "cached_tokens",
 "e2e_latency"}}`; `/health`, `/health_generate`, `/model_info` (+ `/get_model_info`), `/server_info`
 (+ `/get_server_info`), `/tokenize`, `/flush_cache`. Concurrent requests are gathered into batches
-for the engine. Fault injection (error rate, delay, dropped connections, malformed answers; set by the tests'
-entry point tests/helpers/standin_server.py, not by `kimi-data serve`) exercises the client's retries and response
-checks.
+for the engine. The tests' stand-in (tests/helpers/standin_server.py) is a subclass that injects faults (errors,
+delays, dropped connections, malformed answers, stale request ids) through the hooks marked as such here.
 
 Log-probs as SGLang gives them (engines/sglang_logprobs.py cites the source): `return_logprob` adds
 `meta_info.output_token_logprobs` ([logprob, token_id, null] per sampled token) and, with
@@ -21,10 +20,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import random
+import signal
 import time
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -39,67 +37,8 @@ log = logging.getLogger(__name__)
 PROTOCOL_VERSION = "0.5.23"
 
 
-@dataclass
-class Faults:
-    error_rate: float = 0.0        # share of /generate answered with HTTP 500
-    drop_rate: float = 0.0         # share of /generate whose connection is closed without an answer
-    delay_s: float = 0.0           # added latency per /generate, spent as a running request (abortable by rid)
-    # Every /generate answer malformed, in these ways (BAD_OUTPUT_MODES) taken in turn, answer by answer.
-    bad_output: tuple[str, ...] = ()
-    # The first this many rids are taken as still running from a client killed mid-request: answered as SGLang
-    # answers a rid it is running (HTTP 400, "Duplicate request ID detected") until `/abort_request` aborts them.
-    stale_rids: int = 0
-    seed: int = 0
-    # Launch arguments /server_info reports besides the engine's own, as an SGLang launched with them would (a
-    # drafter the stand-in does not run: what a client makes of one).
-    reported_args: tuple[tuple[str, Any], ...] = ()
-
-
-# Malformed `/generate` answers a broken server could send; the client must refuse each one.
-BAD_OUTPUT_MODES = {
-    "non_int": "one output id is the string \"x\"",
-    "bool": "one output id is `true`",
-    "out_of_vocab": "one output id equals the vocabulary size",
-    "huge_int": "one output id is 2**70 (beyond int64)",
-    "too_long": "max_new_tokens + 1 output ids",
-    "meta_mismatch": "meta_info.completion_tokens one more than len(output_ids)",
-}
-
-
-def corrupt(answer: dict[str, Any], mode: str, *, max_new_tokens: int, vocab_size: int) -> None:
-    """Make one answer malformed in place (`mode` from BAD_OUTPUT_MODES)."""
-    ids, meta = answer["output_ids"], answer["meta_info"]
-    first = ids[0] if ids else 0
-    if mode == "non_int":
-        ids[:1] = ["x"]
-    elif mode == "bool":
-        ids[:1] = [True]
-    elif mode == "out_of_vocab":
-        ids[:1] = [vocab_size]
-    elif mode == "huge_int":
-        ids[:1] = [2 ** 70]
-    elif mode == "too_long":
-        ids[:] = (ids + [first] * (max_new_tokens + 1))[:max_new_tokens + 1]
-    elif mode == "meta_mismatch":
-        meta["completion_tokens"] = len(ids) + 1
-        return
-    else:
-        raise ValueError(f"unknown bad_output mode {mode!r}; known: {', '.join(BAD_OUTPUT_MODES)}")
-    meta["completion_tokens"] = len(ids)
-
-
-def _dumps_any(obj: Any) -> bytes:
-    """orjson, or the standard library for integers orjson refuses (beyond 64 bits)."""
-    try:
-        return orjson.dumps(obj)
-    except TypeError:
-        import json
-
-        return json.dumps(obj).encode()
-
-
 def _json(obj: Any, status: int = 200) -> web.Response:
-    return web.Response(body=_dumps_any(obj), status=status, content_type="application/json")
+    return web.Response(body=orjson.dumps(obj), status=status, content_type="application/json")
 
 
 # SGLang 0.5.23's `sampling_params` fields, in its schema's order (python/sglang/api/v1/api_types.py
@@ -228,15 +167,12 @@ class PrefixCache:
 
 
 class ProtocolServer:
-    def __init__(self, engine: Engine, *, tokenizer=None, max_batch: int = 16, faults: Faults | None = None,
-                 served_model_name: str | None = None, eos_ids: tuple[int, ...] = (),
-                 record_path: str | None = None, skip_tokenizer_init: bool = False,
+    def __init__(self, engine: Engine, *, tokenizer=None, max_batch: int = 16, served_model_name: str | None = None,
+                 eos_ids: tuple[int, ...] = (), skip_tokenizer_init: bool = False,
                  context_length_arg: int | None = None):
         self.engine = engine
         self.tokenizer = tokenizer
         self.max_batch = max_batch
-        self.faults = faults or Faults()
-        self.rng = random.Random(self.faults.seed)
         info = engine.info()
         self.info = info
         self.served_model_name = served_model_name or info.model_path
@@ -250,17 +186,13 @@ class ProtocolServer:
         self.context_length = context_length_arg or info.context_length
         self.prefix_cache = PrefixCache()
         self.queue: asyncio.Queue | None = None
+        self.batcher: asyncio.Task | None = None
         self.requests_served = 0
-        self.bad_answers = 0           # answers malformed so far (Faults.bad_output)
-        self.stale: set[str] = set()   # rids taken as still running from an earlier client (Faults.stale_rids)
-        self.stale_taken = 0
         # Requests being answered, by rid: as SGLang, another request with a running rid is refused as a duplicate,
         # and /abort_request ends a running one (its answer: finish_reason abort). A client that disconnects does
         # not end its requests here (aiohttp does not cancel the handler): they run on, as stale ones.
         self.running: dict[str, asyncio.Event] = {}
         self.aborted: list[str] = []   # rids /abort_request ended while they ran
-        # Every /generate body received, one JSON line each (tests check what a client sent).
-        self.record_path = record_path
 
     # -- app ----------------------------------------------------------------------------------
     def app(self) -> web.Application:
@@ -279,9 +211,16 @@ class ProtocolServer:
         app.on_startup.append(self._start_batcher)
         return app
 
+    def stop(self) -> None:
+        """A shutdown: no batch starts, and the one being decoded ends at its next token (an engine that can end it:
+        LocalEngine.stop), so the process exits without waiting for it."""
+        if self.batcher is not None:
+            self.batcher.cancel()
+        getattr(self.engine, "stop", lambda: None)()
+
     async def _start_batcher(self, app: web.Application) -> None:
         self.queue = asyncio.Queue()
-        app["batcher"] = asyncio.get_running_loop().create_task(self._batcher())
+        self.batcher = app["batcher"] = asyncio.get_running_loop().create_task(self._batcher())
 
     async def _batcher(self) -> None:
         """Gather waiting requests into one engine batch; run it in a worker thread."""
@@ -312,31 +251,61 @@ class ProtocolServer:
                 if not fut.done():
                     fut.set_result(done[req.id])
 
+    # -- hooks the tests' stand-in overrides to inject faults (tests/helpers/standin_server.py) ------------
+    def before_generate(self, request: web.Request) -> web.StreamResponse | None:
+        """A /generate answered before its body is read (None: it is served)."""
+        return None
+
+    def received(self, raw: bytes) -> None:
+        """A /generate body as it came."""
+
+    def still_running(self, rid: str | None) -> bool:
+        """Whether a request with this rid runs here (a new one with it is refused as a duplicate)."""
+        return rid in self.running
+
+    def aborting(self, rid: str, abort_all: bool) -> None:
+        """/abort_request for rids starting with `rid` (or all) arrived."""
+
+    async def before_work(self) -> None:
+        """Spent as a running request (abortable by rid) before it is queued for the engine."""
+
+    def answering(self, answer: dict[str, Any], max_new_tokens: int) -> None:
+        """A /generate answer about to be sent (changed in place)."""
+
+    def answer_response(self, body: Any) -> web.Response:
+        """A /generate answer as the HTTP response."""
+        return _json(body)
+
+    def more_server_info(self) -> dict[str, Any]:
+        """/server_info keys besides the engine's own."""
+        return {}
+
     # -- endpoints ----------------------------------------------------------------------------
     async def abort_request(self, request: web.Request) -> web.Response:
-        """SGLang's `POST /abort_request {"rid"}`: here it ends a stale rid (Faults.stale_rids); 200 either way."""
+        """SGLang's `POST /abort_request {"rid", "abort_all"}` (0.5.23 `AbortReq`): every running request whose rid
+        starts with `rid` ends (its answer: finish_reason abort), as SGLang's scheduler matches them; an empty rid
+        without abort_all is ignored. 200 either way."""
         try:
-            rid = orjson.loads(await request.read()).get("rid")
+            body = orjson.loads(await request.read())
+            rid, abort_all = body.get("rid") or "", bool(body.get("abort_all"))
         except (orjson.JSONDecodeError, AttributeError):
             return _json({"error": {"message": "expected a JSON object with rid"}}, status=400)
-        self.stale.discard(rid)
-        if rid in self.running:
-            self.running[rid].set()
-            self.aborted.append(rid)
+        if not rid and not abort_all:
+            return web.Response(status=200)
+        self.aborting(rid, abort_all)
+        for running, event in self.running.items():
+            if (abort_all or running.startswith(rid)) and not event.is_set():
+                event.set()
+                self.aborted.append(running)
         return web.Response(status=200)
 
     async def generate(self, request: web.Request) -> web.StreamResponse:
         t0 = time.perf_counter()
-        f = self.faults
-        if f.drop_rate and self.rng.random() < f.drop_rate:
-            request.transport.close()     # the client sees a dropped connection
-            raise web.HTTPInternalServerError()
-        if f.error_rate and self.rng.random() < f.error_rate:
-            return _json({"error": {"message": "injected fault"}}, status=500)
+        refused = self.before_generate(request)
+        if refused is not None:
+            return refused
         raw = await request.read()
-        if self.record_path:
-            with open(self.record_path, "ab") as record:
-                record.write(raw.replace(b"\n", b" ") + b"\n")
+        self.received(raw)
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError as e:
@@ -346,15 +315,11 @@ class ProtocolServer:
             return parsed
         prompts, rids, sampling, batch, want_lp, start, top_n, seed = parsed
         for rid in rids:
-            if rid and self.stale_taken < f.stale_rids:
-                self.stale.add(rid)
-                self.stale_taken += 1
-            if rid in self.stale or rid in self.running:   # SGLang's tokenizer manager, word for word
+            if self.still_running(rid):   # SGLang's tokenizer manager, word for word
                 return _json({"error": {"message": f"Duplicate request ID detected: {rid}"}}, status=400)
 
         async def work() -> web.Response:
-            if f.delay_s:
-                await asyncio.sleep(f.delay_s)
+            await self.before_work()
             if want_lp and sampling.max_new_tokens == 0 and start >= 0:
                 return await self._prefill_only(prompts, rids, start, top_n, batch, t0)
             return await self._generate(prompts, rids, sampling, batch, want_lp, top_n, seed, t0)
@@ -383,7 +348,6 @@ class ProtocolServer:
 
     async def _generate(self, prompts, rids, sampling, batch: bool, want_lp: bool, top_n: int, seed,
                         t0: float) -> web.Response:
-        f = self.faults
         loop = asyncio.get_running_loop()
         futures = []
         for ids, rid in zip(prompts, rids):
@@ -410,14 +374,10 @@ class ProtocolServer:
                           **answer}
             if want_lp:
                 _add_output_logprobs(answer["meta_info"], c, top_n)
-            if f.bad_output:
-                vocab = len(self.tokenizer) if self.tokenizer is not None else 1 << 31
-                mode = f.bad_output[self.bad_answers % len(f.bad_output)]
-                self.bad_answers += 1
-                corrupt(answer, mode, max_new_tokens=sampling.max_new_tokens, vocab_size=vocab)
+            self.answering(answer, sampling.max_new_tokens)
             out.append(answer)
         self.requests_served += len(out)
-        return _json(out if batch else out[0])
+        return self.answer_response(out if batch else out[0])
 
     async def _prefill_only(self, prompts, rids, start: int, top_n: int, batch: bool, t0: float) -> web.Response:
         """max_new_tokens 0 + return_logprob: the engine's `score` from position start+1 (SGLang reports a
@@ -477,12 +437,11 @@ class ProtocolServer:
             "version": PROTOCOL_VERSION,
             "engine": f"kimi-eagle-data {self.info.engine} engine ({self.info.version})",
             "requests_served": self.requests_served,
-            "bad_answers": self.bad_answers,
             "running_rids": sorted(self.running),
             "aborted_rids": self.aborted,
             "pid": os.getpid(),         # which process answers a port (test harnesses start several)
             **self.info.server_args,
-            **dict(self.faults.reported_args),
+            **self.more_server_info(),
         })
 
     async def models(self, request: web.Request) -> web.Response:
@@ -547,26 +506,57 @@ def _add_output_logprobs(meta: dict[str, Any], c, top_n: int) -> None:
 
 
 def serve_model(model: str, *, host: str, port: int, tokenizer: str | None = None, max_batch: int = 16,
-                context_length: int | None = None, faults: Faults | None = None, skip_tokenizer_init: bool = False,
-                record_path: str | None = None, print_url=log.info) -> None:
+                context_length: int | None = None, skip_tokenizer_init: bool = False,
+                server_class: type[ProtocolServer] | None = None, print_url=log.info, **server_options) -> None:
     """Serve `model` (a local HF model or Hub id, run in this process on CPU) over SGLang's protocol until stopped:
-    `kimi-data serve --engine local`, and with faults, --skip-tokenizer-init or a request record, the tests' stand-in
+    `kimi-data serve --engine local`; with a `server_class` (and its `server_options`), the tests' stand-in
     (tests/helpers/standin_server.py)."""
     from kimi_eagle_data.engines.local import LocalEngine
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 
     tok = None if skip_tokenizer_init else load_tokenizer(tokenizer or model)
     local = LocalEngine(model, batch_size=max_batch)
-    server = ProtocolServer(local, tokenizer=tok, max_batch=max_batch, eos_ids=local.eos_token_ids, faults=faults,
-                            record_path=record_path, skip_tokenizer_init=skip_tokenizer_init,
-                            context_length_arg=context_length)
+    server = (server_class or ProtocolServer)(
+        local, tokenizer=tok, max_batch=max_batch, eos_ids=local.eos_token_ids, skip_tokenizer_init=skip_tokenizer_init,
+        context_length_arg=context_length, **server_options)
     run_server(server, host, port, print_url=print_url)
 
 
-def run_server(server: ProtocolServer, host: str, port: int, *, print_url=log.info) -> None:
-    async def on_startup(app):
-        print_url(f"serving SGLang protocol at http://{host}:{port} (model {server.info.model_path})")
+# How long a stopped server lets its in-flight requests finish before it drops their connections (as a stopped
+# SGLang does: the clients retry them elsewhere or on the next run).
+SHUTDOWN_GRACE_S = 0.1
 
-    app = server.app()
-    app.on_startup.append(on_startup)
-    web.run_app(app, host=host, port=port, print=None, handle_signals=True, access_log=None)
+
+def run_server(server: ProtocolServer, host: str, port: int, *, print_url=log.info) -> None:
+    """Serve until SIGINT or SIGTERM, then shut down quietly: in-flight requests' connections close (no answer: a
+    client retries them), the engine's batch ends at its next token, and the stop is raised in the caller's thread
+    as KeyboardInterrupt (Ctrl-C) or stopping.Terminated (SIGTERM), for the command's usual line and exit status."""
+    from kimi_eagle_data.stopping import Terminated
+
+    stopped_by = asyncio.run(_serve(server, host, port, print_url))
+    raise Terminated() if stopped_by == signal.SIGTERM else KeyboardInterrupt()
+
+
+async def _serve(server: ProtocolServer, host: str, port: int, print_url) -> int:
+    loop = asyncio.get_running_loop()
+    signalled: asyncio.Future = loop.create_future()
+
+    def on_signal(signum: int) -> None:
+        if not signalled.done():      # one stop is enough: a repeated signal must not break the shutdown
+            signalled.set_result(signum)
+
+    runner = web.AppRunner(server.app(), access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S)
+    await runner.setup()
+    try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, on_signal, signum)
+        await web.TCPSite(runner, host, port).start()
+        print_url(f"serving SGLang protocol at http://{host}:{port} (model {server.info.model_path})")
+        stopped_by = await signalled
+    finally:
+        await runner.cleanup()     # first: the in-flight requests' connections close, no answer cut short is sent
+        server.stop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.remove_signal_handler(signum)
+        signal.signal(signum, signal.SIG_IGN)    # the stop is under way: a second signal changes nothing
+    return stopped_by

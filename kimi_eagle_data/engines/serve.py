@@ -43,9 +43,18 @@ ENGINE_STOP_TIMEOUT_S = 60
 
 
 def cpu_venv(engine: str, venv: str | Path | None = None) -> Path:
-    """The venv the CPU recipe of `engine` runs from: `venv` when given, else the one
-    cpu_recipes/install_<engine>_cpu.sh builds (its `--path`). EngineError, saying how to install it (the script's
-    path in this installation), when it is not complete."""
+    """The venv the CPU recipe of `engine` runs from (locate_cpu_venv). EngineError, saying how to install it (the
+    script's path in this installation), when it is not complete."""
+    path, missing = locate_cpu_venv(engine, venv)
+    if missing:
+        raise EngineError(missing)
+    return path
+
+
+def locate_cpu_venv(engine: str, venv: str | Path | None = None) -> tuple[Path, str | None]:
+    """Where the CPU recipe of `engine` runs from: `venv` when given, else the one cpu_recipes/install_<engine>_cpu.sh
+    builds (its `--path`, under $KIMI_ENGINES_CACHE when set). With it, None when the venv is there, else the line
+    saying what is missing and how to install it: a dry run shows the command anyway, only a launch needs the venv."""
     script = INSTALL_SCRIPTS / f"install_{engine}_cpu.sh"
     if venv is None:
         where = subprocess.run(["bash", str(script), "--path"], capture_output=True, text=True)
@@ -53,13 +62,13 @@ def cpu_venv(engine: str, venv: str | Path | None = None) -> Path:
             raise EngineError(f"{script} --path failed ({where.stderr.strip()[-200:]})")
         path = Path(where.stdout.strip())
         if not (path / ".complete").exists():
-            raise EngineError(f"{engine} for CPU is not installed (no {path}); install it (minutes, several GB) with: "
-                              f"bash {script}")
-        return path
+            return path, (f"{engine} for CPU is not installed (no {path}); install it (minutes, several GB) with: "
+                          f"bash {script}")
+        return path, None
     path = Path(venv).expanduser().resolve()
     if not (path / "bin" / "python").exists():
-        raise EngineError(f"--venv {venv}: no bin/python there; pass the venv {script.name} built")
-    return path
+        return path, f"--venv {venv}: no bin/python there; pass the venv {script.name} built"
+    return path, None
 
 
 def package_import_dir(venv: Path, create: bool = True) -> Path:

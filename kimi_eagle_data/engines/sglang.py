@@ -20,7 +20,8 @@ import orjson
 from kimi_eagle_data.records import Completion, RequestFailure
 from kimi_eagle_data.engines.base import EngineError, EngineInfo, GenerationRequest, ScoreRequest, ScoreResult
 from kimi_eagle_data.engines.http_client import (  # noqa: F401 - RetryPolicy: re-exported for callers
-    Failure, HTTPEngine, RetryPolicy, Waiting, check_output_ids, storable)
+    HTTPEngine, RetryPolicy, Waiting)
+from kimi_eagle_data.engines.response_checks import Failure, check_output_ids, storable
 from kimi_eagle_data.engines.sglang_logprobs import (LOGPROB_FIELDS, parse_score, score_payload,
                                                     with_output_logprobs)
 
@@ -35,7 +36,10 @@ class SGLangEngine(HTTPEngine):
     # a prompt prepare accepted must fit.
     context_margin = 2
     context_flag = "--context-length"
-    abort_path = "/abort_request"     # POST {"rid"}: the request stops and frees its slot
+    # POST {"rid"}: the request stops and frees its slot (0.5.23 http_server.py `abort_request`, an `AbortReq`; the
+    # scheduler aborts every request whose rid starts with it). A client that disconnects is noticed only when the
+    # tokenizer manager next polls (every SGLANG_REQUEST_STATE_WAIT_TIMEOUT, 4 s): a timed-out request is aborted here.
+    abort_path = "/abort_request"
 
     def __init__(self, urls: list[str], **kw):
         super().__init__(urls, **kw)
@@ -113,8 +117,8 @@ class SGLangEngine(HTTPEngine):
                 raise Failure("no_tokenize", f"/tokenize answered {r.status}", False)
             return orjson.loads(await r.read())["tokens"]
 
-    def _score_payload(self, req: ScoreRequest) -> bytes:
-        return score_payload(req)
+    def _score_payload(self, req: ScoreRequest, rid: str | None) -> bytes:
+        return score_payload(req, rid)
 
     def _parse_score(self, req: ScoreRequest, answer: dict) -> ScoreResult:
         return parse_score(req, answer)      # BadLogprobs is a ValueError: not retried
@@ -130,7 +134,7 @@ class SGLangEngine(HTTPEngine):
         if req.return_logprob:
             body.update(LOGPROB_FIELDS)
         return await self._with_retries(
-            session, req.input_ids, orjson.dumps(body),
+            session, req.input_ids, lambda rid: orjson.dumps({**body, "rid": rid}),
             lambda url, answer, seconds: self._answer(req, answer, seconds),
             lambda f, attempts: f.gave_up(req.id, attempts), rid=req.id, conversation=req.conversation)
 

@@ -91,9 +91,10 @@ def parse_score(req: ScoreRequest, body: dict[str, Any]) -> ScoreResult:
     return ScoreResult(req.id, logprobs=[lp for lp, _ in pairs], top1_ids=top1)
 
 
-def score_payload(req: ScoreRequest) -> bytes:
+def score_payload(req: ScoreRequest, rid: str | None = None) -> bytes:
+    """The prefill-only request for `req`'s log-probs, sent as request `rid` (default: `req.id`)."""
     return orjson.dumps({
-        "input_ids": req.input_ids, "rid": req.id,
+        "input_ids": req.input_ids, "rid": rid or req.id,
         "sampling_params": {"max_new_tokens": 0, "temperature": 1.0},
         "return_logprob": True, "logprob_start_len": req.start - 1, "top_logprobs_num": 1,
     })

@@ -23,6 +23,11 @@ serving.py, vllm/entrypoints/launchers/cli_args.py, vllm/v1/core/sched/utils.py)
   [None, {str(id): {logprob, rank, decoded_token}}, ...], one entry per prompt position (the prompt's own
   token and the top-1 at each, rank 1 the top-1).
 - An id at or above the model's vocabulary kills vLLM's engine core: such prompts are never sent.
+- Abort: the route is wrapped in `with_cancellation` (vllm/entrypoints/serve/utils/api_utils.py): when the client's
+  connection closes, the handler task is cancelled, and `AsyncLLM.generate` (vllm/v1/engine/async_llm.py) aborts
+  the request in the engine core on that CancelledError. aiohttp closes the connection of a request that ran past
+  --request-timeout, so a timed-out request is aborted without a call of ours. (`/inference/v1/abort_requests`
+  `{"request_ids"}` also exists, but takes the engine's own ids, which vLLM prefixes with `generate-tokens-`.)
 - A drafter (--speculative-config) shows only on `/metrics` (its counters; engines/drafter.py): start-up records it
   in server_args `speculative_config`, and `spec_decode_counts` sums the counters for generate's run.
 """
@@ -38,7 +43,8 @@ from kimi_eagle_data.records import Completion, RequestFailure, SpecDecodeCounts
 from kimi_eagle_data.engines.base import EngineError, EngineInfo, GenerationRequest, SamplingParams, ScoreRequest, \
     ScoreResult
 from kimi_eagle_data.engines.drafter import VLLMMetrics, parse_vllm_metrics, vllm_speculative_config
-from kimi_eagle_data.engines.http_client import Failure, HTTPEngine, check_output_ids, storable
+from kimi_eagle_data.engines.http_client import HTTPEngine
+from kimi_eagle_data.engines.response_checks import Failure, check_output_ids, storable
 
 # The version whose source and answers this client was checked against (the endpoint's answer shape changed
 # in earlier releases: log-probs as token strings, no --enable-scale-out).
@@ -238,15 +244,16 @@ class VLLMEngine(HTTPEngine):
     def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion | RequestFailure]:
         return self._stream(requests, self._generate_one, "vllm-client")
 
-    def _score_payload(self, req: ScoreRequest) -> bytes:
-        return score_payload(req)
+    def _score_payload(self, req: ScoreRequest, rid: str | None) -> bytes:
+        return score_payload(req)   # no id sent: vLLM names each request itself
 
     def _parse_score(self, req: ScoreRequest, answer: dict) -> ScoreResult:
         return parse_score(req, answer)
 
     async def _generate_one(self, session, req: GenerationRequest) -> Completion | RequestFailure:
+        payload = generate_payload(req)
         return await self._with_retries(
-            session, req.input_ids, generate_payload(req),
+            session, req.input_ids, lambda _rid: payload,
             lambda url, answer, seconds: self._completion(req, answer, seconds),
             lambda f, attempts: f.gave_up(req.id, attempts), conversation=req.conversation)
 

@@ -20,9 +20,10 @@ from kimi_eagle_data.generate.records import GenerateReport, generate_records
 from kimi_eagle_data.prompts.prepare import read_prepared
 from kimi_eagle_data.records import PromptRecord, SpecDecodeCounts
 from kimi_eagle_data.run_context import RunContext
-from kimi_eagle_data.store.checkpoint import Checkpoint, in_shard
+from kimi_eagle_data.store.checkpoint import Checkpoint
 from kimi_eagle_data.store.prompt_hash import conversation_origin, prompt_hash
 from kimi_eagle_data.store.prompt_view import ConfigPrompts, read_views
+from kimi_eagle_data.store.shard_split import ShardSplit
 
 log = logging.getLogger(__name__)
 
@@ -35,25 +36,26 @@ def generate(ctx: RunContext, engine: Engine | None = None, *, pilot_limit: int 
     seen = ctx.checkpoints()
     try:
         views = read_views(ctx.workdir, ctx.configs, seen)
+        split = shard_split(views, s.shard)
         continuing = {c: v.to_continue() for c, v in views.items()}
         resume = seen.completions_of(i for c in continuing.values() for _, i in c)
         origins = {k: o for v in views.values() for k, o in v.origins.items()}
         wanted = {i for v in views.values() for i in v.later
-                  if i not in v.done and in_shard(v.conversation(i), s.shard)}
+                  if i not in v.done and split.holds(v.conversation(i))}
         later = seen.turn_records(ids=sorted(wanted) + [i for c in continuing.values() for conv, i in c if i != conv],
                                   origins=origins)
         failed = seen.failures()
     finally:
         seen.close()
-    for line in (_stale_line(views, s.shard), reuse_line(views, s, pilot_limit)):
+    for line in (_stale_line(views, split), reuse_line(views, s.configs, split, pilot_limit)):
         if line:
             log.info("%s", line)
     done = set().union(*(v.done for v in views.values()))
-    records = [r for r in prepared if in_shard(r.conversation, s.shard)] + [r for r in later if r.id in wanted]
-    done_later = sum(1 for v in views.values() for i in v.later if i in v.done and in_shard(v.conversation(i), s.shard))
+    records = [r for r in prepared if split.holds(r.conversation)] + [r for r in later if r.id in wanted]
+    done_later = sum(1 for v in views.values() for i in v.later if i in v.done and split.holds(v.conversation(i)))
     next_turn = make_next_turn(ctx, prepared)
     path = ctx.workdir.shard_checkpoint(s.shard)
-    if not path.exists() and not any(in_shard(conv, s.shard) for c in continuing.values() for conv, _ in c) \
+    if not path.exists() and not any(split.holds(conv) for c in continuing.values() for conv, _ in c) \
             and not _todo(records, done, failed, s.retry_failed):
         return _skipped(records, done, failed, done_later)    # nothing to write: no checkpoint is made
     ckpt = Checkpoint(path)
@@ -61,7 +63,7 @@ def generate(ctx: RunContext, engine: Engine | None = None, *, pilot_limit: int 
         _forget_stale(ckpt, views)
         if next_turn is not None:
             stood = {r.id: r for r in prepared} | {r.id: r for r in later}
-            records += _continue(ckpt, views, continuing, resume, stood, next_turn, s.shard)
+            records += _continue(ckpt, views, continuing, resume, stood, next_turn, split)
         if not _todo(records, done, failed, s.retry_failed):
             return _skipped(records, done, failed, done_later)
         if next_turn is not None:   # the longest conversations first: short chains, not long ones, end the run
@@ -143,11 +145,17 @@ def make_next_turn(ctx: RunContext, prepared: list[PromptRecord]):
                     scripts={r.id: r.script for r in prepared if r.config in configs}, chat_format=ctx.format)
 
 
-def reuse_line(views: dict[str, ConfigPrompts], settings, pilot_limit: int | None) -> str | None:
+def shard_split(views: dict[str, ConfigPrompts], shard: tuple[int, int] | None) -> ShardSplit:
+    """This run's shard of the conversations of its views (store/shard_split.py: dealt from the selection)."""
+    return ShardSplit((c for v in views.values() for c in v.first), shard)
+
+
+def reuse_line(views: dict[str, ConfigPrompts], configs: list[str], split: ShardSplit,
+               pilot_limit: int | None) -> str | None:
     """'reusing N completed samples from an earlier run …' when this run's prompts (this shard's) have
     completions already; also what the checkpoint keeps outside this selection (a pilot's rows the full
     selection did not take, and its conversations' later turns: kept, never generated further nor emitted)."""
-    reused = sum(1 for v in views.values() for i in v.done if in_shard(v.conversation(i), settings.shard))
+    reused = sum(1 for v in views.values() for i in v.done if split.holds(v.conversation(i)))
     unused = sum(v.completions_not_selected for v in views.values())
     turns = sum(v.kept_not_selected for v in views.values())
     if not reused and not unused and not turns:
@@ -156,7 +164,7 @@ def reuse_line(views: dict[str, ConfigPrompts], settings, pilot_limit: int | Non
     if pilot_limit is not None:
         line += f" (pilot limited to {pilot_limit} rows per config)"
     if unused:
-        line += (f"; {unused:,} other completed samples of {', '.join(settings.configs)} are not among this run's "
+        line += (f"; {unused:,} other completed samples of {', '.join(configs)} are not among this run's "
                  "prompts and stay out of the dataset")
     if turns:
         line += (f"; {turns:,} later turns of conversations not in this selection are kept in the checkpoint, not "
@@ -164,10 +172,10 @@ def reuse_line(views: dict[str, ConfigPrompts], settings, pilot_limit: int | Non
     return line
 
 
-def _stale_line(views: dict[str, ConfigPrompts], shard) -> str | None:
+def _stale_line(views: dict[str, ConfigPrompts], split: ShardSplit) -> str | None:
     """How many stored completions of this shard answered an earlier version of their prompt."""
-    n = sum(1 for v in views.values() for i in v.stale_done if in_shard(v.conversation(i), shard))
-    m = sum(1 for v in views.values() for conv in v.stale_turns.values() if in_shard(conv, shard))
+    n = sum(1 for v in views.values() for i in v.stale_done if split.holds(v.conversation(i)))
+    m = sum(1 for v in views.values() for conv in v.stale_turns.values() if split.holds(conv))
     if not n and not m:
         return None
     return (f"{n:,} completions answered an earlier version of their prompt and are generated again; {m:,} later "
@@ -189,13 +197,13 @@ def _forget_stale(ckpt: Checkpoint, views: dict[str, ConfigPrompts]) -> None:
 
 
 def _continue(ckpt: Checkpoint, views: dict[str, ConfigPrompts], continuing, resume, stood, next_turn,
-              shard) -> list[PromptRecord]:
+              split: ShardSplit) -> list[PromptRecord]:
     """What follows each turn whose completion stands while its conversation's source changed after it (the
     view's to_continue), computed now and stored; the next turns among it are this run's to generate."""
     out = []
     for c, pairs in continuing.items():
         for conv, tid in pairs:
-            if tid not in stood or tid not in resume or not in_shard(conv, shard):
+            if tid not in stood or tid not in resume or not split.holds(conv):
                 continue
             follow = next_turn(stood[tid], resume[tid])
             if follow is None:

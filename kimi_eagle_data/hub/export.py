@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kimi_eagle_data.diskfull import writing
-from kimi_eagle_data.emit.token_freq import TokenCounts, ranked_ids, token_freq_path
+from kimi_eagle_data.emit.token_freq import TokenCounts, token_freq_path
 from kimi_eagle_data.emit.dataset import LocalDataset, load_local
 from kimi_eagle_data.hub.publish import PublishError
 from kimi_eagle_data.store.workdir import (atomic_path, atomic_write_bytes, dataset_config_dir, dataset_configs,
@@ -125,10 +125,12 @@ def export_dataset(path: str | os.PathLike, out: str | os.PathLike, *, fmt: str 
     if not plan:
         raise PublishError(f"no {split!r} rows in {', '.join(chosen)} of {ds.root}")
     if fmt == "specforge":
-        _export_specforge(plan, report, shuffle_seed)
+        first_rows = FirstLossRows() if draft_vocab_size is not None else None
+        _export_specforge(plan, report, shuffle_seed, first_rows)
         if draft_vocab_size is not None:
             path = report.out.parent / SPECFORGE_VOCAB_MAPPING
-            write_specforge_vocab_mapping(path, report.token_counts.counts, draft_vocab_size, target_vocab)
+            write_specforge_vocab_mapping(path, report.token_counts.counts, first_rows.lines, draft_vocab_size,
+                                          target_vocab)
             report.written.append(path)
     else:
         _export_speculators(plan, report, shuffle_seed)
@@ -155,10 +157,16 @@ def shuffled_order(rows: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).permutation(rows)
 
 
-def _export_specforge(plan: list[tuple[str, list[Path]]], report: ExportReport, shuffle_seed: int | None) -> None:
+def _export_specforge(plan: list[tuple[str, list[Path]]], report: ExportReport, shuffle_seed: int | None,
+                      first_rows: FirstLossRows | None = None) -> None:
     """Rows as JSONL lines; shuffled, they are written in order to a temp file first (keeping each line's
-    offset) and copied from it in the seeded order: memory holds offsets, not rows."""
+    offset) and copied from it in the seeded order: memory holds offsets, not rows. `first_rows`, when given,
+    records for each id the first line (in the written order) that has it as a loss token."""
     opt = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
+    line_of_row = None
+    if first_rows is not None and shuffle_seed is not None:     # row r (read order) is written as line_of_row[r]
+        total = sum(pq.ParquetFile(p).metadata.num_rows for _, shards in plan for p in shards)
+        line_of_row = np.argsort(shuffled_order(total, shuffle_seed))
     with atomic_path(report.out) as tmp:
         staged = tmp.with_name(tmp.name + ".rows") if shuffle_seed is not None else tmp
         starts = [0]
@@ -173,6 +181,9 @@ def _export_specforge(plan: list[tuple[str, list[Path]]], report: ExportReport, 
                                                 option=opt)
                             f.write(line)
                             starts.append(starts[-1] + len(line))
+                        if first_rows is not None:
+                            rows = np.arange(report.rows + n, report.rows + n + len(ids))
+                            first_rows.add(offs, values, mask, rows if line_of_row is None else line_of_row[rows])
                         n += len(ids)
                         report.count(config, ids, offs, values, mask)
                     report.configs[config] = n
@@ -196,29 +207,58 @@ def _copy_lines_in_order(src: Path, dst: Path, starts: np.ndarray, order: np.nda
                 out.write(m[starts[i]:starts[i + 1]])
 
 
-# SpecForge's vocabulary mapping (sgl-project/SpecForge, checked at commit a6b6b023, August 2026):
-# specforge/data/preprocessing.py `generate_vocab_mapping_file` saves `torch.save({"d2t": d2t, "t2d": t2d},
-# f"{cache_key}.pt")` (cache_key "vocab_mapping" by default) from `process_token_dict_to_mappings`: the
-# draft_vocab_size most frequent loss-token ids, sorted; d2t = `torch.tensor([used[i] - i ...])` (int64,
-# shape [draft_vocab_size]: target id = draft id + d2t[draft id]), t2d = `torch.tensor([i in used ...])`
-# (bool, shape [target_vocab_size]). Ids seen fewer than draft_vocab_size times are padded with the lowest
-# unseen ids. specforge/modeling/draft/base.py `load_vocab_mapping` reads it with `torch.load(path)` into the
-# draft model's `t2d`/`d2t` buffers (config key model.vocab_mapping_path). Ties at the cut are broken by id
-# here (SpecForge: by first occurrence in its dataset's order, which a shuffle changes).
+# SpecForge's vocabulary mapping (sgl-project/SpecForge, checked at commit a6b6b023, August 2026, and in its
+# 0.2.0 release): specforge/data/preprocessing.py `generate_vocab_mapping_file` saves
+# `torch.save({"d2t": d2t, "t2d": t2d}, f"{cache_key}.pt")` (cache_key "vocab_mapping" by default) from
+# `process_token_dict_to_mappings`: the draft_vocab_size most frequent loss-token ids, sorted; d2t =
+# `torch.tensor([used[i] - i ...])` (int64, shape [draft_vocab_size]: target id = draft id + d2t[draft id]), t2d =
+# `torch.tensor([i in used ...])` (bool, shape [target_vocab_size]). specforge/modeling/draft/base.py
+# `load_vocab_mapping` reads it with `torch.load(path)` into the draft model's `t2d`/`d2t` buffers (config key
+# model.vocab_mapping_path). Its order among equal counts is its Counter's: `token_dict.update(...)` row by row in
+# the dataset's order, each row's ids ascending (`unique`), and `most_common` is a stable sort by count, so a tie
+# goes to the id whose first loss-token row comes first, then to the lower id. Fewer seen ids than
+# draft_vocab_size are padded from `set(range(draft_vocab_size)) - seen`, in that Python set's iteration order.
 SPECFORGE_VOCAB_MAPPING = "vocab_mapping.pt"
 SPECFORGE_CHECKED = "sgl-project/SpecForge@a6b6b0230009d15ec2a97a57384e6f53f0f96946"
 
 
-def specforge_vocab_mapping(counts: np.ndarray, draft_vocab_size: int, target_vocab_size: int):
-    """(d2t, t2d) as SpecForge builds them."""
+class FirstLossRows:
+    """For each token id, the first line of the export (in its written order) that has it as a loss token:
+    SpecForge's tie-break among equal counts."""
+
+    NEVER = np.iinfo(np.int64).max
+
+    def __init__(self):
+        self.lines = np.full(0, self.NEVER, dtype=np.int64)
+
+    def add(self, offsets: np.ndarray, values: np.ndarray, mask: np.ndarray, lines: np.ndarray) -> None:
+        """A batch of rows (offsets/values/mask as iter_token_batches yields them) written as `lines`."""
+        loss = mask == 1
+        ids = values[loss].astype(np.int64, copy=False)
+        if not len(ids):
+            return
+        top = int(ids.max()) + 1
+        if top > len(self.lines):
+            self.lines = np.concatenate([self.lines, np.full(top - len(self.lines), self.NEVER, dtype=np.int64)])
+        np.minimum.at(self.lines, ids, np.repeat(lines, np.diff(offsets))[loss])
+
+
+def specforge_vocab_mapping(counts: np.ndarray, first_lines: np.ndarray, draft_vocab_size: int,
+                            target_vocab_size: int):
+    """(d2t, t2d) as SpecForge builds them from the export's rows (`first_lines`: FirstLossRows.lines)."""
     import torch
 
-    dense = np.zeros(target_vocab_size, dtype=np.int64)
-    dense[:len(counts)] = counts[:target_vocab_size]
-    used = np.sort(ranked_ids(dense)[:draft_vocab_size])
-    d2t = torch.from_numpy(used.astype(np.int64) - np.arange(draft_vocab_size, dtype=np.int64))
+    seen = np.flatnonzero(counts[:target_vocab_size])     # every seen id has a first line (same batches)
+    used = seen[np.lexsort((seen, first_lines[seen], -counts[seen]))][:draft_vocab_size].tolist()
+    if len(used) < draft_vocab_size:
+        for tid in set(range(draft_vocab_size)) - set(used):     # the set's own order, as SpecForge iterates it
+            used.append(tid)
+            if len(used) >= draft_vocab_size:
+                break
+    used = np.sort(np.asarray(used, dtype=np.int64))
+    d2t = torch.from_numpy(used - np.arange(draft_vocab_size, dtype=np.int64))
     t2d = torch.zeros(target_vocab_size, dtype=torch.bool)
-    t2d[torch.from_numpy(used.astype(np.int64))] = True
+    t2d[torch.from_numpy(used)] = True
     return d2t, t2d
 
 
@@ -235,9 +275,9 @@ def torch_bytes(obj: Any) -> bytes:
     return buf.getvalue()
 
 
-def write_specforge_vocab_mapping(path: Path, counts: np.ndarray, draft_vocab_size: int,
+def write_specforge_vocab_mapping(path: Path, counts: np.ndarray, first_lines: np.ndarray, draft_vocab_size: int,
                                   target_vocab_size: int) -> None:
-    d2t, t2d = specforge_vocab_mapping(counts, draft_vocab_size, target_vocab_size)
+    d2t, t2d = specforge_vocab_mapping(counts, first_lines, draft_vocab_size, target_vocab_size)
     atomic_write_bytes(path, torch_bytes({"d2t": d2t, "t2d": t2d}))
 
 

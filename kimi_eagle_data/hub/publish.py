@@ -156,6 +156,8 @@ def push_dataset(path: str | os.PathLike, repo_id: str, *, private: bool = False
     if token_env is not None:
         named_token(token_env)      # a dry run too: the push it previews would fail
     ds = load_local(path)
+    if ds.manifest.get("stale"):     # emit/stale.py: its rows are those of an earlier selection (a pilot's)
+        raise PublishError(f"{ds.root} is stale: it was {ds.manifest['stale']}; push refuses it (a dry run too)")
     files = sorted(ds.files)
     result = PushResult(repo_id=repo_id, tag=ds.tag, status="dry run" if dry_run else "pushed",
                         files=len(files) + 1, bytes=ds.total_bytes())

@@ -4,11 +4,12 @@
 Per config, in this order (each rejection is kept with its reason, never silent):
 
     scanned     every row read (JSONL line, Parquet row, Hub row); capped by --limit / scan_limit
-    repeats     rows repeating a selected row's key (same source id): counted, not selected
+    repeats     rows repeating a selected row's key (same source id) and prompts: counted, not selected
     selected    the seeded selection, consumed in rank order until `n` prompts are prepared
                 (sources/selection.py); a row gives one prompt, or one per user turn (every_user_prefix)
-    adapted     adapter errors: malformed_json, wrong_type, missing_field, empty_user_turn, …; and
-                too_many_chars for a raw row over `max_row_bytes` (refused while read, never parsed)
+    adapted     adapter errors: malformed_json, wrong_type, missing_field, empty_user_turn, …;
+                too_many_chars for a raw row over `max_row_bytes` (refused while read, never parsed); and
+                repeated_id for a row giving a selected row's source id to other prompts
     content     empty_prompt, non_text_content                        (sources/filters.py)
     tools       invalid_tool_schema
     language    language                                              (opt-in)
@@ -98,7 +99,7 @@ class PrepareReport:
     scanned: int = 0                       # source rows read
     rows_selected: int = 0                 # source rows consumed from the selection
     candidates: int = 0                    # rows the selection held
-    repeated_rows: int = 0                 # rows repeating a selected row's key (not selected themselves)
+    repeated_rows: int = 0                 # rows repeating a selected row's key and prompts (not selected)
     scan_errors: Counter = field(default_factory=Counter)   # row-level failures among all scanned rows
     exhausted: bool = False                # fewer than n prepared: the candidates ran out
     passed: Counter = field(default_factory=Counter)        # prompts past each stage
@@ -193,6 +194,9 @@ def prepare_rows(partition: Partition, rows: Iterable[SourceRow], tokenizer, *, 
     def full() -> bool:
         return n is not None and report.prepared >= n
 
+    config = _Config(partition, tokenizer, modes, max_new_tokens, max_seq_len, vocab_size, seed, state, near_on,
+                     seen_ids, report)
+
     for cand in candidates:
         if full():
             break
@@ -211,101 +215,158 @@ def prepare_rows(partition: Partition, rows: Iterable[SourceRow], tokenizer, *, 
                 reject(sid, item.code, f"{where}: {item.message}")
                 continue
             report.passed["adapted"] += 1
-            _prepare_prompt(partition, item, where, tokenizer, modes, max_new_tokens, max_seq_len, state,
-                            near_on, report, records, seen_ids, reject, vocab_size, seed)
+            _prepare_prompt(config, item, where, records, reject)
     # short of n although the source had more rows than the selection held: oversample was too small
     report.exhausted = (n is not None and report.prepared < n and report.rows_selected == len(candidates)
                         and scan.scanned - scan.duplicate_row_keys > len(candidates))
     return records, rejections, report
 
 
-def _prepare_prompt(partition: Partition, sp: SourcePrompt, where: str, tokenizer, modes: "PromptModes",
-                    max_new_tokens, max_seq_len, state: PrepareState, near_on: bool, report: PrepareReport,
-                    records: list[PromptRecord], seen_ids: set[str], reject, vocab_size: int, seed: int) -> None:
-    cfg, sid = partition.config, sp.source_id
-    id_ = sample_id(cfg, partition.upstream, sid, partition.id_rule)
-    mode = choose_mode(partition.modes, seed, id_)      # drawn from the thinking id: stable whatever the mode
-    effort = choose_effort(partition.modes, seed, id_, mode, modes.default_effort)
-    sampling = choose_sampling(partition.modes, seed, id_, mode, modes.profile, modes.run_wide)
+@dataclass
+class _Config:
+    """What every prompt of one config is prepared against (prepare_rows makes it once)."""
+    partition: Partition
+    tokenizer: Any
+    modes: "PromptModes"
+    max_new_tokens: int
+    max_seq_len: int
+    vocab_size: int
+    seed: int
+    state: PrepareState
+    near_on: bool
+    seen_ids: set[str]
+    report: PrepareReport
+
+
+@dataclass
+class _Draft:
+    """One prompt on its way through the steps: its id, mode and sampling, and what the steps find."""
+    sp: SourcePrompt
+    id: str
+    mode: str
+    effort: str | None
+    sampling: dict[str, float]
+    special: tuple[str, list[str]] | None          # the special-token text it holds (_special_text)
+    prompt_ids: list[int] = field(default_factory=list)   # the render step's
+    exact_key: bytes = b""                           # the dedup step's
+    near_sig: Any = None                             # the near_dedup step's
+
+
+# A step: the prompt's rejection (reason code, message) or None, when it passes.
+Failure = tuple[str, str] | None
+
+
+def _draft(c: _Config, sp: SourcePrompt) -> _Draft:
+    p, modes, sid = c.partition, c.modes, sp.source_id
+    id_ = sample_id(p.config, p.upstream, sid, p.id_rule)
+    mode = choose_mode(p.modes, c.seed, id_)      # drawn from the thinking id: stable whatever the mode
+    effort = choose_effort(p.modes, c.seed, id_, mode, modes.default_effort)
+    sampling = choose_sampling(p.modes, c.seed, id_, mode, modes.profile, modes.run_wide)
     if mode != THINKING:
-        id_ = sample_id(cfg, partition.upstream, sid, partition.id_rule, mode)
-    gen_prompt_ids = modes.generation_prompts[mode]
-    special = _special_text(sp, modes.special_text(tokenizer))
-    checks = (("content", lambda: check_content(sp.messages) or _special_text_reason(partition, special)),
-              ("tools", lambda: check_tools(sp.tools) if partition.filters.validate_tools else None),
-              ("language", lambda: check_language(sp.messages, partition.filters)),
-              ("chars", lambda: check_chars(sp.messages, sp.tools, partition.filters, max_seq_len)))
-    for stage, check in checks:
-        failure = check()
-        if failure:
-            reject(sid, failure[0], f"{where}: {failure[1]}", id_)
-            return
-        report.passed[stage] += 1
-    if state.decontam is not None:
-        hit = state.decontam.check(sp.messages)
-        if hit:
-            name, row, gram = hit
-            report.contaminated_by[name] += 1
-            reject(sid, "contaminated", f"{where}: shares {len(gram.split())} words with eval set {name} row {row}: "
-                                        f"{gram[:120]!r}", id_)
-            return
-    report.passed["decontam"] += 1
+        id_ = sample_id(p.config, p.upstream, sid, p.id_rule, mode)
+    return _Draft(sp, id_, mode, effort, sampling, _special_text(sp, modes.special_text(c.tokenizer)))
+
+
+def _content_step(c: _Config, d: _Draft) -> Failure:
+    return check_content(d.sp.messages) or _special_text_reason(c.partition, d.special)
+
+
+def _tools_step(c: _Config, d: _Draft) -> Failure:
+    return check_tools(d.sp.tools) if c.partition.filters.validate_tools else None
+
+
+def _language_step(c: _Config, d: _Draft) -> Failure:
+    return check_language(d.sp.messages, c.partition.filters)
+
+
+def _chars_step(c: _Config, d: _Draft) -> Failure:
+    return check_chars(d.sp.messages, d.sp.tools, c.partition.filters, c.max_seq_len)
+
+
+def _decontam_step(c: _Config, d: _Draft) -> Failure:
+    hit = c.state.decontam.check(d.sp.messages) if c.state.decontam is not None else None
+    if not hit:
+        return None
+    name, row, gram = hit
+    c.report.contaminated_by[name] += 1
+    return "contaminated", f"shares {len(gram.split())} words with eval set {name} row {row}: {gram[:120]!r}"
+
+
+def _render_step(c: _Config, d: _Draft) -> Failure:
     try:
-        prompt_ids = modes.render(tokenizer, sp.messages, sp.tools, mode, effort)
+        d.prompt_ids = c.modes.render(c.tokenizer, d.sp.messages, d.sp.tools, d.mode, d.effort)
     except (ToolSchemaUnsupported, ToolRenderingError) as e:
         # never a JSON-declared prompt in the data: the row is counted out with its reason
-        reject(sid, "tool_schema_unsupported", f"{where}: {e}", id_)
-        return
+        return "tool_schema_unsupported", str(e)
     except Exception as e:  # jinja raises many types; the message is what matters
-        reject(sid, "template_error", f"{where}: chat template failed: {' '.join(str(e).split())[:300]}", id_)
-        return
-    if not gen_prompt_ids or prompt_ids[-len(gen_prompt_ids):] != gen_prompt_ids:
-        reject(sid, "no_generation_prompt", f"{where}: rendered prompt does not end with the profile's {mode}-mode "
-                                            "generation prompt", id_)
-        return
-    beyond = [t for t in prompt_ids if t >= vocab_size]
+        return "template_error", f"chat template failed: {' '.join(str(e).split())[:300]}"
+    gen_prompt_ids = c.modes.generation_prompts[d.mode]
+    if not gen_prompt_ids or d.prompt_ids[-len(gen_prompt_ids):] != gen_prompt_ids:
+        return "no_generation_prompt", (f"rendered prompt does not end with the profile's {d.mode}-mode "
+                                        "generation prompt")
+    beyond = [t for t in d.prompt_ids if t >= c.vocab_size]
     if beyond:
         # A server cannot embed such an id (real SGLang and vLLM crash on it): the prompt is never sent.
-        reject(sid, "prompt_id_out_of_vocab", f"{where}: prompt holds {len(beyond)} id(s) at or above the model's "
-                                              f"vocabulary size {vocab_size}, first {beyond[0]}", id_)
-        return
-    report.passed["render"] += 1
-    if len(prompt_ids) + max_new_tokens > max_seq_len:
-        reject(sid, "prompt_too_long", f"{where}: prompt_len {len(prompt_ids)} + max_new_tokens {max_new_tokens} > "
-                                       f"max_seq_len {max_seq_len}", id_)
-        return
-    report.passed["length"] += 1
-    if id_ in seen_ids:
-        reject(sid, "duplicate_source_row", f"{where}: source id {sid!r} seen before", id_)
-        return
-    key = exact_key(sp.messages, sp.tools) if state.exact is not None else b""
-    if state.exact is not None:
-        kept = state.exact.check(cfg, key)
-        if kept is not None:
-            reject(sid, "duplicate_prompt", f"{where}: same prompt (normalized) as {kept}", id_)
+        return "prompt_id_out_of_vocab", (f"prompt holds {len(beyond)} id(s) at or above the model's vocabulary size "
+                                          f"{c.vocab_size}, first {beyond[0]}")
+    return None
+
+
+def _length_step(c: _Config, d: _Draft) -> Failure:
+    if len(d.prompt_ids) + c.max_new_tokens > c.max_seq_len:
+        return "prompt_too_long", (f"prompt_len {len(d.prompt_ids)} + max_new_tokens {c.max_new_tokens} > "
+                                   f"max_seq_len {c.max_seq_len}")
+    return None
+
+
+def _dedup_step(c: _Config, d: _Draft) -> Failure:
+    if d.id in c.seen_ids:
+        return "duplicate_source_row", f"source id {d.sp.source_id!r} seen before"
+    if c.state.exact is None:
+        return None
+    d.exact_key = exact_key(d.sp.messages, d.sp.tools)
+    kept = c.state.exact.check(c.partition.config, d.exact_key)
+    return ("duplicate_prompt", f"same prompt (normalized) as {kept}") if kept is not None else None
+
+
+def _near_dedup_step(c: _Config, d: _Draft) -> Failure:
+    if not c.near_on:
+        return None
+    near = c.state.near()
+    d.near_sig = near.signature(user_text(d.sp.messages))
+    hit = near.check(c.partition.config, d.near_sig, c.state.dedup.across_configs)
+    return ("near_duplicate", f"near duplicate of {hit[0]} (estimated Jaccard {hit[1]:.2f})") if hit else None
+
+
+# The steps a prompt passes, in order, each named by the funnel stage it counts in (STAGES after `adapted`).
+PROMPT_STEPS = (("content", _content_step), ("tools", _tools_step), ("language", _language_step),
+                ("chars", _chars_step), ("decontam", _decontam_step), ("render", _render_step),
+                ("length", _length_step), ("dedup", _dedup_step), ("near_dedup", _near_dedup_step))
+
+
+def _prepare_prompt(c: _Config, sp: SourcePrompt, where: str, records: list[PromptRecord], reject) -> None:
+    """One adapted prompt through PROMPT_STEPS: rejected at the first step that fails it, else kept (its ids in the
+    dedup indexes, its record appended)."""
+    d = _draft(c, sp)
+    for stage, step in PROMPT_STEPS:
+        failure = step(c, d)
+        if failure:
+            reject(sp.source_id, failure[0], f"{where}: {failure[1]}", d.id)
             return
-    report.passed["dedup"] += 1
-    sig = None
-    if near_on:
-        near = state.near()
-        sig = near.signature(user_text(sp.messages))
-        hit = near.check(cfg, sig, state.dedup.across_configs)
-        if hit:
-            reject(sid, "near_duplicate", f"{where}: near duplicate of {hit[0]} (estimated Jaccard {hit[1]:.2f})", id_)
-            return
-    report.passed["near_dedup"] += 1
-    seen_ids.add(id_)
-    if state.exact is not None:
-        state.exact.add(cfg, key, id_)
-    if near_on:
-        state.near().add(cfg, sig, id_)
-    records.append(PromptRecord(id_, cfg, partition.upstream, sid, sp.messages, sp.tools, prompt_ids, sp.answer,
-                                mode=mode, effort=effort, temperature=sampling["temperature"],
-                                top_p=sampling["top_p"], script=sp.script))
-    report.prepared += 1
-    report.without_answer += sp.answer is None
-    report.special_text_kept += special is not None
-    report.history_arguments.update(modes.history_notes(sp.messages))
+        c.report.passed[stage] += 1
+    cfg = c.partition.config
+    c.seen_ids.add(d.id)
+    if c.state.exact is not None:
+        c.state.exact.add(cfg, d.exact_key, d.id)
+    if c.near_on:
+        c.state.near().add(cfg, d.near_sig, d.id)
+    records.append(PromptRecord(d.id, cfg, c.partition.upstream, sp.source_id, sp.messages, sp.tools, d.prompt_ids,
+                                sp.answer, mode=d.mode, effort=d.effort, temperature=d.sampling["temperature"],
+                                top_p=d.sampling["top_p"], script=sp.script))
+    c.report.prepared += 1
+    c.report.without_answer += sp.answer is None
+    c.report.special_text_kept += d.special is not None
+    c.report.history_arguments.update(c.modes.history_notes(sp.messages))
 
 
 def _special_text(sp: SourcePrompt, finder) -> tuple[str, list[str]] | None:

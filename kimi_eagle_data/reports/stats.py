@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kimi_eagle_data.emit.stale import stale_line
 from kimi_eagle_data.records import SpecDecodeCounts
 from kimi_eagle_data.conversation.shape import (TURN_COLUMNS, conversation_shape, has_conversations,
                                               lengths_by_turn, turn_arrays)
@@ -359,6 +360,8 @@ def collect_stats(workdir: str | Path, configs: list[str] | tuple[str, ...] = ()
     talk = [p for p, c in zip(parts, names) if result["configs"][c]["conversations"]]
     result["overall"]["conversations"] = _conversations(_Columns.concat(talk), total_counts) if talk else None
     result["draft_vocab"] = draft_vocab_coverage(wd, names)
+    # dataset/ (and the draft vocabulary counted from it) made from an earlier selection: a pilot's (emit/stale.py)
+    result["stale_dataset"] = stale_line(wd)
     return result
 
 

@@ -10,9 +10,13 @@ inputs (no RNG state, no dependence on reading order), and it streams: only the 
 is read once without being loaded.
 
 Rows sharing a row key (OpenThoughts' 16x repeated questions, OpenCodeReasoning's ~26 answers
-per question, ShareGPT ids seen twice) have the same rank: the first one read is kept, the
-others are counted (`Candidate.repeats`; `repeated_rows` in the prepare report) but not
-selected, so not rejected either: the selection samples distinct rows.
+per question) have the same rank: the first one read is kept. A later row that gives the same
+prompts (its messages, tools and, under own_history, the script; the upstream answer may differ)
+is counted (`Candidate.repeats`; `repeated_rows` in the prepare report) but not selected, so not
+rejected either: the selection samples distinct rows. A later row whose prompts differ is another
+conversation under the same id (a user's JSONL with an id given twice, ShareGPT ids seen twice):
+it is selected right after the first and rejected with reason `repeated_id`, so it is counted
+where every rejected row is, never dropped without a word.
 
 `prepare` consumes the selection in order until `n` prompts pass every filter; the oversampling
 margin covers the rows that filters reject. If the margin runs out first the report says so
@@ -47,7 +51,7 @@ class Candidate:
     row_key: str
     items: list[PrefixItem] | None          # None when the row failed as a whole
     error: SourceRowError | None = None
-    repeats: int = 0                         # later rows with the same key (not selected themselves)
+    repeats: int = 0                         # later rows with the same key and prompts (not selected themselves)
 
 
 @dataclass
@@ -56,6 +60,24 @@ class ScanStats:
     capacity: int | None = None             # rows the heap holds (None: all)
     duplicate_row_keys: int = 0
     errors: Counter = field(default_factory=Counter)   # row-level failures among all scanned rows
+
+
+def prompts_of(items: list[PrefixItem] | None) -> list[tuple] | None:
+    """What a row's prompts are, to tell a repeat from another conversation under the same key: each prompt's
+    id, messages, tools and script, or the code of the prefix that could not be read. The source's answers are
+    left out (OpenCodeReasoning gives one question ~26 answers, OpenThoughts repeats a question with others): the
+    prompt's own and, in the script, an assistant turn's text; its tool calls stay, the model's must match them."""
+    if items is None:
+        return None
+    return [(sid, item.code) if isinstance(item, SourceRowError) else
+            (sid, item.messages, item.tools, [("assistant", m.get("tool_calls")) if m.get("role") == "assistant"
+                                              else m for m in item.script or ()])
+            for sid, item in items]
+
+
+def repeated_id(key: str, first: Candidate) -> SourceRowError:
+    return SourceRowError("repeated_id", f"source id {key!r} was given to row {first.row_number} too, with other "
+                                         "content: this row is not prepared; give each conversation an id of its own")
 
 
 def capacity_for(n: int | None, oversample: float) -> int | None:
@@ -86,19 +108,23 @@ def select(partition: Partition, rows: Iterable[SourceRow], *, n: int | None = N
         if error is not None:
             stats.errors[error.code] += 1
         r = rank(seed, partition.config, key)
-        if key in held:
-            stats.duplicate_row_keys += 1
-            held[key].repeats += 1
-            continue
+        first = held.get(key)
+        if first is not None:
+            if prompts_of(items) == prompts_of(first.items):     # row:<n> keys never repeat
+                stats.duplicate_row_keys += 1
+                first.repeats += 1
+                continue
+            items, error = None, repeated_id(key, first)   # ranked with the first, right after it
         if cap is not None and len(heap) >= cap:
             worst = heap[0]
             if (r, row_n) >= (-worst[0], -worst[1]):
                 continue
             cand = Candidate(r, row_n, key, items, error)
             heapq.heapreplace(heap, (-r, -row_n, row_n, cand))
-            held.pop(worst[3].row_key, None)
+            if held.get(worst[3].row_key) is worst[3]:      # not a repeated_id row: its first is still held
+                del held[worst[3].row_key]
         else:
             cand = Candidate(r, row_n, key, items, error)
             heapq.heappush(heap, (-r, -row_n, row_n, cand))
-        held[key] = cand
+        held.setdefault(key, cand)
     return sorted((c for *_, c in heap), key=lambda c: (c.rank, c.row_number))

@@ -439,11 +439,3 @@ def _turn_row(r: PromptRecord) -> tuple:
             orjson.dumps(r.tools).decode() if r.tools else "", blob,
             orjson.dumps(r.answer).decode() if r.answer else "", r.mode, r.temperature, r.top_p,
             _checksum(r.id, blob, "turn"))
-
-
-def in_shard(id_: str, shard: tuple[int, int] | None) -> bool:
-    """Deterministic split of sample ids into N disjoint shards (same answer on every machine)."""
-    if shard is None:
-        return True
-    i, n = shard
-    return int(hashlib.sha256(id_.encode()).hexdigest()[:12], 16) % n == i

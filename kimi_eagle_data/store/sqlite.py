@@ -9,8 +9,9 @@ What every store gets from here, written once:
 - A `meta` table (key -> JSON value) and a `failures` table keyed like the store's records: a request the
   engine gave up on, with its reason, message and attempts (`RequestFailure`).
 - One transaction per record (`commit_record`): the record lands and its failure row goes, or neither.
-- Every write under `writing(path)`: a full disk is one line naming the file (DiskFullError), never a
-  "corrupt" store. A file that is not a readable SQLite database is CorruptCheckpointError, one line saying
+- Every write under `writing(path)`: a full disk is one line naming the file (DiskFullError), a write past the
+  file-size limit (`ulimit -f`) one naming the limit (FileSizeLimitError), never a "corrupt" store. A file with
+  no table in it (`holds_nothing`: nothing was ever committed to it) is a missing one. A file that is not a readable SQLite database is CorruptCheckpointError, one line saying
   what to do.
 """
 
@@ -58,7 +59,7 @@ def open_store(path: Path, schema: str) -> sqlite3.Connection:
     hidden `.NAME.*.tmp` with the schema in it) and renamed into place: a reader never sees a file that is
     still being created (shards read each other's files while they start), and a failed creation leaves no
     file. A full disk raises DiskFullError (SQLite says "database or disk is full": not a corrupt file)."""
-    if not path.exists():
+    if not path.exists() or holds_nothing(path):
         _create_store(path, schema)
     db = None
     try:
@@ -85,13 +86,18 @@ def _create_store(path: Path, schema: str) -> None:
             fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
             os.close(fd)
             tmp = Path(name)
+        with writing(path, tmp):
             db = sqlite3.connect(tmp, timeout=60, isolation_level=None)
-            try:   # a rollback journal here: the commit lands in the file itself or fails (a full disk) right here
+            # No journal: a file that fails to be made whole is deleted, never rolled back, so one would only cost
+            # a page of a nearly full disk. And the failed write's file stays as it was: at the file-size limit
+            # when that limit refused it (diskfull.is_file_size_limit reads it there).
+            try:
+                db.execute("PRAGMA journal_mode=OFF")
                 db.executescript(f"BEGIN IMMEDIATE;\n{schema}\nCOMMIT;")
             finally:
                 db.close()
             os.chmod(tmp, 0o666 & ~_UMASK)     # mkstemp makes 0600
-            os.replace(tmp, path)
+            os.replace(tmp, path)           # over an empty file (holds_nothing) too
     finally:
         if tmp is not None:
             for leftover in (tmp, tmp.with_name(tmp.name + "-journal")):
@@ -118,6 +124,27 @@ def open_readonly(path: Path, what: str = "checkpoint") -> sqlite3.Connection:
     return _connect_checked(uri + "&immutable=1")
 
 
+def holds_nothing(path: Path) -> bool:
+    """`path` is an SQLite database without a single table (a 0-byte file is one, also with its write-ahead log
+    applied): no completion, failure or meta row was ever committed to it, so it is what a missing file is.
+
+    Why a file may be so, though a new store appears whole (`_create_store`): a store made by an earlier version
+    (which created the file in place), or one emptied by hand or by another tool. Refusing it as unreadable
+    ("move it aside") would block every rerun for a file that holds nothing to lose; writers make it anew in its
+    place (`_create_store`, the same atomic rename) and readers read it as empty (`SQLiteStore`). A file that
+    cannot be read at all is not taken for empty: it may hold rows, and its error is said."""
+    try:
+        db = open_readonly(path)
+    except (sqlite3.Error, CorruptCheckpointError):
+        return False
+    try:
+        return db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+    except sqlite3.Error:
+        return False
+    finally:
+        db.close()
+
+
 def _connect_checked(uri: str) -> sqlite3.Connection:
     db = sqlite3.connect(uri, uri=True, timeout=60)
     try:
@@ -142,19 +169,33 @@ class SQLiteStore:
         """`readonly`: for every reader (reports, and the stages reading checkpoints), which must never create,
         lock or alter a store (store/sqlite.open_readonly)."""
         self.path = Path(path)
+        schema = "\n".join((self.records_schema, failures_table(self.key_columns), META_TABLE))
         try:
             if readonly:
+                if holds_nothing(self.path):       # nothing committed: read as a store with no rows
+                    self.db = sqlite3.connect(":memory:")
+                    self.db.executescript(schema)
+                    return
                 self.db = open_readonly(self.path, self.what)
                 # Not a store of this kind: fail here, not later.
                 self.db.execute(f"SELECT 1 FROM {self.records_table} LIMIT 1")
                 return
-            self.db = open_store(self.path, "\n".join((self.records_schema, failures_table(self.key_columns),
-                                                       META_TABLE)))
+            self.db = open_store(self.path, schema)
             with writing(self.path):
                 self.migrate()
         except sqlite3.DatabaseError as e:
-            raise CorruptCheckpointError(f"{self.what} {self.path} is not a readable SQLite database ({e}); move "
-                                         f"it aside and {self.remedy}") from e
+            raise self.unopenable(e) from e
+
+    def unopenable(self, e: sqlite3.DatabaseError) -> CorruptCheckpointError:
+        """Only a file whose content is not a store is called unreadable and to be moved aside: it may hold
+        committed rows, so an error of the file's surroundings (an I/O error, a lock, permissions) says what it
+        is and leaves the file where it is."""
+        code = (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF
+        if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or "no such table" in str(e):
+            return CorruptCheckpointError(f"{self.what} {self.path} is not a readable SQLite database ({e}); move "
+                                          f"it aside and {self.remedy}")
+        return CorruptCheckpointError(f"{self.what} {self.path} could not be opened ({e}); it was left as it is: "
+                                      "check the disk and the file's permissions, then rerun")
 
     def migrate(self) -> None:
         """Bring a file an earlier version wrote up to this schema (on a writable open)."""

@@ -6,26 +6,7 @@
 #   bash scripts/real_engines/run_tier.sh --install-only     the venvs only (CI starts them beside the main suite)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-started=$SECONDS
-log_dir="$(mktemp -d)"
-pids=()
-for engine in sglang vllm; do
-    bash "scripts/real_engines/install_${engine}_cpu.sh" >"$log_dir/$engine.out" 2>"$log_dir/$engine.err" &
-    pids+=("$!")
-done
-failed=0
-for i in "${!pids[@]}"; do
-    engine=$([[ $i == 0 ]] && echo sglang || echo vllm)
-    if ! wait "${pids[$i]}"; then
-        echo "error: installing real $engine failed; its output:" >&2
-        tail -n 40 "$log_dir/$engine.err" >&2
-        failed=1
-    else
-        grep -h "installed in" "$log_dir/$engine.err" >&2 || true
-    fi
-done
-[[ $failed == 0 ]] || exit 1
-echo "real engines ready after $((SECONDS - started)) s"
+bash scripts/install_venvs.sh scripts/real_engines/install_sglang_cpu.sh scripts/real_engines/install_vllm_cpu.sh
 if [[ "${1:-}" == "--install-only" ]]; then exit 0; fi
 python -m pytest -q -n 0 -m real_engine -p no:cacheprovider -s --durations=0 tests/real_engines "$@"
 # The benchmark that needs a real engine, at its smoke size (it ran; no speed is checked).

@@ -33,10 +33,19 @@ start_munge() {
     fi
     mkdir -p /run/munge /var/log/munge /var/lib/munge
     chown munge:munge /run/munge /var/log/munge /var/lib/munge
+    rm -f /run/munge/munged.pid
     su -s /bin/sh munge -c /usr/sbin/munged
     for _ in $(seq 50); do
-        if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
-            pgrep -u munge -x munged > "$dir/munged.started"
+        # The daemon's pid from its pid file, once it answers: the process su started exits at once (it forks
+        # the daemon), so a pid found by name while it still ran would name a process that is gone.
+        if munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && record munged /run/munge/munged.pid; then
+            return
+        fi
+        # A munged that writes no pid file: the munge user's munged that still runs once it answers.
+        if [[ ! -e /run/munge/munged.pid ]] && munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
+            pgrep -u munge -x munged | while read -r pid; do
+                if is_daemon munged "$pid"; then echo "$pid"; fi
+            done > "$dir/munged.started"
             return
         fi
         sleep 0.2
@@ -44,6 +53,20 @@ start_munge() {
     echo "error: munged did not start" >&2
     exit 1
 }
+
+# Record the pid in pid file $2 as daemon $1's (in $dir/$1.started) when that process runs and is $1.
+record() {
+    local pid
+    pid=$(cat "$2" 2>/dev/null || true)
+    if [[ "$pid" =~ ^[0-9]+$ ]] && is_daemon "$1" "$pid"; then
+        echo "$pid" > "$dir/$1.started"
+        return 0
+    fi
+    return 1
+}
+
+# Whether process $2 runs and is daemon $1 (a recorded pid that ended may be another process's by now).
+is_daemon() { [[ "$(cat "/proc/$2/comm" 2>/dev/null)" == "$1" ]]; }
 
 write_conf() {
     local host cpus
@@ -84,15 +107,16 @@ start() {
     if ! scontrol ping 2>/dev/null | grep -q "is UP"; then
         slurmctld -f "$conf"
         for _ in $(seq 100); do
-            scontrol ping 2>/dev/null | grep -q "is UP" && break
+            scontrol ping 2>/dev/null | grep -q "is UP" && record slurmctld "$dir/slurmctld.pid" && break
             sleep 0.2
         done
-        ours slurmctld > "$dir/slurmctld.started"
     fi
     if [[ -z "$(ours slurmd)" ]]; then
         slurmd -f "$conf"
-        sleep 0.5
-        ours slurmd > "$dir/slurmd.started"
+        for _ in $(seq 50); do
+            record slurmd "$dir/slurmd.pid" && break
+            sleep 0.2
+        done
     fi
     for _ in $(seq 150); do
         state=$(sinfo -h -o %T 2>/dev/null || true)
@@ -112,7 +136,9 @@ ours() { pgrep -f -x "$1 -f $conf" || true; }
 stop() {
     for daemon in slurmd slurmctld munged; do
         if [[ -s "$dir/$daemon.started" ]]; then
-            while read -r pid; do kill "$pid" 2>/dev/null || true; done < "$dir/$daemon.started"
+            while read -r pid; do
+                if is_daemon "$daemon" "$pid"; then kill "$pid" 2>/dev/null || true; fi
+            done < "$dir/$daemon.started"
             rm -f "$dir/$daemon.started"
         fi
     done

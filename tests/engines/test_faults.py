@@ -13,12 +13,12 @@ import textwrap
 import orjson
 import pytest
 
-from kimi_eagle_data.engines.protocol_server import BAD_OUTPUT_MODES
 from kimi_eagle_data.engines.sglang import check_output_ids
 from kimi_eagle_data.run_checks import url_problem
 
 from tests.helpers.cli import REPO, error_lines, run_cli
 from tests.helpers.servers import Server, free_port, get_json, sglang_router
+from tests.helpers.standin_server import BAD_OUTPUT_MODES
 from tests.helpers.workdirs import completions, prepare_args, prepared_count, sglang_args
 
 
@@ -128,6 +128,35 @@ def test_a_stale_rid_behind_the_router_is_aborted_on_its_worker_then_generated(p
     assert len(set(completions(w))) == n
 
 
+def test_a_timed_out_request_is_aborted_and_retried_under_a_fresh_id(prepared, tmp_path):
+    """A server slower than --request-timeout: every try times out. Each timed-out request is aborted on the server
+    (it would otherwise generate on beside its retry), the retry goes out under a fresh id (never refused as a
+    duplicate of the one just abandoned), and the samples fail with reason `timeout` after --max-attempts tries."""
+    w = tmp_path / "w"
+    shutil.copytree(prepared, w)
+    n = prepared_count(w)
+    slow = Server("--delay", "30").start()
+    try:
+        proc = run_cli("generate", "--workdir", str(w), "--engine", "sglang", "--server", slow.url,
+                       "--request-timeout", "1", "--max-attempts", "2", "--retry-backoff", "0.01", "--no-progress",
+                       check=False)
+        aborted = slow.aborted()
+        still_running = slow.running()
+    finally:
+        slow.kill()
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    import sqlite3
+
+    rows = sqlite3.connect(w / "generations.sqlite").execute("SELECT id, reason, attempts, message FROM failures"
+                                                             ).fetchall()
+    assert len(rows) == n and {(r[1], r[2]) for r in rows} == {("timeout", 2)}, rows
+    assert "--request-timeout 1 s" in rows[0][3]
+    # Every timed-out request was aborted before the client gave up: the first try's id and the retry's fresh one.
+    assert sorted(aborted) == sorted(x for r in rows for x in (r[0], f"{r[0]}.retry2")), aborted
+    assert still_running == set()
+
+
 def test_all_failed_build_exits_3_and_says_how_to_retry(tmp_path):
     w = tmp_path / "w"
     broken = Server("--error-rate", "1.0").start()
@@ -143,7 +172,9 @@ def test_all_failed_build_exits_3_and_says_how_to_retry(tmp_path):
 
 # -- settings: one check, wherever they come from ----------------------------------------------------
 
-BAD_SETTINGS = [("temperature", "-1", "must be >= 0"), ("top_p", "7", "must be in (0, 1]"),
+BAD_SETTINGS = [("temperature", "-1", "must be in [0, 2], got -1.0"),
+                ("temperature", "1e308", "must be in [0, 2], got 1e+308"),    # sampled uniformly, before bounds
+                ("top_p", "7", "must be in (0, 1]"),
                 ("top_p", "0", "must be in (0, 1]"), ("max_new_tokens", "-3", "must be at least 1")]
 
 
@@ -178,8 +209,51 @@ def test_run_settings_outside_the_cli_get_the_same_check(tmp_path):
     from kimi_eagle_data.runs import RunSettings
     from kimi_eagle_data.run_checks import SettingError
 
-    with pytest.raises(SettingError, match=r"temperature: must be >= 0, got -1.0"):
+    with pytest.raises(SettingError, match=r"temperature: must be in \[0, 2\], got -1.0"):
         RunSettings(workdir=str(tmp_path), temperature=-1.0)
+    with pytest.raises(SettingError, match=r"max_new_tokens: 1,000,000,000,000 leaves no room for a prompt in "
+                                           r"max_seq_len 1,022 \(profile tiny-kimi's\): at most 1,021"):
+        RunSettings(workdir=str(tmp_path), profile="tiny-kimi", max_new_tokens=10 ** 12)
+
+
+# max_new_tokens must leave a prompt room in max_seq_len: the profile's context when unset. Before, a value past it
+# reached prepare, which rejected every row (prompt_too_long) without naming the option.
+TINY_SEQ = 1022     # the tiny-kimi profile's max_seq_len (asserted below)
+PAST_THE_CONTEXT = ("1,000,000,000,000 leaves no room for a prompt in max_seq_len 1,022 (profile tiny-kimi's): at "
+                    "most 1,021")
+
+
+def test_max_new_tokens_past_the_context_names_the_option_and_the_limit(tmp_path):
+    from kimi_eagle_data.profile import get_profile
+
+    assert get_profile("tiny-kimi").max_seq_len == TINY_SEQ
+    w = tmp_path / "w"
+    args = ("B6", "--samples", "--profile", "tiny-kimi", "--workdir", str(w))
+    proc = run_cli("prepare", *args, "--max-new-tokens", "1000000000000", check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert f"Invalid value for '--max-new-tokens': {PAST_THE_CONTEXT}" in " ".join(proc.stderr.split())
+    # A max_seq_len below the profile's max_new_tokens leaves no room either: that option is named.
+    proc = run_cli("prepare", *args, "--max-seq-len", "100", check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "Invalid value for '--max-seq-len': 100 leaves no room for a prompt after max_new_tokens 192 (profile " \
+           "tiny-kimi's): at least 193" in " ".join(proc.stderr.split())
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[sampling]\nmax_new_tokens = 1000000000000\n")
+    proc = run_cli("prepare", *args, "--config", str(cfg), check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert error_lines(proc) == [f"error: {cfg}: sampling.max_new_tokens: {PAST_THE_CONTEXT}"], proc.stderr
+    assert not w.exists()
+
+
+def test_max_new_tokens_past_the_context_in_run_json_names_run_json(prepared, tmp_path):
+    w = tmp_path / "w"
+    shutil.copytree(prepared, w)
+    run = json.loads((w / "run.json").read_text())
+    run["options"]["max_new_tokens"] = 10 ** 12
+    (w / "run.json").write_text(json.dumps(run))
+    proc = run_cli("generate", "--workdir", str(w), check=False)
+    assert proc.returncode == 1 and error_lines(proc) == \
+        [f"error: {w.resolve()}/run.json: options.max_new_tokens: {PAST_THE_CONTEXT}"], proc.stderr
 
 
 # -- a 50 MB source row --------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kimi_eagle_data.engines.serve import SGLANG_CPU_FLAGS, VLLM_CPU_FLAGS, package_import_dir
+from kimi_eagle_data.engines.serve import INSTALL_SCRIPTS, SGLANG_CPU_FLAGS, VLLM_CPU_FLAGS, package_import_dir
 from tests.helpers.cli import error_lines, run_cli
 from tests.helpers.servers import TINY
 
@@ -82,3 +82,79 @@ def test_vllm_without_a_tokenizer_is_launched_without_its_chat_parsers():
     assert " ".join(parsers) in " ".join(full)
     assert [a for a in ids_only if a not in parsers] == ids_only and ids_only[-1] == "--skip-tokenizer-init"
     assert [a for a in full if a not in parsers] == ids_only[:-1]
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_serve_dry_run_without_the_engine_installed_shows_the_command_and_the_install_step(engine, tmp_path):
+    """A dry run starts nothing, so it needs no venv: it prints the command a launch would run (from the venv the
+    install script would build) and, on stderr, the step that installs it; exit 0. The cache folder is pointed at an
+    empty one, as on a fresh machine (the real-engine tier has the venvs)."""
+    cache = tmp_path / "cache"
+    env = {"KIMI_ENGINES_CACHE": str(cache)}
+    proc = run_cli("serve", "--engine", engine, "--device", "cpu", "--dry-run", "--port", "30123", check=False,
+                   env=env)
+    assert proc.returncode == 0, proc.stderr
+    where = subprocess.run(["bash", str(INSTALL_SCRIPTS / f"install_{engine}_cpu.sh"), "--path"], capture_output=True,
+                           text=True, env={**os.environ, **env}, check=True).stdout.strip()
+    shown = shlex.split(proc.stdout)
+    python = shown.index(f"{where}/bin/python")
+    assert "--port" in shown[python:] and shown[python + 1] == "-m"
+    note = proc.stderr.strip().splitlines()
+    assert len(note) == 1 and note[0].startswith(f"note: {engine} for CPU is not installed (no {where}); install it") \
+        and f"kimi_eagle_data/engines/cpu_recipes/install_{engine}_cpu.sh" in note[0], proc.stderr
+    assert not cache.exists()       # a dry run installs and writes nothing
+
+
+def test_serve_local_stopped_with_requests_in_flight_shuts_down_quietly():
+    """`kimi-data serve --engine local` stopped by SIGTERM (a scheduler's requeue) while it decodes: the in-flight
+    requests' connections close without an answer (no answer cut short is sent: a client retries them), its log holds
+    no traceback, and it exits as every stopped command does (143, "interrupted by SIGTERM: the server stopped")
+    without decoding its batch to the end."""
+    import json
+    import signal
+    import threading
+    import time
+    import urllib.request
+
+    from tests.helpers.cli import popen_cli
+    from tests.helpers.servers import free_port, get_json, wait_for
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = popen_cli("serve", "--engine", "local", "--profile", "tiny-kimi", "--port", str(port),
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    answers: list[str] = []
+
+    def ask(i: int) -> None:
+        body = json.dumps({"input_ids": [1, 2, 3, 4 + i], "rid": f"r{i}",
+                           "sampling_params": {"max_new_tokens": 1000, "ignore_eos": True}}).encode()
+        request = urllib.request.Request(url + "/generate", data=body, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=120) as r:
+                answers.append(f"HTTP {r.status}")
+        except OSError as e:        # the connection dropped (what a stopped SGLang gives)
+            answers.append(type(e).__name__)
+
+    try:
+        wait_for(lambda: get_json(url + "/server_info")["pid"] == proc.pid, 120, "serve did not start", proc=proc)
+        clients = [threading.Thread(target=ask, args=(i,)) for i in range(6)]
+        for c in clients:
+            c.start()
+        wait_for(lambda: len(get_json(url + "/server_info")["running_rids"]) == 6, 60, "requests not in flight",
+                 proc=proc)
+        stopped_at = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+        took, code = time.monotonic() - stopped_at, proc.returncode
+        for c in clients:
+            c.join(timeout=60)
+    except AssertionError:
+        proc.kill()
+        raise AssertionError("serve's output: " + "".join(proc.communicate(timeout=30))) from None
+    text = out + err
+    assert code == 143, text
+    assert "interrupted by SIGTERM: the server stopped" in text
+    for bad in ("Traceback", "Unhandled exception", "Error", "exception"):
+        assert bad not in text, text
+    assert len(answers) == 6 and not any(a.startswith("HTTP") for a in answers), answers
+    assert took < 20, f"took {took:.1f} s to stop: it decoded its batch to the end"

@@ -35,6 +35,8 @@ def test_a_drafter_on_cpu_or_the_local_engine_is_refused_in_one_line(tmp_path):
     proc = run_cli("serve", "--engine", "sglang", "--device", "cpu", "--draft", DRAFT, "--dry-run", check=False)
     assert proc.returncode == 1, proc.stderr
     assert len(error_lines(proc)) == 1 and "would not be the target's" in proc.stderr
+    # and the exact reason it could not serve one anyway: SGLang 0.5.23 on CPU dies at start with a drafter
+    assert "copy_all_layer_kv_cache_cpu" in proc.stderr and "_init_kv_copy_and_warmup" in proc.stderr
     # vLLM's CPU backend changes the target's outputs when it drafts (engines/drafter.py): refused too.
     venv = fake_venv(tmp_path / "venv")
     proc = run_cli("serve", "--engine", "vllm", "--device", "cpu", "--venv", str(venv), "--draft", DRAFT, "--dry-run",

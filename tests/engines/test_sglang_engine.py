@@ -307,7 +307,7 @@ def test_young_collections_are_spaced_while_requests_stream_and_restored_after(s
     import gc
 
     from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams
-    from kimi_eagle_data.engines.http_client import STREAM_GC_THRESHOLD
+    from kimi_eagle_data.engines.async_bridge import STREAM_GC_THRESHOLD
     from kimi_eagle_data.engines.sglang import SGLangEngine
 
     sp = SamplingParams(max_new_tokens=4, temperature=0.0, top_p=1.0, stop_token_ids=())

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams, ScoreRequest
-from kimi_eagle_data.engines.http_client import Failure
+from kimi_eagle_data.engines.response_checks import Failure
 from kimi_eagle_data.engines.vllm import VLLMEngine, finish_record, generate_payload, parse_score, score_payload
 from tests.helpers.cli import error_lines, run_cli
 from tests.helpers.servers import TINY, Server, free_port

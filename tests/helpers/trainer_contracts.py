@@ -1,13 +1,12 @@
-"""What the trainers' own loaders do with our exports, restated from their source (neither installs here: speculators
-pulls CUDA torch and pins datasets<=5.0.1; SpecForge needs sglang and CUDA). Each function names the file and commit
-it was read from; tests/hub/test_publish.py (K2.5's demo) and tests/profiles/test_k3_demo.py (K3's) use them.
-With SPECFORGE_SRC naming a SpecForge checkout, `specforge_prepare_prompts_live` runs SpecForge's own reader."""
+"""What the trainers' own loaders do with our exports, restated from their source so that the main suite checks it in
+seconds without installing them (speculators pulls CUDA torch and pins datasets<=5.1.0; SpecForge pins sglang and
+torch 2.11.0). Each function names the file and commit it was read from; tests/hub/test_publish.py (K2.5's demo) and
+tests/profiles/test_k3_demo.py (K3's) use them. The trainer tier (tests/trainers/, scripts/trainers/run_tier.sh) runs
+the real speculators 0.9.0 and SpecForge 0.2.0 on the same exports and checks these restatements against them."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 from numbers import Integral
 from pathlib import Path
@@ -118,21 +117,3 @@ def specforge_prepare_prompts(path: Path, max_length: int, min_loss_tokens: int 
             if sum(loss_mask) >= min_loss_tokens:
                 prompts.append({"payload": {"input_ids": input_ids, "loss_mask": loss_mask}})
     return prompts
-
-
-LIVE_PROMPTS = """
-import json, sys
-sys.path.insert(0, sys.argv[1])
-from specforge.data.prompt_builder import prepare_prompt_tasks
-tasks = prepare_prompt_tasks(sys.argv[2], None, chat_template=None, max_length=int(sys.argv[3]), is_preformatted=False,
-                             train_only_last_turn=False, cache_dir=None, cache_key=None, num_proc=None)
-print(json.dumps([t for t in tasks]))
-"""
-
-
-def specforge_prepare_prompts_live(src: str, path: Path, max_length: int) -> list[dict]:
-    """SpecForge's own `prepare_prompt_tasks` on `path`, imported from the checkout `src`, in a child process."""
-    proc = subprocess.run([sys.executable, "-c", LIVE_PROMPTS, src, str(path), str(max_length)], capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])

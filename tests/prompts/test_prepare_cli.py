@@ -206,3 +206,29 @@ def test_a_source_giving_no_prompt_is_an_error_naming_the_expected_columns(tmp_p
     assert proc.returncode == 1 and proc.stderr.count("error:") == 1, proc.stderr
     assert " ".join(proc.stderr.split()).endswith("; B6 prepared")
     assert len(prepared_ids(w2, "B6")) == 2 and (w2 / "prepared" / "B1.rejects.jsonl").exists()
+
+
+def test_a_second_conversation_under_one_id_is_rejected_where_every_drop_is_counted(tmp_path):
+    """A user's JSONL giving one id to two conversations: the second is rejected `repeated_id` (it was dropped
+    without a word, counted only in prepared/C1.json's repeated_rows): in prepare's table, rejects.jsonl, the
+    accounting and the card's drop counts."""
+    rows = [{"id": "a", "messages": [{"role": "user", "content": "What is two plus two?"}]},
+            {"id": "b", "messages": [{"role": "user", "content": "Name a colour."}]},
+            {"id": "a", "messages": [{"role": "user", "content": "Write a haiku about rain."}]},
+            {"id": "b", "messages": [{"role": "user", "content": "Name a colour."}]}]     # the same row again
+    (tmp_path / "chats.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "cfg.toml").write_text('[partitions.C1]\nsource = "chats.jsonl"\n')
+    w = tmp_path / "w"
+    proc = kimi("build", "C1", "--config", str(tmp_path / "cfg.toml"), "--workdir", str(w), *TINY[:4],
+                "--max-new-tokens", "16", "--no-progress")
+    prepare_row = next(line for line in proc.stdout.splitlines() if "C1" in line and "chats.jsonl" in line)
+    # selected, prompts, rejected, reasons
+    assert [c.strip() for c in prepare_row.split("│")[3:7]] == ["3", "2", "1", "repeated_id 1"], proc.stdout
+    report = json.loads((w / "prepared" / "C1.json").read_text())
+    assert report["rejected"] == {"repeated_id": 1} and report["repeated_rows"] == 1 and report["selected"] == 3
+    (reject,) = [json.loads(x) for x in (w / "prepared" / "C1.rejects.jsonl").read_text().splitlines()]
+    assert reject["source_id"] == "a" and reject["reason"] == "repeated_id" and "C1 row 3: " in reject["message"]
+    validated = json.loads((w / "validated" / "C1.json").read_text())
+    assert validated["prepare_reasons"] == {"repeated_id": 1} and validated["balanced"]
+    card = " ".join((w / "dataset" / "README.md").read_text().split())
+    assert "at prepare: `repeated_id` 1" in card

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kimi_eagle_data.sources.partitions import DEMO_CONFIG
-from kimi_eagle_data.store.checkpoint import in_shard
+from kimi_eagle_data.store.shard_split import deal
 from tests.helpers.cli import REPO, run_cli
 from tests.helpers.servers import TINY, wait_for
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slurm
 
 SHARDS = 3
 # B6 continues its conversations (policy own_history in the demo's partition config); 8 source rows per config make
-# 16 prompts, 4, 5 and 7 of them in the three shards.
+# 16 prompts, dealt 6, 5 and 5 to the three shards (store/shard_split.py).
 RUN = ["B4", "B6", "--config", str(DEMO_CONFIG), "--samples", "--profile", "tiny-kimi", "--model", TINY,
        "--limit", "8", "--max-new-tokens", "64"]
 DEADLINE_S = 600
@@ -116,6 +116,16 @@ def pending_turns(checkpoint: Path) -> set[str]:
         return {r[0] for r in db.execute("SELECT id FROM turns WHERE id NOT IN (SELECT id FROM completions)")}
 
 
+def conversation_shards(workdir: Path) -> dict[str, set[int]]:
+    """{conversation: the shards whose checkpoint file holds later turns of it}."""
+    found: dict[str, set[int]] = {}
+    for i in range(SHARDS):
+        with closing(sqlite3.connect(workdir / f"generations.shard-{i}-of-{SHARDS}.sqlite")) as db:
+            for (c,) in db.execute("SELECT DISTINCT conversation_id FROM turns"):
+                found.setdefault(c, set()).add(i)
+    return found
+
+
 def prepared_ids(workdir: Path) -> set[str]:
     return {i for c in ("B4", "B6") for i in pq.read_table(workdir / "prepared" / f"{c}.parquet",
                                                            columns=["id"]).column("id").to_pylist()}
@@ -173,10 +183,8 @@ def assert_complete(workdir: Path, one_process: dict[str, dict]) -> None:
     rows, and the rows are the one-process build's."""
     rows = dataset_rows(workdir)
     assert prepared_ids(workdir) <= rows.keys()
-    for i in range(SHARDS):     # a conversation's turns stay on the shard of its first turn
-        with closing(sqlite3.connect(workdir / f"generations.shard-{i}-of-{SHARDS}.sqlite")) as db:
-            conversations = {r[0] for r in db.execute("SELECT conversation_id FROM turns")}
-        assert all(in_shard(c, (i, SHARDS)) for c in conversations), i
+    # A conversation's turns stay on one shard (a pilot's conversations, finished, stay where the pilot made them)
+    assert all(len(shards) == 1 for shards in conversation_shards(workdir).values())
     stored = checkpoint_ids(workdir)
     assert len(stored) == len(set(stored)) == len(rows)
     train = sorted((workdir / "dataset" / "data").glob("*/train-*.parquet"))
@@ -200,21 +208,34 @@ def test_a_submit_runs_every_job_and_makes_the_rows_of_a_one_process_build(one_p
     assert final["dataset"] == str(w / "dataset") and not final["problems"]
     assert all(s["done"] > 0 for s in final["shards"]), "a shard had nothing to do: the split went untested"
     assert all(s["tokens_per_s"] > 0 for s in final["shards"]), "a shard that is done shows no speed"
+    # The shards are balanced (16 prompts on 3 shards: 6/5/5) and each conversation is on its dealt shard.
+    owner = deal(prepared_ids(w), SHARDS)
+    assert sorted(list(owner.values()).count(i) for i in range(SHARDS)) == [5, 5, 6]
+    assert all(shards == {owner[c]} for c, shards in conversation_shards(w).items())
     assert_complete(w, one_process)
     # Finalize prepared nothing: the markers still name the prompts prepared now.
     assert "ended without its marker" not in json.dumps(status(w)[0])
 
 
+def busiest_shard(one_process: dict[str, dict]) -> int:
+    """The shard whose conversations have the most later turns in a one-process build (the requeue must stop one
+    between two turns)."""
+    rows = [r["conversation_id"] or i for i, r in one_process.items()]
+    owner = deal(rows, SHARDS)
+    later = [sum(rows.count(c) - 1 for c in set(rows) if owner[c] == i) for i in range(SHARDS)]
+    return later.index(max(later))
+
+
 def test_a_requeued_task_resumes_its_shard_without_generating_anything_twice(one_process, tmp_path):
     """Each task starts its own server (the SGLang-protocol stand-in, slowed down so a shard takes seconds); once
-    shard 2 committed its first completion, `scontrol requeue` stops it (SIGTERM: exit 143) and puts it back in the
+    the shard with the most later turns committed its first completion, `scontrol requeue` stops it (SIGTERM: exit 143) and puts it back in the
     queue; it resumes, keeps what it had committed, and the dataset is the one-process build's."""
     w = tmp_path / "w"
     jobs = submit(w, "--engine", "sglang", "--serve-engine", "local", "--serve-arg=--max-batch=1",
                   "--serve-arg=--delay=0.5", "--setup", standin_setup(tmp_path), "--concurrency", "1")
-    shard = 2
+    shard = busiest_shard(one_process)
     checkpoint = w / f"generations.shard-{shard}-of-{SHARDS}.sqlite"
-    wait_for(lambda: commit_stamps(checkpoint), DEADLINE_S, "shard 2 committed nothing")
+    wait_for(lambda: commit_stamps(checkpoint), DEADLINE_S, f"shard {shard} committed nothing")
     subprocess.run(["scontrol", "requeue", f"{jobs['generate']}_{shard}"], check=True)
     wait_for(lambda: any(e["event"] == "end" for e in events(w, shard)), 120, "the requeued task did not stop")
     stopped = events(w, shard)
@@ -385,3 +406,16 @@ def test_dry_run_scripts_are_accepted_by_sbatch(tmp_path):
         test = subprocess.run(["sbatch", "--test-only", str(w / "slurm" / f"{job}.sbatch")], capture_output=True,
                               text=True)
         assert test.returncode == 0 and "to start at" in test.stderr, (job, test.stderr)
+
+
+def test_the_cluster_script_records_only_daemons_that_run():
+    """scripts/slurm/cluster.sh records each daemon it started (stop kills those pids): every recorded pid is a
+    running process of that daemon, never one that exited at once (munged forks away from the process su starts)."""
+    folder = Path(os.environ.get("KIMI_SLURM_DIR", "/tmp/kimi-slurm"))
+    recorded = {d: (folder / f"{d}.started").read_text().split() for d in ("munged", "slurmctld", "slurmd")
+                if (folder / f"{d}.started").exists()}
+    assert recorded.keys() >= {"slurmctld", "slurmd"}, recorded
+    for daemon, pids in recorded.items():
+        assert pids, daemon
+        for pid in pids:
+            assert (Path("/proc") / pid / "comm").read_text().strip() == daemon, (daemon, pid)

@@ -19,7 +19,7 @@ from kimi_eagle_data.sources.filters import check_content, check_language, check
 from kimi_eagle_data.prompts.prepare import PrepareState, prepare_rows, sample_id
 from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.records import SourceRowError
-from kimi_eagle_data.sources.selection import ScanStats, rank, select
+from kimi_eagle_data.sources.selection import ScanStats, capacity_for, rank, select
 from kimi_eagle_data.sources.readers import iter_jsonl
 
 USER = Partition("C1", "c1", "test/chats", None, "train", "chat", None, "other", "first user turn", builtin=False)
@@ -78,6 +78,49 @@ def test_repeated_rows_are_selected_once_and_counted(tiny_tokenizer):
     assert report.scanned == 30 and report.repeated_rows == 8 and report.prepared == 22
     assert len({r.source_id for r in records}) == 22 and not rejections
 
+
+
+def test_a_repeated_id_with_other_content_is_rejected_not_dropped(tiny_tokenizer):
+    """Two conversations under one id (a user's JSONL): the second is selected right after the first and rejected
+    with reason repeated_id, counted with every other reject; a row repeating the first exactly stays a repeat."""
+    rows = [chat_row(1), chat_row(2), chat_row(3, text="Write a haiku about rain."), chat_row(2), chat_row(4)]
+    rows[2]["id"] = "r1"
+    records, rejections, report = run(tiny_tokenizer, USER, rows)
+    assert sorted(r.source_id for r in records) == ["r1", "r2", "r4"]
+    assert [(r.source_id, r.reason) for r in rejections] == [("r1", "repeated_id")]
+    assert rejections[0].message == "C1 row 3: source id 'r1' was given to row 1 too, with other content: this row " \
+                                    "is not prepared; give each conversation an id of its own"
+    assert report.rejected == {"repeated_id": 1} and report.repeated_rows == 1
+    assert report.selected == 4 == report.prepared + sum(report.rejected.values())
+    # the same answer as its first row? No matter: the upstream answer is not the prompt (OpenCodeReasoning)
+    answered = [{**chat_row(1), "messages": [*chat_row(1)["messages"], {"role": "assistant", "content": a}]}
+                for a in ("one answer", "another answer")]
+    _, rejections, report = run(tiny_tokenizer, USER, answered)
+    assert not rejections and report.repeated_rows == 1 and report.prepared == 1
+    # own_history: the later turns are the conversation, the source's answers in them are not (OpenThoughts)
+    own = dataclasses.replace(USER, policy="own_history")
+    _, rejections, report = run(tiny_tokenizer, own, answered)
+    assert not rejections and report.repeated_rows == 1
+    went_on = [{**a, "messages": [*a["messages"], {"role": "user", "content": f"And then? ({i})"}]}
+               for i, a in enumerate(answered)]
+    _, rejections, report = run(tiny_tokenizer, own, went_on)
+    assert [r.reason for r in rejections] == ["repeated_id"] and report.repeated_rows == 0
+
+
+def test_a_repeated_id_row_evicted_from_the_selection_leaves_its_first_row_held():
+    """A bounded selection (n=1 holds a few rows): a repeated_id row ranks with its first row, right after it, so a
+    better row evicts it first; the first row stays held, and a later exact repeat of it is still counted."""
+    ids, cap = [f"r{i}" for i in range(60)], capacity_for(1, USER.oversample)
+    held = sorted(ids[:cap - 1], key=lambda k: rank(0, "C1", k))      # room for the repeated_id row
+    first, better = held[-1], next(k for k in ids[cap:] if rank(0, "C1", k) < rank(0, "C1", held[-1]))
+    rows = [chat_row(k[1:]) for k in held]
+    rows += [{**chat_row(first[1:], text="another conversation")}, chat_row(better[1:]), chat_row(first[1:])]
+    stats = ScanStats()
+    cands = select(USER, list(enumerate(rows, start=1)), n=1, seed=0, stats=stats)
+    assert len(cands) == cap and better in {c.row_key for c in cands}
+    kept = [c for c in cands if c.row_key == first]
+    assert [(c.row_number, c.error, c.repeats) for c in kept] == [(cap - 1, None, 1)]
+    assert stats.duplicate_row_keys == 1
 
 def test_ids_stay_stable_for_the_default_policy(tiny_tokenizer):
     part = PARTITIONS["B6"]

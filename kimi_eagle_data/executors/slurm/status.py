@@ -9,17 +9,20 @@ own event lines (task.py). Reading takes no lock: it works while the jobs run.
 
 from __future__ import annotations
 
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kimi_eagle_data.emit.stale import stale_line
 from kimi_eagle_data.errors import KimiDataError, MissingInputError
 from kimi_eagle_data.executors.slurm import scheduler
 from kimi_eagle_data.executors.slurm.layout import SlurmLayout
 from kimi_eagle_data.executors.slurm.task import events, marker_valid, prepare_fingerprints
-from kimi_eagle_data.store.checkpoint import Checkpoint, in_shard
+from kimi_eagle_data.store.checkpoint import Checkpoint
 from kimi_eagle_data.store.checkpoint_set import CheckpointSet
 from kimi_eagle_data.store.prompt_view import read_views
+from kimi_eagle_data.store.shard_split import deal
 from kimi_eagle_data.store.workdir import Workdir, read_json
 
 # Output tokens/s is measured over the completions committed in this last stretch of time.
@@ -68,7 +71,31 @@ class RunStatus:
     completions_per_s: float = 0.0
     eta_s: float | None = None  # None: nothing measured yet, or nothing left
     dataset: str | None = None  # the emitted dataset, once finalize made it
+    stale_dataset: str | None = None    # the line saying dataset/ was made from an earlier selection (a pilot's)
     problems: list[str] = field(default_factory=list)   # one line per shard or job that failed for good
+
+    def progress_line(self) -> str:
+        """The completions done and, while a shard runs, its speed and the ETA; once every shard is done, that
+        generate is done (a speed of 0 and an unknown ETA would say that it stalled)."""
+        share = f" ({self.done / self.total:.0%})" if self.total else ""
+        if self.shards and all(s.state == "done" for s in self.shards):
+            return f"completions: {self.done:,} of {self.total:,}{share}, {self.failed:,} failed; generate is done"
+        line = f"completions: {self.done:,} of {self.total:,} known so far{share}, {self.failed:,} failed; "
+        if not any(s.state == "running" for s in self.shards):
+            return line + "no shard is running now"
+        if self.eta_s is not None:
+            eta = _duration(self.eta_s)
+        elif self.total - self.done - self.failed <= 0:
+            eta = "none: every completion known so far is made"
+        else:
+            eta = "unknown (nothing committed in the last 10 minutes)"
+        return line + f"{self.tokens_per_s:,.0f} output tok/s; ETA {eta}"
+
+
+def _duration(seconds: float) -> str:
+    m = int(seconds // 60)
+    return f"{m // 1440}d {m // 60 % 24}h {m % 60}m" if m >= 1440 else f"{m // 60}h {m % 60}m" if m >= 60 \
+        else f"{m}m {int(seconds % 60)}s"
 
 
 def last_error_line(log: Path) -> str:
@@ -103,6 +130,7 @@ def shard_counts(workdir: Workdir, shards: int, configs: list[str], now: float) 
         prepared = [i for v in views.values() for i in v.ids()]
         conversation = {i: v.conversation(i) for v in views.values() for i in v.later}
         conversation_of = (lambda x: conversation.get(x, x))
+        owner = deal((c for v in views.values() for c in v.first), shards)    # store/shard_split.py
         done = set().union(*(v.done for v in views.values()))
         failed: set[str] = set()
         for ck in files.values():
@@ -110,7 +138,7 @@ def shard_counts(workdir: Workdir, shards: int, configs: list[str], now: float) 
         out = []
         for i in range(shards):
             ck = files.get(workdir.shard_checkpoint((i, shards)))
-            ids = {x for x in prepared if in_shard(conversation_of(x), (i, shards))}
+            ids = {x for x in prepared if owner.get(conversation_of(x)) == i}
             stats = ck.request_stats() if ck else []
             window = [s for s in stats if s.created_at > now - RATE_WINDOW_S]
             span = now - min((s.created_at for s in window), default=now)
@@ -134,12 +162,31 @@ def _overall_rate(stats) -> float:
     return sum(s.completion_tokens or 0 for s in stats) / span if span > 0 else 0.0
 
 
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def exit_status_words(status: int) -> str:
+    """An exit status in words: "exit 3"; a status above 128 is what a shell reports for a process a signal ended
+    (128 + N), said so: "exit 137: killed by SIGKILL (128 + 9)", "exit 143: stopped by SIGTERM (128 + 15)"."""
+    if 128 < status < 128 + 65:
+        number = status - 128
+        how = "killed" if number == signal.SIGKILL else "stopped"
+        return f"exit {status}: {how} by {_signal_name(number)} (128 + {number})"
+    return f"exit {status}"
+
+
 def _exit_words(exit_code: str) -> str:
-    """Slurm's "code:signal" in words: "exit 3", "killed by signal 9 (SIGKILL)", "" for 0:0."""
-    code, _, signal = exit_code.partition(":")
-    if signal not in ("", "0"):
-        return f"killed by signal {signal}" + (" (SIGKILL)" if signal == "9" else "")
-    return f"exit {code}" if code not in ("", "0") else ""
+    """Slurm's "code:signal" in words: "exit 3", "exit 137: killed by SIGKILL (128 + 9)" (a script that exited
+    with the status of a process the signal ended), "killed by signal 9 (SIGKILL)" (the script itself), "" for
+    0:0."""
+    code, _, number = exit_code.partition(":")
+    if number.isdigit() and number != "0":
+        return f"killed by signal {number} ({_signal_name(int(number))})"
+    return exit_status_words(int(code)) if code.isdigit() and code != "0" else ""
 
 
 def _ended(task: scheduler.TaskState) -> str:
@@ -177,7 +224,8 @@ def _shard_state(i: int, shards: int, lay: SlurmLayout, task: scheduler.TaskStat
     elif records:       # Slurm forgot the task (or cannot be asked): its own record says how it ended
         last = records[-1]
         if last.get("event") == "end" and last.get("rc") not in (None, 0):
-            s.state, s.detail = "failed", "; ".join(x for x in (f"exit {last['rc']}", last_error_line(log)) if x)
+            s.state, s.detail = "failed", "; ".join(x for x in (exit_status_words(int(last["rc"])),
+                                                                last_error_line(log)) if x)
         elif last.get("event") == "start" and asked:   # no end: killed with its node, or by SIGKILL
             s.state, s.detail = "failed", "; ".join(x for x in (f"its task on {s.node or 'its node'} ended without "
                                                                 "a word (its node lost, or SIGKILL)",
@@ -244,7 +292,8 @@ def run_status(workdir: str | Path, now: float | None = None) -> RunStatus:
     result.eta_s = left / rate if left > 0 and rate > 0 else None
     manifest = wd.dataset / "manifest.json"
     finalize = (states.get("finalize") or {}).get(None)
-    if (all(s.state == "done" for s in result.shards) and manifest.exists()
+    result.stale_dataset = stale_line(wd)
+    if (all(s.state == "done" for s in result.shards) and manifest.exists() and result.stale_dataset is None
             and manifest.stat().st_mtime >= record["submitted_at"] and not (finalize and finalize.active)):
         result.dataset = str(wd.dataset)
     return result

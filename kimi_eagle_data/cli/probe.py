@@ -1,0 +1,102 @@
+"""`kimi-data probe` (registered at the end of cli/main.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import orjson
+
+from kimi_eagle_data.cli.common import friendly_errors, out
+from kimi_eagle_data.cli.help import SectionedCommand
+from kimi_eagle_data.cli.options import options_for
+
+PROBE_JSON_HELP = """\b
+--json prints one object (also written to WORKDIR/probe.json; the card reads it):
+  setup {target, model, trainer (cpu-loop), drafter {...}, budget_loss_tokens,
+    seq_len, seeds, drafts_per_step, max_new_tokens, held_out_per_config, ...},
+  interval (the method), confidence, held_out {CONFIG: [prompt ids]},
+  arms {ARM: {rows, prompts, loss_tokens_available, seeds {SEED: {steps,
+    loss_tokens, train_seconds, decode_seconds, last_loss, acceptance}}}},
+  configs {CONFIG|all: {held_out, arms {ARM: {acceptance, low, high, prompts,
+    steps}}, gain_over_upstream {estimate, low, high} | null}},
+  learning_curve [{share, acceptance, low, high, ...}]"""
+
+
+def probe_table(report):
+    from rich.table import Table
+
+    from kimi_eagle_data.probe.report import table
+
+    head, rows = table(report)
+    t = Table(title="probe: acceptance length of EAGLE-3 drafters on held-out prompts [95%]")
+    for i, h in enumerate(head):
+        t.add_column(h, justify="left" if i == 0 else "right")
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
+@click.command(cls=SectionedCommand, epilog=PROBE_JSON_HELP)
+@options_for("probe")
+@click.option("--data", type=click.Path(exists=True, path_type=Path), default=None,
+              help="The data to probe: a dataset folder, a SpecForge JSONL or a speculators save_to_disk export "
+                   "(default: WORKDIR/dataset). Its rows are matched to the workdir's prompts.")
+@click.option("--seeds", default=2, show_default=True, type=click.IntRange(min=1), help="Drafters per arm.")
+@click.option("--budget", default=None, type=click.IntRange(min=1000),
+              help="Loss tokens each drafter trains on (default 20,000).")
+@click.option("--held-out", "held_out", default=None, type=click.IntRange(min=1),
+              help="Held-out prompts per config (default 6; at most half of a config's prompts).")
+@click.option("--no-curve", is_flag=True, help="Leave out the learning curve (the ¼ and ½ arms).")
+@click.option("--no-upstream", is_flag=True, help="Leave out the upstream answers' arm (e.g. to compare two datasets' "
+                                                  "own arms).")
+@click.option("--dry-run", is_flag=True, help="Print the commands for a real target on a GPU node and the projected "
+                                              "cost (hidden-state bytes, hours); train nothing.")
+@click.option("--prefill-rate", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="With --dry-run: prefill tokens/s of the GPU node (e.g. the pilot's, from `kimi-data plan`), to "
+                   "project the hours of hidden-state extraction.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (keys below).")
+@friendly_errors
+def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool, dry_run: bool, prefill_rate,
+          as_json: bool, **kw):
+    """Train small EAGLE-3 drafters on a dataset and measure their acceptance on held-out prompts.
+
+    speculators' EAGLE-3 model and loss (the [probe] extra), trained on CPU by a short loop on the target's
+    hidden states computed in-process, one drafter per arm and seed: the dataset's own completions, the
+    source's upstream answers on the same prompts, and ¼ and ½ of the own data (equal loss-token budgets).
+    Acceptance: greedy speculative decoding in-process on a seeded held-out split per config. Writes
+    WORKDIR/probe.json and WORKDIR/probe-learning-curve.png; the next `emit` puts the table in the card.
+
+    \b
+    Example:
+      kimi-data probe --workdir demo-work
+      kimi-data probe B4 --workdir demo-work --data export/specforge.jsonl
+    """
+    from kimi_eagle_data.cli.options import run_for
+    from kimi_eagle_data.probe.stage import BUDGET, ProbeOptions, probe_run
+    from kimi_eagle_data.probe.split import HELD_OUT
+    from kimi_eagle_data.store.workdir import Workdir
+
+    wd = Workdir(Path(kw["workdir"]).resolve())
+    wd.settings()
+    if dry_run:
+        from kimi_eagle_data.probe.gpu_plan import gpu_plan
+
+        out.print(gpu_plan(wd, budget or BUDGET, prefill_rate), highlight=False, soft_wrap=True, markup=False)
+        return
+    from kimi_eagle_data.probe.drafter import require_speculators
+
+    require_speculators()
+    ctx = run_for(kw, create=False, remember_options=False)
+    opts = ProbeOptions(data=data, configs=list(kw["configs"]), seeds=tuple(range(seeds)), budget=budget or BUDGET,
+                        held_out=held_out or HELD_OUT, curve=not no_curve, upstream=not no_upstream)
+    report = probe_run(ctx, opts)
+    if as_json:
+        click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+        return
+    from kimi_eagle_data.probe.report import setup_line
+
+    out.print(probe_table(report))
+    out.print(setup_line(report), highlight=False, soft_wrap=True)
+    out.print(f"trainer: {report['setup']['trainer']} (speculators' Trainer needs a GPU); report in "
+              f"{wd.root / 'probe.json'} ({report['seconds']:.0f}s)", highlight=False, soft_wrap=True)

@@ -1,0 +1,145 @@
+"""`kimi-data probe` over a workdir: the held-out split, the arms, a drafter per arm and seed, their acceptance.
+
+Drafters are trained on the training prompts of every probed partition together (one drafter per arm and seed, not
+one per partition: on CPU that keeps both arms and 2 seeds of the demo within minutes) and measured on each
+partition's held-out prompts; `kimi-data probe B4` probes one partition alone. Every arm gets the same loss-token
+budget, every drafter the same held-out prompts, decoded greedily in-process (probe/decode.py) with up to `k` drafts
+per verify step.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.probe.arms import CURVE, TrainRow, input_rows, subset, to_train_row, upstream_row
+from kimi_eagle_data.probe.decode import Target, speculative
+from kimi_eagle_data.probe.drafter import DrafterSpec, Eagle3Drafter, require_speculators
+from kimi_eagle_data.probe.hidden_states import aux_layer_ids
+from kimi_eagle_data.probe.report import build_report, write_report
+from kimi_eagle_data.probe.split import HELD_OUT, held_out, prompt_key
+from kimi_eagle_data.probe.train import SEQ_LEN, TRAINER, train
+from kimi_eagle_data.prompts.prepare import read_prepared
+from kimi_eagle_data.run_context import RunContext
+
+log = logging.getLogger(__name__)
+
+DRAFTS = 3                 # k: drafts per verify step (speculators' ttt_steps; SGLang's --speculative-num-steps 3)
+MAX_NEW_TOKENS = 96        # per held-out prompt
+BUDGET = 20_000            # loss tokens per drafter
+SEEDS = (0, 1)
+
+
+@dataclass
+class ProbeOptions:
+    data: Path | None = None          # None: the workdir's dataset
+    configs: list[str] = field(default_factory=list)
+    seeds: tuple[int, ...] = SEEDS
+    budget: int = BUDGET
+    held_out: int = HELD_OUT
+    drafts: int = DRAFTS
+    max_new_tokens: int = MAX_NEW_TOKENS
+    curve: bool = True
+    upstream: bool = True             # False: the own arms only (a damaged copy compared with the clean data)
+    split_seed: int = 0
+
+
+class ProbeError(KimiDataError):
+    pass
+
+
+def load_target(path: str):
+    from transformers import AutoModelForCausalLM
+
+    if "OMP_NUM_THREADS" not in __import__("os").environ:
+        torch.set_num_threads(1)     # as the local engine: a tiny model gains nothing from more on shared cores
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+
+
+def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
+    require_speculators()
+    t0 = time.perf_counter()
+    wd = ctx.workdir
+    configs = opts.configs or [c for c in ctx.configs if wd.prepared(c).exists()]
+    records = {c: read_prepared(wd, c) for c in configs}
+    max_prompt = ctx.max_seq_len - opts.max_new_tokens
+    held = {c: held_out(rs, opts.held_out, opts.split_seed, max_prompt) for c, rs in records.items()}
+    held_ids = {r.id for rs in held.values() for r in rs}
+    held_prompts = {prompt_key(r.prompt_ids) for rs in held.values() for r in rs}
+    firsts = {r.id: r for rs in records.values() for r in rs if r.turn == 1}
+    by_prompt = {prompt_key(r.prompt_ids): r for r in firsts.values()}
+    data = opts.data or wd.dataset
+    if not data.exists():
+        raise ProbeError(f"{data} does not exist; run `kimi-data emit --workdir {wd.root}` first or give the data to "
+                         "probe with --data")
+    own_all = [to_train_row(raw, firsts, by_prompt) for raw in input_rows(data)]
+    own_all = [r for r in own_all if r.config in records or r.config is None]
+    kept = [r for r in own_all if r.conversation not in held_ids and (r.id or "") not in held_ids
+            and prompt_key(r.prompt.tolist()) not in held_prompts]
+    excluded = len(own_all) - len(kept)
+    own_firsts = {r.id for r in kept if r.id in firsts}
+    upstream = [u for u in (upstream_row(firsts[i], ctx.tokenizer, ctx.tokens, ctx.format, ctx.max_seq_len)
+                            for i in sorted(own_firsts) if firsts[i].answer) if u is not None]
+    shared = {u.id for u in upstream}
+    own = [r for r in kept if r.id in shared]
+    arm_rows: dict[str, list[TrainRow]] = {"own": own, "upstream": upstream} if shared else {"own": kept}
+    if not opts.upstream:
+        arm_rows.pop("upstream", None)
+    if not shared:
+        log.warning("no training prompt has both an own row and an upstream answer: only the own arm is trained")
+    if opts.curve:
+        for share in CURVE[:-1]:
+            arm_rows[f"own {share:g}"] = subset(own if shared else kept, share, opts.split_seed)
+    empty = [a for a, rows in arm_rows.items() if not rows]
+    if empty:
+        raise ProbeError(f"arm {empty[0]} has no training row (held out {len(held_ids)} prompts of "
+                         f"{sum(len(r) for r in records.values())}); probe more data or fewer held-out prompts")
+
+    target_path = str(ctx.run["model"])
+    target = load_target(target_path)
+    aux = aux_layer_ids(int(target.config.num_hidden_layers))
+    spec = DrafterSpec(target_path, tuple(aux), ttt_steps=opts.drafts)
+    decoder_target = Target(target, aux)
+    stop = (ctx.tokens.end_of_turn,)
+    results: dict[str, dict[int, dict[str, Any]]] = {}
+    drafter_info: dict[str, Any] = {}
+    for arm, rows in arm_rows.items():
+        results[arm] = {}
+        for seed in opts.seeds:
+            log.info("probe: training arm %s, seed %d on %d rows", arm, seed, len(rows))
+            trained = train(rows, target, spec, budget=opts.budget, seed=seed)
+            drafter_info = spec.describe(trained.model)
+            drafter = Eagle3Drafter(trained.model)
+            per_prompt: dict[str, list[dict[str, Any]]] = {}
+            t1 = time.perf_counter()
+            for config, prompts in held.items():
+                per_prompt[config] = []
+                for r in prompts:
+                    d = speculative(decoder_target, drafter, r.prompt_ids, opts.drafts, opts.max_new_tokens, stop)
+                    per_prompt[config].append({"id": r.id, "tokens": d.tokens, "steps": d.steps})
+            pooled = [p for ps in per_prompt.values() for p in ps]
+            log.info("probe: arm %s, seed %d: %d steps in %.0fs, acceptance %.3f on %d held-out prompts (%.0fs)", arm,
+                     seed, trained.steps, trained.seconds, sum(p["tokens"] for p in pooled) /
+                     max(1, sum(p["steps"] for p in pooled)), len(pooled), time.perf_counter() - t1)
+            results[arm][seed] = {"rows": len(rows), "prompts": len({x.id for x in rows}),
+                                  "loss_tokens_available": sum(x.loss_tokens for x in rows),
+                                  "steps": trained.steps, "loss_tokens": trained.loss_tokens,
+                                  "train_seconds": round(trained.seconds, 1),
+                                  "decode_seconds": round(time.perf_counter() - t1, 1),
+                                  "last_loss": round(trained.last_loss, 4), "prompts_by_config": per_prompt}
+    setup = {"target": target_path, "model": ctx.run["model"], "trainer": TRAINER, "drafter": drafter_info,
+             "budget_loss_tokens": opts.budget, "seq_len": SEQ_LEN, "seeds": list(opts.seeds),
+             "drafts_per_step": opts.drafts, "max_new_tokens": opts.max_new_tokens, "held_out_per_config":
+             opts.held_out, "split_seed": opts.split_seed, "data": str(data), "device": "cpu",
+             "excluded_held_out_rows": excluded}
+    report = build_report(setup, {c: [r.id for r in rs] for c, rs in held.items()}, results)
+    report["seconds"] = round(time.perf_counter() - t0, 1)
+    write_report(wd, report)
+    return report
+
