@@ -26,11 +26,11 @@ def _one_line(e: BaseException) -> str:
 def tokenizer_hint(path: str) -> str:
     """What to do when the tokenizer at `path` cannot be loaded: every command that loads one says the same. The
     embedded test model it names speaks the format of the profile whose model `path` is (`tiny-kimi-k3` for
-    Kimi-K3's), K2.5's for any other path."""
-    chat_format = next((p.chat_format for p in PROFILES.values() if p.model_path == path), KIMI_K25.chat_format)
-    tiny = next(p.name for p in PROFILES.values() if p.is_test_model and p.chat_format == chat_format)
-    return (f"pass --tokenizer DIR (a local copy of the model's tokenizer files), or --profile {tiny} for "
-            "the embedded test model")
+    Kimi-K3's); for a path no profile names (a --tokenizer DIR), every embedded test model is named."""
+    chat_format = next((p.chat_format for p in PROFILES.values() if p.model_path == path), None)
+    tinies = [p.name for p in PROFILES.values() if p.is_test_model and (chat_format is None or p.chat_format is chat_format)]
+    return (f"pass --tokenizer DIR (a local copy of the model's tokenizer files), or --profile "
+            f"{' or --profile '.join(tinies)} for the embedded test model")
 
 
 # The hint under the default profile (Kimi-K2.5).
