@@ -74,14 +74,16 @@ class ConfigPrompts:
 
     config: str
     first: dict[str, str]                      # turn 1 (every prepared prompt): id -> its prompt hash now
-    origins: dict[str, str]                    # conversation -> its origin now (those with stored turns or ends)
+    origins: dict[str, str]                    # conversation -> its origin now (own_history's, and any with
+                                               # stored turns or ends)
     later: dict[str, StoredTurn]               # the later turns of the view: id -> the stored turn
     ends: dict[str, ConversationEnd]           # conversation -> its stored end, where it is the view's
     kept_not_selected: int = 0                 # stored later turns of conversations not in this selection
     completions_not_selected: int = 0          # stored completions of samples not in this selection
     stale_turns: dict[str, str] = field(default_factory=dict)    # stored later turns derived from an earlier
                                                                  # origin: id -> conversation
-    stale_conversations: set[str] = field(default_factory=set)   # conversations with such turns or ends
+    continued: set[str] = field(default_factory=set)  # conversations continued on the model's own turns
+                                                      # (own_history: prepared with a script)
     done: set[str] = field(default_factory=set)      # ids of the view with a completion that answers them
     stale_done: set[str] = field(default_factory=set)    # ids of the view whose stored completions answered an
                                                          # earlier version of their prompt only
@@ -90,11 +92,11 @@ class ConfigPrompts:
     def read(cls, workdir: Workdir, config: str, checkpoint: CheckpointSet | None) -> "ConfigPrompts":
         prepared = PreparedIndex.read(workdir, config)
         if checkpoint is None:
-            return cls(config, prepared.hashes, {}, {}, {})
+            return cls(config, prepared.hashes, {}, {}, {}, continued=set(prepared.scripts))
         turns, ends = checkpoint.turn_index(config), checkpoint.end_rows(config)
-        wanted = {t.conversation for t in turns} | {e.conversation_id for e, _ in ends}
+        wanted = {t.conversation for t in turns} | {e.conversation_id for e, _ in ends} | prepared.scripts.keys()
         origins = {c: prepared.origin(c) for c in wanted if c in prepared.hashes}
-        view = cls(config, prepared.hashes, origins, {}, {})
+        view = cls(config, prepared.hashes, origins, {}, {}, continued=set(prepared.scripts))
         view._sort_turns(turns)
         for end, origin in ends:
             conv = end.conversation_id
@@ -102,8 +104,6 @@ class ConfigPrompts:
                 continue
             if origin is None or origin == origins[conv]:
                 view.ends.setdefault(conv, end)
-            else:
-                view.stale_conversations.add(conv)
         view._sort_completions(checkpoint.completion_hashes(config))
         return view
 
@@ -116,7 +116,6 @@ class ConfigPrompts:
                 self.later.setdefault(t.id, t)
             else:
                 self.stale_turns[t.id] = t.conversation
-                self.stale_conversations.add(t.conversation)
         for id_ in self.later.keys() & self.stale_turns.keys():     # a current version in another file wins
             del self.stale_turns[id_]
         self.kept_not_selected = len(unselected)
@@ -160,15 +159,19 @@ class ConfigPrompts:
         return t.conversation if t is not None else id_
 
     def to_continue(self) -> list[tuple[str, str]]:
-        """(conversation, id of its last turn of the view) of each conversation whose source changed after that
-        turn was answered: the turn's completion answers its prompt now, but what followed it (the next turn or
-        the end) was derived from an earlier version and is not the view's. Generate continues them from there."""
+        """(conversation, id of its last turn of the view) of each conversation continued on the model's own turns
+        whose last turn of the view is answered and followed by nothing of the view: neither its next turn nor its
+        end. Generate computes that follow now. A conversation comes to this when its source changed after that
+        turn (what followed was derived from an earlier version: not the view's), also when the shard that held
+        those earlier rows deleted them before this run read them (another shard's file, after the selection
+        was dealt anew), or a run stopped between deleting them and storing the new follow. Every other answered
+        turn has its follow, stored in the same transaction as its completion."""
         last: dict[str, StoredTurn] = {}
         for t in self.later.values():
             if t.conversation not in last or last[t.conversation].turn < t.turn:
                 last[t.conversation] = t
         out = []
-        for conv in sorted(self.stale_conversations - self.ends.keys()):
+        for conv in sorted(self.continued - self.ends.keys()):
             tid = last[conv].id if conv in last else conv
             if tid in self.done:
                 out.append((conv, tid))

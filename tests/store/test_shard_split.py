@@ -3,6 +3,7 @@ that find every completion where it was stored after the selection or the number
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import sqlite3
@@ -96,3 +97,76 @@ def test_a_grown_selection_and_another_shard_count_find_every_completion_where_i
 def prepared_on(wd: Workdir, n: int, i: int, prepared: set[str]) -> list[bool]:
     split = ShardSplit(prepared, (i, n))
     return [split.holds(c) for c in prepared]
+
+
+def test_a_conversation_dealt_to_another_shard_after_its_later_turn_was_edited_is_continued_there(tmp_path):
+    """A pilot on 2 shards, then a B6 conversation's second user turn edited in place and a larger selection that
+    deals that conversation to the other shard. Its old shard runs first and deletes the turns and the end that
+    followed the earlier version from its own file; the new owner, which never saw them, still continues the
+    conversation from its answered first turn (nothing of the view follows it): the rows are a one-process run's."""
+    from kimi_eagle_data.sources.partitions import SAMPLES_DIR
+    from kimi_eagle_data.store.checkpoint_set import open_workdir_checkpoints
+    from kimi_eagle_data.store.prompt_view import read_views
+
+    source = tmp_path / "B6.jsonl"
+    source.write_bytes((SAMPLES_DIR / "B6-ultrachat.jsonl").read_bytes())
+    config = tmp_path / "mine.toml"
+    config.write_text(f'[partitions.B6]\nsource = "{source}"\npolicy = "own_history"\nmax_turns = 3\n')
+    own = ["--config", str(config), "--profile", "tiny-kimi", "--model", TINY, "--max-new-tokens", "160"]
+
+    def prepare(w: Path, limit: int) -> list[dict]:
+        run_cli("prepare", "B6", *own, "--limit", str(limit), "--workdir", str(w))
+        return pq.read_table(Workdir(w).prepared("B6"), columns=["id", "source_id"]).to_pylist()
+
+    def generate_b6(w: Path, shard: str | None) -> None:
+        run_cli("generate", "B6", "--workdir", str(w), "--engine", "local", "--no-progress",
+                *(["--shard", shard] if shard else []))
+
+    def view(w: Path):
+        seen = open_workdir_checkpoints(Workdir(w))
+        try:
+            return read_views(Workdir(w), ["B6"], seen)["B6"]
+        finally:
+            seen.close()
+
+    w = tmp_path / "w"
+    pilot = prepare(w, 8)
+    generate_b6(w, "0/2")
+    generate_b6(w, "1/2")
+    before = deal([r["id"] for r in pilot], 2)
+    continued = {t.conversation for t in view(w).later.values()}
+    rows = [json.loads(line) for line in source.read_text().splitlines()]
+    # every row's sample id (a prompt's id does not depend on its text; --limit N reads the first N rows), to
+    # find the larger selection that deals a continued conversation to the other shard
+    ids = {r["source_id"]: r["id"] for r in prepare(tmp_path / "ids", len(rows))}
+
+    def selection(n: int) -> list[str]:       # a row prepare rejects has no id
+        return [ids[r["prompt_id"]] for r in rows[:n] if r["prompt_id"] in ids]
+
+    limit = next(n for n in range(9, len(rows) + 1) if any(deal(selection(n), 2)[c] != before[c] for c in continued))
+    after = deal(selection(limit), 2)
+    moved = sorted(c for c in continued if after[c] != before[c])[0]
+    row = next(r for r in rows if ids.get(r["prompt_id"]) == moved)
+    users = [m for m in row["messages"] if m["role"] == "user"]
+    users[1]["content"] += " And why?"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    assert {r["id"] for r in prepare(w, limit)} == set(after)
+    old, new = before[moved], after[moved]
+    generate_b6(w, f"{old}/2")          # deletes what followed the earlier version from its own file
+    assert (moved, moved) in view(w).to_continue()
+    waiting = shard_counts(Workdir(w), 2, ["B6"], time.time())[new]
+    assert waiting["done"] < waiting["total"], "slurm status would call the new owner's shard done"
+    generate_b6(w, f"{new}/2")
+    v = view(w)
+    assert v.to_continue() == [] and set(v.ends) == set(v.first), "a conversation was left without its end"
+    assert all(c["done"] == c["total"] for c in shard_counts(Workdir(w), 2, ["B6"], time.time()))
+
+    one = tmp_path / "one-process"
+    prepare(one, limit)
+    generate_b6(one, None)
+    reference = view(one)
+    assert sorted(v.done) == sorted(reference.done) == v.ids() == reference.ids()
+    assert {k: e.reason for k, e in v.ends.items()} == {k: e.reason for k, e in reference.ends.items()}
+    assert any(t.conversation == moved for t in v.later.values())
+

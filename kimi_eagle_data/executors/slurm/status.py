@@ -132,6 +132,9 @@ def shard_counts(workdir: Workdir, shards: int, configs: list[str], now: float) 
         conversation_of = (lambda x: conversation.get(x, x))
         owner = deal((c for v in views.values() for c in v.first), shards)    # store/shard_split.py
         done = set().union(*(v.done for v in views.values()))
+        # A conversation whose answered last turn has no follow yet (prompt_view's to_continue) has one thing left
+        # to make on its shard: its next turn or its end.
+        unfollowed = [conv for v in views.values() for conv, _ in v.to_continue()]
         failed: set[str] = set()
         for ck in files.values():
             failed |= set(ck.failures())
@@ -142,7 +145,8 @@ def shard_counts(workdir: Workdir, shards: int, configs: list[str], now: float) 
             stats = ck.request_stats() if ck else []
             window = [s for s in stats if s.created_at > now - RATE_WINDOW_S]
             span = now - min((s.created_at for s in window), default=now)
-            out.append({"total": len(ids), "done": len(ids & done), "failed": len(ids & failed - done),
+            left = sum(owner.get(conv) == i for conv in unfollowed)
+            out.append({"total": len(ids) + left, "done": len(ids & done), "failed": len(ids & failed - done),
                         "tokens_per_s": sum(s.completion_tokens or 0 for s in window) / span if span > 0 else 0.0,
                         "completions_per_s": len(window) / span if span > 0 else 0.0,
                         "tokens_per_s_all": _overall_rate(stats)})
