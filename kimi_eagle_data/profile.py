@@ -80,6 +80,9 @@ class ModelProfile:
     # the draft tokens verified per step (SGLang's --speculative-num-steps / -eagle-topk / -num-draft-tokens; vLLM's
     # num_speculative_tokens is the steps).
     draft_model: str = ""
+    # The small EAGLE-3 drafter shipped for an embedded test model (a directory in speculators' format, trained by
+    # scripts/train_tiny_drafter.py): the demo reports its acceptance on the data it built. Empty: none.
+    shipped_drafter: str = ""
     draft_steps: int = 3
     draft_topk: int = 1
     draft_tokens: int = 4
@@ -231,6 +234,7 @@ TINY_KIMI = replace(
     max_seq_len=1022,
     vocab_size=None,     # its own: the tokenizer's length
     is_test_model=True,
+    shipped_drafter=str(TINY_MODEL_DIR.parent / "tiny-kimi-eagle3"),
 )
 
 
@@ -252,7 +256,7 @@ def _k3_profile(k3) -> ModelProfile:
         sampling=sampling, instant_sampling=replace(sampling, temperature=0.6),
         max_seq_len=k3.max_seq_len, vocab_size=k3.vocab_size, display_name=k3.display_name,
         card_tags=k3.card_tags, sglang_flags=k3.sglang_flags, vllm_flags=k3.vllm_flags,
-        is_test_model=k3.is_test_model, chat_format="kimi-k3")
+        is_test_model=k3.is_test_model, chat_format="kimi-k3", shipped_drafter=k3.shipped_drafter)
 
 
 def _k3_profiles() -> tuple[ModelProfile, ...]:

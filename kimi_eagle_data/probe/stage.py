@@ -26,6 +26,7 @@ from kimi_eagle_data.probe.report import build_report, write_report
 from kimi_eagle_data.probe.split import HELD_OUT, held_out, prompt_key
 from kimi_eagle_data.probe.train import SEQ_LEN, TRAINER, train
 from kimi_eagle_data.prompts.prepare import read_prepared
+from kimi_eagle_data.records import PromptRecord
 from kimi_eagle_data.run_context import RunContext
 
 log = logging.getLogger(__name__)
@@ -62,19 +63,33 @@ def load_target(path: str):
     return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
 
 
-def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
-    require_speculators()
-    t0 = time.perf_counter()
+@dataclass
+class Split:
+    """A workdir's prompts split for a probe: the held-out prompts per partition, and the data's rows that may be
+    trained on (every row of a held-out conversation, or with a held-out prompt, left out)."""
+
+    records: dict[str, list[PromptRecord]]
+    held: dict[str, list[PromptRecord]]
+    firsts: dict[str, PromptRecord]          # first-turn prompts by id
+    kept: list[TrainRow]
+    excluded: int                            # the data's rows left out as held out
+    data: Path
+
+
+def split_rows(ctx: RunContext, data: Path | None, configs: list[str], held_count: int, split_seed: int,
+               max_new_tokens: int) -> Split:
+    """The held-out split of `configs` (all prepared ones when empty) and the rows of `data` (the workdir's dataset
+    when None) left to train on."""
     wd = ctx.workdir
-    configs = opts.configs or [c for c in ctx.configs if wd.prepared(c).exists()]
+    configs = configs or [c for c in ctx.configs if wd.prepared(c).exists()]
     records = {c: read_prepared(wd, c) for c in configs}
-    max_prompt = ctx.max_seq_len - opts.max_new_tokens
-    held = {c: held_out(rs, opts.held_out, opts.split_seed, max_prompt) for c, rs in records.items()}
+    max_prompt = ctx.max_seq_len - max_new_tokens
+    held = {c: held_out(rs, held_count, split_seed, max_prompt) for c, rs in records.items()}
     held_ids = {r.id for rs in held.values() for r in rs}
     held_prompts = {prompt_key(r.prompt_ids) for rs in held.values() for r in rs}
     firsts = {r.id: r for rs in records.values() for r in rs if r.turn == 1}
     by_prompt = {prompt_key(r.prompt_ids): r for r in firsts.values()}
-    data = opts.data or wd.dataset
+    data = data or wd.dataset
     if not data.exists():
         raise ProbeError(f"{data} does not exist; run `kimi-data emit --workdir {wd.root}` first or give the data to "
                          "probe with --data")
@@ -82,7 +97,28 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
     own_all = [r for r in own_all if r.config in records or r.config is None]
     kept = [r for r in own_all if r.conversation not in held_ids and (r.id or "") not in held_ids
             and prompt_key(r.prompt.tolist()) not in held_prompts]
-    excluded = len(own_all) - len(kept)
+    return Split(records, held, firsts, kept, len(own_all) - len(kept), data)
+
+
+def acceptance_per_prompt(decoder_target: Target, drafter, held: dict[str, list[PromptRecord]], drafts: int,
+                          max_new_tokens: int, stop: tuple[int, ...]) -> dict[str, list[dict[str, Any]]]:
+    """Each held-out prompt decoded greedily with `drafter`: its tokens and verify steps, per partition."""
+    per_prompt: dict[str, list[dict[str, Any]]] = {}
+    for config, prompts in held.items():
+        per_prompt[config] = []
+        for r in prompts:
+            d = speculative(decoder_target, drafter, r.prompt_ids, drafts, max_new_tokens, stop)
+            per_prompt[config].append({"id": r.id, "tokens": d.tokens, "steps": d.steps})
+    return per_prompt
+
+
+def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
+    require_speculators()
+    t0 = time.perf_counter()
+    split = split_rows(ctx, opts.data, opts.configs, opts.held_out, opts.split_seed, opts.max_new_tokens)
+    records, held, firsts, kept, excluded, data = (split.records, split.held, split.firsts, split.kept,
+                                                   split.excluded, split.data)
+    held_ids = {r.id for rs in held.values() for r in rs}
     own_firsts = {r.id for r in kept if r.id in firsts}
     upstream = [u for u in (upstream_row(firsts[i], ctx.tokenizer, ctx.tokens, ctx.format, ctx.max_seq_len)
                             for i in sorted(own_firsts) if firsts[i].answer) if u is not None]
@@ -116,13 +152,8 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
             trained = train(rows, target, spec, budget=opts.budget, seed=seed)
             drafter_info = spec.describe(trained.model)
             drafter = Eagle3Drafter(trained.model)
-            per_prompt: dict[str, list[dict[str, Any]]] = {}
             t1 = time.perf_counter()
-            for config, prompts in held.items():
-                per_prompt[config] = []
-                for r in prompts:
-                    d = speculative(decoder_target, drafter, r.prompt_ids, opts.drafts, opts.max_new_tokens, stop)
-                    per_prompt[config].append({"id": r.id, "tokens": d.tokens, "steps": d.steps})
+            per_prompt = acceptance_per_prompt(decoder_target, drafter, held, opts.drafts, opts.max_new_tokens, stop)
             pooled = [p for ps in per_prompt.values() for p in ps]
             log.info("probe: arm %s, seed %d: %d steps in %.0fs, acceptance %.3f on %d held-out prompts (%.0fs)", arm,
                      seed, trained.steps, trained.seconds, sum(p["tokens"] for p in pooled) /
@@ -140,6 +171,6 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
              "excluded_held_out_rows": excluded}
     report = build_report(setup, {c: [r.id for r in rs] for c, rs in held.items()}, results)
     report["seconds"] = round(time.perf_counter() - t0, 1)
-    write_report(wd, report)
+    write_report(ctx.workdir, report)
     return report
 

@@ -55,6 +55,7 @@ class K3Profile:
                                    "--enable-auto-tool-choice", "--reasoning-parser", "kimi_k3")
     card_tags: tuple[str, ...] = ("kimi-k3",)
     is_test_model: bool = False
+    shipped_drafter: str = ""               # a small EAGLE-3 drafter shipped for a test model (profile.py)
     generation_prompts: Mapping[str, str] = field(default_factory=lambda: dict(GENERATION_PROMPTS))
 
 
@@ -68,7 +69,8 @@ KIMI_K3 = K3Profile(name="kimi-k3", model_path="moonshotai/Kimi-K3", display_nam
 TINY_KIMI_K3 = K3Profile(name="tiny-kimi-k3",
                          model_path=str(resources.files("kimi_eagle_data") / "assets" / "tiny-kimi-k3"),
                          display_name="tiny-kimi-k3", vocab_size=None, max_seq_len=1022, max_new_tokens=256,
-                         vllm_flags=(*KIMI_K3.vllm_flags, "--tokenizer-mode", "kimi_k3"), is_test_model=True)
+                         vllm_flags=(*KIMI_K3.vllm_flags, "--tokenizer-mode", "kimi_k3"), is_test_model=True,
+                         shipped_drafter=str(resources.files("kimi_eagle_data") / "assets" / "tiny-kimi-k3-eagle3"))
 K3_PROFILES = {p.name: p for p in (KIMI_K3, TINY_KIMI_K3)}
 
 
