@@ -96,8 +96,8 @@ def shipped_acceptance(ctx, prompts_per_config: int = DEMO_PROMPTS,
     if not (Path(drafter_dir) / PROVENANCE).is_file():
         raise ShippedDrafterMissing(f"{ctx.profile.name}'s drafter is not at {drafter_dir} (a source checkout before "
                                     f"scripts/train_tiny_drafter.py made it?)")
-    require_speculators()
     t0 = time.perf_counter()
+    require_speculators()
     trained = set(provenance(drafter_dir)["trained_prompt_sha256"])
     wd = ctx.workdir
     held = {}
