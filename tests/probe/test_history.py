@@ -68,3 +68,36 @@ def test_no_source_history_prompt_where_the_source_stops(tmp_path, turn):
     first = own[0]
     ended = type(first)(**{**first.__dict__, "script": []})
     assert source_history_prompt(ended, turn, chat_format, tokenizer) is None
+
+
+@pytest.mark.trainer
+def test_probe_measures_own_against_source_history_on_the_held_out_conversations_later_turns(tmp_path):
+    """Trainer tier: a build whose B6 conversations go on the model's own turns, then the probe: both history arms
+    train on the same later turns for the same loss tokens and are measured on the same held-out later turns; the
+    terminal table, probe.json and the card (after emit) carry them."""
+    import orjson
+
+    config = tmp_path / "mine.toml"
+    config.write_text(f'[partitions.B6]\nsource = "{SAMPLES_DIR / "B6-ultrachat.jsonl"}"\npolicy = "own_history"\n'
+                      "max_turns = 3\n")
+    w = tmp_path / "w"
+    run_cli("build", "B6", "--config", str(config), "--profile", "tiny-kimi", "--model", TINY, "--max-new-tokens",
+            "160", "--engine", "local", "--workdir", str(w), "--no-progress")
+    probe = ("probe", "--workdir", str(w), "--seeds", "1", "--no-curve", "--no-upstream", "--budget", "3000",
+             "--held-out", "8")
+    shown = run_cli(*probe, timeout=1800).stdout
+    report = orjson.loads((w / "probe.json").read_bytes())
+    history = report["history"]
+    arms = history["arms"]
+    assert list(arms) == ["own history", "source history"]
+    assert arms["own history"]["prompts"] == arms["source history"]["prompts"] > 0
+    assert all(s["loss_tokens"] >= 3000 for a in arms.values() for s in a["seeds"].values())
+    held = history["held_out"]["B6"]
+    assert held and not set(held) & set(report["held_out"]["B6"])      # later turns, not the first turns
+    entry = history["configs"]["all"]
+    assert entry["held_out"] == len(held) and entry["gain_over_source_history"] is not None
+    assert all(entry["arms"][a]["acceptance"] >= 1.0 for a in arms)
+    assert "own vs source history" in shown and "gain own history − source history" in shown
+    run_cli("emit", "B6", "--workdir", str(w), "--no-progress")
+    card = (w / "dataset" / "README.md").read_text()
+    assert "| config | held-out | own history | source history | gain own history − source history |" in card
