@@ -98,6 +98,6 @@ def test_probe_measures_own_against_source_history_on_the_held_out_conversations
     assert entry["held_out"] == len(held) and entry["gain_over_source_history"] is not None
     assert all(entry["arms"][a]["acceptance"] >= 1.0 for a in arms)
     assert "own vs source history" in shown and "gain own history − source history" in shown
-    run_cli("emit", "B6", "--workdir", str(w), "--no-progress")
+    run_cli("emit", "B6", "--workdir", str(w))
     card = (w / "dataset" / "README.md").read_text()
     assert "| config | held-out | own history | source history | gain own history − source history |" in card
