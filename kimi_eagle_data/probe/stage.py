@@ -21,6 +21,7 @@ from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.probe.arms import CURVE, TrainRow, input_rows, subset, to_train_row, upstream_row
 from kimi_eagle_data.probe.decode import Target, speculative
 from kimi_eagle_data.probe.drafter import DrafterSpec, Eagle3Drafter, require_speculators
+from kimi_eagle_data.probe.history import OWN, SOURCE, LaterTurn, held_out_later, later_turns, source_history_rows
 from kimi_eagle_data.probe.hidden_states import aux_layer_ids
 from kimi_eagle_data.probe.report import build_report, write_report
 from kimi_eagle_data.probe.split import HELD_OUT, held_out, prompt_key
@@ -47,6 +48,7 @@ class ProbeOptions:
     max_new_tokens: int = MAX_NEW_TOKENS
     curve: bool = True
     upstream: bool = True             # False: the own arms only (a damaged copy compared with the clean data)
+    history: bool = True              # own_history configs: own vs source history (probe/history.py)
     split_seed: int = 0
 
 
@@ -101,45 +103,88 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
         raise ProbeError(f"arm {empty[0]} has no training row (held out {len(held_ids)} prompts of "
                          f"{sum(len(r) for r in records.values())}); probe more data or fewer held-out prompts")
 
+    max_turns = {c: ctx.partitions.partition(c).max_turns for c in configs
+                 if ctx.partitions.partition(c).conversations}
+    turns = later_turns(own_all, firsts, max_turns) if opts.history and max_turns else []
+    if opts.history and max_turns and not turns:
+        log.warning("the own_history configs (%s) have no later turn in the data: the history arms are left out",
+                    ", ".join(sorted(max_turns)))
+
     target_path = str(ctx.run["model"])
     target = load_target(target_path)
     aux = aux_layer_ids(int(target.config.num_hidden_layers))
     spec = DrafterSpec(target_path, tuple(aux), ttt_steps=opts.drafts)
     decoder_target = Target(target, aux)
     stop = (ctx.tokens.end_of_turn,)
-    results: dict[str, dict[int, dict[str, Any]]] = {}
     drafter_info: dict[str, Any] = {}
-    for arm, rows in arm_rows.items():
-        results[arm] = {}
-        for seed in opts.seeds:
-            log.info("probe: training arm %s, seed %d on %d rows", arm, seed, len(rows))
-            trained = train(rows, target, spec, budget=opts.budget, seed=seed)
-            drafter_info = spec.describe(trained.model)
-            drafter = Eagle3Drafter(trained.model)
-            per_prompt: dict[str, list[dict[str, Any]]] = {}
-            t1 = time.perf_counter()
-            for config, prompts in held.items():
-                per_prompt[config] = []
-                for r in prompts:
-                    d = speculative(decoder_target, drafter, r.prompt_ids, opts.drafts, opts.max_new_tokens, stop)
-                    per_prompt[config].append({"id": r.id, "tokens": d.tokens, "steps": d.steps})
-            pooled = [p for ps in per_prompt.values() for p in ps]
-            log.info("probe: arm %s, seed %d: %d steps in %.0fs, acceptance %.3f on %d held-out prompts (%.0fs)", arm,
-                     seed, trained.steps, trained.seconds, sum(p["tokens"] for p in pooled) /
-                     max(1, sum(p["steps"] for p in pooled)), len(pooled), time.perf_counter() - t1)
-            results[arm][seed] = {"rows": len(rows), "prompts": len({x.id for x in rows}),
-                                  "loss_tokens_available": sum(x.loss_tokens for x in rows),
-                                  "steps": trained.steps, "loss_tokens": trained.loss_tokens,
-                                  "train_seconds": round(trained.seconds, 1),
-                                  "decode_seconds": round(time.perf_counter() - t1, 1),
-                                  "last_loss": round(trained.last_loss, 4), "prompts_by_config": per_prompt}
+
+    def measure(arms: dict[str, list[TrainRow]], prompts_of: dict[str, list[tuple[str, list[int]]]]
+                ) -> dict[str, dict[int, dict[str, Any]]]:
+        """Each arm trained per seed, then decoded on the held-out prompts (config -> (id, prompt ids))."""
+        nonlocal drafter_info
+        results: dict[str, dict[int, dict[str, Any]]] = {}
+        for arm, rows in arms.items():
+            results[arm] = {}
+            for seed in opts.seeds:
+                log.info("probe: training arm %s, seed %d on %d rows", arm, seed, len(rows))
+                trained = train(rows, target, spec, budget=opts.budget, seed=seed)
+                drafter_info = spec.describe(trained.model)
+                drafter = Eagle3Drafter(trained.model)
+                per_prompt: dict[str, list[dict[str, Any]]] = {}
+                t1 = time.perf_counter()
+                for config, prompts in prompts_of.items():
+                    per_prompt[config] = []
+                    for pid, ids in prompts:
+                        d = speculative(decoder_target, drafter, ids, opts.drafts, opts.max_new_tokens, stop)
+                        per_prompt[config].append({"id": pid, "tokens": d.tokens, "steps": d.steps})
+                pooled = [p for ps in per_prompt.values() for p in ps]
+                log.info("probe: arm %s, seed %d: %d steps in %.0fs, acceptance %.3f on %d held-out prompts (%.0fs)",
+                         arm, seed, trained.steps, trained.seconds, sum(p["tokens"] for p in pooled) /
+                         max(1, sum(p["steps"] for p in pooled)), len(pooled), time.perf_counter() - t1)
+                results[arm][seed] = {"rows": len(rows), "prompts": len({x.id for x in rows}),
+                                      "loss_tokens_available": sum(x.loss_tokens for x in rows),
+                                      "steps": trained.steps, "loss_tokens": trained.loss_tokens,
+                                      "train_seconds": round(trained.seconds, 1),
+                                      "decode_seconds": round(time.perf_counter() - t1, 1),
+                                      "last_loss": round(trained.last_loss, 4), "prompts_by_config": per_prompt}
+        return results
+
+    results = measure(arm_rows, {c: [(r.id, r.prompt_ids) for r in rs] for c, rs in held.items()})
+    history = _history(ctx, turns, held_ids, held_prompts, opts, max_prompt, target_path, measure) if turns else None
     setup = {"target": target_path, "model": ctx.run["model"], "trainer": TRAINER, "drafter": drafter_info,
              "budget_loss_tokens": opts.budget, "seq_len": SEQ_LEN, "seeds": list(opts.seeds),
              "drafts_per_step": opts.drafts, "max_new_tokens": opts.max_new_tokens, "held_out_per_config":
              opts.held_out, "split_seed": opts.split_seed, "data": str(data), "device": "cpu",
              "excluded_held_out_rows": excluded}
     report = build_report(setup, {c: [r.id for r in rs] for c, rs in held.items()}, results)
+    if history is not None:
+        report["history"] = history
     report["seconds"] = round(time.perf_counter() - t0, 1)
     write_report(wd, report)
     return report
 
+
+
+def _history(ctx: RunContext, turns: list[LaterTurn], held_ids: set[str], held_prompts: set[str], opts: ProbeOptions,
+             max_prompt: int, target_path: str, measure) -> dict[str, Any] | None:
+    """The history arms (probe/history.py) on the same later turns, measured on the held-out conversations' later
+    turns; None (with a warning) when either arm or the held-out set is empty."""
+    from kimi_eagle_data.engines.local import LocalEngine
+
+    held_later = held_out_later(turns, held_ids, opts.held_out, opts.split_seed, max_prompt)
+    training = [t for t in turns if t.first.id not in held_ids and prompt_key(t.row.prompt.tolist()) not in held_prompts]
+    engine = LocalEngine(target_path)
+    try:
+        source = source_history_rows(training, ctx, engine)
+    finally:
+        engine.close()
+    answered = {r.id for r in source}
+    own = [t.row for t in training if t.row.id in answered]
+    if not own or not held_later:
+        log.warning("the history arms are left out: %s", "no later turn of a held-out conversation" if own else
+                    "no later turn could be answered on the source's history")
+        return None
+    results = measure({OWN: own, SOURCE: source},
+                      {c: [(r.id or "", r.prompt.tolist()) for r in rows] for c, rows in held_later.items()})
+    report = build_report({}, {c: [r.id or "" for r in rows] for c, rows in held_later.items()}, results, OWN, SOURCE)
+    return {k: report[k] for k in ("held_out", "arms", "configs")}
