@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 import orjson
 
-from kimi_eagle_data.cli.common import friendly_errors, out
+from kimi_eagle_data.cli.common import PROBES, friendly_errors, out
 from kimi_eagle_data.cli.help import SectionedCommand
 from kimi_eagle_data.cli.options import options_for
 
@@ -61,7 +61,7 @@ def probe_table(report, title: str = "probe: acceptance length of EAGLE-3 drafte
               help="With --dry-run: prefill tokens/s of the GPU node (e.g. the pilot's, from `kimi-data plan`), to "
                    "project the hours of hidden-state extraction.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (keys below).")
-@friendly_errors
+@friendly_errors(interrupted=PROBES)
 def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool, no_history: bool, dry_run: bool,
           prefill_rate, as_json: bool, **kw):
     """Train small EAGLE-3 drafters on a dataset and measure their acceptance on held-out prompts.

@@ -101,3 +101,28 @@ def test_probe_measures_own_against_source_history_on_the_held_out_conversations
     run_cli("emit", "B6", "--workdir", str(w))
     card = (w / "dataset" / "README.md").read_text()
     assert "| config | held-out | own history | source history | gain own history − source history |" in card
+
+
+@pytest.mark.trainer
+def test_sigterm_stops_the_probe_while_it_trains_exit_143_and_the_last_report_stays(tmp_path):
+    import signal
+    import subprocess
+
+    from tests.helpers.cli import popen_cli, read_until
+
+    config = tmp_path / "mine.toml"
+    config.write_text(f'[partitions.B6]\nsource = "{SAMPLES_DIR / "B6-ultrachat.jsonl"}"\npolicy = "own_history"\n'
+                      "max_turns = 2\n")
+    w = tmp_path / "w"
+    run_cli("build", "B6", "--config", str(config), "--profile", "tiny-kimi", "--model", TINY, "--max-new-tokens",
+            "160", "--engine", "local", "--workdir", str(w), "--no-progress")
+    (w / "probe.json").write_text('{"earlier": true}\n')
+    proc = popen_cli("probe", "--workdir", str(w), "--seeds", "1", "--no-curve", "--budget", "200000",
+                     stderr=subprocess.PIPE)
+    read_until(proc, "training arm own, seed 0", 600)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, f"exit {proc.returncode}\n{err}"
+    assert "interrupted by SIGTERM: probe.json is written once every drafter is measured" in err, err
+    assert "Traceback" not in err, err
+    assert (w / "probe.json").read_text() == '{"earlier": true}\n'
