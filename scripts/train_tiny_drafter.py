@@ -31,7 +31,8 @@ from kimi_eagle_data.probe.drafter import SPECULATORS_VERSION, DrafterSpec, Eagl
 from kimi_eagle_data.probe.hidden_states import aux_layer_ids
 from kimi_eagle_data.probe.shipped import load_drafter, save_drafter
 from kimi_eagle_data.probe.split import HELD_OUT, prompt_key
-from kimi_eagle_data.probe.stage import DRAFTS, MAX_NEW_TOKENS, acceptance_per_prompt, load_target, split_rows
+from kimi_eagle_data.probe.stage import (DRAFTS, MAX_NEW_TOKENS, acceptance_per_prompt, load_target, prompts_of,
+                                         split_rows)
 from kimi_eagle_data.probe.train import SEQ_LEN, TRAINER, train
 from kimi_eagle_data.profile import DEMO_PROFILES, get_profile
 from kimi_eagle_data.runs import demo_settings, open_run
@@ -116,7 +117,7 @@ def main() -> None:
     save_drafter(trained.model, out, args.profile, prov)
     t0 = time.perf_counter()
     shipped = Eagle3Drafter(load_drafter(out, target_path))
-    per_prompt = acceptance_per_prompt(Target(target, aux), shipped, split.held, DRAFTS, MAX_NEW_TOKENS,
+    per_prompt = acceptance_per_prompt(Target(target, aux), shipped, prompts_of(split.held), DRAFTS, MAX_NEW_TOKENS,
                                        (ctx.tokens.end_of_turn,))
     pooled = [p for ps in per_prompt.values() for p in ps]
     tokens, steps = sum(p["tokens"] for p in pooled), sum(p["steps"] for p in pooled)

@@ -42,6 +42,8 @@ SCORES = "scored answers are in the score checkpoint; rerun the same command to 
 PUSHES = ("nothing counts as published until the version's tag is on the Hub; rerun the same command to finish (it "
           "checks the tag first)")
 SERVES = "the server stopped"
+PROBES = ("probe.json is written once every drafter is measured, whole or not at all: the last report stays as it was; "
+          "rerun the same command (it starts over)")
 # The generate task of `kimi-data slurm submit` exports its task's id here: Slurm, not the user, runs it again.
 SLURM_TASK_ENV = "KIMI_DATA_SLURM_TASK"
 

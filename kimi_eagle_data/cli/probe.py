@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 import orjson
 
-from kimi_eagle_data.cli.common import friendly_errors, out
+from kimi_eagle_data.cli.common import PROBES, friendly_errors, out
 from kimi_eagle_data.cli.help import SectionedCommand
 from kimi_eagle_data.cli.options import options_for
 
@@ -20,16 +20,19 @@ PROBE_JSON_HELP = """\b
     loss_tokens, train_seconds, decode_seconds, last_loss, acceptance}}}},
   configs {CONFIG|all: {held_out, arms {ARM: {acceptance, low, high, prompts,
     steps}}, gain_over_upstream {estimate, low, high} | null}},
-  learning_curve [{share, acceptance, low, high, ...}]"""
+  learning_curve [{share, acceptance, low, high, ...}],
+  history (own_history configs) {held_out, arms, configs {CONFIG|all: {held_out,
+    arms {own history|source history: {...}}, gain_over_source_history}}}"""
 
 
-def probe_table(report):
+def probe_table(report, title: str = "probe: acceptance length of EAGLE-3 drafters on held-out prompts [95%]",
+                rows_of=None):
     from rich.table import Table
 
     from kimi_eagle_data.probe.report import table
 
-    head, rows = table(report)
-    t = Table(title="probe: acceptance length of EAGLE-3 drafters on held-out prompts [95%]")
+    head, rows = (rows_of or table)(report)
+    t = Table(title=title)
     for i, h in enumerate(head):
         t.add_column(h, justify="left" if i == 0 else "right")
     for r in rows:
@@ -50,20 +53,24 @@ def probe_table(report):
 @click.option("--no-curve", is_flag=True, help="Leave out the learning curve (the ¼ and ½ arms).")
 @click.option("--no-upstream", is_flag=True, help="Leave out the upstream answers' arm (e.g. to compare two datasets' "
                                                   "own arms).")
+@click.option("--no-history", is_flag=True, help="Leave out the history arms of own_history configs (their later "
+                                                 "turns on the model's own history vs the source's).")
 @click.option("--dry-run", is_flag=True, help="Print the commands for a real target on a GPU node and the projected "
                                               "cost (hidden-state bytes, hours); train nothing.")
 @click.option("--prefill-rate", type=click.FloatRange(min=0, min_open=True), default=None,
               help="With --dry-run: prefill tokens/s of the GPU node (e.g. the pilot's, from `kimi-data plan`), to "
                    "project the hours of hidden-state extraction.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (keys below).")
-@friendly_errors
-def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool, dry_run: bool, prefill_rate,
-          as_json: bool, **kw):
+@friendly_errors(interrupted=PROBES)
+def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool, no_history: bool, dry_run: bool,
+          prefill_rate, as_json: bool, **kw):
     """Train small EAGLE-3 drafters on a dataset and measure their acceptance on held-out prompts.
 
     speculators' EAGLE-3 model and loss (the [probe] extra), trained on CPU by a short loop on the target's
     hidden states computed in-process, one drafter per arm and seed: the dataset's own completions, the
-    source's upstream answers on the same prompts, and ¼ and ½ of the own data (equal loss-token budgets).
+    source's upstream answers on the same prompts, and ¼ and ½ of the own data (equal loss-token budgets);
+    for own_history configs, their later turns on the model's own history against the same turns on the
+    source's history, answered by the target in-process.
     Acceptance: greedy speculative decoding in-process on a seeded held-out split per config. Writes
     WORKDIR/probe.json and WORKDIR/probe-learning-curve.png; the next `emit` puts the table in the card.
 
@@ -89,7 +96,7 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
     require_speculators()
     ctx = run_for(kw, create=False, remember_options=False)
     opts = ProbeOptions(data=data, configs=list(kw["configs"]), seeds=tuple(range(seeds)), budget=budget or BUDGET,
-                        held_out=held_out or HELD_OUT, curve=not no_curve, upstream=not no_upstream)
+                        held_out=held_out or HELD_OUT, curve=not no_curve, upstream=not no_upstream, history=not no_history)
     report = probe_run(ctx, opts)
     if as_json:
         click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
@@ -97,6 +104,11 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
     from kimi_eagle_data.probe.report import setup_line
 
     out.print(probe_table(report))
+    from kimi_eagle_data.probe.report import history_table
+
+    if history_table(report) is not None:
+        out.print(probe_table(report, "probe: own_history conversations' later turns, own vs source history [95%]",
+                              history_table))
     out.print(setup_line(report), highlight=False, soft_wrap=True)
     out.print(f"trainer: {report['setup']['trainer']} (speculators' Trainer needs a GPU); report in "
               f"{wd.root / 'probe.json'} ({report['seconds']:.0f}s)", highlight=False, soft_wrap=True)

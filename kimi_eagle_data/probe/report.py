@@ -68,8 +68,14 @@ def gain(own: dict[str, tuple[int, int]], up: dict[str, tuple[int, int]], ids: l
     return {"estimate": round(float(est), 3), "low": lo, "high": hi}
 
 
-def build_report(setup: dict[str, Any], held: dict[str, list[str]], results: dict[str, dict[int, dict[str, Any]]]
-                 ) -> dict[str, Any]:
+def gain_key(baseline: str) -> str:
+    """The report's key of the gain over `baseline` ("gain_over_upstream", "gain_over_source_history")."""
+    return "gain_over_" + baseline.replace(" ", "_")
+
+
+def build_report(setup: dict[str, Any], held: dict[str, list[str]], results: dict[str, dict[int, dict[str, Any]]],
+                 lead: str = "own", baseline: str = "upstream") -> dict[str, Any]:
+    """The report of `results` on the held-out prompts `held`; the gain is `lead` − `baseline` (paired)."""
     configs = list(held)
     scopes = {**{c: [c] for c in configs}, ALL: configs}
     arms: dict[str, Any] = {}
@@ -86,9 +92,9 @@ def build_report(setup: dict[str, Any], held: dict[str, list[str]], results: dic
         entry: dict[str, Any] = {"held_out": len(ids), "arms": {}}
         for arm, seeds in results.items():
             entry["arms"][arm] = acceptance(_per_prompt(seeds, configs), ids)
-        if "own" in results and "upstream" in results:
-            entry["gain_over_upstream"] = gain(_per_prompt(results["own"], configs),
-                                               _per_prompt(results["upstream"], configs), ids)
+        if lead in results and baseline in results:
+            entry[gain_key(baseline)] = gain(_per_prompt(results[lead], configs),
+                                             _per_prompt(results[baseline], configs), ids)
         per_config[scope] = entry
     curve = [{"share": share, **per_config[ALL]["arms"][name]}
              for share, name in ((0.25, "own 0.25"), (0.5, "own 0.5"), (1.0, "own")) if name in results]
@@ -146,16 +152,29 @@ def _gain(g: dict[str, Any] | None) -> str:
     return "–" if not g else f"{g['estimate']:+.2f} [{g['low']:+.2f}, {g['high']:+.2f}]"
 
 
-def table(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def table(report: dict[str, Any], lead: str = "own", baseline: str = "upstream") -> tuple[list[str], list[list[str]]]:
+    """The per-config table of a report (the main arms; `report["history"]` with lead `own history`, baseline
+    `source history`)."""
     arms = list(next(iter(report["configs"].values()))["arms"])
-    head = ["config", "held-out", *arms] + (["gain own − upstream"] if "upstream" in arms else [])
+    compared = lead in arms and baseline in arms
+    head = ["config", "held-out", *arms] + ([f"gain {lead} − {baseline}"] if compared else [])
     rows = []
     for scope, e in report["configs"].items():
         row = [scope, str(e["held_out"]), *(_acc(e["arms"][a]) for a in arms)]
-        if "upstream" in arms:
-            row.append(_gain(e.get("gain_over_upstream")))
+        if compared:
+            row.append(_gain(e.get(gain_key(baseline))))
         rows.append(row)
     return head, rows
+
+
+def history_table(report: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None:
+    """The history arms' table (probe/history.py); None when the probe measured none."""
+    from kimi_eagle_data.probe.history import OWN, SOURCE
+
+    history = report.get("history")
+    if not history or not history.get("configs"):
+        return None
+    return table(history, OWN, SOURCE)
 
 
 def setup_line(report: dict[str, Any]) -> str:
@@ -172,7 +191,10 @@ def setup_line(report: dict[str, Any]) -> str:
 
 
 def markdown_table(report: dict[str, Any]) -> str:
-    head, rows = table(report)
+    return _markdown(*table(report))
+
+
+def _markdown(head: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
@@ -182,4 +204,6 @@ def card_section(report: dict[str, Any] | None) -> dict[str, Any] | None:
     """probe.json as the dataset card shows it (None: no probe, the section is left out)."""
     if not report or not report.get("configs"):
         return None
-    return {"table": markdown_table(report), "setup": setup_line(report)}
+    history = history_table(report)
+    return {"table": markdown_table(report), "setup": setup_line(report),
+            "history_table": _markdown(*history) if history else None}

@@ -25,7 +25,7 @@ from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.probe.decode import Target
 from kimi_eagle_data.probe.drafter import Eagle3Drafter, require_speculators
 from kimi_eagle_data.probe.split import HELD_OUT, held_out, prompt_key
-from kimi_eagle_data.probe.stage import DRAFTS, acceptance_per_prompt, load_target
+from kimi_eagle_data.probe.stage import DRAFTS, acceptance_per_prompt, load_target, prompts_of
 from kimi_eagle_data.prompts.prepare import read_prepared
 
 log = logging.getLogger(__name__)
@@ -109,8 +109,8 @@ def shipped_acceptance(ctx, prompts_per_config: int = DEMO_PROMPTS,
     target = load_target(target_path)
     model = load_drafter(drafter_dir, target_path)
     aux = aux_layer_ids(int(target.config.num_hidden_layers))
-    per_prompt = acceptance_per_prompt(Target(target, aux), Eagle3Drafter(model), held, DRAFTS, max_new_tokens,
-                                       (ctx.tokens.end_of_turn,))
+    per_prompt = acceptance_per_prompt(Target(target, aux), Eagle3Drafter(model), prompts_of(held), DRAFTS,
+                                       max_new_tokens, (ctx.tokens.end_of_turn,))
     pooled = [p for ps in per_prompt.values() for p in ps]
     return ShippedAcceptance(str(drafter_dir), len(pooled), sum(p["steps"] for p in pooled),
                              sum(p["tokens"] for p in pooled), time.perf_counter() - t0)

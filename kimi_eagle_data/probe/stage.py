@@ -21,6 +21,7 @@ from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.probe.arms import CURVE, TrainRow, input_rows, subset, to_train_row, upstream_row
 from kimi_eagle_data.probe.decode import Target, speculative
 from kimi_eagle_data.probe.drafter import DrafterSpec, Eagle3Drafter, require_speculators
+from kimi_eagle_data.probe.history import OWN, SOURCE, LaterTurn, held_out_later, later_turns, source_history_rows
 from kimi_eagle_data.probe.hidden_states import aux_layer_ids
 from kimi_eagle_data.probe.report import build_report, write_report
 from kimi_eagle_data.probe.split import HELD_OUT, held_out, prompt_key
@@ -48,6 +49,7 @@ class ProbeOptions:
     max_new_tokens: int = MAX_NEW_TOKENS
     curve: bool = True
     upstream: bool = True             # False: the own arms only (a damaged copy compared with the clean data)
+    history: bool = True              # own_history configs: own vs source history (probe/history.py)
     split_seed: int = 0
 
 
@@ -74,6 +76,8 @@ class Split:
     kept: list[TrainRow]
     excluded: int                            # the data's rows left out as held out
     data: Path
+    own_all: list[TrainRow]                  # every row of the data in the probed configs, held out or not
+    held_prompts: set[str]                   # prompt_key of each held-out prompt
 
 
 def split_rows(ctx: RunContext, data: Path | None, configs: list[str], held_count: int, split_seed: int,
@@ -97,18 +101,24 @@ def split_rows(ctx: RunContext, data: Path | None, configs: list[str], held_coun
     own_all = [r for r in own_all if r.config in records or r.config is None]
     kept = [r for r in own_all if r.conversation not in held_ids and (r.id or "") not in held_ids
             and prompt_key(r.prompt.tolist()) not in held_prompts]
-    return Split(records, held, firsts, kept, len(own_all) - len(kept), data)
+    return Split(records, held, firsts, kept, len(own_all) - len(kept), data, own_all, held_prompts)
 
 
-def acceptance_per_prompt(decoder_target: Target, drafter, held: dict[str, list[PromptRecord]], drafts: int,
-                          max_new_tokens: int, stop: tuple[int, ...]) -> dict[str, list[dict[str, Any]]]:
-    """Each held-out prompt decoded greedily with `drafter`: its tokens and verify steps, per partition."""
+def prompts_of(held: dict[str, list[PromptRecord]]) -> dict[str, list[tuple[str, list[int]]]]:
+    """Held-out prompt records as the decoder takes them: config -> (id, prompt ids)."""
+    return {c: [(r.id, r.prompt_ids) for r in rs] for c, rs in held.items()}
+
+
+def acceptance_per_prompt(decoder_target: Target, drafter, prompts: dict[str, list[tuple[str, list[int]]]],
+                          drafts: int, max_new_tokens: int, stop: tuple[int, ...]) -> dict[str, list[dict[str, Any]]]:
+    """Each held-out prompt (config -> (id, prompt ids)) decoded greedily with `drafter`: its tokens and verify
+    steps, per partition."""
     per_prompt: dict[str, list[dict[str, Any]]] = {}
-    for config, prompts in held.items():
+    for config, pairs in prompts.items():
         per_prompt[config] = []
-        for r in prompts:
-            d = speculative(decoder_target, drafter, r.prompt_ids, drafts, max_new_tokens, stop)
-            per_prompt[config].append({"id": r.id, "tokens": d.tokens, "steps": d.steps})
+        for pid, ids in pairs:
+            d = speculative(decoder_target, drafter, ids, drafts, max_new_tokens, stop)
+            per_prompt[config].append({"id": pid, "tokens": d.tokens, "steps": d.steps})
     return per_prompt
 
 
@@ -118,6 +128,8 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
     split = split_rows(ctx, opts.data, opts.configs, opts.held_out, opts.split_seed, opts.max_new_tokens)
     records, held, firsts, kept, excluded, data = (split.records, split.held, split.firsts, split.kept,
                                                    split.excluded, split.data)
+    own_all, held_prompts, configs = split.own_all, split.held_prompts, list(records)
+    max_prompt = ctx.max_seq_len - opts.max_new_tokens
     held_ids = {r.id for rs in held.values() for r in rs}
     own_firsts = {r.id for r in kept if r.id in firsts}
     upstream = [u for u in (upstream_row(firsts[i], ctx.tokenizer, ctx.tokens, ctx.format, ctx.max_seq_len)
@@ -137,40 +149,84 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
         raise ProbeError(f"arm {empty[0]} has no training row (held out {len(held_ids)} prompts of "
                          f"{sum(len(r) for r in records.values())}); probe more data or fewer held-out prompts")
 
+    max_turns = {c: ctx.partitions.partition(c).max_turns for c in configs
+                 if ctx.partitions.partition(c).conversations}
+    turns = later_turns(own_all, firsts, max_turns) if opts.history and max_turns else []
+    if opts.history and max_turns and not turns:
+        log.warning("the own_history configs (%s) have no later turn in the data: the history arms are left out",
+                    ", ".join(sorted(max_turns)))
+
     target_path = str(ctx.run["model"])
     target = load_target(target_path)
     aux = aux_layer_ids(int(target.config.num_hidden_layers))
     spec = DrafterSpec(target_path, tuple(aux), ttt_steps=opts.drafts)
     decoder_target = Target(target, aux)
     stop = (ctx.tokens.end_of_turn,)
-    results: dict[str, dict[int, dict[str, Any]]] = {}
     drafter_info: dict[str, Any] = {}
-    for arm, rows in arm_rows.items():
-        results[arm] = {}
-        for seed in opts.seeds:
-            log.info("probe: training arm %s, seed %d on %d rows", arm, seed, len(rows))
-            trained = train(rows, target, spec, budget=opts.budget, seed=seed)
-            drafter_info = spec.describe(trained.model)
-            drafter = Eagle3Drafter(trained.model)
-            t1 = time.perf_counter()
-            per_prompt = acceptance_per_prompt(decoder_target, drafter, held, opts.drafts, opts.max_new_tokens, stop)
-            pooled = [p for ps in per_prompt.values() for p in ps]
-            log.info("probe: arm %s, seed %d: %d steps in %.0fs, acceptance %.3f on %d held-out prompts (%.0fs)", arm,
-                     seed, trained.steps, trained.seconds, sum(p["tokens"] for p in pooled) /
-                     max(1, sum(p["steps"] for p in pooled)), len(pooled), time.perf_counter() - t1)
-            results[arm][seed] = {"rows": len(rows), "prompts": len({x.id for x in rows}),
-                                  "loss_tokens_available": sum(x.loss_tokens for x in rows),
-                                  "steps": trained.steps, "loss_tokens": trained.loss_tokens,
-                                  "train_seconds": round(trained.seconds, 1),
-                                  "decode_seconds": round(time.perf_counter() - t1, 1),
-                                  "last_loss": round(trained.last_loss, 4), "prompts_by_config": per_prompt}
+
+    def measure(arms: dict[str, list[TrainRow]], prompts: dict[str, list[tuple[str, list[int]]]]
+                ) -> dict[str, dict[int, dict[str, Any]]]:
+        """Each arm trained per seed, then decoded on the held-out prompts (config -> (id, prompt ids))."""
+        nonlocal drafter_info
+        results: dict[str, dict[int, dict[str, Any]]] = {}
+        for arm, rows in arms.items():
+            results[arm] = {}
+            for seed in opts.seeds:
+                log.info("probe: training arm %s, seed %d on %d rows", arm, seed, len(rows))
+                trained = train(rows, target, spec, budget=opts.budget, seed=seed)
+                drafter_info = spec.describe(trained.model)
+                drafter = Eagle3Drafter(trained.model)
+                t1 = time.perf_counter()
+                per_prompt = acceptance_per_prompt(decoder_target, drafter, prompts, opts.drafts,
+                                                   opts.max_new_tokens, stop)
+                pooled = [p for ps in per_prompt.values() for p in ps]
+                log.info("probe: arm %s, seed %d: %d steps in %.0fs, acceptance %.3f on %d held-out prompts (%.0fs)",
+                         arm, seed, trained.steps, trained.seconds, sum(p["tokens"] for p in pooled) /
+                         max(1, sum(p["steps"] for p in pooled)), len(pooled), time.perf_counter() - t1)
+                results[arm][seed] = {"rows": len(rows), "prompts": len({x.id for x in rows}),
+                                      "loss_tokens_available": sum(x.loss_tokens for x in rows),
+                                      "steps": trained.steps, "loss_tokens": trained.loss_tokens,
+                                      "train_seconds": round(trained.seconds, 1),
+                                      "decode_seconds": round(time.perf_counter() - t1, 1),
+                                      "last_loss": round(trained.last_loss, 4), "prompts_by_config": per_prompt}
+        return results
+
+    results = measure(arm_rows, prompts_of(held))
+    history = _history(ctx, turns, held_ids, held_prompts, opts, max_prompt, target_path, measure) if turns else None
     setup = {"target": target_path, "model": ctx.run["model"], "trainer": TRAINER, "drafter": drafter_info,
              "budget_loss_tokens": opts.budget, "seq_len": SEQ_LEN, "seeds": list(opts.seeds),
              "drafts_per_step": opts.drafts, "max_new_tokens": opts.max_new_tokens, "held_out_per_config":
              opts.held_out, "split_seed": opts.split_seed, "data": str(data), "device": "cpu",
              "excluded_held_out_rows": excluded}
     report = build_report(setup, {c: [r.id for r in rs] for c, rs in held.items()}, results)
+    if history is not None:
+        report["history"] = history
     report["seconds"] = round(time.perf_counter() - t0, 1)
     write_report(ctx.workdir, report)
     return report
 
+
+
+def _history(ctx: RunContext, turns: list[LaterTurn], held_ids: set[str], held_prompts: set[str], opts: ProbeOptions,
+             max_prompt: int, target_path: str, measure) -> dict[str, Any] | None:
+    """The history arms (probe/history.py) on the same later turns, measured on the held-out conversations' later
+    turns; None (with a warning) when either arm or the held-out set is empty."""
+    from kimi_eagle_data.engines.local import LocalEngine
+
+    held_later = held_out_later(turns, held_ids, opts.held_out, opts.split_seed, max_prompt)
+    training = [t for t in turns if t.first.id not in held_ids and prompt_key(t.row.prompt.tolist()) not in held_prompts]
+    engine = LocalEngine(target_path)
+    try:
+        source = source_history_rows(training, ctx, engine)
+    finally:
+        engine.close()
+    answered = {r.id for r in source}
+    own = [t.row for t in training if t.row.id in answered]
+    if not own or not held_later:
+        log.warning("the history arms are left out: %s", "no later turn of a held-out conversation" if own else
+                    "no later turn could be answered on the source's history")
+        return None
+    results = measure({OWN: own, SOURCE: source},
+                      {c: [(r.id or "", r.prompt.tolist()) for r in rows] for c, rows in held_later.items()})
+    report = build_report({}, {c: [r.id or "" for r in rows] for c, rows in held_later.items()}, results, OWN, SOURCE)
+    return {k: report[k] for k in ("held_out", "arms", "configs")}

@@ -69,6 +69,24 @@ def test_the_table_has_a_row_per_config_and_the_pool():
     assert [r.split(" | ")[0] for r in table.splitlines()[2:]] == ["| B1", "| B2", "| all"]
 
 
+def test_the_history_arms_have_a_table_of_their_own_in_the_card_section():
+    from kimi_eagle_data.probe.report import card_section, history_table
+
+    seed = {"rows": 2, "prompts": 2, "loss_tokens_available": 50, "steps": 2, "loss_tokens": 40,
+            "train_seconds": 1.0, "decode_seconds": 1.0, "last_loss": 1.0}
+    results = {arm: {0: {**seed, "prompts_by_config": {"B6": [{"id": "t", "tokens": t, "steps": 10}]}}}
+               for arm, t in (("own history", 18), ("source history", 14))}
+    report = synthetic_report()
+    assert history_table(report) is None and card_section(report)["history_table"] is None
+    history = build_report({}, {"B6": ["t"]}, results, "own history", "source history")
+    report["history"] = {k: history[k] for k in ("held_out", "arms", "configs")}
+    head, rows = history_table(report)
+    assert head == ["config", "held-out", "own history", "source history", "gain own history − source history"]
+    assert rows[0][0] == "B6" and rows[0][-1].startswith("+0.40")
+    assert "gain_over_upstream" not in history["configs"]["B6"]
+    assert card_section(report)["history_table"].splitlines()[0] == "| " + " | ".join(head) + " |"
+
+
 def test_without_speculators_the_probe_stops_in_one_line(tmp_path, prepared_b6):
     workdir = prepared_b6
     fake = tmp_path / "shadow" / "speculators"
