@@ -302,6 +302,16 @@ def get_profile(name: str) -> ModelProfile:
         raise UnknownProfileError(f"unknown model profile {name!r}; known: {', '.join(sorted(PROFILES))}") from None
 
 
+def register_profile(profile: ModelProfile) -> ModelProfile:
+    """Add a profile to the registry (its format, `profile.chat_format`, registered with
+    `formats.register_format`). A name already taken by another profile is refused."""
+    known = PROFILES.get(profile.name)
+    if known is not None and known != profile:
+        raise ValueError(f"a model profile named {profile.name!r} is registered already")
+    PROFILES[profile.name] = profile
+    return profile
+
+
 class TokenLookupError(KimiDataError, ValueError):
     pass
 
