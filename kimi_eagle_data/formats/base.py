@@ -29,25 +29,26 @@ def sample_reasons(generation_prompts: str) -> dict[str, str]:
     }
 
 
-def ends_with(ids: Sequence[int], suffix: Sequence[int]) -> bool:
+def ends_with(ids: Sequence[int], suffix: list[int]) -> bool:
     """Whether `ids` ends with the (non-empty) `suffix`."""
     k = len(suffix)
-    return bool(k) and len(ids) >= k and [int(i) for i in ids[len(ids) - k:]] == [int(i) for i in suffix]
+    return bool(k) and len(ids) >= k and [int(i) for i in ids[len(ids) - k:]] == suffix
 
 
 def sample_issues(prompt: Sequence[int], output: Sequence[int], finish_reason: str, finish_detail: dict | None, *,
                   prompt_problem: str | None, whole: bool, max_seq_len: int, vocab_size: int, keep_truncated: bool,
                   end_of_turn: str) -> list[tuple[str, str]]:
-    """(code, detail) for each sample-level rule the sample fails, in SAMPLE_CODES' order. `prompt_problem`: what is
-    wrong with the prompt's end (None: it ends as its mode's generation prompt); `whole`: the completion ends its
-    turn (with `end_of_turn`, the stop token's name)."""
+    """(code, detail) for each sample-level rule the sample fails, in SAMPLE_CODES' order (`prompt`, `output`: the
+    ids as Python ints, as a validator holds them). `prompt_problem`: what is wrong with the prompt's end (None: it
+    ends as its mode's generation prompt); `whole`: the completion ends its turn (with `end_of_turn`, the stop
+    token's name)."""
     issues: list[tuple[str, str]] = []
     if prompt_problem is not None:
         issues.append(("prompt_not_generation_prompt", prompt_problem))
     if len(prompt) + len(output) > max_seq_len:
         issues.append(("exceeds_max_seq_len", f"prompt_len {len(prompt)} + completion_len {len(output)} > "
                                               f"max_seq_len {max_seq_len}"))
-    bad = [int(i) for seq in (prompt, output) for i in seq if not 0 <= int(i) < vocab_size]
+    bad = [i for seq in (prompt, output) for i in seq if not 0 <= i < vocab_size]
     if bad:
         issues.append(("id_out_of_range", f"{len(bad)} id(s) outside [0, {vocab_size}), first {bad[0]}"))
     if finish_reason == "abort":
