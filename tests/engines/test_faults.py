@@ -261,8 +261,8 @@ def test_max_new_tokens_past_the_context_in_run_json_names_run_json(prepared, tm
 
 HUGE_ROW_SCRIPT = textwrap.dedent("""
     import resource, sys, orjson
-    import kimi_eagle_data.prompts.prepare as prepare_module
     import kimi_eagle_data.sources.readers as readers
+    from kimi_eagle_data.formats.kimi_k2 import KimiK2Format
     from kimi_eagle_data.sources.partitions import PARTITIONS
     from kimi_eagle_data.sources.filters import max_row_bytes
     from kimi_eagle_data.prompts.prepare import PromptModes, prepare_rows
@@ -280,14 +280,12 @@ HUGE_ROW_SCRIPT = textwrap.dedent("""
             parsed.append(len(data))
             return orjson.loads(data)
 
-    real_render = prepare_module.render_prompt
-
-    def recording_render(tokenizer, messages, tools, *mode):
-        rendered.append(sum(len(str(m.get("content") or "")) for m in messages))
-        return real_render(tokenizer, messages, tools, *mode)
+    class RecordingFormat(KimiK2Format):   # K2.5's, recording the characters of every prompt it renders
+        def render_prompt(self, tokenizer, messages, tools, mode="thinking", effort=None):
+            rendered.append(sum(len(str(m.get("content") or "")) for m in messages))
+            return super().render_prompt(tokenizer, messages, tools, mode, effort)
 
     readers.orjson = RecordingParser
-    prepare_module.render_prompt = recording_render
     tok = load_tokenizer(str(TINY_MODEL_DIR))
     gen = tok.encode(get_profile("tiny-kimi").generation_prompt, add_special_tokens=False)
     part = PARTITIONS["B6"]
@@ -297,7 +295,7 @@ HUGE_ROW_SCRIPT = textwrap.dedent("""
     rows = list(rows)                      # the huge row is refused here, while read
     handed_out = [len(orjson.dumps(row)) for _, row in rows if isinstance(row, dict)]
     records, rejections, report = prepare_rows(part, rows, tok, max_new_tokens=64,
-                                               modes=PromptModes.of(get_profile("tiny-kimi"), tok, KIMI_K2_FORMAT, gen),
+                                               modes=PromptModes.of(get_profile("tiny-kimi"), tok, RecordingFormat(), gen),
                                                max_seq_len=16384, source_desc=desc)
     grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024
     print(orjson.dumps({"cap": cap, "parsed": parsed, "handed_out": handed_out, "rendered": rendered, "grew": grew,
