@@ -11,7 +11,7 @@ below the stages because the formats sit above them (they render with prompts/ a
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 # Facts the same for every Kimi format, read where no run's format is at hand: the tool names a source row may
 # declare (sources/filters.py) and the ids a source adapter gives the calls of a history it reads
@@ -25,6 +25,35 @@ def history_tool_call_id(name: str, index: int) -> str:
     return TOOL_CALL_ID_FORMAT.format(name=name, index=index)
 
 
+class FormatTokens(Protocol):
+    """A format's tokens resolved to one tokenizer (K2.5: `profile.ProfileTokens`; K3: `K3Tokens`)."""
+
+    profile: Any
+    ids: Mapping[str, int]               # every token string the served tokenizer must agree on -> its id
+    forbidden_ids: frozenset[int]
+
+    @property
+    def end_of_turn(self) -> int:
+        """The stop id: a `stop` completion ends with it."""
+
+    def token_name(self, token_id: int) -> str:
+        """The format's name of one of its token ids (for messages)."""
+
+
+class FormatValidator(Protocol):
+    """A format's completion grammar and rules: each sample's `validate.rules.Verdict`."""
+
+    max_seq_len: int
+
+    def validate(self, prompt_ids, output_ids, finish_reason: str, finish_detail: dict | None,
+                 tools: list[dict] | None) -> Any:
+        """One sample's verdict."""
+
+    def validate_many(self, prompt_offsets, prompt_values, output_offsets, output_values, finish_reasons,
+                      finish_details, tools) -> Iterator[Any]:
+        """The verdicts of packed samples (`grammar.pack`), in order: what validate and emit run."""
+
+
 @runtime_checkable
 class ChatFormat(Protocol):
     """Everything format-specific a stage asks for. `formats/kimi_k2.py` documents each member at length."""
@@ -35,7 +64,7 @@ class ChatFormat(Protocol):
     default_effort: str | None                  # what a thinking prompt announces without an efforts table
     history_note_descriptions: Mapping[str, str]
 
-    def tokens(self, profile, tokenizer) -> Any:
+    def tokens(self, profile, tokenizer) -> FormatTokens:
         """Its structural tokens resolved to the tokenizer's ids (`end_of_turn`: the stop id; `ids`)."""
 
     def render_prompt(self, tokenizer, messages, tools, mode: str = "thinking",
@@ -55,8 +84,8 @@ class ChatFormat(Protocol):
         """Codes of what a history holds that the format renders but its completion grammar never accepts."""
 
     def validator(self, tokens, tokenizer, max_seq_len: int, keep_truncated: bool = False,
-                  vocab_size: int | None = None) -> Any:
-        """The completion grammar and its rules: `validate(prompt, completion, finish, detail, tools)`."""
+                  vocab_size: int | None = None) -> FormatValidator:
+        """The completion grammar and its rules."""
 
     def reason_descriptions(self, profile) -> dict[str, str]:
         """Every reason code its validator gives, with its one-line description."""

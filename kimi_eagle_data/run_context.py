@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kimi_eagle_data.chat_format import ChatFormat
+from kimi_eagle_data.chat_format import ChatFormat, FormatTokens
 from kimi_eagle_data.errors import MissingInputError
 from kimi_eagle_data.progress import Progress
 from kimi_eagle_data.settings import RunSettings
@@ -43,7 +43,7 @@ class RunContext:
     workdir: Workdir
     profile: Any                     # profile.ModelProfile
     tokenizer: Any
-    tokens: Any                      # the format's tokens of the tokenizer (K2.5: profile.ProfileTokens)
+    tokens: FormatTokens             # the format's tokens of the tokenizer (K2.5: profile.ProfileTokens)
     sampling: Any                    # engines/base.SamplingParams: the run's request
     max_seq_len: int
     run: dict[str, Any]              # run.json as bound (read only: stages never change it)
