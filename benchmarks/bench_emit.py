@@ -45,7 +45,8 @@ CONFIG = "B4"
 def make_workdir(root: Path, million_tokens: float, seed: int = 0) -> int:
     """A workdir with prepared prompts and a checkpoint of structurally valid completions; returns tokens."""
     from kimi_eagle_data.profile import TINY_MODEL_DIR
-    from kimi_eagle_data.prompts.prepare import PrepareReport, write_prepared
+    from kimi_eagle_data.prompts.prepare import PrepareReport
+    from kimi_eagle_data.prompts.prepared_file import write_prepared
     from kimi_eagle_data.runs import RunSettings, open_run
     from kimi_eagle_data.records import Completion, PromptRecord
     from kimi_eagle_data.store.checkpoint import Checkpoint

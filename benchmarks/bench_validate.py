@@ -24,7 +24,7 @@ from transformers import AutoTokenizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kimi_eagle_data.profile import TINY_KIMI, TINY_MODEL_DIR, ProfileTokens  # noqa: E402
-from kimi_eagle_data.validate.rules import REASONS, Verdict  # noqa: E402
+from kimi_eagle_data.validate.rules import Verdict, reason_descriptions  # noqa: E402
 from kimi_eagle_data.validate.validator import Validator, pack  # noqa: E402
 
 # --------------------------------------------------------------------------------------------
@@ -228,7 +228,7 @@ class NaiveValidator:
             if think_close_at is not None and not counts[_CB] and not content.strip():
                 issue("empty_answer")
 
-        codes = [code for code in REASONS if code in found]
+        codes = [code for code in reason_descriptions(TINY_KIMI) if code in found]
         return Verdict(
             issues=codes, details=[found[c_] for c_ in codes],
             reasoning_len=think_close_at if think_close_at is not None else body_end,

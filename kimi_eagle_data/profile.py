@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
+from kimi_eagle_data.chat_format import TOOL_CALL_ID_FORMAT
 from kimi_eagle_data.errors import KimiDataError
 
 
@@ -50,10 +51,8 @@ class ModelProfile:
     tool_call_end: str
     # A tool-call id between `tool_call_begin` and `tool_call_argument_begin`.
     tool_call_id_regex: str
-    # A tool name the model's call ids can carry.
-    tool_name_regex: str = r"^[A-Za-z0-9_.\-]{1,128}$"
     # How the model writes a call id; IDX counts calls across the whole conversation (history included).
-    tool_call_id_format: str = "functions.{name}:{index}"
+    tool_call_id_format: str = TOOL_CALL_ID_FORMAT
     # The model's embedding size: every generated id must be below it (the tokenizer may name a few more).
     # None: the tokenizer's length.
     vocab_size: int | None = None
@@ -305,6 +304,16 @@ def get_profile(name: str) -> ModelProfile:
         return PROFILES[name]
     except KeyError:
         raise UnknownProfileError(f"unknown model profile {name!r}; known: {', '.join(sorted(PROFILES))}") from None
+
+
+def register_profile(profile: ModelProfile) -> ModelProfile:
+    """Add a profile to the registry (its format, `profile.chat_format`, registered with
+    `formats.register_format`). A name already taken by another profile is refused."""
+    known = PROFILES.get(profile.name)
+    if known is not None and known != profile:
+        raise ValueError(f"a model profile named {profile.name!r} is registered already")
+    PROFILES[profile.name] = profile
+    return profile
 
 
 class TokenLookupError(KimiDataError, ValueError):

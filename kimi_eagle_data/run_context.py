@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kimi_eagle_data.chat_format import ChatFormat, FormatTokens
 from kimi_eagle_data.errors import MissingInputError
 from kimi_eagle_data.progress import Progress
 from kimi_eagle_data.settings import RunSettings
@@ -42,15 +43,15 @@ class RunContext:
     workdir: Workdir
     profile: Any                     # profile.ModelProfile
     tokenizer: Any
-    tokens: Any                      # the format's tokens of the tokenizer (K2.5: profile.ProfileTokens)
+    tokens: FormatTokens             # the format's tokens of the tokenizer (K2.5: profile.ProfileTokens)
     sampling: Any                    # engines/base.SamplingParams: the run's request
     max_seq_len: int
     run: dict[str, Any]              # run.json as bound (read only: stages never change it)
     lock: Any                        # store/lock.WorkdirLock, held while the context lives
     progress: Progress
-    # formats/: the profile's chat format, what stages ask for everything format-specific (renderer, generation
-    # prompts, validator, special-token text); set by runs.open_run (stages never import formats/).
-    format: Any = None
+    # The profile's chat format (formats.format_of), what stages ask for everything format-specific (renderer,
+    # generation prompts, validator, special-token text); set by runs.open_run (stages never import formats/).
+    format: ChatFormat
     connected: EngineHandoff = field(default_factory=EngineHandoff)
 
     @property

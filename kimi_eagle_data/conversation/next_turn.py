@@ -10,11 +10,11 @@ an uninterrupted one does.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Sequence
+from typing import Sequence
 
+from kimi_eagle_data.chat_format import ChatFormat
 from kimi_eagle_data.conversation.messages import (TurnError, assistant_message, history_call_count,
                                                    next_turn_messages, tool_call_matches)
-from kimi_eagle_data.prompts.tokenizer import render_prompt
 from kimi_eagle_data.conversation.script import ScriptStep, script_steps, step
 from kimi_eagle_data.profile import ModelProfile
 from kimi_eagle_data.records import Completion, ConversationEnd, PromptRecord
@@ -53,15 +53,12 @@ class NextTurn:
 
     def __init__(self, validator: Validator, tokenizer, profile: ModelProfile, *, max_new_tokens: int,
                  max_seq_len: int, max_turns: dict[str, int], scripts: dict[str, Sequence[dict] | None],
-                 chat_format: Any = None):
+                 chat_format: ChatFormat):
         self.validator, self.tokenizer, self.profile = validator, tokenizer, profile
-        # The run's chat format (formats/); None: K2.5's chat template through the tokenizer.
-        self.render = (chat_format.render_prompt if chat_format is not None else
-                       lambda tokenizer, messages, tools, mode, effort: render_prompt(tokenizer, messages, tools, mode))
+        self.render = chat_format.render_prompt          # the run's chat format (formats/)
         self.max_new_tokens, self.max_seq_len, self.max_turns = max_new_tokens, max_seq_len, max_turns
         self.steps = {conv: script_steps(s) for conv, s in scripts.items()}
-        self.generation_prompts = {m: profile.generation_prompt_ids(tokenizer, m) if chat_format is None
-                                   else chat_format.generation_prompt_ids(profile, tokenizer, m)
+        self.generation_prompts = {m: chat_format.generation_prompt_ids(profile, tokenizer, m)
                                    for m in ("thinking", "instant")}
 
     def turns_left(self, record: PromptRecord) -> int:

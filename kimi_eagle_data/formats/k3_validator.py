@@ -1,5 +1,5 @@
-"""Kimi-K3's validator: the sample-level rules K2.5's validator has (prompt end, length, id range, finish reason,
-truncation) and K3's completion grammar (`grammar.py`, its reason codes); the same interface and `Verdict` as
+"""Kimi-K3's validator: the sample-level rules every format shares (prompt end, length, id range, finish reason,
+truncation: base.py) and K3's completion grammar (`grammar.py`, its reason codes); the same interface and `Verdict` as
 kimi_eagle_data/validate/validator.py, so validate, emit, check and generate read either."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from kimi_eagle_data.formats.base import ends_with, sample_issues
 from kimi_eagle_data.grammar import pack
 from kimi_eagle_data.profiles.kimi_k3.grammar import K3Completion, parse_completion
 from kimi_eagle_data.decoding import SegmentDecoder
@@ -23,10 +24,6 @@ class K3Turn:
 
     completion: K3Completion
     assistant: dict
-
-
-def _ends_with(p: Sequence[int], suffix: list[int]) -> bool:
-    return bool(suffix) and len(p) >= len(suffix) and [int(i) for i in p[len(p) - len(suffix):]] == suffix
 
 
 class K3Validator:
@@ -57,26 +54,16 @@ class K3Validator:
                    tools: list[dict] | None) -> tuple[Verdict, K3Turn, bool]:
         prompt = [int(i) for i in prompt_ids]
         output = [int(i) for i in output_ids]
-        mode = INSTANT if _ends_with(prompt, self.instant_generation_prompt_ids) else THINKING
+        mode = INSTANT if ends_with(prompt, self.instant_generation_prompt_ids) else THINKING
         in_range = [i for i in output if 0 <= i < self.vocab_size]
         c = parse_completion(in_range, self.tokens.k3, lambda ids: self.decoder.decode(np.asarray(ids, np.int64)),
                              instant=mode == INSTANT, declared_tools=_declared(tools))
         whole = finish_reason == "stop" or (finish_reason == "length" and c.ends_with_end_of_msg)
-        issues: list[tuple[str, str]] = []
-        if mode == THINKING and not _ends_with(prompt, self.generation_prompt_ids):
-            issues.append(("prompt_not_generation_prompt", "the prompt does not end with a K3 generation prompt"))
-        if len(prompt) + len(output) > self.max_seq_len:
-            issues.append(("exceeds_max_seq_len", f"prompt_len {len(prompt)} + completion_len {len(output)} > "
-                                                  f"max_seq_len {self.max_seq_len}"))
-        bad = [i for i in prompt + output if not 0 <= i < self.vocab_size]
-        if bad:
-            issues.append(("id_out_of_range", f"{len(bad)} id(s) outside [0, {self.vocab_size}), first {bad[0]}"))
-        if finish_reason == "abort":
-            issues.append(("aborted", f"finish_reason abort: {(finish_detail or {}).get('message', '')}"))
-        elif finish_reason not in ("stop", "length"):
-            issues.append(("unknown_finish_reason", f"unknown finish_reason {finish_reason!r}"))
-        elif not whole and not self.keep_truncated:
-            issues.append(("truncated", f"finish_reason length after {len(output)} tokens, no <|end_of_msg|>"))
+        off_end = mode == THINKING and not ends_with(prompt, self.generation_prompt_ids)
+        issues = sample_issues(prompt, output, finish_reason, finish_detail,
+                               prompt_problem="the prompt does not end with a K3 generation prompt" if off_end else None,
+                               whole=whole, max_seq_len=self.max_seq_len, vocab_size=self.vocab_size,
+                               keep_truncated=self.keep_truncated, end_of_turn="<|end_of_msg|>")
         if finish_reason in ("stop", "length"):
             seen = set()
             for v in c.violations:

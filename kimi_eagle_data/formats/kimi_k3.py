@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from kimi_eagle_data.formats.base import sample_reasons
 from kimi_eagle_data.profiles.kimi_k3.facts import K3TokenIds
 from kimi_eagle_data.profiles.kimi_k3.grammar import REASONS, reasoning_length
 from kimi_eagle_data.profiles.kimi_k3.normalize import HISTORY_ARGUMENT_NOTES, history_argument_notes
@@ -21,16 +22,8 @@ from kimi_eagle_data.profiles.kimi_k3.segment_ids import encode_segments
 from kimi_eagle_data.prompts.tokenizer import own_chat_code
 
 THINKING, INSTANT = "thinking", "instant"
-# The sample-level codes K3's validator shares with K2.5's (docs/token-rules.md).
-SAMPLE_REASONS = {
-    "prompt_not_generation_prompt": "the prompt ends with neither of K3's generation prompts (thinking: "
-                                    "`…<|open|>think<|sep|>`; instant: `…<|open|>response<|sep|>`)",
-    "exceeds_max_seq_len": "prompt_len + completion_len is larger than max_seq_len",
-    "id_out_of_range": "a token id outside [0, vocab_size)",
-    "aborted": "the engine aborted the request: a failure, not a sample",
-    "unknown_finish_reason": "a finish reason other than stop / length / abort",
-    "truncated": "generation hit max_new_tokens before the end of the turn (kept only with --keep-truncated)",
-}
+# The sample-level codes K3's validator shares with every format (base.py; docs/token-rules.md).
+SAMPLE_REASONS = sample_reasons("thinking: `…<|open|>think<|sep|>`; instant: `…<|open|>response<|sep|>`")
 
 
 @dataclass(frozen=True)

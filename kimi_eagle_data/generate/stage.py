@@ -17,7 +17,7 @@ from kimi_eagle_data.engines.base import Engine, EngineError
 from kimi_eagle_data.engines.drafter import lossy_drafter
 from kimi_eagle_data.engines.factory import run_engine
 from kimi_eagle_data.generate.records import GenerateReport, generate_records
-from kimi_eagle_data.prompts.prepare import read_prepared
+from kimi_eagle_data.prompts.prepared_file import read_prepared
 from kimi_eagle_data.records import PromptRecord, SpecDecodeCounts
 from kimi_eagle_data.run_context import RunContext
 from kimi_eagle_data.store.checkpoint import Checkpoint

@@ -26,7 +26,7 @@ from kimi_eagle_data.probe.decode import Target
 from kimi_eagle_data.probe.drafter import Eagle3Drafter, require_speculators
 from kimi_eagle_data.probe.split import HELD_OUT, held_out, prompt_key
 from kimi_eagle_data.probe.stage import DRAFTS, acceptance_per_prompt, load_target, prompts_of
-from kimi_eagle_data.prompts.prepare import read_prepared
+from kimi_eagle_data.prompts.prepared_file import read_prepared
 
 log = logging.getLogger(__name__)
 

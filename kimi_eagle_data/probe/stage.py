@@ -26,7 +26,7 @@ from kimi_eagle_data.probe.hidden_states import aux_layer_ids
 from kimi_eagle_data.probe.report import build_report, write_report
 from kimi_eagle_data.probe.split import HELD_OUT, held_out, prompt_key
 from kimi_eagle_data.probe.train import SEQ_LEN, TRAINER, train
-from kimi_eagle_data.prompts.prepare import read_prepared
+from kimi_eagle_data.prompts.prepared_file import read_prepared
 from kimi_eagle_data.records import PromptRecord
 from kimi_eagle_data.run_context import RunContext
 

@@ -38,26 +38,23 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-import orjson
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from kimi_eagle_data.errors import KimiDataError, MissingInputError
+from kimi_eagle_data.chat_format import ChatFormat
+from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.sources.partitions import Partition
 from kimi_eagle_data.sources.decontam import DecontamSettings, Decontaminator
 from kimi_eagle_data.sources.dedup import DedupSettings, ExactDedup, MinHashDedup, exact_key
 from kimi_eagle_data.sources.filters import check_chars, check_content, check_language, check_tools, max_row_bytes, user_text
 from kimi_eagle_data.records import PromptRecord, Rejection, SourcePrompt, SourceRowError
-from kimi_eagle_data.schema import PROMPT_SCHEMA
 from kimi_eagle_data.sources.selection import ScanStats, select
 from kimi_eagle_data.sources.adapters import CHAT_COLUMNS, adapter_columns
 from kimi_eagle_data.sources.readers import SourceFileError, SourceRow, iter_source, local_source, record_columns
 from kimi_eagle_data.sources.rows import AdapterColumns
-from kimi_eagle_data.prompts.tokenizer import ToolRenderingError, render_prompt, special_text, special_text_line
+from kimi_eagle_data.prompts.tokenizer import ToolRenderingError, special_text_line
+from kimi_eagle_data.prompts.prepared_file import write_prepared
 from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported
-from kimi_eagle_data.profile import INSTANT, KIMI_K25, THINKING, ModelProfile
+from kimi_eagle_data.profile import INSTANT, THINKING, ModelProfile
 from kimi_eagle_data.sources.modes import ModePlan, choose_effort, choose_mode, choose_sampling, run_wide_overridden
-from kimi_eagle_data.store.workdir import Workdir, atomic_path, write_json
+from kimi_eagle_data.store.workdir import Workdir
 from kimi_eagle_data.wording import counted
 
 log = logging.getLogger(__name__)
@@ -161,17 +158,14 @@ def partition_info(p: Partition) -> dict[str, Any]:
             **({"special_text": p.special_text} if p.special_text != "reject" else {})}
 
 
-def prepare_rows(partition: Partition, rows: Iterable[SourceRow], tokenizer, *, gen_prompt_ids: list[int],
+def prepare_rows(partition: Partition, rows: Iterable[SourceRow], tokenizer, *, modes: "PromptModes",
                  max_new_tokens: int, max_seq_len: int, source_desc: str, state: PrepareState | None = None,
-                 n: int | None = None, seed: int | None = None, vocab_size: int | None = None,
-                 modes: "PromptModes | None" = None
+                 n: int | None = None, seed: int | None = None, vocab_size: int | None = None
                  ) -> tuple[list[PromptRecord], list[Rejection], PrepareReport]:
     """Prepare one config. Raises SourceFileError when the source cannot be read at all.
-    `vocab_size`: the model's id bound (profile.model_vocab_size; default the tokenizer's length).
-    `modes`: how each prompt's mode and sampling are chosen (default: the Kimi-K2.5 profile's, every prompt
-    in thinking mode unless the partition sets an instant share)."""
+    `modes`: the run's format, and how each prompt's mode and sampling are chosen (`PromptModes.of`).
+    `vocab_size`: the model's id bound (profile.model_vocab_size; default the tokenizer's length)."""
     state = state or PrepareState()
-    modes = modes or PromptModes.of(KIMI_K25, tokenizer, gen_prompt_ids)
     vocab_size = len(tokenizer) if vocab_size is None else vocab_size
     cfg = partition.config
     n = partition.n if n is None else n
@@ -395,28 +389,24 @@ class PromptModes:
 
     profile: ModelProfile
     generation_prompts: dict[str, list[int]]
+    chat_format: ChatFormat          # the run's (formats/, handed down by the stage)
     run_wide: dict[str, float | None] = field(default_factory=dict)
-    # The run's chat format (formats/, handed down by the stage); None: K2.5's chat template, as the tokenizer
-    # renders it (prompts/tokenizer.py), for a caller that has no run.
-    chat_format: Any = None
 
     @property
     def default_effort(self) -> str | None:
         """The effort a thinking prompt announces without an efforts table (None: the format has no efforts)."""
-        return None if self.chat_format is None else self.chat_format.default_effort
+        return self.chat_format.default_effort
 
     def render(self, tokenizer, messages, tools, mode: str, effort: str | None = None) -> list[int]:
-        if self.chat_format is None:
-            return render_prompt(tokenizer, messages, tools, mode)
         return self.chat_format.render_prompt(tokenizer, messages, tools, mode, effort)
 
     def special_text(self, tokenizer):
         """The finder of special-token text in a prompt's text; None where the format keeps it text (K3)."""
-        return special_text(tokenizer) if self.chat_format is None else self.chat_format.special_text(tokenizer)
+        return self.chat_format.special_text(tokenizer)
 
     def history_notes(self, messages) -> set[str]:
         """What the prompt's history holds that the format renders but never accepts from the model."""
-        return set() if self.chat_format is None else self.chat_format.history_notes(messages)
+        return self.chat_format.history_notes(messages)
 
     def history_line(self, config: str, counts: Counter) -> str | None:
         """The warning for a config's prompts kept with such a history; None when it has none."""
@@ -427,20 +417,17 @@ class PromptModes:
         return f"{config}: {what}; kept, rendered as the model renders them (prepared/{config}.json: history_arguments)"
 
     def check_renderer(self, tokenizer, records: list[PromptRecord], where: str) -> None:
-        if self.chat_format is not None:
-            self.chat_format.check_renderer(tokenizer, records, where)
+        self.chat_format.check_renderer(tokenizer, records, where)
 
     @classmethod
-    def of(cls, profile: ModelProfile, tokenizer, thinking_ids: list[int] | None = None,
-           run_wide: dict[str, float | None] | None = None, chat_format: Any = None) -> "PromptModes":
+    def of(cls, profile: ModelProfile, tokenizer, chat_format: ChatFormat, thinking_ids: list[int] | None = None,
+           run_wide: dict[str, float | None] | None = None) -> "PromptModes":
         def ending(mode: str) -> list[int]:
-            if chat_format is None:
-                return profile.generation_prompt_ids(tokenizer, mode)
             return chat_format.generation_prompt_ids(profile, tokenizer, mode)
 
         prompts = {THINKING: list(thinking_ids) if thinking_ids is not None else ending(THINKING),
                    INSTANT: ending(INSTANT)}
-        return cls(profile, prompts, dict(run_wide or {}), chat_format)
+        return cls(profile, prompts, chat_format, dict(run_wide or {}))
 
 
 # -- several configs ----------------------------------------------------------------------------------
@@ -459,7 +446,7 @@ class PrepareRun:
 
 
 def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int], max_new_tokens: int,
-                    max_seq_len: int, workdir: Workdir | None, chat_format: Any = None) -> PrepareRun:
+                    max_seq_len: int, workdir: Workdir | None, chat_format: ChatFormat) -> PrepareRun:
     """Prepare `settings.configs` in order, sharing dedup and decontamination across them.
 
     `settings` is a RunSettings (duck-typed: configs, profile, sources, samples, revision, limit), `partitions`
@@ -471,8 +458,8 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
     pconf = partitions
     profile = get_profile(settings.profile)
     vocab_size = model_vocab_size(profile, tokenizer)
-    modes = PromptModes.of(profile, tokenizer, gen_prompt_ids,
-                           {"temperature": settings.temperature, "top_p": settings.top_p}, chat_format)
+    modes = PromptModes.of(profile, tokenizer, chat_format, gen_prompt_ids,
+                           {"temperature": settings.temperature, "top_p": settings.top_p})
     state = PrepareState(pconf.dedup, pconf.decontam)
     run = PrepareRun({}, {}, state.decontam.summary() if state.decontam else {})
     warn_run_wide_overridden(modes.run_wide, {c: pconf.partition(c).modes for c in settings.configs})
@@ -486,8 +473,8 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
             if local_source(part, settings.sources.get(config), samples=settings.samples) is not None:
                 rows = record_columns(rows, columns)
             records, rejections, report = prepare_rows(
-                part, rows, tokenizer, gen_prompt_ids=gen_prompt_ids, max_new_tokens=max_new_tokens,
-                max_seq_len=max_seq_len, source_desc=desc, state=state, vocab_size=vocab_size, modes=modes)
+                part, rows, tokenizer, modes=modes, max_new_tokens=max_new_tokens, max_seq_len=max_seq_len,
+                source_desc=desc, state=state, vocab_size=vocab_size)
         except SourceFileError as e:
             run.errors[config] = f"{config}: {e}"
             continue
@@ -553,63 +540,9 @@ def no_prompt_line(part: Partition, desc: str, report: PrepareReport, columns: l
     return line
 
 
-PREPARED_ROW_GROUP = 4096   # rows per row group (validate streams the file a chunk of rows at a time)
-
-
-def write_prepared(workdir: Workdir, config: str, records: list[PromptRecord], rejections: list[Rejection],
-                   report: PrepareReport) -> None:
-    """The prompts sorted by id (the order validate reads completions in, so it can stream both side by side
-    with flat memory), in row groups of PREPARED_ROW_GROUP rows."""
-    records = sorted(records, key=lambda r: r.id)
-    table = pa.Table.from_pydict({
-        "id": [r.id for r in records],
-        "config": [r.config for r in records],
-        "source": [r.source for r in records],
-        "source_id": [r.source_id for r in records],
-        "messages": [orjson.dumps(r.messages).decode() for r in records],
-        "tools": [orjson.dumps(r.tools).decode() if r.tools else "" for r in records],
-        "prompt_ids": [r.prompt_ids for r in records],
-        "answer": [orjson.dumps(r.answer).decode() if r.answer else "" for r in records],
-        "mode": [r.mode for r in records],
-        "effort": [r.effort for r in records],
-        "temperature": [r.temperature for r in records],
-        "top_p": [r.top_p for r in records],
-        "script": [orjson.dumps(r.script).decode() if r.script is not None else "" for r in records],
-    }, schema=PROMPT_SCHEMA)
-    with atomic_path(workdir.prepared(config)) as tmp:
-        pq.write_table(table, tmp, compression="zstd", row_group_size=PREPARED_ROW_GROUP)
-    with atomic_path(workdir.prepare_rejects(config)) as tmp:
-        with open(tmp, "wb") as f:
-            for r in rejections:
-                f.write(orjson.dumps(asdict(r)) + b"\n")
-    write_json(workdir.prepare_report(config), report.to_json())
-
-
-def read_prepared(workdir: Workdir, config: str) -> list[PromptRecord]:
-    path = workdir.prepared(config)
-    if not path.exists():
-        raise MissingInputError(f"{path} is missing; run `kimi-data prepare {config} --workdir {workdir.root}` first")
-    t = pq.read_table(path).to_pydict()
-    n = len(t["id"])
-    answers = t.get("answer") or [""] * n    # prepared before answers were kept: none
-    # Prepared before modes: every prompt in thinking mode at the run's sampling (None: the run's).
-    modes, temps, top_ps = t.get("mode") or [THINKING] * n, t.get("temperature") or [None] * n, \
-        t.get("top_p") or [None] * n
-    scripts = t.get("script") or [""] * n    # prepared before own_history: no conversation continues
-    efforts = t.get("effort") or [None] * n  # prepared before efforts: the profile's default
-    return [
-        PromptRecord(id_, cfg, src, sid, orjson.loads(msgs), orjson.loads(tools) if tools else None, ids,
-                     orjson.loads(ans) if ans else None, mode=mode, effort=effort, temperature=temp, top_p=top_p,
-                     script=orjson.loads(script) if script else None)
-        for id_, cfg, src, sid, msgs, tools, ids, ans, mode, effort, temp, top_p, script in zip(
-            t["id"], t["config"], t["source"], t["source_id"], t["messages"], t["tools"], t["prompt_ids"], answers,
-            modes, efforts, temps, top_ps, scripts)
-    ]
-
-
 # -- dry run --------------------------------------------------------------------------------------------
 
-def dry_run(settings, partitions, chat_format: Any = None) -> PrepareRun:
+def dry_run(settings, partitions, chat_format: ChatFormat) -> PrepareRun:
     """Everything prepare does except writing: per-config counts after each stage. `settings` resolved with
     `partitions` (pipeline.load_partitions)."""
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer
@@ -618,6 +551,6 @@ def dry_run(settings, partitions, chat_format: Any = None) -> PrepareRun:
     sampling = settings.resolved_sampling()
     return prepare_configs(settings, partitions, tokenizer,
                            gen_prompt_ids=PromptModes.of(settings.model_profile, tokenizer,
-                                                         chat_format=chat_format).generation_prompts[THINKING],
+                                                         chat_format).generation_prompts[THINKING],
                            max_new_tokens=sampling.max_new_tokens, max_seq_len=sampling.max_seq_len, workdir=None,
                            chat_format=chat_format)

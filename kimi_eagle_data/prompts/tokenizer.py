@@ -11,7 +11,7 @@ import orjson
 
 from kimi_eagle_data.decoding import fast_decoder
 from kimi_eagle_data.errors import KimiDataError
-from kimi_eagle_data.profile import INSTANT, KIMI_K25, PROFILES, THINKING
+from kimi_eagle_data.profile import INSTANT, PROFILES, THINKING
 from kimi_eagle_data.prompts.tool_declaration import deep_sort, encode_tools
 
 
@@ -27,14 +27,11 @@ def tokenizer_hint(path: str) -> str:
     """What to do when the tokenizer at `path` cannot be loaded: every command that loads one says the same. The
     embedded test model it names speaks the format of the profile whose model `path` is (`tiny-kimi-k3` for
     Kimi-K3's); for a path no profile names (a --tokenizer DIR), every embedded test model is named."""
-    chat_format = next((p.chat_format for p in PROFILES.values() if p.model_path == path), None)
-    tinies = [p.name for p in PROFILES.values() if p.is_test_model and (chat_format is None or p.chat_format is chat_format)]
+    owners = {p.chat_format for p in PROFILES.values() if p.model_path == path}
+    tinies = [p.name for p in PROFILES.values() if p.is_test_model and (not owners or p.chat_format in owners)]
     return (f"pass --tokenizer DIR (a local copy of the model's tokenizer files), or --profile "
             f"{' or --profile '.join(tinies)} for the embedded test model")
 
-
-# The hint under the default profile (Kimi-K2.5).
-TOKENIZER_HINT = tokenizer_hint(KIMI_K25.model_path)
 HUB_PROBE_TIMEOUT_S = 5.0
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from kimi_eagle_data.prompts.prepare import read_prepared
+from kimi_eagle_data.prompts.prepared_file import read_prepared
 from kimi_eagle_data.score.scoring import DEFAULT_LIMIT, Unrenderable, plan_items, run_scoring, sample
 from kimi_eagle_data.engines.factory import run_engine
 from kimi_eagle_data.run_context import RunContext

@@ -27,7 +27,7 @@ import re
 from typing import Any
 
 from kimi_eagle_data.sources.partitions import Filters
-from kimi_eagle_data.profile import KIMI_K25
+from kimi_eagle_data.chat_format import TOOL_NAME_REGEX
 
 Failure = "tuple[str, str] | None"
 
@@ -50,7 +50,7 @@ SCRIPTS = tuple(_SCRIPT_RANGES)
 SCRIPT_ALIASES = {"english": ("latin",), "chinese": ("han",), "japanese": ("kana", "han"),
                   "korean": ("hangul", "han"), "russian": ("cyrillic",)}
 _LETTER = re.compile(r"[^\W\d_]")
-TOOL_NAME = re.compile(KIMI_K25.tool_name_regex)   # what the model's call ids can carry
+TOOL_NAME = re.compile(TOOL_NAME_REGEX)   # what the model's call ids can carry (every Kimi format's)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 

@@ -14,14 +14,14 @@ import json
 import re
 from typing import Any
 
-from kimi_eagle_data.profile import KIMI_K25
+from kimi_eagle_data.chat_format import history_tool_call_id
 from kimi_eagle_data.records import SourceRowError
 from kimi_eagle_data.sources.rows import (
     EMPTY_PARAMETERS, AdapterColumns, Conversation, column, require_row, sha16,
 )
 
-# Tool-call ids in history turns use the target's format (Kimi-K2.5: `functions.NAME:IDX`).
-tool_call_id = KIMI_K25.tool_call_id
+# Tool-call ids in history turns: every Kimi format's `functions.NAME:IDX` (chat_format.py).
+tool_call_id = history_tool_call_id
 
 _GLAIVE_PREFIX = re.compile(r"^\s*SYSTEM:[ \t]*", re.I)
 _GLAIVE_WITH_TOOLS = re.compile(

@@ -1,7 +1,7 @@
 """`kimi-data check` and `kimi-data render`: the validator and the prompt renderer as tools for any data.
 
 `check` audits EAGLE-3 data made by this project or by another pipeline: every row gets the verdict of
-`validate.Validator`, the very rules `validate` applies (docs/token-rules.md), so a row's reasons here
+the run's format's validator (`ChatFormat.validator`), the very rules `validate` applies (docs/token-rules.md), so a row's reasons here
 equal the `issues` our own dataset stores for it. Rows come in one of three forms:
 
   (a) `input_ids` + `loss_mask` (the prompt is everything before the first 1) or `input_ids` + `prompt_len`
@@ -9,7 +9,7 @@ equal the `issues` our own dataset stores for it. Rows come in one of three form
       string or list) and `finish_reason` (without it: `stop` when the completion ends with the
       end-of-turn token, else `length`);
   (b) `messages` + `completion` (text with special tokens written out) + optional `tools`: the prompt is
-      rendered with `render_prompt`, the completion encoded with the tokenizer's special tokens recognised;
+      rendered by the format (`render_prompt`), the completion encoded with the tokenizer's special tokens recognised;
   (c) SpecForge's raw rows, `id` + `conversations` [{role, content}, …] + optional `tools`: the last turn
       (the assistant's) is the completion, as the target writes an answer (`render_answer`); the turns
       before it are the prompt, rendered as in (b).
@@ -40,17 +40,15 @@ from typing import Any
 import numpy as np
 import orjson
 
+from kimi_eagle_data.chat_format import ChatFormat
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.json_text import UTF8_BOM, JsonTextError, parse_json
-from kimi_eagle_data.profile import MODES, THINKING, ModelProfile, ProfileTokens
-from kimi_eagle_data.prompts.answer import render_answer
-from kimi_eagle_data.prompts.tokenizer import render_prompt, special_text, special_text_line
+from kimi_eagle_data.profile import MODES, THINKING, ModelProfile
+from kimi_eagle_data.prompts.tokenizer import special_text_line
 from kimi_eagle_data.sources.filters import CHARS_PER_TOKEN_BOUND, ROW_BYTES_PER_CHAR
 from kimi_eagle_data.sources.rows import split_reasoning, unknown_role
 from kimi_eagle_data.validate.check_input import FORMS_EXPECTED, CheckInputError, Unreadable, emitted_rows
 from kimi_eagle_data.wording import counted
-from kimi_eagle_data.validate.rules import REASONS
-from kimi_eagle_data.validate.validator import Validator
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +74,10 @@ CHECK_REASONS = {
 NOT_RECORDED = frozenset({"special_token_in_text"})
 
 
-def describe(code: str, own: dict[str, str] | None = None) -> str:
-    """A reason code's meaning: `own` (the run's format's descriptions: K3's codes are its own), else K2.5's
-    rules', else check's."""
-    return (own or {}).get(code) or REASONS.get(code) or CHECK_REASONS.get(code, "")
+def describe(code: str, own: dict[str, str]) -> str:
+    """A reason code's meaning: `own` (the run's format's descriptions, `reason_descriptions(profile)`), else
+    check's."""
+    return own.get(code) or CHECK_REASONS.get(code, "")
 
 
 @dataclass
@@ -121,20 +119,14 @@ class Checker:
     """One profile + tokenizer: construct once, then `check(row_dict, index)` per row."""
 
     def __init__(self, profile: ModelProfile, tokenizer, max_seq_len: int | None = None,
-                 keep_truncated: bool = False, chat_format: Any = None):
+                 keep_truncated: bool = False, *, chat_format: ChatFormat):
         self.profile = profile
         self.tokenizer = tokenizer
-        # The profile's chat format (formats/, handed by the CLI); None: K2.5's, from the tokenizer's template.
-        self.chat_format = chat_format
+        self.chat_format = chat_format          # the profile's (formats.format_of, handed by the CLI)
         max_len = max_seq_len or profile.max_seq_len
-        if chat_format is None:
-            self.tokens = ProfileTokens.from_tokenizer(profile, tokenizer)
-            self.validator = Validator(self.tokens, tokenizer, max_len, keep_truncated=keep_truncated)
-            self.special_text = special_text(tokenizer)
-        else:
-            self.tokens = chat_format.tokens(profile, tokenizer)
-            self.validator = chat_format.validator(self.tokens, tokenizer, max_len, keep_truncated=keep_truncated)
-            self.special_text = chat_format.special_text(tokenizer)     # None: typed markers stay text (K3)
+        self.tokens = chat_format.tokens(profile, tokenizer)
+        self.validator = chat_format.validator(self.tokens, tokenizer, max_len, keep_truncated=keep_truncated)
+        self.special_text = chat_format.special_text(tokenizer)     # None: typed markers stay text (K3)
         self._system_id = (tokenizer.convert_tokens_to_ids(profile.turn_tokens["system"])
                            if "system" in profile.turn_tokens else None)
         self._eot_id = self.tokens.end_of_turn
@@ -200,9 +192,9 @@ class Checker:
             prompt = self._render(messages, tools, out, "conversations", _mode(raw))
             if prompt is None:
                 return None, None, None, finish, detail
-            render = render_answer if self.chat_format is None else self.chat_format.render_answer
             try:
-                output = np.asarray(render(answer, self.tokenizer, self.tokens)[0], dtype=np.int64)
+                output = np.asarray(self.chat_format.render_answer(answer, self.tokenizer, self.tokens)[0],
+                                    dtype=np.int64)
             except KimiDataError as e:      # the format's one line: what in the answer it cannot write
                 raise Unreadable(f"the last conversations turn: {e}") from e
             return prompt, output, tools, finish, detail
@@ -233,8 +225,7 @@ class Checker:
             out.details.append(problem)
             return None
         try:
-            render = render_prompt if self.chat_format is None else self.chat_format.render_prompt
-            return np.asarray(render(self.tokenizer, messages, tools, mode), dtype=np.int64)
+            return np.asarray(self.chat_format.render_prompt(self.tokenizer, messages, tools, mode), dtype=np.int64)
         except Exception as e:  # jinja and the tool encoder raise many types; the message is what matters
             out.issues.append("template_error")
             out.details.append(f"chat template failed: {' '.join(str(e).split())[:300]}")

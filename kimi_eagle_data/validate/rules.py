@@ -5,7 +5,8 @@ kimi_eagle_data/grammar.py) and the run's `RunLimits`, and returns one human lin
 never parses or re-reads the completion itself, so every rule sees the structure every other reader sees.
 
 Every rule lives in exactly one place: one `@_rule` function below, registered with its reason
-code, the completions it applies to, and a one-line description (collected in `REASONS`).
+code, the completions it applies to, and a one-line description (`reason_descriptions(profile)` collects them, in a
+profile's token names).
 
 Completion kinds (what rules apply to):
   complete   finish_reason `stop`, or `length` whose last token is the end-of-turn token
@@ -24,7 +25,7 @@ import numpy as np
 
 from kimi_eagle_data.grammar import (
     CALL_BEGIN, END_OF_TURN, FORBIDDEN, THINK_CLOSE, THINK_OPEN, Fault, ParsedCompletion)
-from kimi_eagle_data.profile import INSTANT, KIMI_K25, THINKING, ModelProfile, ProfileTokens
+from kimi_eagle_data.profile import INSTANT, THINKING, ModelProfile, ProfileTokens
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.wording import counted, excerpt
 
@@ -42,7 +43,7 @@ _MAX_MSGS_PER_LINE = 3
 
 @dataclass
 class Verdict:
-    issues: list[str] = field(default_factory=list)      # reason codes (keys of REASONS); empty = valid
+    issues: list[str] = field(default_factory=list)      # reason codes (keys of reason_descriptions); empty = valid
     details: list[str] = field(default_factory=list)     # one human line per issue, same order
     reasoning_len: int = 0                               # completion tokens before `</think>`
     num_tool_calls: int = 0                              # number of `<|tool_call_begin|>` in the completion
@@ -142,7 +143,7 @@ def judge(run: RunLimits, s: Sample) -> tuple[list[str], list[str]]:
     return issues, details
 
 
-def reason_descriptions(profile: ModelProfile = KIMI_K25) -> dict[str, str]:
+def reason_descriptions(profile: ModelProfile) -> dict[str, str]:
     """Every reason code with its one-line description in `profile`'s token names."""
     return {code: profile.describe(text) for code, text in REASON_TEMPLATES.items()}
 
@@ -414,6 +415,3 @@ def _positions(at: list[int], limit: int = 5) -> str:
     shown = ", ".join(str(p) for p in at[:limit])
     return shown + (f", … ({len(at)} in all)" if len(at) > limit else "")
 
-
-# The default profile's wording, for readers that show a code's meaning (check, inspect).
-REASONS: dict[str, str] = reason_descriptions()

@@ -7,6 +7,7 @@ so every id here is the template's own."""
 from __future__ import annotations
 
 from kimi_eagle_data.conversation.next_turn import NextTurn, turn_id
+from kimi_eagle_data.formats import KIMI_K2_FORMAT
 from kimi_eagle_data.profile import INSTANT, THINKING, TINY_KIMI, ProfileTokens
 from kimi_eagle_data.records import Completion, ConversationEnd, PromptRecord
 from kimi_eagle_data.validate.validator import Validator
@@ -19,7 +20,7 @@ CONV = "C1-0123456789abcdef"
 def next_turn(script, *, max_turns=4, max_new_tokens=64, max_seq_len=MAX_SEQ_LEN) -> NextTurn:
     validator = Validator(ProfileTokens.from_tokenizer(TINY_KIMI, TOK), TOK, max_seq_len)
     return NextTurn(validator, TOK, TINY_KIMI, max_new_tokens=max_new_tokens, max_seq_len=max_seq_len,
-                    max_turns={"C1": max_turns}, scripts={CONV: script})
+                    max_turns={"C1": max_turns}, scripts={CONV: script}, chat_format=KIMI_K2_FORMAT)
 
 
 def first_turn(messages, tools=TOOLS, mode=THINKING) -> PromptRecord:

@@ -30,7 +30,7 @@ def test_prepared_prompts_are_streamed_in_id_order(demo_run, tmp_path):
     """prepare writes prompts sorted by id in bounded row groups, so validate reads them beside the
     completions a window at a time; a prepared file from before (selection order, one row group) is
     still read, and the dataset is the same bytes."""
-    from kimi_eagle_data.prompts.prepare import PREPARED_ROW_GROUP
+    from kimi_eagle_data.prompts.prepared_file import PREPARED_ROW_GROUP
 
     workdir, _ = demo_run
     for config in PARTITIONS:

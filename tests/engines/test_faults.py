@@ -13,6 +13,7 @@ import textwrap
 import orjson
 import pytest
 
+from kimi_eagle_data.formats import KIMI_K2_FORMAT
 from kimi_eagle_data.engines.sglang import check_output_ids
 from kimi_eagle_data.run_checks import url_problem
 
@@ -260,11 +261,11 @@ def test_max_new_tokens_past_the_context_in_run_json_names_run_json(prepared, tm
 
 HUGE_ROW_SCRIPT = textwrap.dedent("""
     import resource, sys, orjson
-    import kimi_eagle_data.prompts.prepare as prepare_module
     import kimi_eagle_data.sources.readers as readers
+    from kimi_eagle_data.formats.kimi_k2 import KimiK2Format
     from kimi_eagle_data.sources.partitions import PARTITIONS
     from kimi_eagle_data.sources.filters import max_row_bytes
-    from kimi_eagle_data.prompts.prepare import prepare_rows
+    from kimi_eagle_data.prompts.prepare import PromptModes, prepare_rows
     from kimi_eagle_data.profile import TINY_MODEL_DIR, get_profile
     from kimi_eagle_data.sources.readers import iter_source
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer
@@ -279,14 +280,12 @@ HUGE_ROW_SCRIPT = textwrap.dedent("""
             parsed.append(len(data))
             return orjson.loads(data)
 
-    real_render = prepare_module.render_prompt
-
-    def recording_render(tokenizer, messages, tools, *mode):
-        rendered.append(sum(len(str(m.get("content") or "")) for m in messages))
-        return real_render(tokenizer, messages, tools, *mode)
+    class RecordingFormat(KimiK2Format):   # K2.5's, recording the characters of every prompt it renders
+        def render_prompt(self, tokenizer, messages, tools, mode="thinking", effort=None):
+            rendered.append(sum(len(str(m.get("content") or "")) for m in messages))
+            return super().render_prompt(tokenizer, messages, tools, mode, effort)
 
     readers.orjson = RecordingParser
-    prepare_module.render_prompt = recording_render
     tok = load_tokenizer(str(TINY_MODEL_DIR))
     gen = tok.encode(get_profile("tiny-kimi").generation_prompt, add_special_tokens=False)
     part = PARTITIONS["B6"]
@@ -295,7 +294,8 @@ HUGE_ROW_SCRIPT = textwrap.dedent("""
     desc, rows = iter_source(part, sys.argv[1], max_row_bytes=cap)
     rows = list(rows)                      # the huge row is refused here, while read
     handed_out = [len(orjson.dumps(row)) for _, row in rows if isinstance(row, dict)]
-    records, rejections, report = prepare_rows(part, rows, tok, gen_prompt_ids=gen, max_new_tokens=64,
+    records, rejections, report = prepare_rows(part, rows, tok, max_new_tokens=64,
+                                               modes=PromptModes.of(get_profile("tiny-kimi"), tok, RecordingFormat(), gen),
                                                max_seq_len=16384, source_desc=desc)
     grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024
     print(orjson.dumps({"cap": cap, "parsed": parsed, "handed_out": handed_out, "rendered": rendered, "grew": grew,
@@ -336,10 +336,12 @@ def test_a_50_mb_row_is_rejected_unparsed_with_flat_memory(fmt, tmp_path):
 def test_default_max_chars_rejects_before_rendering(tiny_tokenizer):
     from kimi_eagle_data.sources.partitions import PARTITIONS
     from kimi_eagle_data.sources.filters import default_max_chars
-    from kimi_eagle_data.prompts.prepare import prepare_rows
+    from kimi_eagle_data.profile import get_profile
+    from kimi_eagle_data.prompts.prepare import PromptModes, prepare_rows
 
     rows = [(1, {"prompt": "x", "prompt_id": "p", "messages": [{"role": "user", "content": "b" * 20_000}]})]
-    _, rejections, _ = prepare_rows(PARTITIONS["B6"], rows, tiny_tokenizer, gen_prompt_ids=[1], max_new_tokens=64,
+    modes = PromptModes.of(get_profile("tiny-kimi"), tiny_tokenizer, KIMI_K2_FORMAT, [1])
+    _, rejections, _ = prepare_rows(PARTITIONS["B6"], rows, tiny_tokenizer, modes=modes, max_new_tokens=64,
                                     max_seq_len=510, source_desc="t")
     assert [r.reason for r in rejections] == ["too_many_chars"] and default_max_chars(510) < 20_000
     assert "default: max_seq_len × 32" in rejections[0].message

@@ -13,7 +13,7 @@ from kimi_eagle_data.formats import format_of
 from kimi_eagle_data.probe.arms import TrainRow
 from kimi_eagle_data.probe.history import later_turns, source_history_prompt
 from kimi_eagle_data.profile import PROFILES
-from kimi_eagle_data.prompts.prepare import read_prepared
+from kimi_eagle_data.prompts.prepared_file import read_prepared
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 from kimi_eagle_data.sources.partitions import SAMPLES_DIR
 from kimi_eagle_data.store.workdir import Workdir

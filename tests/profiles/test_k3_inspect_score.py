@@ -175,7 +175,7 @@ def _assistant(answer: dict) -> dict:
 def test_score_k3_rows_recomputed_independently(k3_run, tok, tmp_path):
     from kimi_eagle_data.engines.base import ScoreRequest
     from kimi_eagle_data.engines.local import LocalEngine
-    from kimi_eagle_data.prompts.prepare import read_prepared
+    from kimi_eagle_data.prompts.prepared_file import read_prepared
     from kimi_eagle_data.store.workdir import Workdir
 
     work = tmp_path / "w"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from kimi_eagle_data.sources.partitions import PARTITIONS
-from kimi_eagle_data.prompts.prepare import prepare_rows, sample_id
+from kimi_eagle_data.formats import KIMI_K2_FORMAT
+from kimi_eagle_data.prompts.prepare import PromptModes, prepare_rows, sample_id
 from kimi_eagle_data.profile import TINY_KIMI, ProfileTokens
 from kimi_eagle_data.sources.readers import iter_jsonl
 from kimi_eagle_data.prompts.tokenizer import render_prompt
@@ -47,7 +48,8 @@ def test_prepare_rejects_over_long_prompts_with_a_reason(tiny_tokenizer):
     gen = tiny_tokenizer.encode(TINY_KIMI.generation_prompt, add_special_tokens=False)
     rows = [(1, {"prompt": "a", "prompt_id": "p1", "messages": [{"role": "user", "content": "short question"}]}),
             (2, {"prompt": "b", "prompt_id": "p2", "messages": [{"role": "user", "content": "word " * 400}]})]
-    records, rejections, report = prepare_rows(part, rows, tiny_tokenizer, gen_prompt_ids=gen, max_new_tokens=192,
+    modes = PromptModes.of(TINY_KIMI, tiny_tokenizer, KIMI_K2_FORMAT, gen)
+    records, rejections, report = prepare_rows(part, rows, tiny_tokenizer, modes=modes, max_new_tokens=192,
                                                max_seq_len=512, source_desc="test")
     assert [r.source_id for r in records] == ["p1"]
     assert records[0].id == sample_id("B6", part.upstream, "p1", part.prompt_rule)
@@ -60,7 +62,8 @@ def test_prepare_rejects_over_long_prompts_with_a_reason(tiny_tokenizer):
 def test_bundled_b1_prompts_declare_tools(tiny_tokenizer):
     part = PARTITIONS["B1"]
     gen = tiny_tokenizer.encode(TINY_KIMI.generation_prompt, add_special_tokens=False)
-    records, _, _ = prepare_rows(part, iter_jsonl(part.sample_file), tiny_tokenizer, gen_prompt_ids=gen,
+    records, _, _ = prepare_rows(part, iter_jsonl(part.sample_file), tiny_tokenizer,
+                                 modes=PromptModes.of(TINY_KIMI, tiny_tokenizer, KIMI_K2_FORMAT, gen),
                                  max_new_tokens=192, max_seq_len=512, source_desc="samples")
     with_tools = [r for r in records if r.tools]
     assert len(with_tools) >= len(records) // 2
@@ -131,8 +134,8 @@ def test_prepare_draws_modes_per_prompt_and_keeps_thinking_ids(tiny_tokenizer, t
 
     part = PARTITIONS["B6"]
     rows = list(iter_jsonl(part.sample_file))
-    modes = PromptModes.of(TINY_KIMI, tiny_tokenizer)
-    kw = dict(gen_prompt_ids=TINY_KIMI.generation_prompt_ids(tiny_tokenizer), max_new_tokens=64, max_seq_len=510,
+    modes = PromptModes.of(TINY_KIMI, tiny_tokenizer, KIMI_K2_FORMAT)
+    kw = dict(max_new_tokens=64, max_seq_len=510,
               source_desc="samples", modes=modes)
     base, _, _ = prepare_rows(part, rows, tiny_tokenizer, **kw)
     mixed, _, report = prepare_rows(dataclasses.replace(part, modes=ModePlan(instant_share=0.5)), rows,

@@ -9,7 +9,7 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from kimi_eagle_data.reports.plan import t_quantile
+from kimi_eagle_data.reports.intervals import t_quantile
 
 # Printed Student-t tables (two-sided 95% and 99.9% columns), 3 decimals.
 TABLE = {(0.975, 1): 12.706, (0.975, 2): 4.303, (0.975, 3): 3.182, (0.975, 4): 2.776, (0.975, 5): 2.571,

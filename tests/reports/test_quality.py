@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from kimi_eagle_data.sources.partitions import PARTITIONS
-from kimi_eagle_data.validate.rules import REASONS
+from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.validate.rules import reason_descriptions
 
 from tests.helpers.cli import run_cli
 
@@ -337,7 +338,8 @@ def test_plan_table_defaults_and_throughput_warning(demo_run):
 ])
 def test_plan_says_what_the_pilot_ran_on(engine, args, said):
     """A pilot on the CPU is never said to have used a GPU, whatever the engine's tp_size counts."""
-    from kimi_eagle_data.reports.plan import measured_on, pilot_hardware
+    from kimi_eagle_data.reports.pilot import pilot_hardware
+    from kimi_eagle_data.reports.plan import measured_on
 
     device, gpus = pilot_hardware({"engine": engine, "server_args": {"urls": ["http://h:30000"], **args}})
     assert measured_on({"engine": engine, "device": device, "gpus": gpus}) == said
@@ -460,7 +462,7 @@ def test_inspect_browse_rejected_and_random(demo_run):
     assert a["id"] == b["id"] and a["id"] in with_reason
     assert reason in [i["code"] for i in a["issues"]] and a["split"] == "rejected"
     for i in a["issues"]:
-        assert i["description"] == REASONS[i["code"]]
+        assert i["description"] == reason_descriptions(TINY_KIMI)[i["code"]]
     assert a["picked"].startswith(f"rejected for {reason}; random pick of {len(with_reason)}")
 
 
@@ -511,7 +513,7 @@ def test_inspect_shows_the_conversation_around_a_turn(conversation_run):
 def test_plan_throughput_counts_busy_time_not_idle_gaps_between_sessions():
     import numpy as np
 
-    from kimi_eagle_data.reports.plan import busy_seconds
+    from kimi_eagle_data.reports.pilot import busy_seconds
 
     # two overlapping requests, then a resumed session an hour later
     starts, ends = np.array([0.0, 5.0, 3600.0]), np.array([10.0, 12.0, 3610.0])

@@ -81,14 +81,16 @@ def test_adapters_keep_the_upstream_answer():
 
 def test_rows_without_an_answer_are_counted_not_dropped(tiny_tokenizer):
     from kimi_eagle_data.sources.config import load_config
-    from kimi_eagle_data.prompts.prepare import prepare_rows
+    from kimi_eagle_data.formats import KIMI_K2_FORMAT
+    from kimi_eagle_data.prompts.prepare import PromptModes, prepare_rows
 
     part = load_config(None).partition("B7")
     rows = [(1, {"id": "a", "conversations": [{"from": "human", "value": "Hi, who are you?"}]}),
             (2, {"id": "b", "conversations": [{"from": "human", "value": "Name a colour."},
                                               {"from": "gpt", "value": "Blue."}]})]
     gen = tiny_tokenizer.encode(TINY_KIMI.generation_prompt, add_special_tokens=False)
-    records, _, report = prepare_rows(part, rows, tiny_tokenizer, gen_prompt_ids=gen, max_new_tokens=64,
+    modes = PromptModes.of(TINY_KIMI, tiny_tokenizer, KIMI_K2_FORMAT, gen)
+    records, _, report = prepare_rows(part, rows, tiny_tokenizer, modes=modes, max_new_tokens=64,
                                       max_seq_len=510, source_desc="test", n=None)
     assert report.prepared == 2 and report.without_answer == 1
     assert {r.source_id: r.answer for r in records} == {"a": None, "b": {"reasoning": None, "content": "Blue."}}

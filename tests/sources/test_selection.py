@@ -16,7 +16,8 @@ from kimi_eagle_data.sources.partitions import PARTITIONS, POLICIES, Filters, Pa
 from kimi_eagle_data.sources.decontam import DecontamError, DecontamSettings, Decontaminator, EvalSet
 from kimi_eagle_data.sources.dedup import DedupSettings, MinHashDedup, exact_key, normalize
 from kimi_eagle_data.sources.filters import check_content, check_language, check_tools, script_share
-from kimi_eagle_data.prompts.prepare import PrepareState, prepare_rows, sample_id
+from kimi_eagle_data.formats import KIMI_K2_FORMAT
+from kimi_eagle_data.prompts.prepare import PrepareState, PromptModes, prepare_rows, sample_id
 from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.records import SourceRowError
 from kimi_eagle_data.sources.selection import ScanStats, capacity_for, rank, select
@@ -28,7 +29,8 @@ USER = Partition("C1", "c1", "test/chats", None, "train", "chat", None, "other",
 def run(tok, partition, rows, *, state=None, n=None, seed=None, max_seq_len=512):
     gen = tok.encode(TINY_KIMI.generation_prompt, add_special_tokens=False)
     numbered = [(i, r) for i, r in enumerate(rows, start=1)] if rows and not isinstance(rows[0], tuple) else rows
-    return prepare_rows(partition, numbered, tok, gen_prompt_ids=gen, max_new_tokens=64, max_seq_len=max_seq_len,
+    return prepare_rows(partition, numbered, tok, modes=PromptModes.of(TINY_KIMI, tok, KIMI_K2_FORMAT, gen),
+                        max_new_tokens=64, max_seq_len=max_seq_len,
                         source_desc="test", state=state, n=n, seed=seed)
 
 

@@ -15,7 +15,8 @@ import pytest
 
 from kimi_eagle_data.sources.partitions import PARTITIONS, Filters, Partition
 from kimi_eagle_data.sources.config import DEFAULT, ConfigError, load_config
-from kimi_eagle_data.prompts.prepare import prepare_rows
+from kimi_eagle_data.formats import KIMI_K2_FORMAT
+from kimi_eagle_data.prompts.prepare import PromptModes, prepare_rows
 from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.sources.readers import SourceFileError, iter_hub, iter_source
 
@@ -26,7 +27,8 @@ B6 = PARTITIONS["B6"]
 
 def prep(tok, partition, rows):
     gen = tok.encode(TINY_KIMI.generation_prompt, add_special_tokens=False)
-    return prepare_rows(partition, rows, tok, gen_prompt_ids=gen, max_new_tokens=64, max_seq_len=512,
+    return prepare_rows(partition, rows, tok, modes=PromptModes.of(TINY_KIMI, tok, KIMI_K2_FORMAT, gen),
+                        max_new_tokens=64, max_seq_len=512,
                         source_desc="test")
 
 

@@ -4,7 +4,8 @@ hashes counts as. The end-to-end runs are tests/conversation/test_selection_chan
 
 from __future__ import annotations
 
-from kimi_eagle_data.prompts.prepare import PrepareReport, write_prepared
+from kimi_eagle_data.prompts.prepare import PrepareReport
+from kimi_eagle_data.prompts.prepared_file import write_prepared
 from kimi_eagle_data.records import Completion, ConversationEnd, PromptRecord
 from kimi_eagle_data.store.checkpoint import Checkpoint
 from kimi_eagle_data.store.checkpoint_set import CheckpointSet

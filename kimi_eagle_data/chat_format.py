@@ -1,0 +1,107 @@
+"""What a stage asks a model's chat format: the `ChatFormat` protocol, typed, and the facts every Kimi format shares.
+
+A profile (`profile.ModelProfile`) names its format (`chat_format`); `formats.format_of(profile)` is the object
+(`formats/`: Kimi-K2.5's, Kimi-K3's, and any format registered with `formats.register_format`). The run's context
+holds it (`RunContext.format`, required) and every stage takes it from there or as a required argument: no stage
+names a model, none falls back to one.
+
+This module imports nothing of the package: the stages import it for the type, the formats implement it. It sits
+below the stages because the formats sit above them (they render with prompts/ and validate with validate/).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Mapping, Protocol, Sequence, runtime_checkable
+
+# Facts the same for every Kimi format, read where no run's format is at hand: the tool names a source row may
+# declare (sources/filters.py) and the ids a source adapter gives the calls of a history it reads
+# (sources/glaive.py). A profile's `tool_call_id_format` (how its model writes an id) defaults to the latter.
+TOOL_NAME_REGEX = r"^[A-Za-z0-9_.\-]{1,128}$"      # a tool name the model's call ids can carry
+TOOL_CALL_ID_FORMAT = "functions.{name}:{index}"    # IDX counts calls across the whole conversation
+
+
+def history_tool_call_id(name: str, index: int) -> str:
+    """The id of a history call as every Kimi format writes it (what a source adapter gives the calls it reads)."""
+    return TOOL_CALL_ID_FORMAT.format(name=name, index=index)
+
+
+class FormatTokens(Protocol):
+    """A format's tokens resolved to one tokenizer (K2.5: `profile.ProfileTokens`; K3: `K3Tokens`)."""
+
+    profile: Any
+    ids: Mapping[str, int]               # every token string the served tokenizer must agree on -> its id
+    forbidden_ids: frozenset[int]
+
+    @property
+    def end_of_turn(self) -> int:
+        """The stop id: a `stop` completion ends with it."""
+
+    def token_name(self, token_id: int) -> str:
+        """The format's name of one of its token ids (for messages)."""
+
+
+class FormatValidator(Protocol):
+    """A format's completion grammar and rules: each sample's `validate.rules.Verdict`."""
+
+    max_seq_len: int
+
+    def validate(self, prompt_ids, output_ids, finish_reason: str, finish_detail: dict | None,
+                 tools: list[dict] | None) -> Any:
+        """One sample's verdict."""
+
+    def validate_many(self, prompt_offsets, prompt_values, output_offsets, output_values, finish_reasons,
+                      finish_details, tools) -> Iterator[Any]:
+        """The verdicts of packed samples (`grammar.pack`), in order: what validate and emit run."""
+
+
+@runtime_checkable
+class ChatFormat(Protocol):
+    """Everything format-specific a stage asks for. `formats/kimi_k2.py` documents each member at length."""
+
+    name: str
+    efforts: tuple[str, ...]                    # thinking efforts a prompt may announce (none: K2.5)
+    refused_efforts: Mapping[str, str]          # effort name a user may expect -> why the format refuses it
+    default_effort: str | None                  # what a thinking prompt announces without an efforts table
+    history_note_descriptions: Mapping[str, str]
+
+    def tokens(self, profile, tokenizer) -> FormatTokens:
+        """Its structural tokens resolved to the tokenizer's ids (`end_of_turn`: the stop id; `ids`)."""
+
+    def render_prompt(self, tokenizer, messages, tools, mode: str = "thinking",
+                      effort: str | None = None) -> list[int]:
+        """A prompt's ids as the model renders them, its generation prompt last."""
+
+    def render_text(self, tokenizer, messages, tools, mode: str = "thinking", effort: str | None = None) -> str:
+        """The same prompt as text (`kimi-data render`)."""
+
+    def generation_prompt_ids(self, profile, tokenizer, mode: str = "thinking") -> list[int]:
+        """What every prompt of `mode` ends with."""
+
+    def special_text(self, tokenizer) -> Any:
+        """The finder of text the tokenizer reads as special tokens; None where typed markers stay text."""
+
+    def history_notes(self, messages) -> set[str]:
+        """Codes of what a history holds that the format renders but its completion grammar never accepts."""
+
+    def validator(self, tokens, tokenizer, max_seq_len: int, keep_truncated: bool = False,
+                  vocab_size: int | None = None) -> FormatValidator:
+        """The completion grammar and its rules."""
+
+    def reason_descriptions(self, profile) -> dict[str, str]:
+        """Every reason code its validator gives, with its one-line description."""
+
+    def reasoning_length(self, ids: Sequence[int], tokens, instant: bool = False) -> int:
+        """Completion tokens before the reasoning's end."""
+
+    def render_answer(self, answer, tokenizer, tokens, instant: bool = False) -> tuple[list[int], int]:
+        """An answer ({"reasoning", "content", "tool_calls"}) as the completion the model writes, and how many
+        of its ids are reasoning."""
+
+    def segmenter(self, profile, tokenizer) -> Any:
+        """What splits a sequence into `inspect`'s segments (`spans`, `mode`, `decode`)."""
+
+    def check_renderer(self, tokenizer, records, where: str) -> None:
+        """Prepare's check of a checkpoint's own chat code against this renderer (nothing where there is none)."""
+
+    def fingerprint(self, tokenizer) -> dict[str, str]:
+        """What run.json binds beside the tokenizer's hashes."""

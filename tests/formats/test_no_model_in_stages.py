@@ -1,0 +1,80 @@
+"""No stage names a model: outside the profile registry (profile.py, profiles/) and the formats (formats/), no module
+imports or reads a profile constant (KIMI_K25, KIMI_K3, TINY_KIMI, TINY_KIMI_K3), and none falls back to a format
+when it is handed none (`chat_format is None`, a `…format` parameter defaulting to None). A stage asks the run's
+format (`RunContext.format`, `chat_format.ChatFormat`) for everything format-specific. Read with `ast`."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "kimi_eagle_data"
+MODEL_NAMES = frozenset({"KIMI_K25", "KIMI_K3", "TINY_KIMI", "TINY_KIMI_K3"})
+# Where model facts live: the registry and the formats. Everything else is a stage or what stages share.
+OWNERS = ("profile.py", "profiles/", "formats/")
+
+
+def _is_format(node: ast.AST) -> bool:
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return name.endswith("format") and name != "format"   # `str.format` is no chat format
+
+
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def model_names(source: str, where: str) -> list[str]:
+    """Every place `source` names a model or falls back from a missing format, as `where:line what`."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            found += [f"{where}:{node.lineno} imports {a.name}" for a in node.names if a.name in MODEL_NAMES]
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            name = node.id if isinstance(node, ast.Name) else node.attr
+            if name in MODEL_NAMES:
+                found.append(f"{where}:{node.lineno} reads {name}")
+        elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+            sides = [node.left, *node.comparators]
+            if any(_is_format(s) for s in sides) and any(_is_none(s) for s in sides):
+                found.append(f"{where}:{node.lineno} compares a format with None")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            positional = [*a.posonlyargs, *a.args]
+            pairs = list(zip(positional[len(positional) - len(a.defaults):], a.defaults)) + \
+                [(arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+            found += [f"{where}:{node.lineno} parameter {arg.arg} defaults to None" for arg, d in pairs
+                      if arg.arg.endswith("format") and _is_none(d)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                and node.target.id.endswith("format") and node.value is not None and _is_none(node.value):
+            found.append(f"{where}:{node.lineno} field {node.target.id} defaults to None")
+    return sorted(found, key=lambda f: int(f.split(":")[1].split()[0]))
+
+
+def test_no_stage_names_a_model_or_falls_back_to_one():
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith(OWNERS) or "assets/" in rel:
+            continue
+        found += model_names(path.read_text(encoding="utf-8"), rel)
+    assert not found, "model names or format fallbacks outside the registry and formats/: " + "; ".join(found)
+
+
+def test_the_scan_sees_each_kind_of_offence():
+    """The checker itself: each of the shapes that crept into stages before is found."""
+    source = '''
+from kimi_eagle_data.profile import KIMI_K25
+import kimi_eagle_data.profile as profile
+ids = profile.TINY_KIMI.generation_prompt
+def render(tokenizer, chat_format=None):
+    if chat_format is None:
+        return 0
+def check(x, *, chat_format: object = None): ...
+class Modes:
+    chat_format: object = None
+ok = "{x}".format(x=1) if ids is not None else None
+'''
+    found = model_names(source, "m.py")
+    assert found == ["m.py:2 imports KIMI_K25", "m.py:4 reads TINY_KIMI",
+                     "m.py:5 parameter chat_format defaults to None", "m.py:6 compares a format with None",
+                     "m.py:8 parameter chat_format defaults to None", "m.py:10 field chat_format defaults to None"]

@@ -1,0 +1,169 @@
+"""A third chat format, defined here only: what adding a model's format takes (issue 42's proof).
+
+"toy-chat" is no Kimi format. On the embedded tiny model's tokenizer (its ids, none of its template) it writes each
+message as `<|start_header_id|>ROLE<|end_header_id|>TEXT[EOT]`, declares tools in a first system message, and ends
+a prompt with the assistant's header, then `<think>` in thinking mode. A completion is `REASONING</think>ANSWER[EOT]`
+(instant: `ANSWER[EOT]`); its grammar has three codes of its own beside the sample-level rules every format shares
+(formats/base.py). `register()` adds the format and its profile, `toy-chat`, to the registries; nothing outside
+this module knows either.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Iterator, Mapping, Sequence
+
+import numpy as np
+
+from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.formats import register_format
+from kimi_eagle_data.formats.base import ends_with, sample_issues, sample_reasons
+from kimi_eagle_data.prompts.tokenizer import special_text
+from kimi_eagle_data.profile import INSTANT, THINKING, TINY_KIMI, ModelProfile, model_vocab_size, register_profile
+from kimi_eagle_data.validate.rules import Verdict
+
+HEADER, HEADER_END, END, THINK, THINK_END = "<|start_header_id|>", "<|end_header_id|>", "[EOT]", "<think>", "</think>"
+TOY_REASONS = {
+    "toy_reasoning_end": "a thinking completion without exactly one `</think>`, or an instant one with any",
+    "toy_special_token": "a special token in the completion other than `</think>` and the final `[EOT]`",
+    "toy_empty_answer": "nothing after the reasoning",
+}
+
+
+@dataclass(frozen=True)
+class ToyTokens:
+    profile: ModelProfile
+    ids: Mapping[str, int]
+    special_ids: frozenset[int]
+    forbidden_ids: frozenset[int] = field(default_factory=frozenset)
+
+    @property
+    def end_of_turn(self) -> int:
+        return self.ids[END]
+
+    def token_name(self, token_id: int) -> str:
+        return next(t for t, i in self.ids.items() if i == token_id)
+
+
+class ToyValidator:
+    def __init__(self, chat_format: "ToyFormat", tokens: ToyTokens, tokenizer, max_seq_len: int,
+                 keep_truncated: bool = False, vocab_size: int | None = None):
+        self.tokens, self.tokenizer, self.max_seq_len, self.keep_truncated = tokens, tokenizer, max_seq_len, keep_truncated
+        self.vocab_size = vocab_size if vocab_size is not None else model_vocab_size(tokens.profile, tokenizer)
+        self.prompts = {m: chat_format.generation_prompt_ids(tokens.profile, tokenizer, m) for m in (THINKING, INSTANT)}
+
+    def validate(self, prompt_ids, output_ids, finish_reason: str, finish_detail: dict | None, tools) -> Verdict:
+        prompt, output = [int(i) for i in prompt_ids], [int(i) for i in output_ids]
+        mode = THINKING if ends_with(prompt, self.prompts[THINKING]) else INSTANT
+        end, think_end = self.tokens.end_of_turn, self.tokens.ids[THINK_END]
+        whole = bool(output) and output[-1] == end
+        issues = sample_issues(prompt, output, finish_reason, finish_detail,
+                               prompt_problem=None if ends_with(prompt, self.prompts[mode]) else "no assistant header",
+                               whole=whole, max_seq_len=self.max_seq_len, vocab_size=self.vocab_size,
+                               keep_truncated=self.keep_truncated, end_of_turn=END)
+        body = output[:-1] if whole else output
+        closes = [i for i, t in enumerate(body) if t == think_end]
+        if (mode == THINKING) != (len(closes) == 1) or len(closes) > 1:
+            issues.append(("toy_reasoning_end", f"{len(closes)} {THINK_END} in a {mode} completion"))
+        stray = [t for t in body if t in self.tokens.special_ids and t != think_end]
+        if stray:
+            issues.append(("toy_special_token", f"{self.tokens.token_name(stray[0])} in the completion"))
+        reasoning_len = closes[0] + 1 if mode == THINKING and closes else 0
+        answer = self.tokenizer.decode(body[reasoning_len:])
+        if whole and not answer.strip():
+            issues.append(("toy_empty_answer", "the answer is empty"))
+        assistant = {"role": "assistant", "content": answer}
+        if mode == THINKING:
+            assistant["reasoning_content"] = self.tokenizer.decode(body[:max(reasoning_len - 1, 0)])
+        return Verdict(issues=[c for c, _ in issues], details=[d for _, d in issues], reasoning_len=reasoning_len,
+                       assistant=assistant, finish_reason="stop" if whole else finish_reason, mode=mode)
+
+    def validate_many(self, prompt_offsets: np.ndarray, prompt_values: np.ndarray, output_offsets: np.ndarray,
+                      output_values: np.ndarray, finish_reasons: Sequence[str],
+                      finish_details: Sequence[dict | None], tools: Sequence) -> Iterator[Verdict]:
+        for i in range(len(prompt_offsets) - 1):
+            yield self.validate(prompt_values[prompt_offsets[i]:prompt_offsets[i + 1]],
+                                output_values[output_offsets[i]:output_offsets[i + 1]], finish_reasons[i],
+                                finish_details[i], tools[i])
+
+
+class ToyFormat:
+    name = "toy-chat"
+    efforts: tuple[str, ...] = ()
+    refused_efforts: Mapping[str, str] = MappingProxyType({})
+    default_effort = None
+    history_note_descriptions: Mapping[str, str] = MappingProxyType({})
+
+    def tokens(self, profile, tokenizer) -> ToyTokens:
+        ids = dict(tokenizer.get_added_vocab())           # every special token by name; the toy's among them
+        return ToyTokens(profile, ids, frozenset(ids.values()))
+
+    def _text(self, tokenizer, text: str) -> list[int]:
+        return list(tokenizer.encode(text, add_special_tokens=False))
+
+    def _ids(self, tokenizer, messages, tools, mode: str) -> list[int]:
+        vocab = tokenizer.get_vocab()
+        head, head_end, end = vocab[HEADER], vocab[HEADER_END], vocab[END]
+        turns = ([{"role": "system", "content": "tools: " + json.dumps(tools, sort_keys=True)}] if tools else [])
+        ids: list[int] = []
+        for m in [*turns, *messages]:
+            content = m.get("content") if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
+            ids += [head, *self._text(tokenizer, m["role"]), head_end, *self._text(tokenizer, content), end]
+        return ids + self.generation_prompt_ids(None, tokenizer, mode)
+
+    def render_prompt(self, tokenizer, messages, tools, mode: str = THINKING, effort: str | None = None) -> list[int]:
+        return self._ids(tokenizer, messages, tools, mode)
+
+    def render_text(self, tokenizer, messages, tools, mode: str = THINKING, effort: str | None = None) -> str:
+        return tokenizer.decode(self._ids(tokenizer, messages, tools, mode))
+
+    def generation_prompt_ids(self, profile, tokenizer, mode: str = THINKING) -> list[int]:
+        vocab = tokenizer.get_vocab()
+        header = [vocab[HEADER], *self._text(tokenizer, "assistant"), vocab[HEADER_END]]
+        return header + ([vocab[THINK]] if mode == THINKING else [])
+
+    def special_text(self, tokenizer):
+        return special_text(tokenizer)     # the tokenizer reads typed special-token text as the tokens themselves
+
+    def history_notes(self, messages) -> set[str]:
+        return set()
+
+    def validator(self, tokens, tokenizer, max_seq_len: int, keep_truncated: bool = False,
+                  vocab_size: int | None = None) -> ToyValidator:
+        return ToyValidator(self, tokens, tokenizer, max_seq_len, keep_truncated, vocab_size)
+
+    def reason_descriptions(self, profile) -> dict[str, str]:
+        return {**sample_reasons("thinking: `…<|end_header_id|><think>`; instant: `…<|end_header_id|>`"), **TOY_REASONS}
+
+    def reasoning_length(self, ids: Sequence[int], tokens, instant: bool = False) -> int:
+        ids = [int(i) for i in ids]
+        return 0 if instant or tokens.ids[THINK_END] not in ids else ids.index(tokens.ids[THINK_END]) + 1
+
+    def render_answer(self, answer, tokenizer, tokens, instant: bool = False) -> tuple[list[int], int]:
+        if answer.get("tool_calls"):
+            raise KimiDataError("the toy format writes no tool calls")
+        reasoning = [] if instant else [*self._text(tokenizer, answer.get("reasoning") or ""), tokens.ids[THINK_END]]
+        return reasoning + self._text(tokenizer, answer.get("content") or "") + [tokens.end_of_turn], len(reasoning)
+
+    def segmenter(self, profile, tokenizer):
+        raise NotImplementedError("inspect is not part of the toy format's proof")
+
+    def check_renderer(self, tokenizer, records, where: str) -> None:
+        """No checkpoint code to compare with."""
+
+    def fingerprint(self, tokenizer) -> dict[str, str]:
+        return {}
+
+
+TOY_FORMAT = ToyFormat()
+# The tiny model's tokenizer and lengths, in the toy format (its model never speaks it: rows are handcrafted).
+TOY_PROFILE = replace(TINY_KIMI, name="toy-chat", chat_format=TOY_FORMAT.name, display_name="Toy",
+                      card_tags=("toy-chat",))
+
+
+def register() -> None:
+    """The format and its profile into the registries, as a plug-in adds them."""
+    register_format(TOY_FORMAT)
+    register_profile(TOY_PROFILE)
