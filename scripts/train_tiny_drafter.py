@@ -48,7 +48,8 @@ def readme(profile: str, out: Path, prov: dict) -> str:
         f"**Model**: speculators {SPECULATORS_VERSION} `Eagle3DraftModel` ({d['layers']} layer, hidden "
         f"{d['hidden_size']}, {d['trainable_parameters']:,} trainable parameters, auxiliary layers {d['aux_layers']}, "
         f"{d['ttt_steps']} TTT steps, loss {d['loss']}), saved by its own `save_pretrained`: `config.json` holds the "
-        f"speculators config (`config.py` is the config class it names), the weights are `model.safetensors` "
+        f"speculators config (read through speculators' own registered config class; the copy of that class "
+        f"`save_pretrained` writes beside it is not shipped), the weights are `model.safetensors` "
         f"({prov['dtype']}). The config names the verifier `{profile}`, the profile, because the embedded model's "
         f"path depends on the install: `kimi_eagle_data.probe.shipped.load_drafter(dir, model_path)` loads it against "
         f"the installed model.",

@@ -44,7 +44,19 @@ def save_drafter(model, out: Path, profile_name: str, provenance: dict[str, Any]
     shipped = copy.deepcopy(model).to(DTYPE)
     shipped.config.speculators_config.verifier.name_or_path = profile_name
     shipped.save_pretrained(out)
+    drop_config_code(out)
     (out / PROVENANCE).write_text(json.dumps(provenance, indent=1) + "\n", encoding="utf-8")
+
+
+def drop_config_code(out: Path) -> None:
+    """Remove the copy of speculators' config class that `save_pretrained` writes beside the config (`config.py`,
+    named by `auto_map`): no third-party model code ships with us, and speculators (so `load_drafter`) and vLLM
+    read the config through speculators' own registered class."""
+    (out / "config.py").unlink(missing_ok=True)
+    config_path = out / "config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    if config.pop("auto_map", None) is not None:
+        config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
 
 def load_drafter(drafter_dir: str | Path, target_path: str):
