@@ -70,6 +70,17 @@ def test_no_source_history_prompt_where_the_source_stops(tmp_path, turn):
     assert source_history_prompt(ended, turn, chat_format, tokenizer) is None
 
 
+def own_history_build(tmp_path, max_turns: int):
+    """The bundled B6 sample built by the tiny model as an own_history partition of up to `max_turns` turns."""
+    config = tmp_path / "mine.toml"
+    config.write_text(f'[partitions.B6]\nsource = "{SAMPLES_DIR / "B6-ultrachat.jsonl"}"\npolicy = "own_history"\n'
+                      f"max_turns = {max_turns}\n")
+    w = tmp_path / "w"
+    run_cli("build", "B6", "--config", str(config), "--profile", "tiny-kimi", "--model", TINY, "--max-new-tokens",
+            "160", "--engine", "local", "--workdir", str(w), "--no-progress")
+    return w
+
+
 @pytest.mark.trainer
 def test_probe_measures_own_against_source_history_on_the_held_out_conversations_later_turns(tmp_path):
     """Trainer tier: a build whose B6 conversations go on the model's own turns, then the probe: both history arms
@@ -77,12 +88,7 @@ def test_probe_measures_own_against_source_history_on_the_held_out_conversations
     terminal table, probe.json and the card (after emit) carry them."""
     import orjson
 
-    config = tmp_path / "mine.toml"
-    config.write_text(f'[partitions.B6]\nsource = "{SAMPLES_DIR / "B6-ultrachat.jsonl"}"\npolicy = "own_history"\n'
-                      "max_turns = 3\n")
-    w = tmp_path / "w"
-    run_cli("build", "B6", "--config", str(config), "--profile", "tiny-kimi", "--model", TINY, "--max-new-tokens",
-            "160", "--engine", "local", "--workdir", str(w), "--no-progress")
+    w = own_history_build(tmp_path, max_turns=3)
     probe = ("probe", "--workdir", str(w), "--seeds", "1", "--no-curve", "--no-upstream", "--budget", "3000",
              "--held-out", "8")
     shown = run_cli(*probe, timeout=1800).stdout
@@ -110,12 +116,7 @@ def test_sigterm_stops_the_probe_while_it_trains_exit_143_and_the_last_report_st
 
     from tests.helpers.cli import popen_cli, read_until
 
-    config = tmp_path / "mine.toml"
-    config.write_text(f'[partitions.B6]\nsource = "{SAMPLES_DIR / "B6-ultrachat.jsonl"}"\npolicy = "own_history"\n'
-                      "max_turns = 2\n")
-    w = tmp_path / "w"
-    run_cli("build", "B6", "--config", str(config), "--profile", "tiny-kimi", "--model", TINY, "--max-new-tokens",
-            "160", "--engine", "local", "--workdir", str(w), "--no-progress")
+    w = own_history_build(tmp_path, max_turns=2)
     (w / "probe.json").write_text('{"earlier": true}\n')
     proc = popen_cli("probe", "--workdir", str(w), "--seeds", "1", "--no-curve", "--budget", "200000",
                      stderr=subprocess.PIPE)
