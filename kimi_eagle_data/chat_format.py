@@ -1,6 +1,6 @@
 """What a stage asks a model's chat format: the `ChatFormat` protocol, typed, and the facts every Kimi format shares.
 
-A profile (`profile.ModelProfile`) names its format (`chat_format`); `formats.format_of(profile)` is the object
+A profile (`model_profile.ModelProfile`) names its format (`chat_format`); `formats.format_of(profile)` is the object
 (`formats/`: Kimi-K2.5's, Kimi-K3's, and any format registered with `formats.register_format`). The run's context
 holds it (`RunContext.format`, required) and every stage takes it from there or as a required argument: no stage
 names a model, none falls back to one.
@@ -26,7 +26,7 @@ def history_tool_call_id(name: str, index: int) -> str:
 
 
 class FormatTokens(Protocol):
-    """A format's tokens resolved to one tokenizer (K2.5: `profile.ProfileTokens`; K3: `K3Tokens`)."""
+    """A format's tokens resolved to one tokenizer (K2.5: `model_profile.ProfileTokens`; K3: `K3Tokens`)."""
 
     profile: Any
     ids: Mapping[str, int]               # every token string the served tokenizer must agree on -> its id

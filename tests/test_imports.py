@@ -158,9 +158,19 @@ def test_no_import_circle():
     assert not found, "import circles: " + "; ".join(" -> ".join(c) for c in found)
 
 
+# Packages whose modules stand for themselves in the package view: not a stage but one folder per chat format, each
+# holding its profiles as plain data (read by the registry, profile.py, which sits below the stages) and its format
+# object (which renders with prompts/ and validates with validate/, above them). The module view still forbids any
+# circle through them.
+LAYERED_PACKAGES = (f"{PACKAGE}.formats",)
+
+
 def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """The module graph seen at the level of the package's subpackages (a top-level module stands for itself)."""
+    """The module graph seen at the level of the package's subpackages (a top-level module, and a module of a
+    LAYERED_PACKAGES package, stands for itself)."""
     def package(m: str) -> str:
+        if any(_inside(m, p) for p in LAYERED_PACKAGES):
+            return m
         return ".".join(m.split(".")[:2])
     folded: dict[str, set[str]] = {}
     for a, targets in graph.items():
@@ -236,6 +246,26 @@ def test_cut_edges_stay_cut():
     assert f"{PACKAGE}.decoding" in GRAPH[f"{PACKAGE}.grammar"]
 
 
+def _reached(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for b in graph[todo.pop()] - seen:
+            seen.add(b)
+            todo.append(b)
+    return seen
+
+
+def test_the_profile_registry_reads_format_folders_as_data():
+    """The registry (profile.py) sits below the stages (settings.py reads it): what it imports from a format folder
+    is the folder's profiles as plain data, never its format object or a stage."""
+    reached = _reached(GRAPH, f"{PACKAGE}.profile")
+    ground = {f"{PACKAGE}.{m}" for m in ("model_profile", "chat_format", "errors")}
+    found = sorted(m for m in reached if m not in ground and not _inside(m, f"{PACKAGE}.formats"))
+    assert not found, "the profile registry reaches: " + ", ".join(found)
+    assert f"{PACKAGE}.formats.kimi_k3.format" not in reached
+    assert f"{PACKAGE}.formats.kimi_k3.profiles" in reached     # the walk sees the folder's data
+
+
 def test_click_stays_in_the_cli():
     """Library code (settings.py, profile.py, …) declares options as plain data; only cli/ builds click options."""
     found = []
@@ -251,7 +281,8 @@ def test_click_stays_in_the_cli():
 
 def test_the_run_context_imports_no_stage():
     """Every stage takes the run's context (run_context.py); the context knows none of them."""
-    ground = STORE_GROUND | {f"{PACKAGE}.{m}" for m in ("settings", "profile", "progress", "run_checks", "chat_format")}
+    ground = STORE_GROUND | {f"{PACKAGE}.{m}" for m in ("settings", "profile", "model_profile", "progress", "run_checks",
+                                                           "chat_format")}
     found = [b for b in sorted(GRAPH[f"{PACKAGE}.run_context"]) if not _inside(b, STORE) and b not in ground]
     assert not found, "run_context imports: " + ", ".join(found)
 

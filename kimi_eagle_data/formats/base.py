@@ -3,7 +3,7 @@
 Whatever the completion grammar, a sample fails these the same way: its prompt does not end with its mode's
 generation prompt, it is longer than max_seq_len, it holds an id the model cannot embed, the engine aborted it or
 gave an unknown finish reason, or it ran out of tokens before the end of its turn. Kimi-K3's validator
-(`k3_validator.py`) and a format registered from outside (tests/formats/toy_format.py) judge a sample with
+(`kimi_k3/validator.py`) and a format registered from outside (tests/formats/toy_format.py) judge a sample with
 `sample_issues` and describe the codes with `sample_reasons`; Kimi-K2.5's validator keeps them among its token
 rules (validate/rules.py), with the same codes and meaning. The `ChatFormat` protocol is chat_format.py's.
 """

@@ -1,6 +1,6 @@
 """A chat format: what a stage asks a profile for that differs between model families.
 
-A profile (`kimi_eagle_data.profile.ModelProfile`) names its format (`chat_format`) and `format_of(profile)` is
+A profile (`kimi_eagle_data.model_profile.ModelProfile`) names its format (`chat_format`) and `format_of(profile)` is
 the object here; stages never compare profile names. What a format answers:
 
 - `tokens(profile, tokenizer)`: its structural tokens resolved to the tokenizer's ids (`end_of_turn` is the stop
@@ -27,7 +27,7 @@ the object here; stages never compare profile names. What a format answers:
 - `check_renderer(tokenizer, records, where)`: prepare's check of a checkpoint's own chat code against ours;
 - `fingerprint(tokenizer)`: what run.json binds beside the tokenizer's hashes (K3: the encoder's sha256).
 
-Kimi-K2.5's format is `KimiK2Format` below; Kimi-K3's is `kimi_k3.py` beside it.
+Kimi-K2.5's format is `KimiK2Format` below; Kimi-K3's is `kimi_k3/format.py` beside it.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class KimiK2Format:
         return set()        # K2.5's template renders a call's arguments text as given
 
     def tokens(self, profile, tokenizer):
-        from kimi_eagle_data.profile import ProfileTokens
+        from kimi_eagle_data.model_profile import ProfileTokens
 
         return ProfileTokens.from_tokenizer(profile, tokenizer)
 

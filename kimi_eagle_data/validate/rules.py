@@ -25,7 +25,7 @@ import numpy as np
 
 from kimi_eagle_data.grammar import (
     CALL_BEGIN, END_OF_TURN, FORBIDDEN, THINK_CLOSE, THINK_OPEN, Fault, ParsedCompletion)
-from kimi_eagle_data.profile import INSTANT, THINKING, ModelProfile, ProfileTokens
+from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile, ProfileTokens
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.wording import counted, excerpt
 

@@ -1,4 +1,4 @@
-"""No stage names a model: outside the profile registry (profile.py, profiles/) and the formats (formats/), no module
+"""No stage names a model: outside the profile registry (profile.py) and the formats (formats/), no module
 imports or reads a profile constant (KIMI_K25, KIMI_K3, TINY_KIMI, TINY_KIMI_K3), and none falls back to a format
 when it is handed none (`chat_format is None`, a `…format` parameter defaulting to None). A stage asks the run's
 format (`RunContext.format`, `chat_format.ChatFormat`) for everything format-specific. Read with `ast`."""
@@ -11,7 +11,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "kimi_eagle_data"
 MODEL_NAMES = frozenset({"KIMI_K25", "KIMI_K3", "TINY_KIMI", "TINY_KIMI_K3"})
 # Where model facts live: the registry and the formats. Everything else is a stage or what stages share.
-OWNERS = ("profile.py", "profiles/", "formats/")
+OWNERS = ("profile.py", "formats/")
 
 
 def _is_format(node: ast.AST) -> bool:

@@ -11,7 +11,7 @@ import numpy as np
 
 from kimi_eagle_data.formats.base import ends_with, sample_issues
 from kimi_eagle_data.grammar import pack
-from kimi_eagle_data.profiles.kimi_k3.grammar import K3Completion, parse_completion
+from kimi_eagle_data.formats.kimi_k3.grammar import K3Completion, parse_completion
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.validate.rules import Verdict
 
@@ -29,7 +29,7 @@ class K3Turn:
 class K3Validator:
     def __init__(self, chat_format, tokens, tokenizer, max_seq_len: int, keep_truncated: bool = False,
                  vocab_size: int | None = None):
-        from kimi_eagle_data.profile import model_vocab_size
+        from kimi_eagle_data.model_profile import model_vocab_size
 
         self.tokens, self.tokenizer = tokens, tokenizer
         self.max_seq_len, self.keep_truncated = int(max_seq_len), bool(keep_truncated)

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from kimi_eagle_data.formats.base import sample_reasons
-from kimi_eagle_data.profiles.kimi_k3.facts import K3TokenIds
-from kimi_eagle_data.profiles.kimi_k3.grammar import REASONS, reasoning_length
-from kimi_eagle_data.profiles.kimi_k3.normalize import HISTORY_ARGUMENT_NOTES, history_argument_notes
-from kimi_eagle_data.profiles.kimi_k3.render import (DEFAULT_EFFORT, EFFORTS, END_OF_MSG, REFUSED_EFFORTS,
+from kimi_eagle_data.formats.kimi_k3.facts import K3TokenIds
+from kimi_eagle_data.formats.kimi_k3.grammar import REASONS, reasoning_length
+from kimi_eagle_data.formats.kimi_k3.normalize import HISTORY_ARGUMENT_NOTES, history_argument_notes
+from kimi_eagle_data.formats.kimi_k3.render import (DEFAULT_EFFORT, EFFORTS, END_OF_MSG, REFUSED_EFFORTS,
                                                      check_effort, completion_segments, joined_text,
                                                      render_segments)
-from kimi_eagle_data.profiles.kimi_k3.segment_ids import encode_segments
+from kimi_eagle_data.formats.kimi_k3.segment_ids import encode_segments
 from kimi_eagle_data.prompts.tokenizer import own_chat_code
 
 THINKING, INSTANT = "thinking", "instant"
@@ -60,15 +60,15 @@ class KimiK3Format:
 
     def check_renderer(self, tokenizer, records, where: str) -> None:
         """With a tokenizer that has its own chat code: its first prompts rendered by ours too, one line on any
-        difference (k3_checkpoint.py)."""
+        difference (checkpoint.py)."""
         if own_chat_code(tokenizer):
-            from kimi_eagle_data.formats.k3_checkpoint import check_prompts
+            from kimi_eagle_data.formats.kimi_k3.checkpoint import check_prompts
 
             check_prompts(self, tokenizer, records, where)
 
     def fingerprint(self, tokenizer) -> dict[str, str]:
         """What run.json binds beside the tokenizer's hashes: the encoder's sha256."""
-        from kimi_eagle_data.formats.k3_checkpoint import encoder_sha256
+        from kimi_eagle_data.formats.kimi_k3.checkpoint import encoder_sha256
 
         return {"encoder_sha256": encoder_sha256(tokenizer)}
 
@@ -101,7 +101,7 @@ class KimiK3Format:
 
     def validator(self, tokens, tokenizer, max_seq_len: int, keep_truncated: bool = False,
                   vocab_size: int | None = None):
-        from kimi_eagle_data.formats.k3_validator import K3Validator
+        from kimi_eagle_data.formats.kimi_k3.validator import K3Validator
 
         return K3Validator(self, tokens, tokenizer, max_seq_len, keep_truncated=keep_truncated,
                            vocab_size=vocab_size)
@@ -119,7 +119,7 @@ class KimiK3Format:
         return ids, reasoning_length(ids, tokens.k3, instant)
 
     def segmenter(self, profile, tokenizer):
-        from kimi_eagle_data.formats.k3_segments import K3Segmenter
+        from kimi_eagle_data.formats.kimi_k3.segments import K3Segmenter
 
         return K3Segmenter(self, profile, tokenizer)
 
