@@ -63,7 +63,7 @@ class ToyValidator:
         issues = sample_issues(prompt, output, finish_reason, finish_detail,
                                prompt_problem=None if ends_with(prompt, self.prompts[mode]) else "no assistant header",
                                whole=whole, max_seq_len=self.max_seq_len, vocab_size=self.vocab_size,
-                               keep_truncated=self.keep_truncated, end_of_turn=END)
+                               keep_truncated=self.keep_truncated)
         body = output[:-1] if whole else output
         closes = [i for i, t in enumerate(body) if t == think_end]
         if (mode == THINKING) != (len(closes) == 1) or len(closes) > 1:

@@ -63,7 +63,7 @@ class K3Validator:
         issues = sample_issues(prompt, output, finish_reason, finish_detail,
                                prompt_problem="the prompt does not end with a K3 generation prompt" if off_end else None,
                                whole=whole, max_seq_len=self.max_seq_len, vocab_size=self.vocab_size,
-                               keep_truncated=self.keep_truncated, end_of_turn="<|end_of_msg|>")
+                               keep_truncated=self.keep_truncated)
         if finish_reason in ("stop", "length"):
             seen = set()
             for v in c.violations:
