@@ -56,7 +56,7 @@ class FormatValidator(Protocol):
 
 @runtime_checkable
 class ChatFormat(Protocol):
-    """Everything format-specific a stage asks for. `formats/kimi_k2.py` documents each member at length."""
+    """Everything format-specific a stage asks for. `formats/kimi_k2/format.py` documents each member at length."""
 
     name: str
     efforts: tuple[str, ...]                    # thinking efforts a prompt may announce (none: K2.5)

@@ -5,8 +5,10 @@ one: tests/formats/toy_format.py defines a third format that way). This package 
 (it renders with prompts/, validates with validate/): `runs.open_run` puts the run's format in its context
 (`RunContext.format`) and the CLI hands it to `check`, so no stage imports it and no stage compares profile names.
 
-One folder per format holds everything about it: Kimi-K2.5's format is `kimi_k2.py`; Kimi-K3's is the folder
-`kimi_k3/` (its facts, profiles, renderer, grammar, format object, validator, segments, checkpoint check).
+One folder per format holds everything about it: Kimi-K2.5's `kimi_k2/` (its profiles, format object, segments),
+Kimi-K3's `kimi_k3/` (its facts, profiles, renderer, grammar, format object, validator, segments, checkpoint check).
+Each folder's `__init__` exports its profiles only (`PROFILES`, which the registry, profile.py, imports): the
+registry sits below the stages, the format objects above them.
 `inspect` resolves a run's profile itself, so the CLI hands it `format_of`.
 """
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 from typing import Callable
 
 from kimi_eagle_data.chat_format import ChatFormat
-from kimi_eagle_data.formats.kimi_k2 import KIMI_K2_FORMAT, KimiK2Format
+from kimi_eagle_data.formats.kimi_k2.format import KIMI_K2_FORMAT, KimiK2Format
 
 
 def _kimi_k3() -> ChatFormat:

@@ -1,10 +1,10 @@
 """`kimi-data inspect`: one sample decoded and split into its segments.
 
-The run's chat format splits the sample (`segmenter`: formats/kimi_k2.py says what it answers); the CLI hands
+The run's chat format splits the sample (`segmenter`: formats/kimi_k2/format.py says what it answers); the CLI hands
 `inspect` the function that gives a profile's format, since the profile is read here from the run. Every
 token belongs to exactly one segment, so the segments concatenated are the row's `input_ids`, and the
 loss-mask boundary (`prompt_len`) always falls between two segments. Kimi-K3's split is
-formats/kimi_k3/segments.py; Kimi-K2.5's is formats/k2_segments.py.
+formats/kimi_k3/segments.py; Kimi-K2.5's is formats/kimi_k2/segments.py.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import json
 
 import orjson
 
-from kimi_eagle_data.profile import TINY_MODEL_DIR
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from tests.helpers.card import card_body, check_card_markdown
 from tests.helpers.cli import copy_run, run_cli, tree_hashes
 

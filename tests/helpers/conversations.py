@@ -113,7 +113,7 @@ n = 4
 
 def build_conversations(root: Path) -> tuple[Path, subprocess.CompletedProcess]:
     """`kimi-data build C1 C2` of the two partitions under `root`; (workdir, the build's process)."""
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
     root.mkdir(parents=True, exist_ok=True)
     with open(root / "chats.jsonl", "w") as f:

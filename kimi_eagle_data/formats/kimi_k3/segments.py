@@ -1,4 +1,4 @@
-"""Kimi-K3's split of one sequence into the segments `inspect` shows (what k2_segments.py is for
+"""Kimi-K3's split of one sequence into the segments `inspect` shows (what kimi_k2/segments.py is for
 K2.5): the same kinds and labels, so `inspect` prints and `--json` writes either alike.
 
 Found from token ids, never by matching decoded text. The prompt is cut into its messages after each

@@ -91,8 +91,8 @@ class KimiK2Format:
         return render_answer(answer, tokenizer, tokens, instant)
 
     def segmenter(self, profile, tokenizer):
-        """Turns by their role tokens, the completion by grammar.py (k2_segments.py)."""
-        from kimi_eagle_data.formats.k2_segments import Segmenter
+        """Turns by their role tokens, the completion by grammar.py (segments.py)."""
+        from kimi_eagle_data.formats.kimi_k2.segments import Segmenter
 
         return Segmenter(profile, tokenizer)
 
