@@ -11,6 +11,7 @@ below the stages because the formats sit above them (they render with prompts/ a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 # Facts the same for every Kimi format, read where no run's format is at hand: the tool names a source row may
@@ -52,6 +53,16 @@ class FormatValidator(Protocol):
     def validate_many(self, prompt_offsets, prompt_values, output_offsets, output_values, finish_reasons,
                       finish_details, tools) -> Iterator[Any]:
         """The verdicts of packed samples (`grammar.pack`), in order: what validate and emit run."""
+
+
+@dataclass(frozen=True)
+class CardText:
+    """What the dataset card says of a format, in the format's own tokens (`ChatFormat.card_text`)."""
+
+    rules: str                  # what a `train` row satisfies, one paragraph (docs/token-rules.md)
+    reasoning_end: str          # the text that ends a thinking completion's reasoning (`reasoning_len` counts to it)
+    thinking_prompt: str        # what a thinking-mode prompt ends with, as text
+    instant_prompt: str         # what an instant-mode prompt ends with, as text
 
 
 @runtime_checkable
@@ -105,3 +116,6 @@ class ChatFormat(Protocol):
 
     def fingerprint(self, tokenizer) -> dict[str, str]:
         """What run.json binds beside the tokenizer's hashes."""
+
+    def card_text(self, profile) -> CardText:
+        """What the dataset card says of the format: its rules paragraph, reasoning end and generation prompts."""

@@ -17,6 +17,7 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
+from kimi_eagle_data.chat_format import CardText
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.formats import register_format
 from kimi_eagle_data.formats.base import ends_with, sample_issues, sample_reasons
@@ -156,6 +157,12 @@ class ToyFormat:
 
     def fingerprint(self, tokenizer) -> dict[str, str]:
         return {}
+
+    def card_text(self, profile) -> CardText:
+        return CardText(rules=f"a thinking completion holds exactly one `{THINK_END}`, an instant one none; no special "
+                              f"token but `{THINK_END}` and the final `{END}`; an answer after the reasoning.",
+                        reasoning_end=THINK_END, thinking_prompt=f"{HEADER}assistant{HEADER_END}{THINK}",
+                        instant_prompt=f"{HEADER}assistant{HEADER_END}")
 
 
 TOY_FORMAT = ToyFormat()

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from kimi_eagle_data.chat_format import CardText
 from kimi_eagle_data.formats.base import sample_reasons
-from kimi_eagle_data.formats.kimi_k3.facts import K3TokenIds
+from kimi_eagle_data.formats.kimi_k3.facts import GENERATION_PROMPTS, K3TokenIds
 from kimi_eagle_data.formats.kimi_k3.grammar import REASONS, reasoning_length
 from kimi_eagle_data.formats.kimi_k3.normalize import HISTORY_ARGUMENT_NOTES, history_argument_notes
 from kimi_eagle_data.formats.kimi_k3.render import (DEFAULT_EFFORT, EFFORTS, END_OF_MSG, REFUSED_EFFORTS,
@@ -125,6 +126,12 @@ class KimiK3Format:
 
     def history_notes(self, messages) -> set[str]:
         return history_argument_notes(messages)
+
+    def card_text(self, profile) -> CardText:
+        """The rules paragraph in K3's tags (its profile holds them in K2.5's shape: profiles.py); the reasoning ends
+        with `<|close|>think<|sep|>`."""
+        return CardText(rules=profile.rules_paragraph(), reasoning_end=profile.think_close,
+                        thinking_prompt=GENERATION_PROMPTS[THINKING], instant_prompt=GENERATION_PROMPTS[INSTANT])
 
     def reason_descriptions(self, profile) -> dict[str, str]:
         return {**SAMPLE_REASONS, **{code: text for code, (text, _) in REASONS.items()}}
