@@ -64,14 +64,15 @@ def origins_phrase(kinds: list[str]) -> str:
 
 
 def render_card(summary: dict[str, Any], *, chat_format: ChatFormat, version: str, provenance: dict[str, Any],
-                plots: dict[str, str],
-                manifest_sha256: str, repo_id: str | None = None, score: dict[str, Any] | None = None,
+                plots: dict[str, str], manifest_sha256: str, repo_id: str | None = None, score: dict[str, Any] | None = None,
                 probe: dict[str, Any] | None = None,
                 vocab: dict[str, Any] | None = None, vocab_plot: tuple[str, str] | None = None,
                 conversations: dict[str, dict[str, Any]] | None = None,
                 cache: dict[str, dict[str, Any]] | None = None, schema: pa.Schema = ROW_SCHEMA) -> str:
     """`chat_format`: the run's format (`RunContext.format`): what the card says of the rules, the reasoning's end
-    and the generation prompts is its `card_text`. `score`: `kimi-data score`'s section (score/report.card_section; None: left out); `probe`: `kimi-data
+    and the generation prompts is its `card_text`.
+
+    `score`: `kimi-data score`'s section (score/report.card_section; None: left out); `probe`: `kimi-data
     probe`'s measured value (probe/report.card_section; None: left out); `vocab`: the
     draft-vocabulary coverage (emit/token_freq.py's coverage_by_config), shown with `vocab_plot`
     (title, path); `plots`: the other plots, {title: path}; `conversations`: config -> the shape of its

@@ -55,7 +55,7 @@ class K3Profile:
                                    "--enable-auto-tool-choice", "--reasoning-parser", "kimi_k3")
     card_tags: tuple[str, ...] = ("kimi-k3",)
     is_test_model: bool = False
-    shipped_drafter: str = ""               # a small EAGLE-3 drafter shipped for a test model (profile.py)
+    shipped_drafter: str = ""               # a small EAGLE-3 drafter shipped for a test model (model_profile.py)
     generation_prompts: Mapping[str, str] = field(default_factory=lambda: dict(GENERATION_PROMPTS))
 
 
