@@ -44,7 +44,7 @@ CONFIG = "B4"
 
 def make_workdir(root: Path, million_tokens: float, seed: int = 0) -> int:
     """A workdir with prepared prompts and a checkpoint of structurally valid completions; returns tokens."""
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
     from kimi_eagle_data.prompts.prepare import PrepareReport
     from kimi_eagle_data.prompts.prepared_file import write_prepared
     from kimi_eagle_data.runs import RunSettings, open_run
@@ -97,7 +97,7 @@ def worker_ours(root: Path, workers: int | None) -> dict:
     import transformers.models.llama.configuration_llama  # noqa: F401
     from transformers import AutoConfig, AutoTokenizer  # noqa: F401
 
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
     from kimi_eagle_data.runs import RunSettings, emit_dataset, open_run
 
     t0 = time.perf_counter()

@@ -32,7 +32,7 @@ from pathlib import Path
 import orjson
 
 from kimi_eagle_data.engines.sglang_logprobs import LOGPROB_FIELDS
-from kimi_eagle_data.profile import TINY_MODEL_DIR
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from kimi_eagle_data.prompts.prepared_file import read_prepared
 from kimi_eagle_data.store.workdir import Workdir
 

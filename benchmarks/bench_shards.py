@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kimi_eagle_data.profile import TINY_MODEL_DIR  # noqa: E402
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR  # noqa: E402
 from kimi_eagle_data.sources.partitions import DEMO_CONFIG  # noqa: E402
 from kimi_eagle_data.store.shard_split import deal  # noqa: E402
 

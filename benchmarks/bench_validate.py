@@ -23,7 +23,9 @@ from transformers import AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kimi_eagle_data.profile import TINY_KIMI, TINY_MODEL_DIR, ProfileTokens  # noqa: E402
+from kimi_eagle_data.profile import TINY_KIMI  # noqa: E402
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR  # noqa: E402
+from kimi_eagle_data.model_profile import ProfileTokens  # noqa: E402
 from kimi_eagle_data.validate.rules import Verdict, reason_descriptions  # noqa: E402
 from kimi_eagle_data.validate.validator import Validator, pack  # noqa: E402
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from kimi_eagle_data.chat_format import CardText, ChatFormat
 from kimi_eagle_data.records import SpecDecodeCounts, describe_drafter, tokens_per_verify_step
 from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.profile import get_profile
@@ -62,13 +63,16 @@ def origins_phrase(kinds: list[str]) -> str:
     return phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
 
 
-def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, Any], plots: dict[str, str],
-                manifest_sha256: str, repo_id: str | None = None, score: dict[str, Any] | None = None,
+def render_card(summary: dict[str, Any], *, chat_format: ChatFormat, version: str, provenance: dict[str, Any],
+                plots: dict[str, str], manifest_sha256: str, repo_id: str | None = None, score: dict[str, Any] | None = None,
                 probe: dict[str, Any] | None = None,
                 vocab: dict[str, Any] | None = None, vocab_plot: tuple[str, str] | None = None,
                 conversations: dict[str, dict[str, Any]] | None = None,
                 cache: dict[str, dict[str, Any]] | None = None, schema: pa.Schema = ROW_SCHEMA) -> str:
-    """`score`: `kimi-data score`'s section (score/report.card_section; None: left out); `probe`: `kimi-data
+    """`chat_format`: the run's format (`RunContext.format`): what the card says of the rules, the reasoning's end
+    and the generation prompts is its `card_text`.
+
+    `score`: `kimi-data score`'s section (score/report.card_section; None: left out); `probe`: `kimi-data
     probe`'s measured value (probe/report.card_section; None: left out); `vocab`: the
     draft-vocabulary coverage (emit/token_freq.py's coverage_by_config), shown with `vocab_plot`
     (title, path); `plots`: the other plots, {title: path}; `conversations`: config -> the shape of its
@@ -114,18 +118,18 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
         dataset_info=infos_yaml,
     )
     totals = {k: sum(r["r"].get(k, 0) for r in rows) for k in COUNT_KEYS}
-    rules = profile.rules_paragraph()
+    text = chat_format.card_text(profile)
     template = resources.files("kimi_eagle_data.cards") / "dataset_card.md.jinja"
     card = DatasetCard.from_template(
         card_data, template_str=template.read_text(encoding="utf-8"),
-        pretty_name=card_data.pretty_name, version=version, provenance=provenance, plots=plots, rules=rules,
-        model_name=profile.display_name, think_close=profile.think_close,
+        pretty_name=card_data.pretty_name, version=version, provenance=provenance, plots=plots, rules=text.rules,
+        model_name=profile.display_name, reasoning_end=text.reasoning_end,
         model_link=hub_link(provenance["model_path"], "models"),
         origins=origins_phrase([r["kind"] for r in rows]),
         configs=rows, totals=totals, repo_id=repo_id, load_path=repo_id or "path/to/dataset",
         first_config="B4" if "B4" in summary else next(iter(summary)),
         score=score, probe=probe, manifest_sha256=manifest_sha256, vocab=vocab,
-        modes=_modes_section(rows, profile, provenance.get("sampling") or {}),
+        modes=_modes_section(rows, text, provenance.get("sampling") or {}),
         conversations=_conversations_section(rows, conversations or {}),
         cache=_cache_line(cache or {}),
         drafter=drafter_line(provenance.get("server_args") or {}, provenance.get("spec_decode")),
@@ -136,7 +140,7 @@ def render_card(summary: dict[str, Any], *, version: str, provenance: dict[str, 
     return str(card)
 
 
-def _modes_section(rows: list[dict[str, Any]], profile, run_sampling: dict[str, Any]) -> dict[str, Any]:
+def _modes_section(rows: list[dict[str, Any]], text: CardText, run_sampling: dict[str, Any]) -> dict[str, Any]:
     """Rows per config and mode (thinking / instant), train and rejected, and per config and the sampling each
     row got (mode, temperature, top_p: only values some row was generated with), from the validation reports.
     A row with no sampling of its own (prepared before modes) got the run's (`run_sampling`)."""
@@ -152,8 +156,8 @@ def _modes_section(rows: list[dict[str, Any]], profile, run_sampling: dict[str, 
             sampling.append({"config": r["config"], "mode": e["mode"], "valid": e["valid"], "rejected": e["rejected"],
                              **{k: _value(e[k] if e[k] is not None else run_sampling.get(k))
                                 for k in ("temperature", "top_p")}})
-    return {"names": names, "rows": table, "sampling": sampling, "thinking_prompt": profile.generation_prompt,
-            "instant_prompt": profile.instant_generation_prompt, "efforts": _efforts_table(rows)}
+    return {"names": names, "rows": table, "sampling": sampling, "thinking_prompt": text.thinking_prompt,
+            "instant_prompt": text.instant_prompt, "efforts": _efforts_table(rows)}
 
 
 def _efforts_table(rows: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -1,6 +1,6 @@
 """What a stage asks a model's chat format: the `ChatFormat` protocol, typed, and the facts every Kimi format shares.
 
-A profile (`profile.ModelProfile`) names its format (`chat_format`); `formats.format_of(profile)` is the object
+A profile (`model_profile.ModelProfile`) names its format (`chat_format`); `formats.format_of(profile)` is the object
 (`formats/`: Kimi-K2.5's, Kimi-K3's, and any format registered with `formats.register_format`). The run's context
 holds it (`RunContext.format`, required) and every stage takes it from there or as a required argument: no stage
 names a model, none falls back to one.
@@ -11,6 +11,7 @@ below the stages because the formats sit above them (they render with prompts/ a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 # Facts the same for every Kimi format, read where no run's format is at hand: the tool names a source row may
@@ -26,7 +27,7 @@ def history_tool_call_id(name: str, index: int) -> str:
 
 
 class FormatTokens(Protocol):
-    """A format's tokens resolved to one tokenizer (K2.5: `profile.ProfileTokens`; K3: `K3Tokens`)."""
+    """A format's tokens resolved to one tokenizer (K2.5: `model_profile.ProfileTokens`; K3: `K3Tokens`)."""
 
     profile: Any
     ids: Mapping[str, int]               # every token string the served tokenizer must agree on -> its id
@@ -54,9 +55,19 @@ class FormatValidator(Protocol):
         """The verdicts of packed samples (`grammar.pack`), in order: what validate and emit run."""
 
 
+@dataclass(frozen=True)
+class CardText:
+    """What the dataset card says of a format, in the format's own tokens (`ChatFormat.card_text`)."""
+
+    rules: str                  # what a `train` row satisfies, one paragraph (docs/token-rules.md)
+    reasoning_end: str          # the text that ends a thinking completion's reasoning (`reasoning_len` counts to it)
+    thinking_prompt: str        # what a thinking-mode prompt ends with, as text
+    instant_prompt: str         # what an instant-mode prompt ends with, as text
+
+
 @runtime_checkable
 class ChatFormat(Protocol):
-    """Everything format-specific a stage asks for. `formats/kimi_k2.py` documents each member at length."""
+    """Everything format-specific a stage asks for. `formats/kimi_k2/format.py` documents each member at length."""
 
     name: str
     efforts: tuple[str, ...]                    # thinking efforts a prompt may announce (none: K2.5)
@@ -105,3 +116,6 @@ class ChatFormat(Protocol):
 
     def fingerprint(self, tokenizer) -> dict[str, str]:
         """What run.json binds beside the tokenizer's hashes."""
+
+    def card_text(self, profile) -> CardText:
+        """What the dataset card says of the format: its rules paragraph, reasoning end and generation prompts."""

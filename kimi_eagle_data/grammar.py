@@ -40,7 +40,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from kimi_eagle_data.profile import ProfileTokens
+from kimi_eagle_data.model_profile import ProfileTokens
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.wording import excerpt
 

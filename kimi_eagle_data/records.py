@@ -52,7 +52,7 @@ class PromptRecord:
     tools: list[dict[str, Any]] | None
     prompt_ids: list[int]
     answer: dict[str, Any] | None = None   # the upstream answer (SourcePrompt.answer), for `kimi-data score`
-    mode: str = "thinking"                 # thinking / instant (profile.MODES): how the prompt was rendered
+    mode: str = "thinking"                 # thinking / instant (model_profile.MODES): how the prompt was rendered
     # The thinking effort the prompt announces (a profile with efforts: Kimi-K3); None in instant mode, for a
     # profile without efforts, and for a prompt prepared before efforts (its profile's default).
     effort: str | None = None

@@ -41,9 +41,9 @@ class RunContext:
     settings: RunSettings            # resolved against the config file (runs.load_partitions)
     partitions: Any                  # sources/config.PrepareConfig: the partition config, read once
     workdir: Workdir
-    profile: Any                     # profile.ModelProfile
+    profile: Any                     # model_profile.ModelProfile
     tokenizer: Any
-    tokens: FormatTokens             # the format's tokens of the tokenizer (K2.5: profile.ProfileTokens)
+    tokens: FormatTokens             # the format's tokens of the tokenizer (K2.5: model_profile.ProfileTokens)
     sampling: Any                    # engines/base.SamplingParams: the run's request
     max_seq_len: int
     run: dict[str, Any]              # run.json as bound (read only: stages never change it)
@@ -75,7 +75,7 @@ class RunContext:
         return CheckpointSet(self.checkpoint_paths(), readonly=True)
 
     def vocab_size(self) -> int:
-        """Token ids a prompt or completion may hold are below this (profile.model_vocab_size)."""
-        from kimi_eagle_data.profile import model_vocab_size
+        """Token ids a prompt or completion may hold are below this (model_profile.model_vocab_size)."""
+        from kimi_eagle_data.model_profile import model_vocab_size
 
         return model_vocab_size(self.profile, self.tokenizer)

@@ -26,7 +26,8 @@ from kimi_eagle_data.engines.factory import make_engine
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.generate.records import GenerateReport
 from kimi_eagle_data.generate.stage import generate
-from kimi_eagle_data.profile import DEMO_PROFILES, UnknownProfileError, get_profile, model_vocab_size
+from kimi_eagle_data.profile import DEMO_PROFILES, UnknownProfileError, get_profile
+from kimi_eagle_data.model_profile import model_vocab_size
 from kimi_eagle_data.progress import LogProgress, NoProgress, Progress
 from kimi_eagle_data.prompts.prepare import PrepareReport, PrepareRun
 from kimi_eagle_data.prompts.stage import Prepared, prepare

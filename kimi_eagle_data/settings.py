@@ -22,7 +22,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
-from kimi_eagle_data.profile import PROFILES, ModelProfile, get_profile, profile_defaults, profiles_described
+from kimi_eagle_data.profile import PROFILES, get_profile, profile_defaults, profiles_described
+from kimi_eagle_data.model_profile import ModelProfile
 from kimi_eagle_data.run_checks import (AT_LEAST_1, AT_LEAST_2, NON_NEGATIVE, POSITIVE, TEMPERATURE, TOP_P, WORKERS,
                                         Rule, SettingError, config_name_problem, room_problem, url_problem)
 

@@ -4,7 +4,7 @@
     python scripts/build_tiny_kimi_k3.py --out kimi_eagle_data/assets/tiny-kimi-k3
 
 Steps: the tokenizer (tiny-kimi's BPE ranks, as K3 keeps K2's; K3's special-token layout; our trust_remote_code
-class, which renders with kimi_eagle_data.profiles.kimi_k3) -> synthetic conversations (scripts/tiny_kimi/synth.py's,
+class, which renders with kimi_eagle_data.formats.kimi_k3) -> synthetic conversations (scripts/tiny_kimi/synth.py's,
 tools from the fixed pool, multi-turn on the model's own history), each with a K3 setting: effort low, high or max,
 or thinking off -> prompts and completions rendered by our K3 renderer, token ids per segment -> tiny-kimi's
 LlamaForCausalLM (hidden 128, 4 layers, ~1.3M parameters) trained further on the completion tokens (its words and
@@ -30,9 +30,9 @@ from k3_conversations import (K3Synth, SETTINGS, completion_segments, declared_t
                            render_kwargs, thinking)
 from k3_tokenizer import ASSETS, BASE_VOCAB, MARKERS, NAMED, VOCAB_SIZE, token_id, write_tokenizer  # noqa: E402
 
-from kimi_eagle_data.profiles.kimi_k3.facts import K3TokenIds  # noqa: E402
-from kimi_eagle_data.profiles.kimi_k3.grammar import parse_completion as grammar_completion  # noqa: E402
-from kimi_eagle_data.profiles.kimi_k3.segment_ids import segment_ids  # noqa: E402
+from kimi_eagle_data.formats.kimi_k3.facts import K3TokenIds  # noqa: E402
+from kimi_eagle_data.formats.kimi_k3.grammar import parse_completion as grammar_completion  # noqa: E402
+from kimi_eagle_data.formats.kimi_k3.segment_ids import segment_ids  # noqa: E402
 
 MAX_LEN = 1024
 MAX_NEW_TOKENS = 256
@@ -148,7 +148,7 @@ def summary_line(ev: dict) -> str:
             + f"; tool prompts {rate('tool')} ({g.get('tool', {}).get('calls', 0)} valid ones with calls), other styles "
             f"{rate('other')}, multi-turn last turns {rate('multi_turn')}; {g['all'].get('length', 0)} hit "
             f"max_new_tokens={MAX_NEW_TOKENS}; issues {ev['issues'] or 'none'}; {ev['tok_per_s']:.0f} tok/s at batch "
-            f"{ev['batch_size']} on CPU; the project's K3 grammar (kimi_eagle_data/profiles/kimi_k3/grammar.py) finds "
+            f"{ev['batch_size']} on CPU; the project's K3 grammar (kimi_eagle_data/formats/kimi_k3/grammar.py) finds "
             f"{g['all'].get('grammar_valid', 0)} of them valid and agrees on {g['all'].get('agree', 0)}")
 
 

@@ -1,7 +1,7 @@
 """Write the Kimi-K3 golden file: what K3's own encoder renders for each of our test conversations.
 
 Reads tests/golden/k3/conversations.json (our own conversations; each `request` holds the arguments of
-`kimi_eagle_data.profiles.kimi_k3.render.render_segments`), runs Moonshot's `encoding_k3.py` from the path you give
+`kimi_eagle_data.formats.kimi_k3.render.render_segments`), runs Moonshot's `encoding_k3.py` from the path you give
 on each (`build_chat_segments`, called with the effort K3's tokenizer defaults to, max, where a request names
 none), and writes tests/golden/k3/expected.json: conversation name -> its segments, each `[text, allow_special]`,
 or the type of the error the encoder raised; with the sha256 of the encoder (and of the conversations file) as

@@ -9,7 +9,7 @@ names; efforts, thinking off, tool_choice, response_format, with and without the
 scripts, emoji, odd whitespace and typed special-token strings. Each request is rendered twice:
 
 - by the original, as K3's tokenizer calls it (`build_chat_segments`, effort max where the request names none);
-- by `kimi_eagle_data.profiles.kimi_k3.render.render_segments`.
+- by `kimi_eagle_data.formats.kimi_k3.render.render_segments`.
 
 Outcomes are counted both ways. Requests the original renders and we refuse on purpose (a role it would drop, an
 effort it does not take with thinking off) are counted apart. Nothing of the original is in this repository.
@@ -31,8 +31,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from kimi_eagle_data.profiles.kimi_k3.normalize import ROLES, K3FormatError, in_call_order
-from kimi_eagle_data.profiles.kimi_k3.render import EFFORTS, render_segments
+from kimi_eagle_data.formats.kimi_k3.normalize import ROLES, K3FormatError, in_call_order
+from kimi_eagle_data.formats.kimi_k3.render import EFFORTS, render_segments
 
 EQUAL, TEXT_DIFFERS = "both render, equal", "both render, text differs"
 SPLIT_DIFFERS = "both render, same text, segments differ"

@@ -21,7 +21,7 @@ Each outcome is SpecForge's input_ids (their count and sha256, `ids_sha256`) and
 its loss mask is 1, or the error it raised, with the warnings it gave. The output (tests/golden/k3/specforge.json)
 records the SpecForge commit and the sha256 of each SpecForge file that ran. SpecForge's package imports whole
 here (it needs torch, transformers, datasets, pydantic, tqdm; not sglang or CUDA): nothing is stubbed.
-tests/profiles/test_k3_specforge.py holds our masks against it.
+tests/formats/kimi_k3/test_k3_specforge.py holds our masks against it.
 
 Usage: python scripts/specforge_k3_oracle.py --specforge PATH [--commit SHA] [--out F]
 (--commit is needed when PATH is not a git checkout, e.g. `git archive HEAD | tar -x -C PATH`.)
@@ -65,7 +65,7 @@ def ids_sha256(ids) -> str:
 
 def _options(request: dict[str, Any]) -> dict[str, Any]:
     """render_segments' keyword arguments of a golden request (an absent effort is K3's default)."""
-    from kimi_eagle_data.profiles.kimi_k3.render import DEFAULT_EFFORT
+    from kimi_eagle_data.formats.kimi_k3.render import DEFAULT_EFFORT
 
     return {"thinking": request.get("thinking", True), "effort": request.get("effort", DEFAULT_EFFORT),
             "response_format": request.get("response_format"), "tool_choice": request.get("tool_choice")}
@@ -84,8 +84,8 @@ def _requests(conversations: Path):
 def k3_rows(tokenizer, conversations: Path = GOLDEN / "conversations.json") -> list[dict[str, Any]]:
     """Our rows, one per assistant turn we render (module docstring): id `NAME/K` (K-th assistant turn)."""
     from kimi_eagle_data.errors import KimiDataError
-    from kimi_eagle_data.profiles.kimi_k3.render import END_OF_MSG, joined_text, render_segments
-    from kimi_eagle_data.profiles.kimi_k3.segment_ids import encode_segments
+    from kimi_eagle_data.formats.kimi_k3.render import END_OF_MSG, joined_text, render_segments
+    from kimi_eagle_data.formats.kimi_k3.segment_ids import encode_segments
 
     rows = []
     for name, request in _requests(conversations):

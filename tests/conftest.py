@@ -33,7 +33,7 @@ def k3_demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
 
 @pytest.fixture(scope="session")
 def tiny_tokenizer():
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 
     return load_tokenizer(str(TINY_MODEL_DIR))
@@ -46,7 +46,7 @@ LOCAL_B6 = ("B6", "--profile", "tiny-kimi", "--model", "{tiny}", "--samples", "-
 
 @pytest.fixture(scope="session")
 def prepared_b6(tmp_path_factory) -> Path:
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
     w = tmp_path_factory.mktemp("prepared-b6") / "w"
     run_cli("prepare", *(a.format(tiny=TINY_MODEL_DIR) for a in LOCAL_B6), "--workdir", str(w))

@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 
 from kimi_eagle_data.grammar import CompletionGrammar
-from kimi_eagle_data.profile import INSTANT, THINKING, TINY_KIMI, TINY_MODEL_DIR, ProfileTokens, model_vocab_size
+from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
+from kimi_eagle_data.model_profile import INSTANT, THINKING, ProfileTokens, model_vocab_size
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer, render_prompt
 from kimi_eagle_data.conversation.messages import (TurnError, assistant_message, history_call_count, next_turn_messages,

@@ -16,6 +16,7 @@ from kimi_eagle_data.prompts.prepare import REASON_STAGE
 from kimi_eagle_data.sources.filters import default_max_chars
 from kimi_eagle_data.validate.check import CHECK_REASONS
 from kimi_eagle_data.validate.rules import REASON_TEMPLATES
+from kimi_eagle_data.formats.base import SAMPLE_CODES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -145,7 +146,7 @@ def documented_codes() -> set[str]:
 
 
 def test_every_reason_code_the_code_emits_is_documented():
-    emitted = set(REASON_TEMPLATES) | set(CHECK_REASONS) | emitted_prepare_codes()
+    emitted = set(REASON_TEMPLATES) | set(SAMPLE_CODES) | set(CHECK_REASONS) | emitted_prepare_codes()
     assert len(REASON_TEMPLATES) >= 20 and "tool_schema_unsupported" in emitted and "placeholder_input" in emitted
     documented = documented_codes()
     assert not emitted - documented, f"reason codes missing from docs/token-rules.md: {sorted(emitted - documented)}"

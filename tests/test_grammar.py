@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 
 from kimi_eagle_data.grammar import CALL_BEGIN, CompletionGrammar, Fault, pack, reasoning_length
-from kimi_eagle_data.profile import TINY_KIMI, TINY_MODEL_DIR, ProfileTokens, model_vocab_size
+from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
+from kimi_eagle_data.model_profile import ProfileTokens, model_vocab_size
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer
-from kimi_eagle_data.formats.k2_segments import Segmenter
+from kimi_eagle_data.formats.kimi_k2.segments import Segmenter
 from kimi_eagle_data.reports.inspect import segments_of
 from kimi_eagle_data.validate.validator import Validator
 

@@ -150,7 +150,7 @@ def test_the_walk_sees_the_package():
     assert "kimi_eagle_data.grammar" in GRAPH["kimi_eagle_data.validate.validator"]
     assert "kimi_eagle_data.grammar" in GRAPH["kimi_eagle_data.validate.rules"]
     assert "kimi_eagle_data.sources.partitions" in GRAPH["kimi_eagle_data.cli.options"]   # a remapped folder
-    assert "kimi_eagle_data.validate.validator" in GRAPH["kimi_eagle_data.formats.kimi_k2"]   # a lazy import
+    assert "kimi_eagle_data.validate.validator" in GRAPH["kimi_eagle_data.formats.kimi_k2.format"]   # a lazy import
 
 
 def test_no_import_circle():
@@ -158,9 +158,19 @@ def test_no_import_circle():
     assert not found, "import circles: " + "; ".join(" -> ".join(c) for c in found)
 
 
+# Packages whose modules stand for themselves in the package view: not a stage but one folder per chat format, each
+# holding its profiles as plain data (read by the registry, profile.py, which sits below the stages) and its format
+# object (which renders with prompts/ and validates with validate/, above them). The module view still forbids any
+# circle through them.
+LAYERED_PACKAGES = (f"{PACKAGE}.formats",)
+
+
 def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """The module graph seen at the level of the package's subpackages (a top-level module stands for itself)."""
+    """The module graph seen at the level of the package's subpackages (a top-level module, and a module of a
+    LAYERED_PACKAGES package, stands for itself)."""
     def package(m: str) -> str:
+        if any(_inside(m, p) for p in LAYERED_PACKAGES):
+            return m
         return ".".join(m.split(".")[:2])
     folded: dict[str, set[str]] = {}
     for a, targets in graph.items():
@@ -223,17 +233,37 @@ def test_reports_validate_cards_and_emit_know_no_engine():
     assert f"{PACKAGE}.records" in GRAPH[f"{PACKAGE}.cards.card"]     # the walk sees the remapped cards/ folder
 
 
-# Edges that ran upward and were cut: a format owns its inspect segmenter (formats/k2_segments.py), the completion
+# Edges that ran upward and were cut: a format owns its inspect segmenter (formats/kimi_k2/segments.py), the completion
 # grammar decodes with the shared decoder (decoding.py), the plan is handed the score report by the CLI.
-CUT_EDGES = [(f"{PACKAGE}.formats.kimi_k2", f"{PACKAGE}.reports"), (f"{PACKAGE}.grammar", f"{PACKAGE}.prompts"),
+CUT_EDGES = [(f"{PACKAGE}.formats.kimi_k2.format", f"{PACKAGE}.reports"), (f"{PACKAGE}.grammar", f"{PACKAGE}.prompts"),
              (f"{PACKAGE}.reports.plan", f"{PACKAGE}.score")]
 
 
 def test_cut_edges_stay_cut():
     found = [f"{a} -> {b}" for a, package in CUT_EDGES for b in sorted(GRAPH[a]) if _inside(b, package)]
     assert not found, "edges cut on purpose are back: " + "; ".join(found)
-    assert f"{PACKAGE}.formats.k2_segments" in GRAPH[f"{PACKAGE}.formats.kimi_k2"]   # the walk sees a lazy import
+    assert f"{PACKAGE}.formats.kimi_k2.segments" in GRAPH[f"{PACKAGE}.formats.kimi_k2.format"]   # the walk sees a lazy import
     assert f"{PACKAGE}.decoding" in GRAPH[f"{PACKAGE}.grammar"]
+
+
+def _reached(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for b in graph[todo.pop()] - seen:
+            seen.add(b)
+            todo.append(b)
+    return seen
+
+
+def test_the_profile_registry_reads_format_folders_as_data():
+    """The registry (profile.py) sits below the stages (settings.py reads it): what it imports from a format folder
+    is the folder's profiles as plain data, never its format object or a stage."""
+    reached = _reached(GRAPH, f"{PACKAGE}.profile")
+    ground = {f"{PACKAGE}.{m}" for m in ("model_profile", "chat_format", "errors")}
+    found = sorted(m for m in reached if m not in ground and not _inside(m, f"{PACKAGE}.formats"))
+    assert not found, "the profile registry reaches: " + ", ".join(found)
+    assert f"{PACKAGE}.formats.kimi_k3.format" not in reached
+    assert f"{PACKAGE}.formats.kimi_k3.profiles" in reached     # the walk sees the folder's data
 
 
 def test_click_stays_in_the_cli():
@@ -251,7 +281,8 @@ def test_click_stays_in_the_cli():
 
 def test_the_run_context_imports_no_stage():
     """Every stage takes the run's context (run_context.py); the context knows none of them."""
-    ground = STORE_GROUND | {f"{PACKAGE}.{m}" for m in ("settings", "profile", "progress", "run_checks", "chat_format")}
+    ground = STORE_GROUND | {f"{PACKAGE}.{m}" for m in ("settings", "profile", "model_profile", "progress", "run_checks",
+                                                           "chat_format")}
     found = [b for b in sorted(GRAPH[f"{PACKAGE}.run_context"]) if not _inside(b, STORE) and b not in ground]
     assert not found, "run_context imports: " + ", ".join(found)
 

@@ -50,7 +50,7 @@ def test_the_depth_limit_named_is_the_parsers_own():
 
 def test_prepare_reads_a_bom_first_row_and_says_too_deep(tmp_path):
     from kimi_eagle_data.json_text import JSON_DEPTH_LIMIT
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
     src = tmp_path / "rows.jsonl"
     deep = b'{"messages": [{"role": "user", "content": "deep"}], "x": ' + nested(JSON_DEPTH_LIMIT + 5) + b"}"

@@ -96,7 +96,7 @@ def test_a_failing_command_leaves_no_workdir_behind(args, code, tmp_path):
 
 def test_a_version_that_emit_would_refuse_stops_the_pipeline_before_it_touches_the_workdir(tmp_path):
     from kimi_eagle_data.emit.writer import EmitError
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
     w = tmp_path / "w"
     with pytest.raises(EmitError, match="semver"):

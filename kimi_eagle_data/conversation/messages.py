@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.grammar import ParsedCompletion, ToolCall
-from kimi_eagle_data.profile import ModelProfile
+from kimi_eagle_data.model_profile import ModelProfile
 
 _NEXT_ROLES = ("user", "tool")
 

@@ -16,7 +16,7 @@ from kimi_eagle_data.chat_format import ChatFormat
 from kimi_eagle_data.conversation.messages import (TurnError, assistant_message, history_call_count,
                                                    next_turn_messages, tool_call_matches)
 from kimi_eagle_data.conversation.script import ScriptStep, script_steps, step
-from kimi_eagle_data.profile import ModelProfile
+from kimi_eagle_data.model_profile import ModelProfile
 from kimi_eagle_data.records import Completion, ConversationEnd, PromptRecord
 from kimi_eagle_data.sources.policies import answer_of
 from kimi_eagle_data.validate.validator import Validator

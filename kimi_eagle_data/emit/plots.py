@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from kimi_eagle_data.profile import INSTANT, THINKING
+from kimi_eagle_data.model_profile import INSTANT, THINKING
 from kimi_eagle_data.store.workdir import Workdir, atomic_path
 
 

@@ -56,7 +56,8 @@ def emit(ctx: RunContext, *, score: dict[str, Any] | None = None, probe: dict[st
         if (note := pending_note(reports, ctx.workdir.root)):
             log.warning("%s", note)
         try:
-            manifest = finish_dataset(staged, summary, version=ctx.settings.version, provenance=provenance(ctx),
+            manifest = finish_dataset(staged, summary, chat_format=ctx.format, version=ctx.settings.version,
+                                      provenance=provenance(ctx),
                                       plots_drawn=plots.drawn, repo_id=ctx.settings.repo, score=score, probe=probe,
                                       schema=schema, selection=selection(ctx.workdir, ctx.configs))
         except NothingToEmit as e:

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kimi_eagle_data.chat_format import ChatFormat
 from kimi_eagle_data.diskfull import writing
 from kimi_eagle_data.emit.token_freq import TokenCounts, write_counts
 from kimi_eagle_data.errors import KimiDataError
@@ -194,14 +195,15 @@ def conversation_shapes(workdir: Workdir, summary: dict[str, Any]) -> dict[str, 
     return {c: v for c, v in shapes.items() if v is not None}
 
 
-def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, provenance: dict[str, Any],
-                   plots_drawn: Callable[[], dict[str, str]], repo_id: str | None = None,
+def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, chat_format: ChatFormat, version: str,
+                   provenance: dict[str, Any], plots_drawn: Callable[[], dict[str, str]], repo_id: str | None = None,
                    score: dict[str, Any] | None = None, probe: dict[str, Any] | None = None,
                    schema: pa.Schema = ROW_SCHEMA,
                    selection: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Card and manifest over the shards validate wrote and the plots being drawn. `summary`: config ->
     {"report": validate's counts, "splits": {split: SplitInfo}, "partition": what prepare recorded, "source":
-    where prepare read the rows}; configs without rows are left out. `score`: the card's score section (the
+    where prepare read the rows}; configs without rows are left out. `chat_format`: the run's, which the card asks
+    what to say of the rules and generation prompts. `score`: the card's score section (the
     caller's, from score/report.card_section; None: none); `probe`: the probe's (probe/report.card_section).
     `selection`: {config: its prepare fingerprint and
     --limit}, what emit/stale.py compares with the prompts prepared later. `plots_drawn()` returns once the card's
@@ -256,7 +258,7 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, version: str, p
         manifest["repo_id"] = repo_id
     card_plots_ = dict(plots)
     vocab_plot = (VOCAB_PLOT[0], card_plots_.pop(VOCAB_PLOT[0])) if VOCAB_PLOT[0] in card_plots_ else None
-    card = render_card(summary, version=version, provenance=provenance, plots=card_plots_, repo_id=repo_id,
+    card = render_card(summary, chat_format=chat_format, version=version, provenance=provenance, plots=card_plots_, repo_id=repo_id,
                        score=score, probe=probe, manifest_sha256=manifest_sha256(manifest),
                        vocab=coverage_by_config({c: s.get("token_counts") for c, s in summary.items()}),
                        vocab_plot=vocab_plot, conversations=conversation_shapes(workdir, summary),

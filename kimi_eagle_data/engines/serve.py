@@ -23,7 +23,7 @@ from pathlib import Path
 
 import kimi_eagle_data
 from kimi_eagle_data.engines.base import EngineError
-from kimi_eagle_data.profile import ModelProfile
+from kimi_eagle_data.model_profile import ModelProfile
 
 log = logging.getLogger(__name__)
 

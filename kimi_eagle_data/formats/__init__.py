@@ -5,8 +5,10 @@ one: tests/formats/toy_format.py defines a third format that way). This package 
 (it renders with prompts/, validates with validate/): `runs.open_run` puts the run's format in its context
 (`RunContext.format`) and the CLI hands it to `check`, so no stage imports it and no stage compares profile names.
 
-Kimi-K2.5's format: `kimi_k2.py`; Kimi-K3's: `kimi_k3.py`, its validator `k3_validator.py`, its split of a
-sequence into `inspect`'s segments `k3_segments.py`, the check of a checkpoint's own chat code `k3_checkpoint.py`.
+One folder per format holds everything about it: Kimi-K2.5's `kimi_k2/` (its profiles, format object, segments),
+Kimi-K3's `kimi_k3/` (its facts, profiles, renderer, grammar, format object, validator, segments, checkpoint check).
+Each folder's `__init__` exports its profiles only (`PROFILES`, which the registry, profile.py, imports): the
+registry sits below the stages, the format objects above them.
 `inspect` resolves a run's profile itself, so the CLI hands it `format_of`.
 """
 
@@ -15,11 +17,11 @@ from __future__ import annotations
 from typing import Callable
 
 from kimi_eagle_data.chat_format import ChatFormat
-from kimi_eagle_data.formats.kimi_k2 import KIMI_K2_FORMAT, KimiK2Format
+from kimi_eagle_data.formats.kimi_k2.format import KIMI_K2_FORMAT, KimiK2Format
 
 
 def _kimi_k3() -> ChatFormat:
-    from kimi_eagle_data.formats.kimi_k3 import KIMI_K3_FORMAT   # on first use: K3's renderer and grammar load
+    from kimi_eagle_data.formats.kimi_k3.format import KIMI_K3_FORMAT   # on first use: K3's renderer and grammar load
 
     return KIMI_K3_FORMAT
 

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from kimi_eagle_data.errors import KimiDataError
-from kimi_eagle_data.profile import INSTANT
+from kimi_eagle_data.model_profile import INSTANT
 from kimi_eagle_data.probe.split import prompt_key, rank
 from kimi_eagle_data.records import PromptRecord
 from kimi_eagle_data.validate.check_input import CheckInputError, Unreadable, open_input

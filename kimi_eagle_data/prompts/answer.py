@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from kimi_eagle_data.profile import ProfileTokens
+from kimi_eagle_data.model_profile import ProfileTokens
 
 
 def render_answer(answer: dict[str, Any], tokenizer, tokens: ProfileTokens,

@@ -16,7 +16,7 @@ Per config, in this order (each rejection is kept with its reason, never silent)
     chars       too_many_chars     (default max_chars: max_seq_len × 32, sources/filters.py)
     decontam    contaminated (which eval set, which n-gram)           (sources/decontam.py, opt-in)
     render      template_error, no_generation_prompt, prompt_id_out_of_vocab (an id >= the model's
-                vocabulary size, profile.model_vocab_size: a server cannot embed it)
+                vocabulary size, model_profile.model_vocab_size: a server cannot embed it)
     length      prompt_too_long: prompt_len + max_new_tokens > max_seq_len (never truncated)
     dedup       duplicate_prompt (naming the kept id), within and across the configs prepared together
     near_dedup  near_duplicate                                        (sources/dedup.py, opt-in)
@@ -52,7 +52,7 @@ from kimi_eagle_data.sources.rows import AdapterColumns
 from kimi_eagle_data.prompts.tokenizer import ToolRenderingError, special_text_line
 from kimi_eagle_data.prompts.prepared_file import write_prepared
 from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported
-from kimi_eagle_data.profile import INSTANT, THINKING, ModelProfile
+from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile
 from kimi_eagle_data.sources.modes import ModePlan, choose_effort, choose_mode, choose_sampling, run_wide_overridden
 from kimi_eagle_data.store.workdir import Workdir
 from kimi_eagle_data.wording import counted
@@ -164,7 +164,7 @@ def prepare_rows(partition: Partition, rows: Iterable[SourceRow], tokenizer, *, 
                  ) -> tuple[list[PromptRecord], list[Rejection], PrepareReport]:
     """Prepare one config. Raises SourceFileError when the source cannot be read at all.
     `modes`: the run's format, and how each prompt's mode and sampling are chosen (`PromptModes.of`).
-    `vocab_size`: the model's id bound (profile.model_vocab_size; default the tokenizer's length)."""
+    `vocab_size`: the model's id bound (model_profile.model_vocab_size; default the tokenizer's length)."""
     state = state or PrepareState()
     vocab_size = len(tokenizer) if vocab_size is None else vocab_size
     cfg = partition.config
@@ -453,7 +453,8 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
     the partition config it was resolved with (sources/config.py). With `workdir=None` nothing is written
     (`prepare --dry-run`). A config whose source cannot be read is recorded in `errors` and skipped; the others
     go on."""
-    from kimi_eagle_data.profile import get_profile, model_vocab_size
+    from kimi_eagle_data.profile import get_profile
+    from kimi_eagle_data.model_profile import model_vocab_size
 
     pconf = partitions
     profile = get_profile(settings.profile)

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kimi_eagle_data.errors import MissingInputError
-from kimi_eagle_data.profile import THINKING
+from kimi_eagle_data.model_profile import THINKING
 from kimi_eagle_data.records import PromptRecord, Rejection
 from kimi_eagle_data.schema import PROMPT_SCHEMA
 from kimi_eagle_data.store.workdir import Workdir, atomic_path, write_json

@@ -11,7 +11,8 @@ import orjson
 
 from kimi_eagle_data.decoding import fast_decoder
 from kimi_eagle_data.errors import KimiDataError
-from kimi_eagle_data.profile import INSTANT, PROFILES, THINKING
+from kimi_eagle_data.profile import PROFILES
+from kimi_eagle_data.model_profile import INSTANT, THINKING
 from kimi_eagle_data.prompts.tool_declaration import deep_sort, encode_tools
 
 

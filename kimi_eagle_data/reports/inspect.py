@@ -1,10 +1,10 @@
 """`kimi-data inspect`: one sample decoded and split into its segments.
 
-The run's chat format splits the sample (`segmenter`: formats/kimi_k2.py says what it answers); the CLI hands
+The run's chat format splits the sample (`segmenter`: formats/kimi_k2/format.py says what it answers); the CLI hands
 `inspect` the function that gives a profile's format, since the profile is read here from the run. Every
 token belongs to exactly one segment, so the segments concatenated are the row's `input_ids`, and the
 loss-mask boundary (`prompt_len`) always falls between two segments. Kimi-K3's split is
-formats/k3_segments.py; Kimi-K2.5's is formats/k2_segments.py.
+formats/kimi_k3/segments.py; Kimi-K2.5's is formats/kimi_k2/segments.py.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import pyarrow.parquet as pq
 from kimi_eagle_data.conversation.shape import TURN_COLUMNS
 from kimi_eagle_data.store.checkpoint import CorruptCheckpointError
 from kimi_eagle_data.store.checkpoint_set import open_workdir_checkpoints
-from kimi_eagle_data.profile import ModelProfile, get_profile
+from kimi_eagle_data.profile import get_profile
+from kimi_eagle_data.model_profile import ModelProfile
 from kimi_eagle_data.run_checks import config_name_problem
 from kimi_eagle_data.reports.stats import QualityError, generation_so_far, order_configs
 from kimi_eagle_data.store.workdir import Workdir, dataset_configs, dataset_shards

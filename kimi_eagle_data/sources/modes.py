@@ -1,6 +1,6 @@
 """A partition's mode mix and sampling mix (docs/data-format.md, "Modes and sampling"), and the per-prompt draw.
 
-Each prepared prompt is called in one mode, thinking or instant (profile.MODES), and with one sampling setting.
+Each prepared prompt is called in one mode, thinking or instant (model_profile.MODES), and with one sampling setting.
 Both are drawn per prompt from the partition's seed and the prompt's id, so a prompt keeps its mode and its
 sampling whatever else is selected, on any machine:
 
@@ -24,7 +24,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from kimi_eagle_data.profile import INSTANT, THINKING, ModelProfile
+from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile
 
 SAMPLING_FIELDS = ("temperature", "top_p")
 # The `efforts` table's name for thinking off (instant mode).

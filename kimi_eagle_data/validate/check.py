@@ -43,7 +43,7 @@ import orjson
 from kimi_eagle_data.chat_format import ChatFormat
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.json_text import UTF8_BOM, JsonTextError, parse_json
-from kimi_eagle_data.profile import MODES, THINKING, ModelProfile
+from kimi_eagle_data.model_profile import MODES, THINKING, ModelProfile
 from kimi_eagle_data.prompts.tokenizer import special_text_line
 from kimi_eagle_data.sources.filters import CHARS_PER_TOKEN_BOUND, ROW_BYTES_PER_CHAR
 from kimi_eagle_data.sources.rows import split_reasoning, unknown_role

@@ -4,16 +4,17 @@ A rule reads one `Sample` (the prompt's ids and the completion as the completion
 kimi_eagle_data/grammar.py) and the run's `RunLimits`, and returns one human line per problem it finds; it
 never parses or re-reads the completion itself, so every rule sees the structure every other reader sees.
 
-Every rule lives in exactly one place: one `@_rule` function below, registered with its reason
-code, the completions it applies to, and a one-line description (`reason_descriptions(profile)` collects them, in a
-profile's token names).
+Every rule lives in exactly one place: the sample-level ones every format shares (prompt end, length, id range,
+finish reason, truncation) in kimi_eagle_data/formats/base.py, each completion rule in one `@_rule` function below,
+registered with its reason code, the completions it applies to, and a one-line description
+(`reason_descriptions(profile)` collects them all, in a profile's token names).
 
 Completion kinds (what rules apply to):
   complete   finish_reason `stop`, or `length` whose last token is the end-of-turn token
              (SGLang ≤ 0.5.9 reported `length` when the stop token landed on the last allowed
              position; the turn is whole, so it is validated, and reported, as `stop`);
   truncated  finish_reason `length` otherwise: rules that need the end of the turn are skipped;
-  failed     `abort` or an unknown finish reason: only the sample-level rules apply.
+  failed     `abort` or an unknown finish reason: only the sample-level rules (base.py) apply.
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ import numpy as np
 
 from kimi_eagle_data.grammar import (
     CALL_BEGIN, END_OF_TURN, FORBIDDEN, THINK_CLOSE, THINK_OPEN, Fault, ParsedCompletion)
-from kimi_eagle_data.profile import INSTANT, THINKING, ModelProfile, ProfileTokens
+from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile, ProfileTokens
 from kimi_eagle_data.decoding import SegmentDecoder
-from kimi_eagle_data.wording import counted, excerpt
+from kimi_eagle_data.formats.base import sample_issues, sample_reasons
+from kimi_eagle_data.wording import excerpt
 
 COMPLETE, TRUNCATED, FAILED = "complete", "truncated", "failed"
-_ALL = frozenset({COMPLETE, TRUNCATED, FAILED})
 _GENERATED = frozenset({COMPLETE, TRUNCATED})    # rules that do not need the end of the turn
 _WHOLE = frozenset({COMPLETE})                    # rules that need the end of the turn
 
@@ -129,9 +130,15 @@ def _rule(code: str, applies_to: frozenset[str], description: str):
 
 
 def judge(run: RunLimits, s: Sample) -> tuple[list[str], list[str]]:
-    """(reason codes, one detail line each) of every rule that applies to `s` and finds something."""
-    issues: list[str] = []
-    details: list[str] = []
+    """(reason codes, one detail line each): the sample-level rules every format shares (formats/base.py), then
+    every completion rule below that applies to `s` and finds something."""
+    sample = sample_issues(s.prompt, s.completion.ids, s.finish_reason, s.finish_detail,
+                           prompt_problem=_prompt_problem(run, s), whole=s.kind == COMPLETE,
+                           max_seq_len=run.max_seq_len, vocab_size=run.vocab_size, keep_truncated=run.keep_truncated,
+                           reported_length=True,
+                           may_be_out_of_range=(s.prompt_has_out_of_range_ids, s.completion.has_out_of_range_ids))
+    issues = [code for code, _ in sample]
+    details = [detail for _, detail in sample]
     for code, applies_to, check in RULES:
         if s.kind not in applies_to:
             continue
@@ -145,92 +152,37 @@ def judge(run: RunLimits, s: Sample) -> tuple[list[str], list[str]]:
 
 def reason_descriptions(profile: ModelProfile) -> dict[str, str]:
     """Every reason code with its one-line description in `profile`'s token names."""
-    return {code: profile.describe(text) for code, text in REASON_TEMPLATES.items()}
+    sample = sample_reasons("", reported_length=True)
+    sample["prompt_not_generation_prompt"] = PROMPT_REASON
+    return {code: profile.describe(text) for code, text in {**sample, **REASON_TEMPLATES}.items()}
 
 
 def _text(run: RunLimits, s: Sample, lo: int, hi: int) -> str:
     return run.decoder.decode(s.completion.ids[lo:hi], s.completion.has_out_of_range_ids)
 
 
-# -- sample-level rules (every finish reason) ---------------------------------------------------
+# -- sample-level rules (every finish reason): formats/base.py's, written once for every format ----------------
 
 def _ends_with(p: np.ndarray, suffix: list[int]) -> bool:
     k = len(suffix)
     return bool(k) and len(p) >= k and p[len(p) - k:].tolist() == suffix
 
 
-@_rule("prompt_not_generation_prompt", _ALL,
-       "the prompt ends with neither of the model's generation prompts (thinking mode: last token `{think_open}`; "
-       "instant mode: `{think_open}{think_close}`)")
-def _prompt_suffix(run: RunLimits, s: Sample) -> list[str]:
+def _prompt_problem(run: RunLimits, s: Sample) -> str | None:
+    """What is wrong with the prompt's end, in K2.5's tokens (None: it ends with its mode's generation prompt)."""
     if _ends_with(s.prompt, run.generation_prompt_ids) or s.instant:
-        return []
+        return None
     k = len(run.generation_prompt_ids)
     tail = s.prompt[max(0, len(s.prompt) - k):]
     profile = run.tokens.profile
-    return [f"prompt ends with {excerpt(run.decoder.decode(tail, True))}, expected the generation prompt "
+    return (f"prompt ends with {excerpt(run.decoder.decode(tail, True))}, expected the generation prompt "
             f"{profile.generation_prompt!r}" + (f" or {profile.instant_generation_prompt!r}"
-                                                 if run.instant_generation_prompt_ids else "")]
+                                                 if run.instant_generation_prompt_ids else ""))
 
 
-@_rule("exceeds_max_seq_len", _ALL, "prompt_len + completion_len is larger than max_seq_len")
-def _max_seq_len(run: RunLimits, s: Sample) -> list[str]:
-    n = s.completion.n
-    total = len(s.prompt) + n
-    if total <= run.max_seq_len:
-        return []
-    return [f"prompt_len {len(s.prompt)} + completion_len {n} = {total} > max_seq_len {run.max_seq_len}"]
-
-
-@_rule("id_out_of_range", _ALL, "a token id outside [0, vocab_size)")
-def _id_range(run: RunLimits, s: Sample) -> list[str]:
-    msgs = []
-    for what, ids, oob in (("prompt", s.prompt, s.prompt_has_out_of_range_ids),
-                           ("completion", s.completion.ids, s.completion.has_out_of_range_ids)):
-        if not oob:
-            continue
-        bad = np.flatnonzero((ids < 0) | (ids >= run.vocab_size))
-        if bad.size:
-            msgs.append(f"{bad.size} {what} id(s) outside [0, {run.vocab_size}), first {int(ids[bad[0]])} "
-                        f"at {int(bad[0])}")
-    return msgs
-
-
-@_rule("aborted", _ALL, "the engine aborted the request: a failure, not a sample")
-def _aborted(run: RunLimits, s: Sample) -> list[str]:
-    if s.finish_reason != "abort":
-        return []
-    msg = s.finish_detail.get("message")
-    return [f"finish_reason abort{': ' + str(msg) if msg else ''}"]
-
-
-@_rule("unknown_finish_reason", _ALL, "a finish reason other than stop / length / abort")
-def _unknown_finish(run: RunLimits, s: Sample) -> list[str]:
-    if s.finish_reason in ("stop", "length", "abort"):
-        return []
-    return [f"unknown finish_reason {s.finish_reason!r}"]
-
-
-@_rule("length_mismatch", _ALL,
-       "a `length` completion whose token count differs from the length the engine reported")
-def _length_mismatch(run: RunLimits, s: Sample) -> list[str]:
-    if s.finish_reason != "length" or s.finish_detail.get("length") is None:
-        return []
-    reported = s.finish_detail["length"]
-    try:
-        if int(reported) == s.completion.n:
-            return []
-    except (TypeError, ValueError):
-        pass
-    return [f"completion has {counted(s.completion.n, 'token')}, the engine reported length {reported!r}"]
-
-
-@_rule("truncated", frozenset({TRUNCATED}),
-       "generation hit max_new_tokens before the end of the turn (kept only with --keep-truncated)")
-def _truncated(run: RunLimits, s: Sample) -> list[str]:
-    if run.keep_truncated:
-        return []
-    return [f"finish_reason length after {counted(s.completion.n, 'token')}, no end-of-turn token"]
+# K2.5's words for the prompt rule (its generation prompts in its tokens); base.py describes the others.
+PROMPT_REASON = ("the prompt ends with neither of the model's generation prompts (thinking mode: last token "
+                 "`{think_open}`; instant mode: `{think_open}{think_close}`)")
 
 
 # -- completion rules that do not need the end of the turn ---------------------------------------

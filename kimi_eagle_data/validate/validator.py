@@ -11,7 +11,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from kimi_eagle_data.grammar import CALL_BEGIN, CompletionGrammar, ParsedCompletion, pack, rows_with
-from kimi_eagle_data.profile import INSTANT, ProfileTokens, model_vocab_size
+from kimi_eagle_data.model_profile import INSTANT, ProfileTokens, model_vocab_size
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.validate.rules import COMPLETE, RunLimits, Sample, Verdict, completion_kind, judge
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from kimi_eagle_data.profile import INSTANT, THINKING, TINY_KIMI, ProfileTokens
+from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.model_profile import INSTANT, THINKING, ProfileTokens
 from kimi_eagle_data.prompts.tokenizer import render_prompt
 from kimi_eagle_data.turns import TurnError, assistant_message, history_call_count, next_turn_messages
 from kimi_eagle_data.validate.validator import Validator

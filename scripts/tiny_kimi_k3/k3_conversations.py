@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tiny_kimi"))
 
 from synth import Synth  # noqa: E402
 
-from kimi_eagle_data.profiles.kimi_k3.render import render_segments  # noqa: E402
+from kimi_eagle_data.formats.kimi_k3.render import render_segments  # noqa: E402
 
 SETTINGS = ("max", "high", "low", "off")
 SETTING_WEIGHTS = (35, 20, 20, 25)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from kimi_eagle_data.conversation.next_turn import NextTurn, turn_id
 from kimi_eagle_data.formats import KIMI_K2_FORMAT
-from kimi_eagle_data.profile import INSTANT, THINKING, TINY_KIMI, ProfileTokens
+from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.model_profile import INSTANT, THINKING, ProfileTokens
 from kimi_eagle_data.records import Completion, ConversationEnd, PromptRecord
 from kimi_eagle_data.validate.validator import Validator
 from tests.test_conversation_messages import TOK, TOOLS, call, completion_of, find, prompt_ids, template_ids, text

@@ -9,7 +9,7 @@ import json
 
 import orjson
 
-from kimi_eagle_data.profile import TINY_MODEL_DIR
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from tests.helpers.card import card_body, check_card_markdown
 from tests.helpers.cli import copy_run, run_cli, tree_hashes
 
@@ -51,6 +51,8 @@ def rendered_card(demo_run, sources: dict[str, str], partitions: dict[str, dict]
     """The card of the demo's counts with other row sources (and partitions) than the demo's."""
     from kimi_eagle_data.cards.card import render_card
     from kimi_eagle_data.emit.writer import SplitInfo
+    from kimi_eagle_data.formats import format_of
+    from kimi_eagle_data.profile import get_profile
     from kimi_eagle_data.score.report import card_section
 
     workdir, _ = demo_run
@@ -64,7 +66,9 @@ def rendered_card(demo_run, sources: dict[str, str], partitions: dict[str, dict]
                            "source": sources.get(config, prepared["source"]),
                            "splits": {s: SplitInfo(i["rows"], i["tokens"], i["files"], 1) for s, i in c["splits"].items()}}
     plots = {f"plot {p.stem}": p.relative_to(dataset).as_posix() for p in sorted((dataset / "assets").glob("*.png"))}
-    return render_card(summary, version="1.2.3", provenance={**manifest["provenance"], "model_path": "org/model"},
+    chat_format = format_of(get_profile(manifest["provenance"]["profile"]))
+    return render_card(summary, chat_format=chat_format, version="1.2.3",
+                       provenance={**manifest["provenance"], "model_path": "org/model"},
                        plots=plots, repo_id="org/data", score=card_section(score), manifest_sha256="0" * 64)
 
 

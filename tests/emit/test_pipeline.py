@@ -42,7 +42,7 @@ def test_demo_dataset_loads_in_a_fresh_process(demo_run):
     assert "int32" in got["features"]["input_ids"] and "int8" in got["features"]["loss_mask"]
     from transformers import AutoTokenizer
 
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
     tok = AutoTokenizer.from_pretrained(TINY_MODEL_DIR, trust_remote_code=True)
     think, im_end = tok.convert_tokens_to_ids("<think>"), tok.convert_tokens_to_ids("<|im_end|>")
@@ -164,7 +164,7 @@ def test_rerun_does_no_work_and_is_byte_identical(demo_run):
 
 
 def test_build_resumes_from_checkpoint(tmp_path):
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
     common = ["B4", "--workdir", str(tmp_path / "w"), "--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR),
               "--samples", "--no-progress"]
@@ -180,7 +180,7 @@ def test_build_resumes_from_checkpoint(tmp_path):
 
 
 def test_changed_settings_are_refused_with_one_line(tmp_path):
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
     common = ["B6", "--workdir", str(tmp_path / "w"), "--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR),
               "--samples", "--limit", "2"]
@@ -197,7 +197,7 @@ def test_a_sampling_mix_is_bound_and_recorded_per_row(tmp_path):
     import json
 
     import pyarrow.parquet as pq
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
     def config(mix: str) -> str:
         path = tmp_path / f"mix-{abs(hash(mix))}.toml"
@@ -257,7 +257,7 @@ def test_emit_refuses_non_semver(demo_run, tmp_path):
 
 
 def test_emit_repo_is_remembered_by_later_builds(tmp_path):
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
     w = tmp_path / "w"
     run_cli("build", "B6", "--workdir", str(w), "--profile", "tiny-kimi", "--model", str(TINY_MODEL_DIR),

@@ -27,7 +27,7 @@ def emitted_loss_bincount(dataset, config: str, vocab: int) -> np.ndarray:
 
 
 def tiny_vocab_size() -> int:
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
     return json.loads((TINY_MODEL_DIR / "config.json").read_text())["vocab_size"]
 

@@ -262,11 +262,12 @@ def test_max_new_tokens_past_the_context_in_run_json_names_run_json(prepared, tm
 HUGE_ROW_SCRIPT = textwrap.dedent("""
     import resource, sys, orjson
     import kimi_eagle_data.sources.readers as readers
-    from kimi_eagle_data.formats.kimi_k2 import KimiK2Format
+    from kimi_eagle_data.formats.kimi_k2.format import KimiK2Format
     from kimi_eagle_data.sources.partitions import PARTITIONS
     from kimi_eagle_data.sources.filters import max_row_bytes
     from kimi_eagle_data.prompts.prepare import PromptModes, prepare_rows
-    from kimi_eagle_data.profile import TINY_MODEL_DIR, get_profile
+    from kimi_eagle_data.profile import get_profile
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
     from kimi_eagle_data.sources.readers import iter_source
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 

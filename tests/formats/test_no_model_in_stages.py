@@ -1,4 +1,4 @@
-"""No stage names a model: outside the profile registry (profile.py, profiles/) and the formats (formats/), no module
+"""No stage names a model: outside the profile registry (profile.py) and the formats (formats/), no module
 imports or reads a profile constant (KIMI_K25, KIMI_K3, TINY_KIMI, TINY_KIMI_K3), and none falls back to a format
 when it is handed none (`chat_format is None`, a `…format` parameter defaulting to None). A stage asks the run's
 format (`RunContext.format`, `chat_format.ChatFormat`) for everything format-specific. Read with `ast`."""
@@ -8,10 +8,13 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "kimi_eagle_data"
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "kimi_eagle_data"
+# Parts of the package that live beside it (pyproject.toml's package-dir): the card and the `datasets` builder.
+BESIDE = (ROOT / "cards", ROOT / "builders")
 MODEL_NAMES = frozenset({"KIMI_K25", "KIMI_K3", "TINY_KIMI", "TINY_KIMI_K3"})
 # Where model facts live: the registry and the formats. Everything else is a stage or what stages share.
-OWNERS = ("profile.py", "profiles/", "formats/")
+OWNERS = ("profile.py", "formats/")
 
 
 def _is_format(node: ast.AST) -> bool:
@@ -57,7 +60,29 @@ def test_no_stage_names_a_model_or_falls_back_to_one():
         if rel.startswith(OWNERS) or "assets/" in rel:
             continue
         found += model_names(path.read_text(encoding="utf-8"), rel)
+    for folder in BESIDE:
+        for path in sorted(folder.rglob("*.py")):
+            found += model_names(path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix())
     assert not found, "model names or format fallbacks outside the registry and formats/: " + "; ".join(found)
+
+
+# The profile fields shaped after Kimi-K2.5's tokens: what its format (and K3's, whose profile holds K3's tags in
+# them) reads. The card asks the run's format instead (`ChatFormat.card_text`).
+K25_SHAPED = frozenset({"think_open", "think_close", "generation_prompt", "instant_generation_prompt",
+                        "end_of_turn", "rules_paragraph", "describe", "structural_tokens", "tool_calls_section_begin",
+                        "tool_calls_section_end", "tool_call_begin", "tool_call_argument_begin", "tool_call_end"})
+
+
+def k25_fields(source: str, where: str) -> list[str]:
+    return [f"{where}:{node.lineno} reads {node.attr}" for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Attribute) and node.attr in K25_SHAPED]
+
+
+def test_the_card_asks_the_format():
+    found = [f for path in sorted((ROOT / "cards").rglob("*.py"))
+             for f in k25_fields(path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix())]
+    assert not found, "the card reads K2.5-shaped profile fields: " + "; ".join(found)
+    assert k25_fields("rules = profile.rules_paragraph()\nx = text.rules\n", "m.py") == ["m.py:1 reads rules_paragraph"]
 
 
 def test_the_scan_sees_each_kind_of_offence():

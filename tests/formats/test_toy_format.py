@@ -12,8 +12,9 @@ from kimi_eagle_data.chat_format import ChatFormat
 from kimi_eagle_data.emit.dataset import load_local
 from kimi_eagle_data import formats
 from kimi_eagle_data.formats import KIMI_K2_FORMAT, format_named, format_of, register_format
-from kimi_eagle_data.formats.kimi_k3 import KIMI_K3_FORMAT
-from kimi_eagle_data.profile import INSTANT, PROFILES, THINKING, get_profile
+from kimi_eagle_data.formats.kimi_k3.format import KIMI_K3_FORMAT
+from kimi_eagle_data.profile import PROFILES, get_profile
+from kimi_eagle_data.model_profile import INSTANT, THINKING
 from kimi_eagle_data.prompts.prepared_file import read_prepared
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 from kimi_eagle_data.records import Completion

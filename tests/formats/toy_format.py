@@ -17,11 +17,13 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
+from kimi_eagle_data.chat_format import CardText
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.formats import register_format
 from kimi_eagle_data.formats.base import ends_with, sample_issues, sample_reasons
 from kimi_eagle_data.prompts.tokenizer import special_text
-from kimi_eagle_data.profile import INSTANT, THINKING, TINY_KIMI, ModelProfile, model_vocab_size, register_profile
+from kimi_eagle_data.profile import TINY_KIMI, register_profile
+from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile, model_vocab_size
 from kimi_eagle_data.validate.rules import Verdict
 
 HEADER, HEADER_END, END, THINK, THINK_END = "<|start_header_id|>", "<|end_header_id|>", "[EOT]", "<think>", "</think>"
@@ -62,7 +64,7 @@ class ToyValidator:
         issues = sample_issues(prompt, output, finish_reason, finish_detail,
                                prompt_problem=None if ends_with(prompt, self.prompts[mode]) else "no assistant header",
                                whole=whole, max_seq_len=self.max_seq_len, vocab_size=self.vocab_size,
-                               keep_truncated=self.keep_truncated, end_of_turn=END)
+                               keep_truncated=self.keep_truncated)
         body = output[:-1] if whole else output
         closes = [i for i, t in enumerate(body) if t == think_end]
         if (mode == THINKING) != (len(closes) == 1) or len(closes) > 1:
@@ -155,6 +157,12 @@ class ToyFormat:
 
     def fingerprint(self, tokenizer) -> dict[str, str]:
         return {}
+
+    def card_text(self, profile) -> CardText:
+        return CardText(rules=f"a thinking completion holds exactly one `{THINK_END}`, an instant one none; no special "
+                              f"token but `{THINK_END}` and the final `{END}`; an answer after the reasoning.",
+                        reasoning_end=THINK_END, thinking_prompt=f"{HEADER}assistant{HEADER_END}{THINK}",
+                        instant_prompt=f"{HEADER}assistant{HEADER_END}")
 
 
 TOY_FORMAT = ToyFormat()

@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 from kimi_eagle_data.conversation.messages import assistant_message, history_call_count, next_turn_messages
 from kimi_eagle_data.conversation.script import script_steps
 from kimi_eagle_data.grammar import CompletionGrammar
-from kimi_eagle_data.profile import TINY_KIMI, ProfileTokens, model_vocab_size
+from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.model_profile import ProfileTokens, model_vocab_size
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer, render_prompt
 from tests.helpers.cli import run_cli
@@ -112,7 +113,7 @@ n = 4
 
 def build_conversations(root: Path) -> tuple[Path, subprocess.CompletedProcess]:
     """`kimi-data build C1 C2` of the two partitions under `root`; (workdir, the build's process)."""
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
     root.mkdir(parents=True, exist_ok=True)
     with open(root / "chats.jsonl", "w") as f:

@@ -12,7 +12,7 @@ import urllib.request
 from contextlib import contextmanager
 from typing import Iterator
 
-from kimi_eagle_data.profile import TINY_MODEL_DIR
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
 from tests.helpers.cli import popen_cli
 

@@ -20,7 +20,7 @@ from aiohttp import web
 
 from kimi_eagle_data.cli.common import friendly_errors
 from kimi_eagle_data.engines.protocol_server import ProtocolServer, serve_model
-from kimi_eagle_data.profile import TINY_MODEL_DIR
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
 
 @dataclass

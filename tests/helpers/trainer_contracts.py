@@ -1,7 +1,7 @@
 """What the trainers' own loaders do with our exports, restated from their source so that the main suite checks it in
 seconds without installing them (speculators pulls CUDA torch and pins datasets<=5.1.0; SpecForge pins sglang and
 torch 2.11.0). Each function names the file and commit it was read from; tests/hub/test_publish.py (K2.5's demo) and
-tests/profiles/test_k3_demo.py (K3's) use them. The trainer tier (tests/trainers/, scripts/trainers/run_tier.sh) runs
+tests/formats/kimi_k3/test_k3_demo.py (K3's) use them. The trainer tier (tests/trainers/, scripts/trainers/run_tier.sh) runs
 the real speculators 0.9.0 and SpecForge 0.2.0 on the same exports and checks these restatements against them."""
 
 from __future__ import annotations

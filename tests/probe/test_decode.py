@@ -18,7 +18,7 @@ K = 4
 def target():
     from transformers import AutoModelForCausalLM
 
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
     torch.set_num_threads(1)
     model = AutoModelForCausalLM.from_pretrained(str(TINY_MODEL_DIR), dtype=torch.float32).eval()

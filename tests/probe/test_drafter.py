@@ -21,7 +21,7 @@ def parts():
     from kimi_eagle_data.probe.drafter import DrafterSpec, require_speculators
     from kimi_eagle_data.probe.hidden_states import aux_layer_ids
     from kimi_eagle_data.probe.stage import load_target
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
     require_speculators()
     target = load_target(str(TINY_MODEL_DIR))

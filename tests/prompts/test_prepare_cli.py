@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kimi_eagle_data.sources.partitions import PARTITIONS
-from kimi_eagle_data.profile import TINY_MODEL_DIR
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
 from tests.helpers.cli import run_cli
 

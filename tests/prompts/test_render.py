@@ -5,7 +5,8 @@ from __future__ import annotations
 from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.formats import KIMI_K2_FORMAT
 from kimi_eagle_data.prompts.prepare import PromptModes, prepare_rows, sample_id
-from kimi_eagle_data.profile import TINY_KIMI, ProfileTokens
+from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.model_profile import ProfileTokens
 from kimi_eagle_data.sources.readers import iter_jsonl
 from kimi_eagle_data.prompts.tokenizer import render_prompt
 

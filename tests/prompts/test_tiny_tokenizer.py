@@ -16,7 +16,9 @@ import sys
 import numpy as np
 import pytest
 
-from kimi_eagle_data.profile import TINY_KIMI, TINY_MODEL_DIR, ProfileTokens
+from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
+from kimi_eagle_data.model_profile import ProfileTokens
 from kimi_eagle_data.decoding import SegmentDecoder, fast_decoder
 from kimi_eagle_data.prompts.tokenizer import TokenizerLoadError, load_tokenizer, tokenizer_fingerprint
 

@@ -11,7 +11,7 @@ import orjson
 import pytest
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from kimi_eagle_data.profile import TINY_MODEL_DIR
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from kimi_eagle_data.prompts.tokenizer import (TOOL_PROBES, ToolRenderingError, check_tool_rendering, render_prompt,
                                        render_text)
 from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported, encode_tools

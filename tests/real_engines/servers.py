@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from kimi_eagle_data.profile import TINY_MODEL_DIR
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = str(TINY_MODEL_DIR)

@@ -11,7 +11,7 @@ import pytest
 
 from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams, ScoreRequest
 from kimi_eagle_data.engines.sglang_logprobs import LOGPROB_FIELDS, score_payload
-from kimi_eagle_data.profile import TINY_MODEL_DIR
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from tests.helpers.servers import Server
 from tests.real_engines.servers import http
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.profiles.test_k3_grammar import TURNS, expected_message, ids, parse, CONVERSATIONS
+from tests.formats.kimi_k3.test_k3_grammar import TURNS, expected_message, ids, parse, CONVERSATIONS
 from tests.real_engines.servers import installed_venv
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.timeout(900)]

@@ -16,7 +16,8 @@ import pytest
 from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams, ScoreRequest, ScoreResult
 from kimi_eagle_data.engines.vllm import VLLMEngine
 from kimi_eagle_data.engines.base import EngineError
-from kimi_eagle_data.profile import TINY_KIMI, ProfileTokens
+from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.model_profile import ProfileTokens
 from kimi_eagle_data.records import RequestFailure
 from tests.helpers.cli import error_lines, run_cli
 from tests.real_engines.servers import CLI_TIMEOUT_S, TINY, http, installed_venv, vllm_server

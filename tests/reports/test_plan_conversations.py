@@ -15,7 +15,7 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
-from kimi_eagle_data.profile import TINY_MODEL_DIR
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from kimi_eagle_data.sources.partitions import DEMO_CONFIG
 
 from tests.helpers.cli import run_cli

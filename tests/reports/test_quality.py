@@ -377,9 +377,10 @@ def test_plan_counts_a_user_partition_by_the_n_prepare_recorded(demo_run, tmp_pa
 
 def test_segments_rebuild_every_row(demo_run):
     """In-process over every demo row: the segments concatenate to input_ids and the boundary is prompt_len."""
-    from kimi_eagle_data.formats.k2_segments import Segmenter
+    from kimi_eagle_data.formats.kimi_k2.segments import Segmenter
     from kimi_eagle_data.reports.inspect import segments_of
-    from kimi_eagle_data.profile import TINY_KIMI, TINY_MODEL_DIR
+    from kimi_eagle_data.profile import TINY_KIMI
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 
     workdir, _ = demo_run

@@ -15,7 +15,9 @@ import time
 
 import pytest
 
-from kimi_eagle_data.profile import TINY_KIMI, TINY_MODEL_DIR, ProfileTokens
+from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
+from kimi_eagle_data.model_profile import ProfileTokens
 
 from tests.helpers.cli import run_cli
 from tests.helpers.servers import Server

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pyarrow.parquet as pq
 
-from kimi_eagle_data.profile import TINY_MODEL_DIR
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from kimi_eagle_data.sources.config import load_config
 
 from tests.helpers.card import check_card_markdown

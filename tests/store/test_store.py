@@ -14,7 +14,7 @@ import numpy as np
 import orjson
 import pytest
 
-from kimi_eagle_data.profile import TINY_MODEL_DIR
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from kimi_eagle_data.records import Completion, LogprobSums, PromptRecord, RequestFailure
 
 # engines/checkpoint.py SCHEMA before store/ existed

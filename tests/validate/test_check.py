@@ -187,7 +187,7 @@ def test_instant_mode_rows(tmp_path):
     """Rows in instant mode (the template's thinking=False): a direct answer is valid; a `</think>` or a
     `<think>` in the completion is a reason of its own. Form (b) rows name their mode; form (a) rows carry it in
     their prompt's end."""
-    from kimi_eagle_data.profile import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 
     tok = load_tokenizer(str(TINY_MODEL_DIR))

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kimi_eagle_data.profile import TINY_KIMI, ProfileTokens
+from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.model_profile import ProfileTokens
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 from kimi_eagle_data.validate.rules import Verdict, reason_descriptions
 from kimi_eagle_data.validate.validator import Validator, pack

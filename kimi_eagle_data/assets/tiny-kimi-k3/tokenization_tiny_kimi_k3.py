@@ -6,7 +6,7 @@ import below is absolute. The tiktoken part (ranks, reserved special ids, `encod
 kimi-eagle-data's `TiktokenKimiTokenizer`; this class adds K3's chat rendering.
 
 Like K3's tokenizer, there is no Jinja template: `apply_chat_template` renders the conversation into XTML segments
-with kimi-eagle-data's Kimi-K3 renderer (`kimi_eagle_data.profiles.kimi_k3`) and encodes each segment on its own,
+with kimi-eagle-data's Kimi-K3 renderer (`kimi_eagle_data.formats.kimi_k3`) and encodes each segment on its own,
 markers with special tokens allowed and all other text with none, so a prompt's ids are the concatenation of the
 segments' ids, not the encoding of the joined text. Its arguments are K3's: `thinking` (default True; False is
 K3's thinking off), `thinking_effort` (default `max`; `low`, `high`, `max`; None announces none), `tool_choice`,
@@ -15,8 +15,8 @@ K3's thinking off), `thinking_effort` (default `max`; `low`, `high`, `max`; None
 
 from __future__ import annotations
 
-from kimi_eagle_data.profiles.kimi_k3.render import DEFAULT_EFFORT, joined_text, render_segments
-from kimi_eagle_data.profiles.kimi_k3.segment_ids import segment_ids
+from kimi_eagle_data.formats.kimi_k3.render import DEFAULT_EFFORT, joined_text, render_segments
+from kimi_eagle_data.formats.kimi_k3.segment_ids import segment_ids
 from kimi_eagle_data.prompts.tiktoken_tokenizer import PAT_STR, TiktokenKimiTokenizer, byte_symbols  # noqa: F401
 
 

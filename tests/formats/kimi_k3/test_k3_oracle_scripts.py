@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[3] / "scripts"
 
 STAND_IN = """
 from dataclasses import dataclass
-from kimi_eagle_data.profiles.kimi_k3.render import render_segments
+from kimi_eagle_data.formats.kimi_k3.render import render_segments
 
 @dataclass(frozen=True)
 class EncodeSegment:

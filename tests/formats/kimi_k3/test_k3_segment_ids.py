@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import tiktoken
 
-from kimi_eagle_data.profiles.kimi_k3.render import joined_text, render_segments
-from kimi_eagle_data.profiles.kimi_k3.segment_ids import segment_ids, text_ids
-from tests.profiles.k3_tokens import k3_encoding
+from kimi_eagle_data.formats.kimi_k3.render import joined_text, render_segments
+from kimi_eagle_data.formats.kimi_k3.segment_ids import segment_ids, text_ids
+from tests.formats.kimi_k3.k3_tokens import k3_encoding
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from tests.helpers.trainer_contracts import (check_speculators_dataset, specforg
                                              speculators_build_vocab_mappings, speculators_token_freq)
 
 MAX_LENGTH = 1 << 20       # SpecForge's data.max_length: longer than any demo row, so nothing is cut
-ORACLE = Path(__file__).resolve().parents[2] / "scripts" / "specforge_k3_oracle.py"
+ORACLE = Path(__file__).resolve().parents[3] / "scripts" / "specforge_k3_oracle.py"
 LIVE_TEMPLATE = """
 import importlib.util, json, sys
 from pathlib import Path
@@ -110,7 +110,7 @@ def test_k3_speculators_export_loads_and_its_token_freq_counts_the_k3_loss_token
 
 @pytest.mark.skipif(not os.environ.get("SPECFORGE_SRC"), reason="SPECFORGE_SRC names no SpecForge checkout")
 def test_k3_demo_rows_through_specforges_own_kimi_k3_thinking_template(k3_work, tmp_path):
-    """The relation tests/profiles/test_k3_specforge.py holds on the golden rows, on the tiny model's own rows:
+    """The relation tests/formats/kimi_k3/test_k3_specforge.py holds on the golden rows, on the tiny model's own rows:
     SpecForge reading each row's text with `kimi-k3-thinking` masks a thinking row's completion without its
     `<|end_of_msg|>` and an instant row not at all (docs/kimi-k3.md)."""
     from kimi_eagle_data.profile import TINY_KIMI_K3

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pytest
 
-from kimi_eagle_data.profiles.kimi_k3.render import END_OF_MSG
+from kimi_eagle_data.formats.kimi_k3.render import END_OF_MSG
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ORACLE_FILE = ROOT / "tests" / "golden" / "k3" / "specforge.json"
 ORACLE = json.loads(ORACLE_FILE.read_text(encoding="utf-8"))
 HEADER = ORACLE["provenance"]["template_fields"]["assistant_header"]

@@ -11,7 +11,7 @@ import numpy as np
 
 from kimi_eagle_data.formats.base import ends_with, sample_issues
 from kimi_eagle_data.grammar import pack
-from kimi_eagle_data.profiles.kimi_k3.grammar import K3Completion, parse_completion
+from kimi_eagle_data.formats.kimi_k3.grammar import K3Completion, parse_completion
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.validate.rules import Verdict
 
@@ -29,7 +29,7 @@ class K3Turn:
 class K3Validator:
     def __init__(self, chat_format, tokens, tokenizer, max_seq_len: int, keep_truncated: bool = False,
                  vocab_size: int | None = None):
-        from kimi_eagle_data.profile import model_vocab_size
+        from kimi_eagle_data.model_profile import model_vocab_size
 
         self.tokens, self.tokenizer = tokens, tokenizer
         self.max_seq_len, self.keep_truncated = int(max_seq_len), bool(keep_truncated)
@@ -63,7 +63,7 @@ class K3Validator:
         issues = sample_issues(prompt, output, finish_reason, finish_detail,
                                prompt_problem="the prompt does not end with a K3 generation prompt" if off_end else None,
                                whole=whole, max_seq_len=self.max_seq_len, vocab_size=self.vocab_size,
-                               keep_truncated=self.keep_truncated, end_of_turn="<|end_of_msg|>")
+                               keep_truncated=self.keep_truncated)
         if finish_reason in ("stop", "length"):
             seen = set()
             for v in c.violations:

@@ -7,8 +7,8 @@ import pytest
 
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.profile import PROFILES
-from kimi_eagle_data.profiles.kimi_k3.facts import K3_PROFILES, SPECIAL_IDS, K3TokenIds
-from tests.profiles.k3_tokens import k3_vocab
+from kimi_eagle_data.formats.kimi_k3.facts import K3_PROFILES, SPECIAL_IDS, K3TokenIds
+from tests.formats.kimi_k3.k3_tokens import k3_vocab
 
 
 def test_ids_are_read_from_the_vocabulary_legacy_and_forbidden_apart():

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, NamedTuple
 
-from kimi_eagle_data.profiles.kimi_k3.normalize import (K3FormatError, call_function, normalized_conversation,
+from kimi_eagle_data.formats.kimi_k3.normalize import (K3FormatError, call_function, normalized_conversation,
                                                         sort_keys_deep)
 
 OPEN, CLOSE, SEP, END_OF_MSG = "<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>"

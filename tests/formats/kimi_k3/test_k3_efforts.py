@@ -12,7 +12,8 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from kimi_eagle_data.profile import INSTANT, THINKING, get_profile
+from kimi_eagle_data.profile import get_profile
+from kimi_eagle_data.model_profile import INSTANT, THINKING
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 from kimi_eagle_data.sources.config import ConfigError, load_config
 from kimi_eagle_data.sources.modes import ModePlan, choose_effort, choose_mode

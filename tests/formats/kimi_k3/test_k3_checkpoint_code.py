@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TINY_K3 = ROOT / "kimi_eagle_data" / "assets" / "tiny-kimi-k3"
 FILES = ("tiktoken.model", "tokenization_tiny_kimi_k3.py", "tokenizer_config.json")
 RENAMES_USER = '''

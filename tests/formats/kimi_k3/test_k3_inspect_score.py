@@ -17,10 +17,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from kimi_eagle_data.profile import get_profile
-from kimi_eagle_data.profiles.kimi_k3.facts import GENERATION_PROMPTS, K3TokenIds
-from kimi_eagle_data.profiles.kimi_k3.grammar import parse_completion
-from kimi_eagle_data.profiles.kimi_k3.render import render_segments
-from kimi_eagle_data.profiles.kimi_k3.segment_ids import encode_segments
+from kimi_eagle_data.formats.kimi_k3.facts import GENERATION_PROMPTS, K3TokenIds
+from kimi_eagle_data.formats.kimi_k3.grammar import parse_completion
+from kimi_eagle_data.formats.kimi_k3.render import render_segments
+from kimi_eagle_data.formats.kimi_k3.segment_ids import encode_segments
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 from tests.helpers.cli import run_cli
 
@@ -144,7 +144,7 @@ def test_k3_segments_of_golden_turns_with_parallel_calls(tok):
     """In-process over every golden assistant turn (tests/golden/k3, parallel calls included) after its generation
     prompt: each call is a segment where K3's grammar finds it, and the segments cover the turn once."""
     from kimi_eagle_data.formats import format_of
-    from tests.profiles.test_k3_grammar import TURNS
+    from tests.formats.kimi_k3.test_k3_grammar import TURNS
 
     fmt = format_of(PROFILE)
     seg = fmt.segmenter(PROFILE, tok)
@@ -227,8 +227,8 @@ def test_score_k3_rows_recomputed_independently(k3_run, tok, tmp_path):
 def test_an_answer_renders_as_every_golden_assistant_turn():
     """What score scores an upstream answer as (`completion_segments`) is, segment for segment, the assistant turn
     K3's launch encoder rendered for the same message (tests/golden/k3), after the generation prompt."""
-    from kimi_eagle_data.profiles.kimi_k3.render import completion_segments
-    from tests.profiles.test_k3_grammar import CONVERSATIONS, TURNS
+    from kimi_eagle_data.formats.kimi_k3.render import completion_segments
+    from tests.formats.kimi_k3.test_k3_grammar import CONVERSATIONS, TURNS
 
     assert len(TURNS) >= 45
     for name, k, instant, golden in TURNS:

@@ -1,8 +1,8 @@
 """Kimi-K3's model facts as plain data: its tokens and their roles, generation prompts per mode, efforts, serve
 flags, and the two profiles `kimi-k3` and `tiny-kimi-k3`.
 
-`kimi_eagle_data.profile` registers both as `ModelProfile`s whose `chat_format` is K3's (kimi_eagle_data/formats/kimi_k3.py):
-the stages ask that format for the renderer, grammar and validator. Token ids are looked up from a tokenizer by string (`K3TokenIds`); the ids
+profiles.py makes both `ModelProfile`s whose `chat_format` is K3's (format.py): the stages ask that format for the
+renderer, grammar and validator. Token ids are looked up from a tokenizer by string (`K3TokenIds`); the ids
 listed here are K3's (163,584 + offset, as K2's reserved range) for the docs and for checking a real tokenizer.
 """
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Mapping
 
-from kimi_eagle_data.profiles.kimi_k3.normalize import K3FormatError
-from kimi_eagle_data.profiles.kimi_k3.render import (CLOSE, DEFAULT_EFFORT, EFFORTS, END_OF_MSG, IMAGE_PLACEHOLDER,
+from kimi_eagle_data.formats.kimi_k3.normalize import K3FormatError
+from kimi_eagle_data.formats.kimi_k3.render import (CLOSE, DEFAULT_EFFORT, EFFORTS, END_OF_MSG, IMAGE_PLACEHOLDER,
                                                      OPEN, SEP)
 
 BOS, EOS = "[BOS]", "[EOS]"
@@ -55,7 +55,7 @@ class K3Profile:
                                    "--enable-auto-tool-choice", "--reasoning-parser", "kimi_k3")
     card_tags: tuple[str, ...] = ("kimi-k3",)
     is_test_model: bool = False
-    shipped_drafter: str = ""               # a small EAGLE-3 drafter shipped for a test model (profile.py)
+    shipped_drafter: str = ""               # a small EAGLE-3 drafter shipped for a test model (model_profile.py)
     generation_prompts: Mapping[str, str] = field(default_factory=lambda: dict(GENERATION_PROMPTS))
 
 

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from kimi_eagle_data.profiles.kimi_k3.facts import GENERATION_PROMPTS, K3TokenIds
-from kimi_eagle_data.profiles.kimi_k3.grammar import REASONS, parse_completion
-from kimi_eagle_data.profiles.kimi_k3.normalize import call_arguments, call_function, normalized_conversation
-from kimi_eagle_data.profiles.kimi_k3.segment_ids import segment_ids
-from tests.profiles.k3_tokens import k3_encoding, k3_vocab
+from kimi_eagle_data.formats.kimi_k3.facts import GENERATION_PROMPTS, K3TokenIds
+from kimi_eagle_data.formats.kimi_k3.grammar import REASONS, parse_completion
+from kimi_eagle_data.formats.kimi_k3.normalize import call_arguments, call_function, normalized_conversation
+from kimi_eagle_data.formats.kimi_k3.segment_ids import segment_ids
+from tests.formats.kimi_k3.k3_tokens import k3_encoding, k3_vocab
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "tests" / "golden" / "k3"
 CONVERSATIONS = {c["name"]: c for c in json.loads((GOLDEN / "conversations.json").read_text("utf-8"))["conversations"]}
 EXPECTED = json.loads((GOLDEN / "expected.json").read_text("utf-8"))["expected"]
@@ -156,7 +156,7 @@ def test_a_truncated_completion_is_excused_what_needs_the_end():
 
 def test_the_instant_generation_prompt_is_what_the_grammar_starts_inside():
     """The profile's generation prompts are the renderer's: the grammar starts inside `think` or `response`."""
-    from kimi_eagle_data.profiles.kimi_k3.render import joined_text, render_segments
+    from kimi_eagle_data.formats.kimi_k3.render import joined_text, render_segments
 
     for mode, thinking in (("thinking", True), ("instant", False)):
         prompt = joined_text(render_segments([{"role": "user", "content": "x"}], thinking=thinking))
@@ -166,7 +166,7 @@ def test_the_instant_generation_prompt_is_what_the_grammar_starts_inside():
 def test_every_reason_code_is_used_and_documented():
     """Each code of REASONS is given somewhere in the parser (its name appears past the table), and
     docs/kimi-k3.md lists it."""
-    source = (ROOT / "kimi_eagle_data" / "profiles" / "kimi_k3" / "grammar.py").read_text("utf-8")
+    source = (ROOT / "kimi_eagle_data" / "formats" / "kimi_k3" / "grammar.py").read_text("utf-8")
     after_table = source[source.index("_TEXT, _OPEN"):]
     assert not [c for c in REASONS if f'"{c}"' not in after_table]
     docs = (ROOT / "docs" / "kimi-k3.md").read_text("utf-8")
@@ -195,7 +195,7 @@ def random_value(rng, depth=0):
 def test_random_assistant_messages_read_back_as_themselves():
     import random
 
-    from kimi_eagle_data.profiles.kimi_k3.render import render_segments
+    from kimi_eagle_data.formats.kimi_k3.render import render_segments
 
     rng = random.Random(11)
     for case in range(400):

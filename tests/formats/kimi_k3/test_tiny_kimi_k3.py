@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from kimi_eagle_data.errors import KimiDataError
-from kimi_eagle_data.profiles.kimi_k3.normalize import K3FormatError
+from kimi_eagle_data.formats.kimi_k3.normalize import K3FormatError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TINY_K3_DIR = ROOT / "kimi_eagle_data" / "assets" / "tiny-kimi-k3"
 GOLDEN = ROOT / "tests" / "golden" / "k3"
 CONVERSATIONS = json.loads((GOLDEN / "conversations.json").read_text(encoding="utf-8"))["conversations"]

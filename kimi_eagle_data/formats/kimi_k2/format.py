@@ -1,6 +1,6 @@
 """A chat format: what a stage asks a profile for that differs between model families.
 
-A profile (`kimi_eagle_data.profile.ModelProfile`) names its format (`chat_format`) and `format_of(profile)` is
+A profile (`kimi_eagle_data.model_profile.ModelProfile`) names its format (`chat_format`) and `format_of(profile)` is
 the object here; stages never compare profile names. What a format answers:
 
 - `tokens(profile, tokenizer)`: its structural tokens resolved to the tokenizer's ids (`end_of_turn` is the stop
@@ -25,15 +25,19 @@ the object here; stages never compare profile names. What a format answers:
   grammar never accepts (prepare counts and warns; K3: tool-call arguments not JSON, or NaN), with
   `history_note_descriptions`;
 - `check_renderer(tokenizer, records, where)`: prepare's check of a checkpoint's own chat code against ours;
-- `fingerprint(tokenizer)`: what run.json binds beside the tokenizer's hashes (K3: the encoder's sha256).
+- `fingerprint(tokenizer)`: what run.json binds beside the tokenizer's hashes (K3: the encoder's sha256);
+- `card_text(profile)`: what the dataset card says of the format (`CardText`: the rules a `train` row satisfies,
+  the text that ends the reasoning, each mode's generation prompt as text).
 
-Kimi-K2.5's format is `KimiK2Format` below; Kimi-K3's is `kimi_k3.py` beside it.
+Kimi-K2.5's format is `KimiK2Format` below; Kimi-K3's is `kimi_k3/format.py` beside it.
 """
 
 from __future__ import annotations
 
 from types import MappingProxyType
 from typing import Mapping, Sequence
+
+from kimi_eagle_data.chat_format import CardText
 
 THINKING, INSTANT = "thinking", "instant"
 
@@ -52,7 +56,7 @@ class KimiK2Format:
         return set()        # K2.5's template renders a call's arguments text as given
 
     def tokens(self, profile, tokenizer):
-        from kimi_eagle_data.profile import ProfileTokens
+        from kimi_eagle_data.model_profile import ProfileTokens
 
         return ProfileTokens.from_tokenizer(profile, tokenizer)
 
@@ -91,8 +95,8 @@ class KimiK2Format:
         return render_answer(answer, tokenizer, tokens, instant)
 
     def segmenter(self, profile, tokenizer):
-        """Turns by their role tokens, the completion by grammar.py (k2_segments.py)."""
-        from kimi_eagle_data.formats.k2_segments import Segmenter
+        """Turns by their role tokens, the completion by grammar.py (segments.py)."""
+        from kimi_eagle_data.formats.kimi_k2.segments import Segmenter
 
         return Segmenter(profile, tokenizer)
 
@@ -107,6 +111,11 @@ class KimiK2Format:
     def fingerprint(self, tokenizer) -> dict[str, str]:
         """What run.json binds beside the tokenizer's hashes (K2.5: nothing more)."""
         return {}
+
+    def card_text(self, profile) -> CardText:
+        """The rules in the profile's token names; the reasoning ends with `</think>`."""
+        return CardText(rules=profile.rules_paragraph(), reasoning_end=profile.think_close,
+                        thinking_prompt=profile.generation_prompt, instant_prompt=profile.instant_generation_prompt)
 
 
 KIMI_K2_FORMAT = KimiK2Format()

@@ -15,7 +15,7 @@ import os
 from typing import Any, Sequence
 
 from kimi_eagle_data.errors import KimiDataError
-from kimi_eagle_data.profiles.kimi_k3.segment_ids import encode_segments
+from kimi_eagle_data.formats.kimi_k3.segment_ids import encode_segments
 from kimi_eagle_data.wording import excerpt
 
 # How many prompts of each config are rendered both ways.

@@ -9,7 +9,7 @@ from functools import lru_cache
 import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 
-from kimi_eagle_data.profile import TINY_MODEL_DIR
+from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
 # K3's named reserved ids, as offsets from the base vocabulary (K3: 163584 + offset); two K2-era names after them,
 # as K3's tokenizer code registers that family too.

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from kimi_eagle_data.profile import PROFILES, get_profile
-from kimi_eagle_data.profiles.kimi_k3.segment_ids import encode_segments
+from kimi_eagle_data.formats.kimi_k3.segment_ids import encode_segments
 from kimi_eagle_data.formats import format_of
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 STAGES = ("prompts", "generate", "validate", "emit", "score", "reports", "hub")
 # What a profile-name branch looks like: a comparison with a profile's or format's name, a K3 constant, or a
 # literal K3 profile name.

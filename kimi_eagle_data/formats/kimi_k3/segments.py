@@ -1,10 +1,10 @@
-"""Kimi-K3's split of one sequence into the segments `inspect` shows (what k2_segments.py is for
+"""Kimi-K3's split of one sequence into the segments `inspect` shows (what kimi_k2/segments.py is for
 K2.5): the same kinds and labels, so `inspect` prints and `--json` writes either alike.
 
 Found from token ids, never by matching decoded text. The prompt is cut into its messages after each
 `<|end_of_msg|>` (a message's kind read from its open tag: `message role="system" type="tool-declare"` is the
 tool declarations, `role="tool" tool="f"` a tool result, …), then the generation prompt the format renders. The
-completion is split where K3's completion grammar (profiles/kimi_k3/grammar.py, what the validator reads too)
+completion is split where K3's completion grammar (formats/kimi_k3/grammar.py, what the validator reads too)
 finds its elements: the reasoning through `<|close|>think<|sep|>`, the `response` element, the `tools` element's
 open tag, each `call`, its close tag, and the end of the turn (`<|close|>message<|sep|><|end_of_msg|>`). What the
 grammar reads as no element (text between elements, what follows where it stops reading) is a `text` segment, so
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kimi_eagle_data.profiles.kimi_k3.grammar import K3Completion, K3Span, parse_completion, tag_head
+from kimi_eagle_data.formats.kimi_k3.grammar import K3Completion, K3Span, parse_completion, tag_head
 from kimi_eagle_data.decoding import SegmentDecoder
 
 THINKING, INSTANT = "thinking", "instant"
@@ -26,7 +26,7 @@ class K3Segmenter:
     """Splits one K3 sequence into segments with one tokenizer (construct once; `KimiK3Format.segmenter`)."""
 
     def __init__(self, chat_format, profile, tokenizer):
-        from kimi_eagle_data.profile import model_vocab_size
+        from kimi_eagle_data.model_profile import model_vocab_size
 
         self.tokens = chat_format.tokens(profile, tokenizer)
         self.k3 = self.tokens.k3

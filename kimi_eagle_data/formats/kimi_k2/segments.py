@@ -17,7 +17,7 @@ import numpy as np
 
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.grammar import CompletionGrammar, ParsedCompletion
-from kimi_eagle_data.profile import INSTANT, THINKING, ModelProfile, ProfileTokens, TokenLookupError, model_vocab_size
+from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile, ProfileTokens, TokenLookupError, model_vocab_size
 
 
 class Segmenter:

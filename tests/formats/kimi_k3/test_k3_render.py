@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from kimi_eagle_data.errors import KimiDataError
-from kimi_eagle_data.profiles.kimi_k3.normalize import K3FormatError, in_call_order
-from kimi_eagle_data.profiles.kimi_k3.render import EffortError, joined_text, render_segments
+from kimi_eagle_data.formats.kimi_k3.normalize import K3FormatError, in_call_order
+from kimi_eagle_data.formats.kimi_k3.render import EffortError, joined_text, render_segments
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "k3"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "k3"
 LAUNCH_ENCODER_SHA256 = "b9cb7ae100fed34b9337f80dacee5abbf7e261fe9b74bc0e76366701d46f5333"
 LAUNCH_TOKENIZER_CODE_SHA256 = "f28ea66e2d862a2a5814970b2ce40c2f7d8296ff09aed90a7e7def689b906944"
 

@@ -1,4 +1,4 @@
-"""Kimi-K3's chat format as the stages ask for it (kimi_k2.py says what a format answers).
+"""Kimi-K3's chat format as the stages ask for it (kimi_k2/format.py says what a format answers).
 
 Rendering: a tokenizer with its own chat code (a K3 checkpoint's trust_remote_code tokenizer, the tiny K3 one)
 renders through its own `apply_chat_template`; any other tokenizer through our renderer (`render.py`), each
@@ -11,14 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from kimi_eagle_data.chat_format import CardText
 from kimi_eagle_data.formats.base import sample_reasons
-from kimi_eagle_data.profiles.kimi_k3.facts import K3TokenIds
-from kimi_eagle_data.profiles.kimi_k3.grammar import REASONS, reasoning_length
-from kimi_eagle_data.profiles.kimi_k3.normalize import HISTORY_ARGUMENT_NOTES, history_argument_notes
-from kimi_eagle_data.profiles.kimi_k3.render import (DEFAULT_EFFORT, EFFORTS, END_OF_MSG, REFUSED_EFFORTS,
+from kimi_eagle_data.formats.kimi_k3.facts import GENERATION_PROMPTS, K3TokenIds
+from kimi_eagle_data.formats.kimi_k3.grammar import REASONS, reasoning_length
+from kimi_eagle_data.formats.kimi_k3.normalize import HISTORY_ARGUMENT_NOTES, history_argument_notes
+from kimi_eagle_data.formats.kimi_k3.render import (DEFAULT_EFFORT, EFFORTS, END_OF_MSG, REFUSED_EFFORTS,
                                                      check_effort, completion_segments, joined_text,
                                                      render_segments)
-from kimi_eagle_data.profiles.kimi_k3.segment_ids import encode_segments
+from kimi_eagle_data.formats.kimi_k3.segment_ids import encode_segments
 from kimi_eagle_data.prompts.tokenizer import own_chat_code
 
 THINKING, INSTANT = "thinking", "instant"
@@ -60,15 +61,15 @@ class KimiK3Format:
 
     def check_renderer(self, tokenizer, records, where: str) -> None:
         """With a tokenizer that has its own chat code: its first prompts rendered by ours too, one line on any
-        difference (k3_checkpoint.py)."""
+        difference (checkpoint.py)."""
         if own_chat_code(tokenizer):
-            from kimi_eagle_data.formats.k3_checkpoint import check_prompts
+            from kimi_eagle_data.formats.kimi_k3.checkpoint import check_prompts
 
             check_prompts(self, tokenizer, records, where)
 
     def fingerprint(self, tokenizer) -> dict[str, str]:
         """What run.json binds beside the tokenizer's hashes: the encoder's sha256."""
-        from kimi_eagle_data.formats.k3_checkpoint import encoder_sha256
+        from kimi_eagle_data.formats.kimi_k3.checkpoint import encoder_sha256
 
         return {"encoder_sha256": encoder_sha256(tokenizer)}
 
@@ -101,7 +102,7 @@ class KimiK3Format:
 
     def validator(self, tokens, tokenizer, max_seq_len: int, keep_truncated: bool = False,
                   vocab_size: int | None = None):
-        from kimi_eagle_data.formats.k3_validator import K3Validator
+        from kimi_eagle_data.formats.kimi_k3.validator import K3Validator
 
         return K3Validator(self, tokens, tokenizer, max_seq_len, keep_truncated=keep_truncated,
                            vocab_size=vocab_size)
@@ -119,12 +120,18 @@ class KimiK3Format:
         return ids, reasoning_length(ids, tokens.k3, instant)
 
     def segmenter(self, profile, tokenizer):
-        from kimi_eagle_data.formats.k3_segments import K3Segmenter
+        from kimi_eagle_data.formats.kimi_k3.segments import K3Segmenter
 
         return K3Segmenter(self, profile, tokenizer)
 
     def history_notes(self, messages) -> set[str]:
         return history_argument_notes(messages)
+
+    def card_text(self, profile) -> CardText:
+        """The rules paragraph in K3's tags (its profile holds them in K2.5's shape: profiles.py); the reasoning ends
+        with `<|close|>think<|sep|>`."""
+        return CardText(rules=profile.rules_paragraph(), reasoning_end=profile.think_close,
+                        thinking_prompt=GENERATION_PROMPTS[THINKING], instant_prompt=GENERATION_PROMPTS[INSTANT])
 
     def reason_descriptions(self, profile) -> dict[str, str]:
         return {**SAMPLE_REASONS, **{code: text for code, (text, _) in REASONS.items()}}

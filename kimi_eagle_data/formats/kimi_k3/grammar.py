@@ -19,7 +19,7 @@ the text up to the next `<|sep|>` (its name and attributes), and that `<|sep|>`.
 the grammar does not allow there (the rest is not read as structure); special tokens that are never allowed
 (BOS/EOS, the K2-era `<|im_*|>` family) and `<|end_of_msg|>` before the end are found anywhere. Where each
 element stands (`K3Span`: its open and close tags) and where the walk stopped reading (`read_end`) are kept, for
-`inspect`'s segments (formats/k3_segments.py).
+`inspect`'s segments (formats/kimi_k3/segments.py).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from kimi_eagle_data.profiles.kimi_k3.facts import K3TokenIds
+from kimi_eagle_data.formats.kimi_k3.facts import K3TokenIds
 
 # element -> what it holds: "text", or the children it allows (checked in order by `_allowed_child`).
 ELEMENTS = {"message": ("think", "response", "tools"), "think": "text", "response": "text", "tools": ("call",),

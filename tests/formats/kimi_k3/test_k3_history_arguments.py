@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from kimi_eagle_data.profiles.kimi_k3.normalize import history_argument_notes
+from kimi_eagle_data.formats.kimi_k3.normalize import history_argument_notes
 
 from tests.helpers.cli import run_cli
 

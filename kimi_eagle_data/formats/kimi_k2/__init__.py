@@ -1,0 +1,11 @@
+"""Kimi-K2.5's chat format, everything about it in this folder: its profiles as plain data (`profiles.py`,
+exported here for the registry, kimi_eagle_data/profile.py), the format object the stages ask (`format.py`: the
+tokenizer's chat template, the completion grammar and validator) and its split of a sequence into `inspect`'s
+segments (`segments.py`).
+
+Only the profiles are imported here: the registry sits below the stages, the format object above them.
+"""
+
+from kimi_eagle_data.formats.kimi_k2.profiles import KIMI_K25, TINY_KIMI
+
+PROFILES = (KIMI_K25, TINY_KIMI)
