@@ -22,6 +22,7 @@ END = 163586
 # A chat prompt of the tiny model's format and the next user message's ids (tests/real_engines/servers.py's ids).
 PROMPT = [1795, 320, 1809, 72, 105, 1794, 1796, 631, 1809, 1814]
 USER = [1795, 320, 1809, 105, 72, 105, 1794, 1796, 631, 1809, 1814]
+CONCURRENCY = 4
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,10 @@ def conversations(urls: list[str], affinity: bool, n: int = 12, turns: int = 3) 
     def fail(j, failure):
         raise AssertionError(f"{j.key}: {failure}")
 
-    engine = SGLangEngine(urls, concurrency=4, affinity=affinity)
+    engine = SGLangEngine(urls, concurrency=CONCURRENCY, affinity=affinity)
+    # No server can be more than CONCURRENCY requests ahead of another: this slack leaves the overload rule nothing
+    # to move, so where a turn goes depends on its conversation only, never on how fast a server answers under load.
+    engine.choice.slack = CONCURRENCY
     first = [job(c, 0, PROMPT + [2000 + c] * 8) for c in range(n)]
     run = run_requests("generate", first, engine.generate, keep, fail, RequestRun(), streaming=True)
     assert run.completed == n * turns
