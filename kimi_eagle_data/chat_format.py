@@ -54,6 +54,11 @@ class FormatValidator(Protocol):
                       finish_details, tools) -> Iterator[Any]:
         """The verdicts of packed samples (`grammar.pack`), in order: what validate and emit run."""
 
+    def judge_turn(self, prompt_ids, output_ids, finish_reason: str, finish_detail: dict | None,
+                   tools: list[dict] | None) -> tuple[Any, Any, bool]:
+        """One sample's verdict, its parse (what `ChatFormat.assistant_message` reads) and whether the completion
+        is a whole turn: what a conversation's next turn and `probe`'s history arm ask."""
+
 
 @dataclass(frozen=True)
 class CardText:
@@ -107,6 +112,11 @@ class ChatFormat(Protocol):
     def render_answer(self, answer, tokenizer, tokens, instant: bool = False) -> tuple[list[int], int]:
         """An answer ({"reasoning", "content", "tool_calls"}) as the completion the model writes, and how many
         of its ids are reasoning."""
+
+    def assistant_message(self, parsed, profile, first_index: int = 0) -> dict:
+        """A turn its validator accepted (the parse `FormatValidator.judge_turn` gives) as the assistant message a
+        client sends back; its calls count on from `first_index`, the history's call count. A turn that cannot
+        continue the conversation raises `conversation.messages.TurnError`."""
 
     def segmenter(self, profile, tokenizer) -> Any:
         """What splits a sequence into `inspect`'s segments (`spans`, `mode`, `decode`)."""

@@ -82,6 +82,10 @@ class ToyValidator:
         return Verdict(issues=[c for c, _ in issues], details=[d for _, d in issues], reasoning_len=reasoning_len,
                        assistant=assistant, finish_reason="stop" if whole else finish_reason, mode=mode)
 
+    def judge_turn(self, prompt_ids, output_ids, finish_reason: str, finish_detail: dict | None, tools):
+        verdict = self.validate(prompt_ids, output_ids, finish_reason, finish_detail, tools)
+        return verdict, verdict.assistant, bool(len(output_ids)) and int(output_ids[-1]) == self.tokens.end_of_turn
+
     def validate_many(self, prompt_offsets: np.ndarray, prompt_values: np.ndarray, output_offsets: np.ndarray,
                       output_values: np.ndarray, finish_reasons: Sequence[str],
                       finish_details: Sequence[dict | None], tools: Sequence) -> Iterator[Verdict]:
@@ -148,6 +152,9 @@ class ToyFormat:
             raise KimiDataError("the toy format writes no tool calls")
         reasoning = [] if instant else [*self._text(tokenizer, answer.get("reasoning") or ""), tokens.ids[THINK_END]]
         return reasoning + self._text(tokenizer, answer.get("content") or "") + [tokens.end_of_turn], len(reasoning)
+
+    def assistant_message(self, parsed, profile, first_index: int = 0) -> dict:
+        return dict(parsed)            # the toy writes no tool calls: the verdict's message is the turn
 
     def segmenter(self, profile, tokenizer):
         raise NotImplementedError("inspect is not part of the toy format's proof")

@@ -16,6 +16,9 @@ the object here; stages never compare profile names. What a format answers:
 - `render_answer(answer, tokenizer, tokens, instant)`: an answer ({"reasoning", "content", "tool_calls"}) as the
   completion the model writes for it after its generation prompt, and how many of those ids are reasoning (what
   `score` scores an upstream answer as, and `check` reads a SpecForge row's last assistant turn as);
+- `assistant_message(parsed, profile, first_index)`: a turn its validator accepted (the parse the validator's
+  `judge_turn` gives beside the verdict and whether the turn is whole) as the assistant message a client sends
+  back, its calls numbered on from the history's `first_index` (conversations on the model's own history);
 - `segmenter(profile, tokenizer)`: what splits a sequence into the segments `inspect` shows: `spans(ids,
   prompt_len)` gives (kind, label, start, end) for every message of the prompt, the generation prompt, and the
   completion's reasoning / answer / tool-call section and calls / end of turn as its grammar reads them, covering
@@ -93,6 +96,12 @@ class KimiK2Format:
         from kimi_eagle_data.prompts.answer import render_answer
 
         return render_answer(answer, tokenizer, tokens, instant)
+
+    def assistant_message(self, parsed, profile, first_index: int = 0) -> dict:
+        """The message K2.5's template reads back: `reasoning_content`, `content`, calls numbered on (messages.py)."""
+        from kimi_eagle_data.formats.kimi_k2.messages import assistant_message
+
+        return assistant_message(parsed, profile, first_index)
 
     def segmenter(self, profile, tokenizer):
         """Turns by their role tokens, the completion by grammar.py (segments.py)."""

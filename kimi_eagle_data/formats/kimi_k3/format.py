@@ -119,6 +119,10 @@ class KimiK3Format:
         ids = encode_segments(tokenizer, completion_segments(message, thinking=not instant))
         return ids, reasoning_length(ids, tokens.k3, instant)
 
+    def assistant_message(self, parsed, profile, first_index: int = 0) -> dict:
+        """The message the validator read the turn into (`K3Turn.assistant`): its call ids are the ones it wrote."""
+        return dict(parsed.assistant)
+
     def segmenter(self, profile, tokenizer):
         from kimi_eagle_data.formats.kimi_k3.segments import K3Segmenter
 
