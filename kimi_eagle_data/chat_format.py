@@ -11,7 +11,7 @@ below the stages because the formats sit above them (they render with prompts/ a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 # Facts the same for every Kimi format, read where no run's format is at hand: the tool names a source row may
@@ -41,18 +41,38 @@ class FormatTokens(Protocol):
         """The format's name of one of its token ids (for messages)."""
 
 
+@dataclass
+class Verdict:
+    """One sample as a format's validator judges it: what validate, emit, `check` and conversations read."""
+
+    issues: list[str] = field(default_factory=list)      # reason codes (keys of reason_descriptions); empty = valid
+    details: list[str] = field(default_factory=list)     # one human line per issue, same order
+    reasoning_len: int = 0                               # completion tokens before the reasoning's end
+    num_tool_calls: int = 0                              # tool calls the completion begins
+    args_valid: bool = True                              # every parsed tool call's arguments are a JSON object
+    assistant: dict[str, Any] = field(default_factory=dict)   # the generated turn decoded from tokens
+    # The finish reason the sample is reported with: `stop` for a `length` completion that ends with
+    # the end-of-turn token (its turn is whole), else the engine's.
+    finish_reason: str = ""
+    mode: str = "thinking"                               # read from the prompt's generation prompt
+
+    @property
+    def valid(self) -> bool:
+        return not self.issues
+
+
 class FormatValidator(Protocol):
-    """A format's completion grammar and rules: each sample's `validate.rules.Verdict`."""
+    """A format's completion grammar and rules: each sample's `Verdict`."""
 
     max_seq_len: int
 
     def validate(self, prompt_ids, output_ids, finish_reason: str, finish_detail: dict | None,
                  tools: list[dict] | None) -> Any:
-        """One sample's verdict."""
+        """One sample's `Verdict`."""
 
     def validate_many(self, prompt_offsets, prompt_values, output_offsets, output_values, finish_reasons,
                       finish_details, tools) -> Iterator[Any]:
-        """The verdicts of packed samples (`grammar.pack`), in order: what validate and emit run."""
+        """The verdicts of packed samples (`id_buffers.pack`), in order: what validate and emit run."""
 
     def judge_turn(self, prompt_ids, output_ids, finish_reason: str, finish_detail: dict | None,
                    tools: list[dict] | None) -> tuple[Any, Any, bool]:

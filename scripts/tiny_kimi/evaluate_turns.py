@@ -17,7 +17,7 @@ from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.model_profile import INSTANT, THINKING, ProfileTokens
 from kimi_eagle_data.prompts.tokenizer import render_prompt
 from kimi_eagle_data.turns import TurnError, assistant_message, history_call_count, next_turn_messages
-from kimi_eagle_data.validate.validator import Validator
+from kimi_eagle_data.formats.kimi_k2.validator import Validator
 
 from evaluate import sample
 

@@ -24,7 +24,7 @@ from kimi_eagle_data.formats.base import ends_with, sample_issues, sample_reason
 from kimi_eagle_data.prompts.tokenizer import special_text
 from kimi_eagle_data.profile import TINY_KIMI, register_profile
 from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile, model_vocab_size
-from kimi_eagle_data.validate.rules import Verdict
+from kimi_eagle_data.chat_format import Verdict
 
 HEADER, HEADER_END, END, THINK, THINK_END = "<|start_header_id|>", "<|end_header_id|>", "[EOT]", "<think>", "</think>"
 TOY_REASONS = {

@@ -83,12 +83,12 @@ class KimiK2Format:
 
     def validator(self, tokens, tokenizer, max_seq_len: int, keep_truncated: bool = False,
                   vocab_size: int | None = None):
-        from kimi_eagle_data.validate.validator import Validator
+        from kimi_eagle_data.formats.kimi_k2.validator import Validator
 
         return Validator(tokens, tokenizer, max_seq_len, keep_truncated=keep_truncated, vocab_size=vocab_size)
 
     def reasoning_length(self, ids: Sequence[int], tokens, instant: bool = False) -> int:
-        from kimi_eagle_data.grammar import reasoning_length
+        from kimi_eagle_data.formats.kimi_k2.grammar import reasoning_length
 
         return reasoning_length(ids, tokens, instant)
 
@@ -110,7 +110,7 @@ class KimiK2Format:
         return Segmenter(profile, tokenizer)
 
     def reason_descriptions(self, profile) -> dict[str, str]:
-        from kimi_eagle_data.validate.rules import reason_descriptions
+        from kimi_eagle_data.formats.kimi_k2.rules import reason_descriptions
 
         return reason_descriptions(profile)
 

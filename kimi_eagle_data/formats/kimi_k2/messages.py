@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from kimi_eagle_data.conversation.messages import TurnError
-from kimi_eagle_data.grammar import ParsedCompletion, ToolCall
+from kimi_eagle_data.formats.kimi_k2.grammar import ParsedCompletion, ToolCall
 from kimi_eagle_data.model_profile import ModelProfile
 
 
