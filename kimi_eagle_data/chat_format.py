@@ -26,6 +26,11 @@ def history_tool_call_id(name: str, index: int) -> str:
     return TOOL_CALL_ID_FORMAT.format(name=name, index=index)
 
 
+class ToolSchemaUnsupported(ValueError):
+    """A tool schema the format's renderer cannot declare as the model's own code would (Kimi-K2.5's encoder raises
+    or falls back on it): prepare counts the row out as `tool_schema_unsupported`. One-line message."""
+
+
 class FormatTokens(Protocol):
     """A format's tokens resolved to one tokenizer (K2.5: `model_profile.ProfileTokens`; K3: `K3Tokens`)."""
 
@@ -99,6 +104,7 @@ class ChatFormat(Protocol):
     refused_efforts: Mapping[str, str]          # effort name a user may expect -> why the format refuses it
     default_effort: str | None                  # what a thinking prompt announces without an efforts table
     history_note_descriptions: Mapping[str, str]
+    tool_encoder_version: str                   # run.json binds it: a change to how tools are declared re-prepares
 
     def tokens(self, profile, tokenizer) -> FormatTokens:
         """Its structural tokens resolved to the tokenizer's ids (`end_of_turn`: the stop id; `ids`)."""

@@ -101,6 +101,7 @@ class ToyFormat:
     refused_efforts: Mapping[str, str] = MappingProxyType({})
     default_effort = None
     history_note_descriptions: Mapping[str, str] = MappingProxyType({})
+    tool_encoder_version = "toy-1"
 
     def tokens(self, profile, tokenizer) -> ToyTokens:
         ids = dict(tokenizer.get_added_vocab())           # every special token by name; the toy's among them

@@ -5,6 +5,7 @@ the object here; stages never compare profile names. What a format answers:
 
 - `tokens(profile, tokenizer)`: its structural tokens resolved to the tokenizer's ids (`end_of_turn` is the stop
   id; `ids` maps every token string the served tokenizer must agree on to its id);
+- `tool_encoder_version`: how the format declares tools, bound in run.json (a change re-prepares);
 - `efforts`, `default_effort`: the thinking efforts a prompt may announce (none for K2.5); `refused_efforts`:
   effort names a user may expect that the format refuses, each with why;
 - `render_prompt(tokenizer, messages, tools, mode, effort)`: a prompt's ids as the model renders them;
@@ -55,6 +56,13 @@ class KimiK2Format:
 
     history_note_descriptions: Mapping[str, str] = MappingProxyType({})
 
+    @property
+    def tool_encoder_version(self) -> str:
+        """The TypeScript declarations' encoder (prompts/tool_declaration.py), loaded with the renderer."""
+        from kimi_eagle_data.prompts.tool_declaration import ENCODER_VERSION
+
+        return ENCODER_VERSION
+
     def history_notes(self, messages) -> set[str]:
         return set()        # K2.5's template renders a call's arguments text as given
 
@@ -93,7 +101,7 @@ class KimiK2Format:
         return reasoning_length(ids, tokens, instant)
 
     def render_answer(self, answer, tokenizer, tokens, instant: bool = False) -> tuple[list[int], int]:
-        from kimi_eagle_data.prompts.answer import render_answer
+        from kimi_eagle_data.formats.kimi_k2.answer import render_answer
 
         return render_answer(answer, tokenizer, tokens, instant)
 

@@ -57,6 +57,9 @@ class KimiK3Format:
     efforts: tuple[str, ...] = EFFORTS
     refused_efforts: Mapping[str, str] = REFUSED_EFFORTS
     history_note_descriptions: Mapping[str, str] = HISTORY_ARGUMENT_NOTES
+    # What every K3 workdir has bound from the first: K3 declares tools with its own renderer, whose changes
+    # `fingerprint` binds (the encoder's sha256); a new value here would refuse every existing workdir.
+    tool_encoder_version = "2"
     default_effort = DEFAULT_EFFORT
 
     def check_renderer(self, tokenizer, records, where: str) -> None:
