@@ -1,5 +1,5 @@
-"""Validator throughput: the numpy validator (`kimi_eagle_data.formats.kimi_k2.validator.Validator`, which parses through
-`kimi_eagle_data.formats.kimi_k2.grammar`) against a naive per-token Python loop implementing the same checks, on a synthetic
+"""Validator throughput: Kimi-K2.5's numpy validator (`kimi_eagle_data.formats.kimi_k2.validator.Validator`, which
+parses through `kimi_eagle_data.formats.kimi_k2.grammar`) against a naive per-token Python loop implementing the same checks, on a synthetic
 corpus built from the embedded tiny Kimi-format tokenizer's ids (mostly valid samples of 100–2,000 completion
 tokens; plain answers, tool calls, ~10% broken).
 
