@@ -72,15 +72,15 @@ class FormatValidator(Protocol):
     max_seq_len: int
 
     def validate(self, prompt_ids, output_ids, finish_reason: str, finish_detail: dict | None,
-                 tools: list[dict] | None) -> Any:
-        """One sample's `Verdict`."""
+                 tools: list[dict] | None) -> Verdict:
+        """One sample's verdict."""
 
     def validate_many(self, prompt_offsets, prompt_values, output_offsets, output_values, finish_reasons,
-                      finish_details, tools) -> Iterator[Any]:
+                      finish_details, tools) -> Iterator[Verdict]:
         """The verdicts of packed samples (`id_buffers.pack`), in order: what validate and emit run."""
 
     def judge_turn(self, prompt_ids, output_ids, finish_reason: str, finish_detail: dict | None,
-                   tools: list[dict] | None) -> tuple[Any, Any, bool]:
+                   tools: list[dict] | None) -> tuple[Verdict, Any, bool]:
         """One sample's verdict, its parse (what `ChatFormat.assistant_message` reads) and whether the completion
         is a whole turn: what a conversation's next turn and `probe`'s history arm ask."""
 
