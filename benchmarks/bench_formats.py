@@ -24,7 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kimi_eagle_data.grammar import pack  # noqa: E402
+from kimi_eagle_data.id_buffers import pack  # noqa: E402
 from kimi_eagle_data.profile import get_profile  # noqa: E402
 from kimi_eagle_data.formats.kimi_k3.segment_ids import encode_segments  # noqa: E402
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer  # noqa: E402

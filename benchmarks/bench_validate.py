@@ -1,5 +1,5 @@
-"""Validator throughput: the numpy validator (`kimi_eagle_data.validate.validator.Validator`, which parses through
-`kimi_eagle_data.grammar`) against a naive per-token Python loop implementing the same checks, on a synthetic
+"""Validator throughput: Kimi-K2.5's numpy validator (`kimi_eagle_data.formats.kimi_k2.validator.Validator`, which
+parses through `kimi_eagle_data.formats.kimi_k2.grammar`) against a naive per-token Python loop implementing the same checks, on a synthetic
 corpus built from the embedded tiny Kimi-format tokenizer's ids (mostly valid samples of 100–2,000 completion
 tokens; plain answers, tool calls, ~10% broken).
 
@@ -26,8 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kimi_eagle_data.profile import TINY_KIMI  # noqa: E402
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR  # noqa: E402
 from kimi_eagle_data.model_profile import ProfileTokens  # noqa: E402
-from kimi_eagle_data.validate.rules import Verdict, reason_descriptions  # noqa: E402
-from kimi_eagle_data.validate.validator import Validator, pack  # noqa: E402
+from kimi_eagle_data.chat_format import Verdict  # noqa: E402
+from kimi_eagle_data.formats.kimi_k2.rules import reason_descriptions  # noqa: E402
+from kimi_eagle_data.formats.kimi_k2.validator import Validator  # noqa: E402
+from kimi_eagle_data.id_buffers import pack  # noqa: E402
 
 # --------------------------------------------------------------------------------------------
 # The baseline: one Python loop over every token, a state machine, the same rules.

@@ -11,7 +11,7 @@ below the stages because the formats sit above them (they render with prompts/ a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 # Facts the same for every Kimi format, read where no run's format is at hand: the tool names a source row may
@@ -24,6 +24,11 @@ TOOL_CALL_ID_FORMAT = "functions.{name}:{index}"    # IDX counts calls across th
 def history_tool_call_id(name: str, index: int) -> str:
     """The id of a history call as every Kimi format writes it (what a source adapter gives the calls it reads)."""
     return TOOL_CALL_ID_FORMAT.format(name=name, index=index)
+
+
+class ToolSchemaUnsupported(ValueError):
+    """A tool schema the format's renderer cannot declare as the model's own code would (Kimi-K2.5's encoder raises
+    or falls back on it): prepare counts the row out as `tool_schema_unsupported`. One-line message."""
 
 
 class FormatTokens(Protocol):
@@ -41,18 +46,43 @@ class FormatTokens(Protocol):
         """The format's name of one of its token ids (for messages)."""
 
 
+@dataclass
+class Verdict:
+    """One sample as a format's validator judges it: what validate, emit, `check` and conversations read."""
+
+    issues: list[str] = field(default_factory=list)      # reason codes (keys of reason_descriptions); empty = valid
+    details: list[str] = field(default_factory=list)     # one human line per issue, same order
+    reasoning_len: int = 0                               # completion tokens before the reasoning's end
+    num_tool_calls: int = 0                              # tool calls the completion begins
+    args_valid: bool = True                              # every parsed tool call's arguments are a JSON object
+    assistant: dict[str, Any] = field(default_factory=dict)   # the generated turn decoded from tokens
+    # The finish reason the sample is reported with: `stop` for a `length` completion that ends with
+    # the end-of-turn token (its turn is whole), else the engine's.
+    finish_reason: str = ""
+    mode: str = "thinking"                               # read from the prompt's generation prompt
+
+    @property
+    def valid(self) -> bool:
+        return not self.issues
+
+
 class FormatValidator(Protocol):
-    """A format's completion grammar and rules: each sample's `validate.rules.Verdict`."""
+    """A format's completion grammar and rules: each sample's `Verdict`."""
 
     max_seq_len: int
 
     def validate(self, prompt_ids, output_ids, finish_reason: str, finish_detail: dict | None,
-                 tools: list[dict] | None) -> Any:
+                 tools: list[dict] | None) -> Verdict:
         """One sample's verdict."""
 
     def validate_many(self, prompt_offsets, prompt_values, output_offsets, output_values, finish_reasons,
-                      finish_details, tools) -> Iterator[Any]:
-        """The verdicts of packed samples (`grammar.pack`), in order: what validate and emit run."""
+                      finish_details, tools) -> Iterator[Verdict]:
+        """The verdicts of packed samples (`id_buffers.pack`), in order: what validate and emit run."""
+
+    def judge_turn(self, prompt_ids, output_ids, finish_reason: str, finish_detail: dict | None,
+                   tools: list[dict] | None) -> tuple[Verdict, Any, bool]:
+        """One sample's verdict, its parse (what `ChatFormat.assistant_message` reads) and whether the completion
+        is a whole turn: what a conversation's next turn and `probe`'s history arm ask."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +104,7 @@ class ChatFormat(Protocol):
     refused_efforts: Mapping[str, str]          # effort name a user may expect -> why the format refuses it
     default_effort: str | None                  # what a thinking prompt announces without an efforts table
     history_note_descriptions: Mapping[str, str]
+    tool_encoder_version: str                   # run.json binds it: a change to how tools are declared re-prepares
 
     def tokens(self, profile, tokenizer) -> FormatTokens:
         """Its structural tokens resolved to the tokenizer's ids (`end_of_turn`: the stop id; `ids`)."""
@@ -107,6 +138,11 @@ class ChatFormat(Protocol):
     def render_answer(self, answer, tokenizer, tokens, instant: bool = False) -> tuple[list[int], int]:
         """An answer ({"reasoning", "content", "tool_calls"}) as the completion the model writes, and how many
         of its ids are reasoning."""
+
+    def assistant_message(self, parsed, profile, first_index: int = 0) -> dict:
+        """A turn its validator accepted (the parse `FormatValidator.judge_turn` gives) as the assistant message a
+        client sends back; its calls count on from `first_index`, the history's call count. A turn that cannot
+        continue the conversation raises `conversation.messages.TurnError`."""
 
     def segmenter(self, profile, tokenizer) -> Any:
         """What splits a sequence into `inspect`'s segments (`spans`, `mode`, `decode`)."""

@@ -32,7 +32,6 @@ from kimi_eagle_data.progress import LogProgress, NoProgress, Progress
 from kimi_eagle_data.prompts.prepare import PrepareReport, PrepareRun
 from kimi_eagle_data.prompts.stage import Prepared, prepare
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
-from kimi_eagle_data.prompts.tool_declaration import ENCODER_VERSION as TOOL_ENCODER_VERSION
 from kimi_eagle_data.run_context import EngineHandoff, RunContext
 from kimi_eagle_data.probe.report import card_section as probe_section, load_report as load_probe
 from kimi_eagle_data.score.report import card_section, load_report
@@ -152,7 +151,7 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
         "tokenizer": settings.tokenizer_path,
         **tokenizer_fingerprint(tokenizer),
         **format_of(profile).fingerprint(tokenizer),
-        "tool_encoder_version": TOOL_ENCODER_VERSION,
+        "tool_encoder_version": format_of(profile).tool_encoder_version,
         "sampling": sampling.to_sglang(),
         # The partitions' mode and sampling mixes (sources/modes.py); absent when all are the default.
         **({"sampling_plan": plan} if (plan := partitions.sampling_plan()) else {}),

@@ -35,7 +35,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported, encode_tools, encode_tools_to_typescript
+from kimi_eagle_data.chat_format import ToolSchemaUnsupported
+from kimi_eagle_data.prompts.tool_declaration import encode_tools, encode_tools_to_typescript
 
 OUTCOMES = ["both render, equal", "both render, differ", "original renders, we refuse",
             "we render, original refuses", "  of which: the original ran out of recursion", "both refuse",

@@ -1,4 +1,5 @@
-"""Turns on the model's own history (kimi_eagle_data/conversation/messages.py): a completion parsed by the grammar, sent back as the
+"""Turns on the model's own history (kimi_eagle_data/conversation/messages.py, K2.5's assistant message in
+kimi_eagle_data/formats/kimi_k2/messages.py): a completion parsed by the grammar, sent back as the
 assistant message a client sends, and the next turn's prompt rendered by the model's template. Every prompt here is
 checked id for id against the template's own `apply_chat_template` (the embedded tiny tokenizer renders every
 conversation as Kimi-K2.5's template does); completions are cut out of what the template renders for a message."""
@@ -7,14 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from kimi_eagle_data.grammar import CompletionGrammar
+from kimi_eagle_data.formats.kimi_k2.grammar import CompletionGrammar
 from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from kimi_eagle_data.model_profile import INSTANT, THINKING, ProfileTokens, model_vocab_size
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer, render_prompt
-from kimi_eagle_data.conversation.messages import (TurnError, assistant_message, history_call_count, next_turn_messages,
-                                   tool_call_matches)
+from kimi_eagle_data.conversation.messages import TurnError, history_call_count, next_turn_messages, tool_call_matches
+from kimi_eagle_data.formats.kimi_k2.messages import assistant_message
 
 TOK = load_tokenizer(str(TINY_MODEL_DIR))
 TOKENS = ProfileTokens.from_tokenizer(TINY_KIMI, TOK)

@@ -15,7 +15,7 @@ from kimi_eagle_data.profile import KIMI_K25
 from kimi_eagle_data.prompts.prepare import REASON_STAGE
 from kimi_eagle_data.sources.filters import default_max_chars
 from kimi_eagle_data.validate.check import CHECK_REASONS
-from kimi_eagle_data.validate.rules import REASON_TEMPLATES
+from kimi_eagle_data.formats.kimi_k2.rules import REASON_TEMPLATES
 from kimi_eagle_data.formats.base import SAMPLE_CODES
 
 if sys.version_info >= (3, 11):

@@ -1,5 +1,5 @@
-"""The completion grammar (kimi_eagle_data/grammar.py): completion ids -> reasoning, answer, tool calls, end, and
-the malformations found, read the same way by the validator, `inspect` and the reasoning boundary of
+"""Kimi-K2.5's completion grammar (kimi_eagle_data/formats/kimi_k2/grammar.py): completion ids -> reasoning, answer,
+tool calls, end, and the malformations found, read the same way by the validator, `inspect` and the reasoning boundary of
 generation and `score`. Completions are built from text pieces encoded with the embedded tiny Kimi-format
 tokenizer and special tokens looked up by string."""
 
@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kimi_eagle_data.grammar import CALL_BEGIN, CompletionGrammar, Fault, pack, reasoning_length
+from kimi_eagle_data.formats.kimi_k2.grammar import CALL_BEGIN, CompletionGrammar, Fault, reasoning_length
+from kimi_eagle_data.id_buffers import pack
 from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from kimi_eagle_data.model_profile import ProfileTokens, model_vocab_size
@@ -16,7 +17,7 @@ from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 from kimi_eagle_data.formats.kimi_k2.segments import Segmenter
 from kimi_eagle_data.reports.inspect import segments_of
-from kimi_eagle_data.validate.validator import Validator
+from kimi_eagle_data.formats.kimi_k2.validator import Validator
 
 TOK = load_tokenizer(str(TINY_MODEL_DIR))
 TOKENS = ProfileTokens.from_tokenizer(TINY_KIMI, TOK)

@@ -147,10 +147,10 @@ GRAPH = import_graph()
 
 def test_the_walk_sees_the_package():
     assert len(GRAPH) > 60
-    assert "kimi_eagle_data.grammar" in GRAPH["kimi_eagle_data.validate.validator"]
-    assert "kimi_eagle_data.grammar" in GRAPH["kimi_eagle_data.validate.rules"]
+    assert "kimi_eagle_data.formats.kimi_k2.grammar" in GRAPH["kimi_eagle_data.formats.kimi_k2.validator"]
+    assert "kimi_eagle_data.formats.kimi_k2.grammar" in GRAPH["kimi_eagle_data.formats.kimi_k2.rules"]
     assert "kimi_eagle_data.sources.partitions" in GRAPH["kimi_eagle_data.cli.options"]   # a remapped folder
-    assert "kimi_eagle_data.validate.validator" in GRAPH["kimi_eagle_data.formats.kimi_k2.format"]   # a lazy import
+    assert "kimi_eagle_data.formats.kimi_k2.validator" in GRAPH["kimi_eagle_data.formats.kimi_k2.format"]   # a lazy import
 
 
 def test_no_import_circle():
@@ -235,7 +235,7 @@ def test_reports_validate_cards_and_emit_know_no_engine():
 
 # Edges that ran upward and were cut: a format owns its inspect segmenter (formats/kimi_k2/segments.py), the completion
 # grammar decodes with the shared decoder (decoding.py), the plan is handed the score report by the CLI.
-CUT_EDGES = [(f"{PACKAGE}.formats.kimi_k2.format", f"{PACKAGE}.reports"), (f"{PACKAGE}.grammar", f"{PACKAGE}.prompts"),
+CUT_EDGES = [(f"{PACKAGE}.formats.kimi_k2.format", f"{PACKAGE}.reports"), (f"{PACKAGE}.formats.kimi_k2.grammar", f"{PACKAGE}.prompts"),
              (f"{PACKAGE}.reports.plan", f"{PACKAGE}.score")]
 
 
@@ -243,7 +243,7 @@ def test_cut_edges_stay_cut():
     found = [f"{a} -> {b}" for a, package in CUT_EDGES for b in sorted(GRAPH[a]) if _inside(b, package)]
     assert not found, "edges cut on purpose are back: " + "; ".join(found)
     assert f"{PACKAGE}.formats.kimi_k2.segments" in GRAPH[f"{PACKAGE}.formats.kimi_k2.format"]   # the walk sees a lazy import
-    assert f"{PACKAGE}.decoding" in GRAPH[f"{PACKAGE}.grammar"]
+    assert f"{PACKAGE}.decoding" in GRAPH[f"{PACKAGE}.formats.kimi_k2.grammar"]
 
 
 def _reached(graph: dict[str, set[str]], start: str) -> set[str]:

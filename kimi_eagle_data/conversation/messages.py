@@ -1,17 +1,8 @@
-"""Conversation turns on the model's own history: a completion sent back as the assistant message a client sends.
+"""Conversation turns on the model's own history: the next turn's messages after the model's own.
 
-A deployed Kimi-K2.5 only ever sees its own earlier turns in its history: a client that keeps `reasoning_content`
-(K2.5's API asks for it in tool-call loops) sends each completion back as
-
-    {"role": "assistant", "reasoning_content": REASONING, "content": ANSWER,
-     "tool_calls": [{"id": "functions.NAME:IDX", "type": "function",
-                     "function": {"name": NAME, "arguments": ARGS}}]}
-
-and the model's chat template renders it; the template, not this module, decides which history reasoning it keeps
-(K2.5's keeps `reasoning_content` only on the assistant turns after the last assistant turn without tool calls,
-and none in instant mode). The fields here are the ones K2.5's template reads: `content`, `reasoning_content`,
-each call's `id` and `function.arguments` (a string is written as is); `function.name` is what clients and tool
-executors read. No `name` key: the template would put it in the turn header instead of `assistant`.
+A deployed model only ever sees its own earlier turns in its history: a client sends each completion back as the
+assistant message the run's chat format makes of it (`ChatFormat.assistant_message`; Kimi-K2.5's in
+formats/kimi_k2/messages.py), and the model's chat template renders it.
 
 Call ids count across the conversation (docs/token-rules.md, `tool_call_index_out_of_order`): the history's
 calls are 0…k−1, the turn's first call is k.
@@ -23,8 +14,6 @@ import json
 from typing import Any, Sequence
 
 from kimi_eagle_data.errors import KimiDataError
-from kimi_eagle_data.grammar import ParsedCompletion, ToolCall
-from kimi_eagle_data.model_profile import ModelProfile
 
 _NEXT_ROLES = ("user", "tool")
 
@@ -37,34 +26,6 @@ def history_call_count(messages: Sequence[dict]) -> int:
     """How many tool calls the conversation's assistant turns hold: the IDX the next turn's first call carries
     (each renders one `<|tool_call_begin|>`, the token the validator counts in the prompt)."""
     return sum(len(m.get("tool_calls") or ()) for m in messages if m.get("role") == "assistant")
-
-
-def assistant_message(parsed: ParsedCompletion, profile: ModelProfile, first_index: int = 0) -> dict:
-    """The parsed completion as the assistant message a client sends back: its reasoning (none in instant mode:
-    no `reasoning_content`), its answer, and its calls with the arguments' JSON text as the model wrote it.
-
-    Meant for a turn the validator accepted: the answer is all the text outside the tool-call section (a valid
-    turn has none after it), and call i must be `functions.NAME:IDX` with IDX = `first_index` + i, where
-    `first_index` is the `history_call_count` of the conversation before it; a call that is not raises
-    TurnError. A parse that carries its message already (Kimi-K3's validator reads a turn into one) gives it."""
-    if hasattr(parsed, "assistant"):
-        return dict(parsed.assistant)
-    message: dict[str, Any] = {"role": "assistant"}
-    if not parsed.instant:
-        message["reasoning_content"] = parsed.reasoning
-    message["content"] = parsed.answer
-    if parsed.calls:
-        message["tool_calls"] = [_tool_call(call, profile, first_index + i) for i, call in enumerate(parsed.calls)]
-    return message
-
-
-def _tool_call(call: ToolCall, profile: ModelProfile, index: int) -> dict:
-    if call.name is None or call.index != index:
-        wanted = profile.tool_call_id(call.name or "NAME", index)
-        raise TurnError(f"tool call {call.id_text.strip()!r} is not {wanted!r} (the conversation's call count goes "
-                        "on from its history): a turn the validator rejects cannot continue the conversation")
-    return {"id": profile.tool_call_id(call.name, index), "type": "function",
-            "function": {"name": call.name, "arguments": call.arguments}}
 
 
 def next_turn_messages(history: Sequence[dict], completion_message: dict, source_next: Sequence[dict]) -> list[dict]:

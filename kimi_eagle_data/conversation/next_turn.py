@@ -12,14 +12,12 @@ from __future__ import annotations
 import hashlib
 from typing import Sequence
 
-from kimi_eagle_data.chat_format import ChatFormat
-from kimi_eagle_data.conversation.messages import (TurnError, assistant_message, history_call_count,
-                                                   next_turn_messages, tool_call_matches)
+from kimi_eagle_data.chat_format import ChatFormat, FormatValidator
+from kimi_eagle_data.conversation.messages import TurnError, history_call_count, next_turn_messages, tool_call_matches
 from kimi_eagle_data.conversation.script import ScriptStep, script_steps, step
 from kimi_eagle_data.model_profile import ModelProfile
 from kimi_eagle_data.records import Completion, ConversationEnd, PromptRecord
 from kimi_eagle_data.sources.policies import answer_of
-from kimi_eagle_data.validate.validator import Validator
 
 # Why a conversation has no next turn (the card counts them per config; docs/data-format.md).
 END_REASONS = {
@@ -51,11 +49,12 @@ class NextTurn:
     `scripts`: conversation id -> its first prompt's script (records.PromptRecord.script); `max_turns`: config ->
     the partition's max_turns, for the configs whose conversations go on."""
 
-    def __init__(self, validator: Validator, tokenizer, profile: ModelProfile, *, max_new_tokens: int,
+    def __init__(self, validator: FormatValidator, tokenizer, profile: ModelProfile, *, max_new_tokens: int,
                  max_seq_len: int, max_turns: dict[str, int], scripts: dict[str, Sequence[dict] | None],
                  chat_format: ChatFormat):
         self.validator, self.tokenizer, self.profile = validator, tokenizer, profile
         self.render = chat_format.render_prompt          # the run's chat format (formats/)
+        self.assistant_message = chat_format.assistant_message
         self.max_new_tokens, self.max_seq_len, self.max_turns = max_new_tokens, max_seq_len, max_turns
         self.steps = {conv: script_steps(s) for conv, s in scripts.items()}
         self.generation_prompts = {m: chat_format.generation_prompt_ids(profile, tokenizer, m)
@@ -93,7 +92,7 @@ class NextTurn:
         if not after.next:
             return end("source_exhausted", f"the source has nothing after turn {turn}")
         try:
-            own = assistant_message(parsed, self.profile, history_call_count(record.messages))
+            own = self.assistant_message(parsed, self.profile, history_call_count(record.messages))
         except TurnError as e:
             return end("turn_rejected", f"turn {turn}: {e}")
         diverged = _divergence(own, after)

@@ -5,7 +5,8 @@ one: tests/formats/toy_format.py defines a third format that way). This package 
 (it renders with prompts/, validates with validate/): `runs.open_run` puts the run's format in its context
 (`RunContext.format`) and the CLI hands it to `check`, so no stage imports it and no stage compares profile names.
 
-One folder per format holds everything about it: Kimi-K2.5's `kimi_k2/` (its profiles, format object, segments),
+One folder per format holds everything about it: Kimi-K2.5's `kimi_k2/` (its profiles, grammar, rules, validator,
+format object, assistant messages, answers, segments),
 Kimi-K3's `kimi_k3/` (its facts, profiles, renderer, grammar, format object, validator, segments, checkpoint check).
 Each folder's `__init__` exports its profiles only (`PROFILES`, which the registry, profile.py, imports): the
 registry sits below the stages, the format objects above them.

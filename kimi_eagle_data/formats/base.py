@@ -4,7 +4,7 @@ Whatever the completion grammar, a sample fails these the same way: its prompt d
 generation prompt, it is longer than max_seq_len, it holds an id the model cannot embed, the engine aborted it or
 gave an unknown finish reason, the engine's reported length contradicts the completion's (where the format holds
 the engine to it), or it ran out of tokens before the end of its turn. Every validator judges a sample with
-`sample_issues` and describes the codes with `sample_reasons`: Kimi-K2.5's (validate/rules.py), Kimi-K3's
+`sample_issues` and describes the codes with `sample_reasons`: Kimi-K2.5's (kimi_k2/rules.py), Kimi-K3's
 (`kimi_k3/validator.py`) and a format registered from outside (tests/formats/toy_format.py). The `ChatFormat`
 protocol is chat_format.py's.
 """

@@ -38,7 +38,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-from kimi_eagle_data.chat_format import ChatFormat
+from kimi_eagle_data.chat_format import ChatFormat, ToolSchemaUnsupported
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.sources.partitions import Partition
 from kimi_eagle_data.sources.decontam import DecontamSettings, Decontaminator
@@ -51,7 +51,6 @@ from kimi_eagle_data.sources.readers import SourceFileError, SourceRow, iter_sou
 from kimi_eagle_data.sources.rows import AdapterColumns
 from kimi_eagle_data.prompts.tokenizer import ToolRenderingError, special_text_line
 from kimi_eagle_data.prompts.prepared_file import write_prepared
-from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported
 from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile
 from kimi_eagle_data.sources.modes import ModePlan, choose_effort, choose_mode, choose_sampling, run_wide_overridden
 from kimi_eagle_data.store.workdir import Workdir

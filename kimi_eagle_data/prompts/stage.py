@@ -13,7 +13,6 @@ import orjson
 
 from kimi_eagle_data import __version__
 from kimi_eagle_data.prompts.prepare import PrepareError, PrepareReport, partition_info, prepare_configs
-from kimi_eagle_data.prompts.tool_declaration import ENCODER_VERSION as TOOL_ENCODER_VERSION
 from kimi_eagle_data.run_context import RunContext
 from kimi_eagle_data.store.workdir import read_json, write_json
 
@@ -81,7 +80,7 @@ def prepare_fingerprint(ctx: RunContext) -> str:
         "samples": s.samples, "revision": s.revision, "limit": s.limit,
         "config_file_sha256": ctx.partitions.sha256,
         "tokenizer": ctx.run["tokenizer_sha256"], "template": ctx.run["chat_template_sha256"],
-        "tokenizer_code": ctx.run.get("tokenizer_code_sha256"), "tool_encoder": TOOL_ENCODER_VERSION,
+        "tokenizer_code": ctx.run.get("tokenizer_code_sha256"), "tool_encoder": ctx.format.tool_encoder_version,
         "max_new_tokens": ctx.sampling.max_new_tokens, "max_seq_len": ctx.max_seq_len,
         "project_version": __version__,
     }

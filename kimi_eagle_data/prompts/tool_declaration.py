@@ -29,6 +29,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kimi_eagle_data.chat_format import ToolSchemaUnsupported
+
 # "2": a `$ref` to a definition that carries `"$self_ref": true` now prints `parameters`, as the original does
 # ("1" printed the definition's name); every other text "1" rendered is unchanged, and "2" also renders what "1"
 # refused where the original renders it (scripts/tool_schema_fuzz.py).
@@ -40,10 +42,6 @@ _UNION_NAMES = {"string": "string", "number": "number", "integer": "number", "bo
                 "null": "null", "object": "{}", "array": "Array<any>"}
 _ENUM_CHECKS = {"string": lambda v: isinstance(v, str), "number": lambda v: isinstance(v, (int, float)),
                 "integer": lambda v: isinstance(v, int), "boolean": lambda v: isinstance(v, bool)}
-
-
-class ToolSchemaUnsupported(ValueError):
-    """A tool schema K2.5's own encoder cannot render (it raises or falls back); one-line message."""
 
 
 class _Reject(Exception):

@@ -37,7 +37,6 @@ from kimi_eagle_data.engines.request_loop import Kept, RequestRun, pending, run_
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.model_profile import INSTANT
 from kimi_eagle_data.progress import Progress
-from kimi_eagle_data.prompts.answer import render_answer  # noqa: F401  (K2.5's `render_answer`, by its old name)
 from kimi_eagle_data.records import LogprobSums, PromptRecord, RequestFailure
 from kimi_eagle_data.store.scores import Score, ScoreCheckpoint, ScoreKey
 

@@ -1,13 +1,13 @@
-"""Validation in parallel: chunks of consecutive samples judged by the Validator in worker processes.
+"""Validation in parallel: chunks of consecutive samples judged by the run format's validator in worker processes.
 
 The main process reads the checkpoint and the prepared prompts into contiguous buffers, cuts them into
-chunks and writes the results; workers run what costs per token: the Validator (whose `SegmentDecoder` is the one
+chunks and writes the results; workers run what costs per token: the validator (whose `SegmentDecoder` is the one
 decode, through the tokenizer's fastest correct path) and the `messages` column built from its verdicts.
 Token ids go to the workers but never come back (the main process has them): pickling through a pipe costs
 more than building the token columns.
 Results come back in submission order, so what is written never depends on the number of workers.
 
-Workers are forked: they inherit the loaded tokenizer and Validator (no re-import of transformers, no
+Workers are forked: they inherit the loaded tokenizer and validator (no re-import of transformers, no
 tokenizer reload). Where fork is unavailable, validation runs in the calling process.
 
 Workers never outlive the process that forked them: on Linux the kernel kills each one when its parent dies
@@ -35,10 +35,10 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+from kimi_eagle_data.chat_format import FormatValidator
 from kimi_eagle_data.store.checkpoint import CompletionBatch
 from kimi_eagle_data.schema import ROW_SCHEMA, message_chars, normalize_message
 from kimi_eagle_data.stopping import DeferredStop, check_stop
-from kimi_eagle_data.validate.validator import Validator
 
 MESSAGES_TYPE = ROW_SCHEMA.field("messages").type
 
@@ -71,7 +71,7 @@ class Judged:
     mode: list[str] = field(default_factory=list)   # thinking / instant, read from each prompt's end
 
 
-def judge(validator: Validator, chunk: Chunk) -> Judged:
+def judge(validator: FormatValidator, chunk: Chunk) -> Judged:
     out = chunk.completions
     out.verify()
     n = len(out)
@@ -99,7 +99,7 @@ def judge(validator: Validator, chunk: Chunk) -> Judged:
                   modes)
 
 
-_WORKER_VALIDATOR: Validator | None = None
+_WORKER_VALIDATOR: FormatValidator | None = None
 
 
 PR_SET_PDEATHSIG = 1   # <linux/prctl.h>
@@ -115,7 +115,7 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
-def _init_worker(validator: Validator, parent_pid: int) -> None:
+def _init_worker(validator: FormatValidator, parent_pid: int) -> None:
     global _WORKER_VALIDATOR
     die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -139,7 +139,7 @@ class VerdictPool:
     """Judges chunks with `workers` processes (1: in this process), results in submission order. From creation
     to close(), SIGTERM stops it between chunks (Terminated from map()), or at close() if it came later."""
 
-    def __init__(self, validator: Validator, workers: int | None = None):
+    def __init__(self, validator: FormatValidator, workers: int | None = None):
         self.validator = validator
         self.workers = default_workers() if workers is None else max(1, int(workers))
         self._executor: ProcessPoolExecutor | None = None

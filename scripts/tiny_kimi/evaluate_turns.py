@@ -2,9 +2,10 @@
 
 Each held-out synthetic conversation (synth.py `multi_turn`: a chat or a tool loop, one mode) is replayed turn by
 turn: turn 1 is sampled on the conversation's first prompt; a turn the project's Validator accepts is parsed by its
-grammar and sent back as the client's assistant message (kimi_eagle_data/turns.py), followed by the source's next
-user turn or tool result(s), and the next turn is sampled on that prompt. A turn the Validator rejects ends its
-conversation (it is counted once, as invalid); so does a source tool result with no model call to answer.
+grammar and sent back as the client's assistant message (kimi_eagle_data/formats/kimi_k2/messages.py), followed by
+the source's next user turn or tool result(s), and the next turn is sampled on that prompt. A turn the Validator
+rejects ends its conversation (it is counted once, as invalid); so does a source tool result with no model call to
+answer.
 Per turn number: how many were sampled and how many the Validator (docs/token-rules.md) accepted; and the same
 for the turns that run past the 512 positions of the model's first context (prompt and completion together).
 """
@@ -16,8 +17,9 @@ from collections import Counter, defaultdict
 from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.model_profile import INSTANT, THINKING, ProfileTokens
 from kimi_eagle_data.prompts.tokenizer import render_prompt
-from kimi_eagle_data.turns import TurnError, assistant_message, history_call_count, next_turn_messages
-from kimi_eagle_data.validate.validator import Validator
+from kimi_eagle_data.conversation.messages import TurnError, history_call_count, next_turn_messages
+from kimi_eagle_data.formats.kimi_k2.messages import assistant_message
+from kimi_eagle_data.formats.kimi_k2.validator import Validator
 
 from evaluate import sample
 

@@ -14,9 +14,9 @@ partitions B1-B8. Everything is driven by one `random.Random`, so a seed fixes t
 
 `Synth.multi_turn` makes multi-turn conversations (chats of 2-4 turns, tool loops: call, tool result, answer or
 another call, maybe a next user turn) in the same dict: the last assistant turn is the completion, every earlier one
-sits in `messages` as the assistant message a client sends back (kimi_eagle_data/turns.py: `reasoning_content`
-in thinking mode, `content`, `tool_calls` with ids counting on across the conversation). The template then drops
-the history reasoning it drops for Kimi-K2.5.
+sits in `messages` as the assistant message a client sends back (kimi_eagle_data/formats/kimi_k2/messages.py:
+`reasoning_content` in thinking mode, `content`, `tool_calls` with ids counting on across the conversation). The
+template then drops the history reasoning it drops for Kimi-K2.5.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from kimi_eagle_data.formats import KIMI_K2_FORMAT
 from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.model_profile import INSTANT, THINKING, ProfileTokens
 from kimi_eagle_data.records import Completion, ConversationEnd, PromptRecord
-from kimi_eagle_data.validate.validator import Validator
+from kimi_eagle_data.formats.kimi_k2.validator import Validator
 from tests.test_conversation_messages import TOK, TOOLS, call, completion_of, find, prompt_ids, template_ids, text
 
 MAX_SEQ_LEN = TINY_KIMI.max_seq_len

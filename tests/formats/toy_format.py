@@ -24,7 +24,7 @@ from kimi_eagle_data.formats.base import ends_with, sample_issues, sample_reason
 from kimi_eagle_data.prompts.tokenizer import special_text
 from kimi_eagle_data.profile import TINY_KIMI, register_profile
 from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile, model_vocab_size
-from kimi_eagle_data.validate.rules import Verdict
+from kimi_eagle_data.chat_format import Verdict
 
 HEADER, HEADER_END, END, THINK, THINK_END = "<|start_header_id|>", "<|end_header_id|>", "[EOT]", "<think>", "</think>"
 TOY_REASONS = {
@@ -82,6 +82,10 @@ class ToyValidator:
         return Verdict(issues=[c for c, _ in issues], details=[d for _, d in issues], reasoning_len=reasoning_len,
                        assistant=assistant, finish_reason="stop" if whole else finish_reason, mode=mode)
 
+    def judge_turn(self, prompt_ids, output_ids, finish_reason: str, finish_detail: dict | None, tools):
+        verdict = self.validate(prompt_ids, output_ids, finish_reason, finish_detail, tools)
+        return verdict, verdict.assistant, bool(len(output_ids)) and int(output_ids[-1]) == self.tokens.end_of_turn
+
     def validate_many(self, prompt_offsets: np.ndarray, prompt_values: np.ndarray, output_offsets: np.ndarray,
                       output_values: np.ndarray, finish_reasons: Sequence[str],
                       finish_details: Sequence[dict | None], tools: Sequence) -> Iterator[Verdict]:
@@ -97,6 +101,7 @@ class ToyFormat:
     refused_efforts: Mapping[str, str] = MappingProxyType({})
     default_effort = None
     history_note_descriptions: Mapping[str, str] = MappingProxyType({})
+    tool_encoder_version = "toy-1"
 
     def tokens(self, profile, tokenizer) -> ToyTokens:
         ids = dict(tokenizer.get_added_vocab())           # every special token by name; the toy's among them
@@ -148,6 +153,9 @@ class ToyFormat:
             raise KimiDataError("the toy format writes no tool calls")
         reasoning = [] if instant else [*self._text(tokenizer, answer.get("reasoning") or ""), tokens.ids[THINK_END]]
         return reasoning + self._text(tokenizer, answer.get("content") or "") + [tokens.end_of_turn], len(reasoning)
+
+    def assistant_message(self, parsed, profile, first_index: int = 0) -> dict:
+        return dict(parsed)            # the toy writes no tool calls: the verdict's message is the turn
 
     def segmenter(self, profile, tokenizer):
         raise NotImplementedError("inspect is not part of the toy format's proof")

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from kimi_eagle_data.conversation.messages import assistant_message, history_call_count, next_turn_messages
+from kimi_eagle_data.conversation.messages import history_call_count, next_turn_messages
+from kimi_eagle_data.formats.kimi_k2.messages import assistant_message
 from kimi_eagle_data.conversation.script import script_steps
-from kimi_eagle_data.grammar import CompletionGrammar
+from kimi_eagle_data.formats.kimi_k2.grammar import CompletionGrammar
 from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.model_profile import ProfileTokens, model_vocab_size
 from kimi_eagle_data.decoding import SegmentDecoder

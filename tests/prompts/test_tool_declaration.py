@@ -8,9 +8,9 @@ import random
 
 import pytest
 
+from kimi_eagle_data.chat_format import ToolSchemaUnsupported
 from kimi_eagle_data.prompts.tool_declaration import (
     ENCODER_VERSION,
-    ToolSchemaUnsupported,
     deep_sort,
     encode_tools,
     encode_tools_to_typescript,

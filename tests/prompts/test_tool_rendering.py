@@ -14,7 +14,8 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from kimi_eagle_data.prompts.tokenizer import (TOOL_PROBES, ToolRenderingError, check_tool_rendering, render_prompt,
                                        render_text)
-from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported, encode_tools
+from kimi_eagle_data.chat_format import ToolSchemaUnsupported
+from kimi_eagle_data.prompts.tool_declaration import encode_tools
 
 from tests.helpers.cli import run_cli
 

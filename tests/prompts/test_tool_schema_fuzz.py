@@ -16,7 +16,8 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "tool_schema_fuzz.py"
 # where we refuse, as the original raises where it cannot render; `tweak` changes one thing.
 STAND_IN = """
 import logging
-from kimi_eagle_data.prompts.tool_declaration import encode_tools_to_typescript, ToolSchemaUnsupported
+from kimi_eagle_data.chat_format import ToolSchemaUnsupported
+from kimi_eagle_data.prompts.tool_declaration import encode_tools_to_typescript
 logger = logging.getLogger("stand_in_original")
 
 def encode_tools_to_typescript_style(tools):

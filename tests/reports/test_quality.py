@@ -13,7 +13,7 @@ import pytest
 
 from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.profile import TINY_KIMI
-from kimi_eagle_data.validate.rules import reason_descriptions
+from kimi_eagle_data.formats.kimi_k2.rules import reason_descriptions
 
 from tests.helpers.cli import run_cli
 

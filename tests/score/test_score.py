@@ -99,7 +99,7 @@ def test_rows_without_an_answer_are_counted_not_dropped(tiny_tokenizer):
 
 
 def test_render_answer_uses_profile_tokens(tiny_tokenizer):
-    from kimi_eagle_data.score.scoring import render_answer
+    from kimi_eagle_data.formats.kimi_k2.answer import render_answer
 
     tokens = ProfileTokens.from_tokenizer(TINY_KIMI, tiny_tokenizer)
     ids, k = render_answer({"reasoning": "think first", "content": "Done.", "tool_calls": [
@@ -168,7 +168,7 @@ def test_own_samples_rank_above_answers_in_another_style(tiny_tokenizer):
     )
     from kimi_eagle_data.engines.local import LocalEngine
     from kimi_eagle_data.records import LogprobSums
-    from kimi_eagle_data.score.scoring import render_answer
+    from kimi_eagle_data.formats.kimi_k2.answer import render_answer
     from kimi_eagle_data.score.report import summarize
 
     tokens = ProfileTokens.from_tokenizer(TINY_KIMI, tiny_tokenizer)

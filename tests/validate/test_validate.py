@@ -16,8 +16,10 @@ import pytest
 from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.model_profile import ProfileTokens
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer
-from kimi_eagle_data.validate.rules import Verdict, reason_descriptions
-from kimi_eagle_data.validate.validator import Validator, pack
+from kimi_eagle_data.chat_format import Verdict
+from kimi_eagle_data.formats.kimi_k2.rules import reason_descriptions
+from kimi_eagle_data.formats.kimi_k2.validator import Validator
+from kimi_eagle_data.id_buffers import pack
 
 TINY_DIR = Path(__file__).resolve().parents[2] / "kimi_eagle_data" / "assets" / "tiny-kimi"
 

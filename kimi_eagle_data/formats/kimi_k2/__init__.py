@@ -1,7 +1,9 @@
 """Kimi-K2.5's chat format, everything about it in this folder: its profiles as plain data (`profiles.py`,
 exported here for the registry, kimi_eagle_data/profile.py), the format object the stages ask (`format.py`: the
-tokenizer's chat template, the completion grammar and validator) and its split of a sequence into `inspect`'s
-segments (`segments.py`).
+tokenizer's chat template, the completion grammar and validator), the completion grammar (`grammar.py`), its
+token-structure rules and reason codes (`rules.py`) and their validator (`validator.py`), an accepted turn as the
+assistant message a client sends back (`messages.py`), an answer as the completion K2.5 writes (`answer.py`) and
+its split of a sequence into `inspect`'s segments (`segments.py`).
 
 Only the profiles are imported here: the registry sits below the stages, the format object above them.
 """

@@ -5,6 +5,7 @@ the object here; stages never compare profile names. What a format answers:
 
 - `tokens(profile, tokenizer)`: its structural tokens resolved to the tokenizer's ids (`end_of_turn` is the stop
   id; `ids` maps every token string the served tokenizer must agree on to its id);
+- `tool_encoder_version`: how the format declares tools, bound in run.json (a change re-prepares);
 - `efforts`, `default_effort`: the thinking efforts a prompt may announce (none for K2.5); `refused_efforts`:
   effort names a user may expect that the format refuses, each with why;
 - `render_prompt(tokenizer, messages, tools, mode, effort)`: a prompt's ids as the model renders them;
@@ -16,6 +17,9 @@ the object here; stages never compare profile names. What a format answers:
 - `render_answer(answer, tokenizer, tokens, instant)`: an answer ({"reasoning", "content", "tool_calls"}) as the
   completion the model writes for it after its generation prompt, and how many of those ids are reasoning (what
   `score` scores an upstream answer as, and `check` reads a SpecForge row's last assistant turn as);
+- `assistant_message(parsed, profile, first_index)`: a turn its validator accepted (the parse the validator's
+  `judge_turn` gives beside the verdict and whether the turn is whole) as the assistant message a client sends
+  back, its calls numbered on from the history's `first_index` (conversations on the model's own history);
 - `segmenter(profile, tokenizer)`: what splits a sequence into the segments `inspect` shows: `spans(ids,
   prompt_len)` gives (kind, label, start, end) for every message of the prompt, the generation prompt, and the
   completion's reasoning / answer / tool-call section and calls / end of turn as its grammar reads them, covering
@@ -52,6 +56,13 @@ class KimiK2Format:
 
     history_note_descriptions: Mapping[str, str] = MappingProxyType({})
 
+    @property
+    def tool_encoder_version(self) -> str:
+        """The TypeScript declarations' encoder (prompts/tool_declaration.py), loaded with the renderer."""
+        from kimi_eagle_data.prompts.tool_declaration import ENCODER_VERSION
+
+        return ENCODER_VERSION
+
     def history_notes(self, messages) -> set[str]:
         return set()        # K2.5's template renders a call's arguments text as given
 
@@ -80,19 +91,25 @@ class KimiK2Format:
 
     def validator(self, tokens, tokenizer, max_seq_len: int, keep_truncated: bool = False,
                   vocab_size: int | None = None):
-        from kimi_eagle_data.validate.validator import Validator
+        from kimi_eagle_data.formats.kimi_k2.validator import Validator
 
         return Validator(tokens, tokenizer, max_seq_len, keep_truncated=keep_truncated, vocab_size=vocab_size)
 
     def reasoning_length(self, ids: Sequence[int], tokens, instant: bool = False) -> int:
-        from kimi_eagle_data.grammar import reasoning_length
+        from kimi_eagle_data.formats.kimi_k2.grammar import reasoning_length
 
         return reasoning_length(ids, tokens, instant)
 
     def render_answer(self, answer, tokenizer, tokens, instant: bool = False) -> tuple[list[int], int]:
-        from kimi_eagle_data.prompts.answer import render_answer
+        from kimi_eagle_data.formats.kimi_k2.answer import render_answer
 
         return render_answer(answer, tokenizer, tokens, instant)
+
+    def assistant_message(self, parsed, profile, first_index: int = 0) -> dict:
+        """The message K2.5's template reads back: `reasoning_content`, `content`, calls numbered on (messages.py)."""
+        from kimi_eagle_data.formats.kimi_k2.messages import assistant_message
+
+        return assistant_message(parsed, profile, first_index)
 
     def segmenter(self, profile, tokenizer):
         """Turns by their role tokens, the completion by grammar.py (segments.py)."""
@@ -101,7 +118,7 @@ class KimiK2Format:
         return Segmenter(profile, tokenizer)
 
     def reason_descriptions(self, profile) -> dict[str, str]:
-        from kimi_eagle_data.validate.rules import reason_descriptions
+        from kimi_eagle_data.formats.kimi_k2.rules import reason_descriptions
 
         return reason_descriptions(profile)
 

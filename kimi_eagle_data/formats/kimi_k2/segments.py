@@ -3,7 +3,7 @@ k3_segments.py beside it).
 
 Found from token ids, never by matching decoded text: turn-opening role tokens split the prompt into turns
 (system, tool declarations, user, past assistant turns, tool results, the generation prompt), and the completion
-grammar (kimi_eagle_data/grammar.py, what the validator reads too) splits the completion (reasoning up to
+grammar (grammar.py beside it, what the validator reads too) splits the completion (reasoning up to
 `</think>`, the answer, each tool call `<|tool_call_begin|>…<|tool_call_end|>`, the final `<|im_end|>`). Only a
 turn's header name (the one or two tokens between its role token and `<|im_middle|>`, e.g. `tool_declare`) is
 decoded, to tell a system turn from the tool declarations or a tool result. Turn-opening role tokens and the header
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from kimi_eagle_data.decoding import SegmentDecoder
-from kimi_eagle_data.grammar import CompletionGrammar, ParsedCompletion
+from kimi_eagle_data.formats.kimi_k2.grammar import CompletionGrammar, ParsedCompletion
 from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile, ProfileTokens, TokenLookupError, model_vocab_size
 
 

@@ -57,6 +57,9 @@ class KimiK3Format:
     efforts: tuple[str, ...] = EFFORTS
     refused_efforts: Mapping[str, str] = REFUSED_EFFORTS
     history_note_descriptions: Mapping[str, str] = HISTORY_ARGUMENT_NOTES
+    # What every K3 workdir has bound from the first: K3 declares tools with its own renderer, whose changes
+    # `fingerprint` binds (the encoder's sha256); a new value here would refuse every existing workdir.
+    tool_encoder_version = "2"
     default_effort = DEFAULT_EFFORT
 
     def check_renderer(self, tokenizer, records, where: str) -> None:
@@ -118,6 +121,10 @@ class KimiK3Format:
             message["reasoning_content"] = answer.get("reasoning") or ""
         ids = encode_segments(tokenizer, completion_segments(message, thinking=not instant))
         return ids, reasoning_length(ids, tokens.k3, instant)
+
+    def assistant_message(self, parsed, profile, first_index: int = 0) -> dict:
+        """The message the validator read the turn into (`K3Turn.assistant`): its call ids are the ones it wrote."""
+        return dict(parsed.assistant)
 
     def segmenter(self, profile, tokenizer):
         from kimi_eagle_data.formats.kimi_k3.segments import K3Segmenter

@@ -1,6 +1,6 @@
 """Kimi-K3's validator: the sample-level rules every format shares (prompt end, length, id range, finish reason,
 truncation: base.py) and K3's completion grammar (`grammar.py`, its reason codes); the same interface and `Verdict` as
-kimi_eagle_data/validate/validator.py, so validate, emit, check and generate read either."""
+kimi_eagle_data/formats/kimi_k2/validator.py, so validate, emit, check and generate read either."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from kimi_eagle_data.formats.base import ends_with, sample_issues
-from kimi_eagle_data.grammar import pack
+from kimi_eagle_data.id_buffers import pack
 from kimi_eagle_data.formats.kimi_k3.grammar import K3Completion, parse_completion
 from kimi_eagle_data.decoding import SegmentDecoder
-from kimi_eagle_data.validate.rules import Verdict
+from kimi_eagle_data.chat_format import Verdict
 
 THINKING, INSTANT = "thinking", "instant"
 

@@ -1,4 +1,4 @@
-"""The model's completion grammar: a completion's token ids parsed into reasoning, answer, tool calls and end.
+"""Kimi-K2.5's completion grammar: a completion's token ids parsed into reasoning, answer, tool calls and end.
 
     REASONING </think> ANSWER [TOOL-CALL SECTION] <|im_end|>       thinking mode (the prompt ends `<think>`)
     ANSWER [TOOL-CALL SECTION] <|im_end|>                          instant mode (the prompt ends `<think></think>`)
@@ -8,7 +8,7 @@
                         <|tool_calls_section_end|>
 
 (docs/token-rules.md; the tokens are the model profile's, looked up by string.) Every reader of completions
-parses them here, with one tolerance for malformed input: the validator (its rules, validate/rules.py, turn
+parses them here, with one tolerance for malformed input: the validator (its rules, rules.py, turn
 what is found here into reason codes), `inspect` (which shows the parts), generation and `score` (the
 reasoning boundary, `reasoning_length`).
 
@@ -40,8 +40,9 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from kimi_eagle_data.model_profile import ProfileTokens
 from kimi_eagle_data.decoding import SegmentDecoder
+from kimi_eagle_data.id_buffers import pack, rows_with
+from kimi_eagle_data.model_profile import ProfileTokens
 from kimi_eagle_data.wording import excerpt
 
 
@@ -296,37 +297,3 @@ def is_json_object(text: str) -> bool:
         return isinstance(json.loads(text, parse_constant=_reject_constant), dict)
     except (ValueError, RecursionError):
         return False
-
-
-# -- (offsets, values) id buffers ---------------------------------------------------------------------
-
-def _as_ids(ids: Sequence[int] | np.ndarray) -> np.ndarray:
-    a = np.asarray(ids)
-    if a.ndim != 1:
-        a = a.reshape(-1)
-    if a.dtype.kind not in "iu":
-        a = a.astype(np.int64) if a.size else np.zeros(0, dtype=np.int64)
-    elif a.dtype.kind == "u":
-        a = a.astype(np.int64)
-    return a
-
-
-def pack(seqs: Sequence[Sequence[int] | np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Id sequences as one (offsets, values) buffer pair, sequence i at values[offsets[i]:offsets[i + 1]]:
-    what `parse_many` and the validator's `validate_many` take. Values keep their integer width (int64 for
-    Python lists)."""
-    arrays = [_as_ids(x) for x in seqs]
-    if len(arrays) == 1:          # one sequence: no copy
-        return np.array([0, arrays[0].size], dtype=np.int64), arrays[0]
-    offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
-    np.cumsum([a.size for a in arrays], out=offsets[1:])
-    return offsets, (np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64))
-
-
-def rows_with(mask: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Per row of an (offsets, values) buffer: whether `mask` is set anywhere in it (empty rows: False)."""
-    if not mask.any():    # the usual case: no cumulative sum over every token
-        return np.zeros(len(offsets) - 1, dtype=bool)
-    hits = np.zeros(len(mask) + 1, dtype=np.int64)
-    np.cumsum(mask, out=hits[1:])
-    return hits[offsets[1:]] > hits[offsets[:-1]]

@@ -1,8 +1,9 @@
 """The token-structure rules (docs/token-rules.md), one function and reason code each (validator.py runs them).
 
-A rule reads one `Sample` (the prompt's ids and the completion as the completion grammar parsed it,
-kimi_eagle_data/grammar.py) and the run's `RunLimits`, and returns one human line per problem it finds; it
-never parses or re-reads the completion itself, so every rule sees the structure every other reader sees.
+A rule reads one `Sample` (the prompt's ids and the completion as the completion grammar, grammar.py, parsed it)
+and the run's `RunLimits`, and returns one human line per problem it finds; it never parses or re-reads the
+completion itself, so every rule sees the structure every other reader sees. Each sample's `chat_format.Verdict`
+carries the codes (validator.py).
 
 Every rule lives in exactly one place: the sample-level ones every format shares (prompt end, length, id range,
 finish reason, truncation) in kimi_eagle_data/formats/base.py, each completion rule in one `@_rule` function below,
@@ -20,15 +21,15 @@ Completion kinds (what rules apply to):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 
-from kimi_eagle_data.grammar import (
-    CALL_BEGIN, END_OF_TURN, FORBIDDEN, THINK_CLOSE, THINK_OPEN, Fault, ParsedCompletion)
-from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile, ProfileTokens
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.formats.base import sample_issues, sample_reasons
+from kimi_eagle_data.formats.kimi_k2.grammar import (
+    CALL_BEGIN, END_OF_TURN, FORBIDDEN, THINK_CLOSE, THINK_OPEN, Fault, ParsedCompletion)
+from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile, ProfileTokens
 from kimi_eagle_data.wording import excerpt
 
 COMPLETE, TRUNCATED, FAILED = "complete", "truncated", "failed"
@@ -40,24 +41,6 @@ _MAX_MSGS_PER_LINE = 3
 
 # --------------------------------------------------------------------------------------------
 # What the rules read
-
-
-@dataclass
-class Verdict:
-    issues: list[str] = field(default_factory=list)      # reason codes (keys of reason_descriptions); empty = valid
-    details: list[str] = field(default_factory=list)     # one human line per issue, same order
-    reasoning_len: int = 0                               # completion tokens before `</think>`
-    num_tool_calls: int = 0                              # number of `<|tool_call_begin|>` in the completion
-    args_valid: bool = True                              # every parsed tool call's ARGS is a JSON object
-    assistant: dict[str, Any] = field(default_factory=dict)   # the generated turn decoded from tokens
-    # The finish reason the sample is reported with: `stop` for a `length` completion that ends with
-    # the end-of-turn token (see the module docstring), else the engine's.
-    finish_reason: str = ""
-    mode: str = THINKING                                 # read from the prompt's generation prompt
-
-    @property
-    def valid(self) -> bool:
-        return not self.issues
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The validator: construct once per run, then `validate_many()` each chunk of samples (or `validate()` one;
 docs/token-rules.md).
 
-The completion grammar (kimi_eagle_data/grammar.py) parses each completion, one vectorised pass per chunk; then
+The completion grammar (grammar.py) parses each completion, one vectorised pass per chunk; then
 every registered rule (rules.py) runs on the parsed sample, and the verdict carries the decoded assistant turn."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from kimi_eagle_data.grammar import CALL_BEGIN, CompletionGrammar, ParsedCompletion, pack, rows_with
-from kimi_eagle_data.model_profile import INSTANT, ProfileTokens, model_vocab_size
+from kimi_eagle_data.chat_format import Verdict
 from kimi_eagle_data.decoding import SegmentDecoder
-from kimi_eagle_data.validate.rules import COMPLETE, RunLimits, Sample, Verdict, completion_kind, judge
-
-__all__ = ["Validator", "pack"]    # pack: the (offsets, values) buffers validate_many takes
+from kimi_eagle_data.formats.kimi_k2.grammar import CALL_BEGIN, CompletionGrammar, ParsedCompletion
+from kimi_eagle_data.formats.kimi_k2.rules import COMPLETE, RunLimits, Sample, completion_kind, judge
+from kimi_eagle_data.id_buffers import pack, rows_with
+from kimi_eagle_data.model_profile import INSTANT, ProfileTokens, model_vocab_size
 
 
 class Validator:

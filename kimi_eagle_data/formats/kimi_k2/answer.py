@@ -1,4 +1,5 @@
-"""An assistant answer ({"reasoning", "content", "tool_calls"}) as the token ids the target writes for it.
+"""An assistant answer ({"reasoning", "content", "tool_calls"}) as the token ids Kimi-K2.5 writes for it
+(`KimiK2Format.render_answer`).
 
 Shared by `score` (the upstream answers it scores) and `check` (the last assistant turn of a SpecForge
 `conversations` row): one rendering, so both read an answer as the model would have written it.
