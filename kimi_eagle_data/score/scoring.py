@@ -12,8 +12,7 @@ scored alike and the drafters tied (2.10 vs 2.07).
 For a seeded sample of each partition's prepared prompts (`--limit`, default 200; prompts that already
 have an own completion first, so the two sets are the same prompts where possible) this stage renders
 each upstream answer as the assistant turn the target would produce — the run's chat format's
-`render_answer`: K2.5's reasoning, `</think>`, the answer (tool calls in its tool-call tokens), `<|im_end|>`;
-K3's think, response and tools elements through `<|end_of_msg|>` — and asks the engine for the log-prob
+`render_answer` (each format's folder under formats/ says how it writes an answer) — and asks the engine for the log-prob
 of every answer token given the prompt, prefill only. The target's own completions are scored by the sums `generate` recorded; a completion without them (an older
 checkpoint, or sampling at a temperature other than 1, where the recorded log-probs are of the scaled
 distribution) is scored prefill-only as well. An answer that does not fit `max_seq_len` is scored on the
