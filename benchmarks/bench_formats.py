@@ -56,7 +56,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     profiles = {"K2.5 (tiny-kimi)": get_profile("tiny-kimi"), "K3 (tiny-kimi-k3)": get_profile("tiny-kimi-k3")}
-    toks = {name: load_tokenizer(p.model_path) for name, p in profiles.items()}
+    toks = {name: load_tokenizer(p.model_path, format_of(p)) for name, p in profiles.items()}
     both = []
     for r in requests():
         try:

@@ -147,6 +147,14 @@ class ChatFormat(Protocol):
     def segmenter(self, profile, tokenizer) -> Any:
         """What splits a sequence into `inspect`'s segments (`spans`, `mode`, `decode`)."""
 
+    def declared_tools(self, profile, tokenizer, prompt_ids) -> list[dict] | None:
+        """The tools (names only) a rendered prompt declares, read back from its ids, for rows that come without
+        their `tools` (a SpecForge export); None where it declares none or the format does not read them back."""
+
+    def check_tokenizer(self, tokenizer) -> None:
+        """What the format asks of a tokenizer before any prompt is rendered with it (`load_tokenizer` runs it):
+        raises with one line where the tokenizer would not render prompts as the model does."""
+
     def check_renderer(self, tokenizer, records, where: str) -> None:
         """Prepare's check of a checkpoint's own chat code against this renderer (nothing where there is none)."""
 

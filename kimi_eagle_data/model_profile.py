@@ -11,7 +11,6 @@ registry (profile.py) imports those folders and registers their profiles.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
@@ -62,7 +61,7 @@ class ModelProfile:
     turn_tokens: dict[str, str] = field(default_factory=dict)
     turn_header_end: str = ""
     # The system turn that declares the tools (its header name), and the pattern that finds each declared
-    # tool's name in the TypeScript declarations (see `declared_tool_names`).
+    # tool's name in the TypeScript declarations (formats/kimi_k2/render.py, `declared_tool_names`).
     tool_declare_role: str = "tool_declare"
     tool_declare_namespace: str = "namespace functions {"
     tool_declare_name_regex: str = r"(?m)^type (?P<name>.+?) = \(_: "
@@ -103,20 +102,6 @@ class ModelProfile:
         return template.format(**self.structural_tokens(), forbidden=forbidden + ", media tokens",
                                tool_call_id_shape=self.tool_call_id("NAME", 0).replace(":0", ":IDX"))
 
-    def rules_paragraph(self) -> str:
-        """The card's summary of what a `train` row satisfies (docs/token-rules.md), in this profile's tokens."""
-        if self.instant_generation_prompt:     # two modes: each prompt ends as its mode's generation prompt does
-            ends = ("the prompt ends with its mode's generation prompt (thinking: last token `{think_open}`; instant: "
-                    "`{think_open}{think_close}`); a thinking-mode completion has exactly one `{think_close}`, an "
-                    "instant-mode one neither `{think_open}` nor `{think_close}`")
-        else:
-            ends = ("the prompt ends with the generation prompt (last token `{think_open}`); the completion has "
-                    "exactly one `{think_close}`")
-        return self.describe(
-            ends + "; every completion has no role or control tokens, a well-formed tool-call section naming "
-            "declared tools with JSON-object arguments and call indices continuing the conversation's count "
-            "(`{tool_call_id_shape}`), and ends with one `{end_of_turn}`.")
-
     def generation_prompt_ids(self, tokenizer, mode: str = THINKING) -> list[int]:
         """The generation prompt of `mode` as `tokenizer` encodes its text (K2.5's way; a stage asks
         `format_of(profile).generation_prompt_ids`, which is this for K2.5 and per-segment ids for K3): what every prompt of that mode ends with
@@ -131,32 +116,6 @@ class ModelProfile:
 
     def tool_call_id(self, name: str, index: int) -> str:
         return self.tool_call_id_format.format(name=name, index=index)
-
-    def declared_tool_names(self, turn_text: str) -> frozenset[str] | None:
-        """The tool names a rendered tool-declaration turn declares, read back from its text.
-
-        `turn_text` is one system turn decoded with special tokens kept, from the turn token through the
-        end-of-turn token; None when that turn is not the tool declaration. The one place that reads the
-        declaration format back, for data that comes without its `tools` (a SpecForge export): the
-        TypeScript block K2.5's tokenizer renders (`namespace functions {` … `type NAME = (_: …`), or the
-        compact JSON list its template falls back to without `tools_ts_str`."""
-        head = self.turn_tokens["system"] + self.tool_declare_role + self.turn_header_end
-        if not turn_text.startswith(head):
-            return None
-        body = turn_text[len(head):].removesuffix(self.end_of_turn)
-        at = body.find(self.tool_declare_namespace)
-        if at >= 0:
-            return frozenset(m["name"] for m in re.finditer(self.tool_declare_name_regex, body[at:]))
-        try:
-            tools = json.loads(body)
-        except ValueError:
-            return frozenset()
-        names = set()
-        for t in tools if isinstance(tools, list) else ():
-            fn = t.get("function", t) if isinstance(t, dict) else None
-            if isinstance(fn, dict) and isinstance(fn.get("name"), str):
-                names.add(fn["name"])
-        return frozenset(names)
 
     @property
     def tool_call_id_pattern(self) -> re.Pattern[str]:

@@ -129,8 +129,9 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
     settings, partitions = load_partitions(settings, partitions)
     check_version(settings.version)
     profile = settings.model_profile
-    tokenizer = load_tokenizer(settings.tokenizer_path)
-    tokens = format_of(profile).tokens(profile, tokenizer)
+    chat_format = format_of(profile)
+    tokenizer = load_tokenizer(settings.tokenizer_path, chat_format)
+    tokens = chat_format.tokens(profile, tokenizer)
     resolved = settings.resolved_sampling()
     sampling = SamplingParams(max_new_tokens=resolved.max_new_tokens, temperature=resolved.temperature,
                               top_p=resolved.top_p, stop_token_ids=(tokens.end_of_turn,))

@@ -52,7 +52,7 @@ nothing else.
   template (checked on a corpus of conversations: system, tools, multi-turn, tool results, reasoning history,
   images, videos, `thinking=False`): tools first as `<|im_system|>tool_declare<|im_middle|>{{tools_ts_str}}<|im_end|>`,
   where the class's `apply_chat_template` sorts `tools` by key and computes `tools_ts_str` (the TypeScript-style
-  declaration) with `kimi_eagle_data.prompts.tool_declaration`, as K2.5's class does with its own encoder; past reasoning
+  declaration) with `kimi_eagle_data.formats.kimi_k2.tool_declaration`, as K2.5's class does with its own encoder; past reasoning
   dropped up to the last assistant turn without tool calls; tool calls as
   `<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>ARGS<|tool_call_end|>…`
   with IDX counted across the whole conversation; tool results as `## Return of ID\\n…`; generation prompt

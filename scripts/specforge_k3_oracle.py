@@ -54,9 +54,9 @@ def sha256(path: Path) -> str:
 
 def tiny_k3_tokenizer():
     from kimi_eagle_data.profile import TINY_KIMI_K3
-    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+    from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
-    return load_tokenizer(TINY_KIMI_K3.model_path)
+    return open_tokenizer(TINY_KIMI_K3.model_path)
 
 
 def ids_sha256(ids) -> str:

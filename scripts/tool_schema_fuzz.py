@@ -6,7 +6,7 @@ kind, descriptions with special characters, required/optional, defaults, additio
 slot). Each list is rendered twice:
 
 - by the original, called as K2.5's tokenizer calls it (deep-sort the tools by key, then encode);
-- by `kimi_eagle_data.prompts.tool_declaration.encode_tools`.
+- by `kimi_eagle_data.formats.kimi_k2.tool_declaration.encode_tools`.
 
 and the outcomes are counted in both directions. The original "cannot render" a list when it raises (the
 tokenizer then declares the tools as JSON), returns nothing (the template then falls back to JSON), or falls back
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from kimi_eagle_data.chat_format import ToolSchemaUnsupported
-from kimi_eagle_data.prompts.tool_declaration import encode_tools, encode_tools_to_typescript
+from kimi_eagle_data.formats.kimi_k2.tool_declaration import encode_tools, encode_tools_to_typescript
 
 OUTCOMES = ["both render, equal", "both render, differ", "original renders, we refuse",
             "we render, original refuses", "  of which: the original ran out of recursion", "both refuse",

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kimi_eagle_data.profile import TINY_KIMI_K3  # noqa: E402
 from kimi_eagle_data.formats.kimi_k3.facts import K3TokenIds  # noqa: E402
 from kimi_eagle_data.formats.kimi_k3.grammar import parse_completion  # noqa: E402
-from kimi_eagle_data.prompts.tokenizer import load_tokenizer  # noqa: E402
+from kimi_eagle_data.prompts.tokenizer import open_tokenizer  # noqa: E402
 from tests.real_engines.servers import RealServer, free_port, http, serve_cpu  # noqa: E402
 
 MODEL = TINY_KIMI_K3.model_path
@@ -64,7 +64,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--samples", type=int, default=4, help="samples per prompt at temperature 1")
     args = ap.parse_args()
-    tok = load_tokenizer(MODEL)
+    tok = open_tokenizer(MODEL)
     ids = K3TokenIds.from_vocab(tok.get_vocab())
     prompts = [tok.apply_chat_template([{"role": "user", "content": q}], tokenize=True, thinking_effort=effort)
                for q in QUESTIONS for effort in ("max", "high", "low")]

@@ -33,10 +33,11 @@ def k3_demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
 
 @pytest.fixture(scope="session")
 def tiny_tokenizer():
+    from kimi_eagle_data.formats.kimi_k2.format import KIMI_K2_FORMAT
     from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 
-    return load_tokenizer(str(TINY_MODEL_DIR))
+    return load_tokenizer(str(TINY_MODEL_DIR), KIMI_K2_FORMAT)   # as a run loads it: K2.5's self-check passed
 
 
 # The bundled B6 prompts through each stage with the local engine (tiny model, in the CLI's own process): the

@@ -49,7 +49,8 @@ def _load(profile: str, model: str | None, tokenizer: str | None):
         prof = get_profile(profile)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--profile") from None
-    return prof, load_tokenizer(tokenizer or model or prof.model_path)   # its error names --tokenizer/--profile
+    # its error names --tokenizer/--profile
+    return prof, load_tokenizer(tokenizer or model or prof.model_path, format_of(prof))
 
 
 # What is true when Ctrl-C or SIGTERM stops `check`.

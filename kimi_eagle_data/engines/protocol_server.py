@@ -512,9 +512,9 @@ def serve_model(model: str, *, host: str, port: int, tokenizer: str | None = Non
     `kimi-data serve --engine local`; with a `server_class` (and its `server_options`), the tests' stand-in
     (tests/helpers/standin_server.py)."""
     from kimi_eagle_data.engines.local import LocalEngine
-    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+    from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
-    tok = None if skip_tokenizer_init else load_tokenizer(tokenizer or model)
+    tok = None if skip_tokenizer_init else open_tokenizer(tokenizer or model)   # no format: it renders no prompt
     local = LocalEngine(model, batch_size=max_batch)
     server = (server_class or ProtocolServer)(
         local, tokenizer=tok, max_batch=max_batch, eos_ids=local.eos_token_ids, skip_tokenizer_init=skip_tokenizer_init,

@@ -49,7 +49,7 @@ from kimi_eagle_data.sources.selection import ScanStats, select
 from kimi_eagle_data.sources.adapters import CHAT_COLUMNS, adapter_columns
 from kimi_eagle_data.sources.readers import SourceFileError, SourceRow, iter_source, local_source, record_columns
 from kimi_eagle_data.sources.rows import AdapterColumns
-from kimi_eagle_data.prompts.tokenizer import ToolRenderingError, special_text_line
+from kimi_eagle_data.prompts.tokenizer import special_text_line
 from kimi_eagle_data.prompts.prepared_file import write_prepared
 from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile
 from kimi_eagle_data.sources.modes import ModePlan, choose_effort, choose_mode, choose_sampling, run_wide_overridden
@@ -288,7 +288,7 @@ def _decontam_step(c: _Config, d: _Draft) -> Failure:
 def _render_step(c: _Config, d: _Draft) -> Failure:
     try:
         d.prompt_ids = c.modes.render(c.tokenizer, d.sp.messages, d.sp.tools, d.mode, d.effort)
-    except (ToolSchemaUnsupported, ToolRenderingError) as e:
+    except ToolSchemaUnsupported as e:
         # never a JSON-declared prompt in the data: the row is counted out with its reason
         return "tool_schema_unsupported", str(e)
     except Exception as e:  # jinja raises many types; the message is what matters
@@ -547,7 +547,7 @@ def dry_run(settings, partitions, chat_format: ChatFormat) -> PrepareRun:
     `partitions` (pipeline.load_partitions)."""
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 
-    tokenizer = load_tokenizer(settings.tokenizer_path)
+    tokenizer = load_tokenizer(settings.tokenizer_path, chat_format)
     sampling = settings.resolved_sampling()
     return prepare_configs(settings, partitions, tokenizer,
                            gen_prompt_ids=PromptModes.of(settings.model_profile, tokenizer,

@@ -9,11 +9,10 @@ from functools import lru_cache
 
 import orjson
 
+from kimi_eagle_data.chat_format import ChatFormat
 from kimi_eagle_data.decoding import fast_decoder
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.profile import PROFILES
-from kimi_eagle_data.model_profile import INSTANT, THINKING
-from kimi_eagle_data.prompts.tool_declaration import deep_sort, encode_tools
 
 
 class TokenizerLoadError(KimiDataError, RuntimeError):
@@ -79,9 +78,25 @@ def hub_unreachable() -> str | None:
 
 
 @lru_cache(maxsize=4)
-def load_tokenizer(path: str, revision: str | None = None):
-    """The model directory's own tokenizer (`trust_remote_code`: K2.5 and the tiny model ship a tokenizer class).
-    Any failure, and a tokenizer whose special-token ids do not round-trip, is one TokenizerLoadError line.
+def load_tokenizer(path: str, chat_format: ChatFormat):
+    """The tokenizer a run renders `chat_format`'s prompts with: `open_tokenizer`, then the format's
+    `check_tokenizer` (K2.5's: the template declares tools exactly as our encoder). A tokenizer the format refuses
+    is one TokenizerLoadError line, before any prompt is rendered."""
+    tok = open_tokenizer(path)
+    try:
+        chat_format.check_tokenizer(tok)
+    except Exception as e:   # noqa: BLE001 -- the format's one line, or whatever its renderer raised
+        raise TokenizerLoadError(f"tokenizer {path!r} cannot render {chat_format.name} prompts: "
+                                 f"{_one_line(e)}") from None
+    return tok
+
+
+@lru_cache(maxsize=4)
+def open_tokenizer(path: str, revision: str | None = None):
+    """The model directory's own tokenizer (`trust_remote_code`: K2.5 and the tiny model ship a tokenizer class),
+    checked for what every format needs (a chat template or its own chat code; profile tokens that round-trip),
+    without any format's own check: what a server that renders no prompt loads (`load_tokenizer` for a run). Any
+    failure is one TokenizerLoadError line.
 
     A Hub id is looked up in the local cache only when the Hub cannot be reached (`hub_unreachable`): the
     command fails at once instead of after a minute of download retries."""
@@ -114,11 +129,6 @@ def load_tokenizer(path: str, revision: str | None = None):
         raise TokenizerLoadError(f"tokenizer {path!r} has no chat template; the data path renders prompts "
                                  "only with the model's own template")
     check_profile_tokens(tok, path)
-    if tok.chat_template:     # a Jinja template (K2.5's): its TypeScript tool declarations are checked
-        try:
-            check_tool_rendering(tok)
-        except ToolRenderingError as e:
-            raise TokenizerLoadError(f"tokenizer {path!r}: {e}") from None
     return tok
 
 
@@ -156,100 +166,6 @@ def check_profile_tokens(tok, path: str) -> None:
                 f"tokenizer {path!r} maps {s!r} to id {i}, which decodes as {back!r} (added token: "
                 f"{added.get(i)!r}) under transformers {transformers.__version__}; install transformers>=5.5.4,<6 "
                 "(kimi-eagle-data's pin) and rerun")
-
-
-class ToolRenderingError(KimiDataError, ValueError):
-    """A prompt whose tools the model's template did not declare in the TypeScript form."""
-
-
-def render_text(tokenizer, messages, tools, mode: str = THINKING) -> str:
-    """The prompt text: the model's own template, tools passed natively and declared TypeScript-style.
-    Instant mode goes through the template's own switch, `thinking=False` (its generation prompt then ends
-    with `<think></think>`); thinking mode passes nothing, the template's default.
-
-    Kimi-K2.5's tokenizer code deep-sorts `tools` and computes `tools_ts_str` itself; other tokenizers
-    (the embedded tiny one included) get the same string from our encoder, so every tokenizer renders
-    tools as the real model sees them. A schema the encoder cannot render raises ToolSchemaUnsupported;
-    a template that did not put the TypeScript block in the text (a JSON fallback) raises
-    ToolRenderingError: never a JSON-declared prompt mixed into the data."""
-    kwargs: dict = {"thinking": False} if mode == INSTANT else {}
-    if tools:
-        tools = deep_sort(tools)
-        kwargs["tools_ts_str"] = ts = encode_tools(tools)
-    text = tokenizer.apply_chat_template(messages, tools=tools or None, add_generation_prompt=True,
-                                         tokenize=False, **kwargs)
-    if tools and ts not in text:
-        raise ToolRenderingError("the chat template did not render the TypeScript tool declarations "
-                                 "(the tokenizer's own encoder failed or its template ignores `tools_ts_str`)")
-    return text
-
-
-def render_prompt(tokenizer, messages, tools, mode: str = THINKING) -> list[int]:
-    """Prompt ids: `render_text` tokenized the way `apply_chat_template(tokenize=True)` does."""
-    return list(tokenizer(render_text(tokenizer, messages, tools, mode), add_special_tokens=False)["input_ids"])
-
-
-# A fixed probe set for tokenizers that render tool declarations themselves (Kimi-K2.5's own
-# `apply_chat_template`): their rendering must equal ours, byte for byte, before any data is made.
-_PROBE_TOOLS = [
-    {"type": "function", "function": {
-        "name": "get_weather", "description": "Current weather for a city.\nUse metric units.",
-        "parameters": {"type": "object", "required": ["city"], "properties": {
-            "city": {"type": "string", "description": "City name"},
-            "days": {"type": "integer", "description": "Forecast days", "default": 1, "minimum": 1},
-            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}}}},
-    {"type": "function", "function": {
-        "name": "search", "description": "Search documents.",
-        "parameters": {"type": "object", "required": ["query"], "$defs": {
-            "Filter": {"type": "object", "properties": {"field": {"type": "string"},
-                                                        "value": {"anyOf": [{"type": "string"},
-                                                                            {"type": "number"}]}}}},
-            "properties": {"query": {"type": "string"},
-                           "filters": {"type": "array", "items": {"$ref": "#/$defs/Filter"}},
-                           "extra": {"type": "object", "additionalProperties": {"type": "boolean"}},
-                           "limit": {"type": ["integer", "null"]}}}}},
-    {"type": "function", "function": {"name": "ping", "parameters": {"type": "object", "properties": {}}}},
-]
-TOOL_PROBES: list[tuple[str, list[dict], list[dict]]] = [
-    ("one user turn, three tools", [{"role": "user", "content": "Weather in Oslo?"}], _PROBE_TOOLS),
-    ("system + user, one tool", [{"role": "system", "content": "Be brief."},
-                                 {"role": "user", "content": "Find the docs."}], _PROBE_TOOLS[1:2]),
-    ("after a tool result", [
-        {"role": "user", "content": "Weather in Oslo?"},
-        {"role": "assistant", "content": "", "reasoning_content": "Call it.", "tool_calls": [
-            {"id": "functions.get_weather:0", "type": "function",
-             "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
-        {"role": "tool", "tool_call_id": "functions.get_weather:0", "name": "get_weather", "content": "4 C"}],
-     _PROBE_TOOLS[:1]),
-]
-
-
-def renders_tools_itself(tokenizer) -> bool:
-    from transformers.tokenization_utils_base import PreTrainedTokenizerBase
-
-    return type(tokenizer).apply_chat_template is not PreTrainedTokenizerBase.apply_chat_template
-
-
-def check_tool_rendering(tokenizer) -> None:
-    """Start-up self-check: every probe renders with the TypeScript block, and a tokenizer that renders
-    tools itself renders each probe exactly as we do. Raises ToolRenderingError naming the first
-    differing probe."""
-    own = renders_tools_itself(tokenizer)
-    for name, messages, tools in TOOL_PROBES:
-        try:
-            ours = render_text(tokenizer, messages, tools)
-        except ToolRenderingError as e:
-            raise ToolRenderingError(f"tool-rendering self-check failed on probe {name!r}: {e}") from None
-        if own:
-            theirs = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True,
-                                                   tokenize=False)
-            if theirs != ours:
-                at = next((i for i, (a, b) in enumerate(zip(theirs, ours)) if a != b), min(len(theirs), len(ours)))
-                raise ToolRenderingError(
-                    f"tool-rendering self-check failed on probe {name!r}: the tokenizer's own "
-                    f"apply_chat_template differs from our TypeScript encoder at character {at} "
-                    f"({theirs[at:at + 40]!r} vs {ours[at:at + 40]!r}); refusing to build data that would not "
-                    "match what the model sees")
 
 
 def tokenizer_code_sha256(tokenizer) -> str:

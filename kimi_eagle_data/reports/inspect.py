@@ -261,7 +261,7 @@ def inspect_sample(path: str | Path, config: str, id_: str | None = None, *, for
     row = src.row(chosen)
     if row is None:     # pragma: no cover - the id came from the same files
         raise QualityError(f"sample {chosen} vanished from {src.where}")
-    tok = load_tokenizer(tok_path)
+    tok = load_tokenizer(tok_path, chat_format)
     warnings = []
     if run.get("tokenizer_sha256") and tokenizer_fingerprint(tok)["tokenizer_sha256"] != run["tokenizer_sha256"]:
         warnings.append(f"tokenizer {tok_path} is not the one the run used (vocabulary hash differs); "

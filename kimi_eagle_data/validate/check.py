@@ -19,7 +19,7 @@ carries it in its ids; a form-(b) or (c) row is rendered in the mode its optiona
 the default, or "instant": the template's `thinking=False`). The verdict reports it (`mode`).
 
 A form-(a) row without a `tools` value (a SpecForge export) gets the tool names its prompt declares, read
-back from the tool-declaration turn by the profile (`ModelProfile.declared_tool_names`), so its verdict is
+back from its prompt by the format (`ChatFormat.declared_tools`), so its verdict is
 the one the dataset's own `tools` column gives. Inputs are streamed (validate/check_input.py): memory stays
 flat whatever their size. Rows are numbered from 1 (a JSONL row by its line number).
 
@@ -127,8 +127,6 @@ class Checker:
         self.tokens = chat_format.tokens(profile, tokenizer)
         self.validator = chat_format.validator(self.tokens, tokenizer, max_len, keep_truncated=keep_truncated)
         self.special_text = chat_format.special_text(tokenizer)     # None: typed markers stay text (K3)
-        self._system_id = (tokenizer.convert_tokens_to_ids(profile.turn_tokens["system"])
-                           if "system" in profile.turn_tokens else None)
         self._eot_id = self.tokens.end_of_turn
 
     def check(self, raw: Any, row: int) -> RowVerdict:
@@ -174,7 +172,7 @@ class Checker:
             prompt, output = ids[:start], ids[start:]
             tools = self._tools(raw)
             if raw.get("tools") is None:       # no tools column: what the prompt declares
-                tools = self._declared_in(prompt)
+                tools = self.chat_format.declared_tools(self.profile, self.tokenizer, prompt)
             return prompt, output, tools, finish, detail
         if raw.get("messages") is not None and raw.get("completion") is not None:
             messages, completion = raw["messages"], raw["completion"]
@@ -260,17 +258,6 @@ class Checker:
         if tools is not None and not isinstance(tools, list):
             raise Unreadable(f"tools is a {type(tools).__name__}, expected a list (or its JSON)")
         return tools or None
-
-    def _declared_in(self, prompt: np.ndarray) -> list[dict] | None:
-        """Tools (names only: all the validator reads) from the prompt's tool-declaration turn."""
-        for begin in np.flatnonzero(prompt == self._system_id).tolist():
-            ends = np.flatnonzero(prompt[begin:] == self._eot_id)
-            end = begin + int(ends[0]) + 1 if ends.size else prompt.size
-            text = self.tokenizer.decode(prompt[begin:end].tolist(), skip_special_tokens=False)
-            names = self.profile.declared_tool_names(text)
-            if names is not None:
-                return [{"name": n} for n in sorted(names)] or None
-        return None
 
 
 def _split_conversation(turns: Any) -> tuple[list[dict], dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from kimi_eagle_data.prompts.tool_declaration import encode_tools
+from kimi_eagle_data.formats.kimi_k2.tool_declaration import encode_tools
 
 
 def history_calls(messages: list[dict]) -> int:

@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 
 from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.model_profile import INSTANT, THINKING, ProfileTokens
-from kimi_eagle_data.prompts.tokenizer import render_prompt
+from kimi_eagle_data.formats.kimi_k2.render import render_prompt
 from kimi_eagle_data.conversation.messages import TurnError, history_call_count, next_turn_messages
 from kimi_eagle_data.formats.kimi_k2.messages import assistant_message
 from kimi_eagle_data.formats.kimi_k2.validator import Validator

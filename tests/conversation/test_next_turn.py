@@ -1,7 +1,7 @@
 """After each turn of an own_history conversation (kimi_eagle_data/conversation/next_turn.py): the next turn's prompt
 — the conversation so far with the model's OWN turn, rendered by the template exactly as it renders the parsed
 message a client sends back, then the source's next user turn or tool result — or the conversation's end with its
-reason. Completions are cut out of what the template renders for a message (tests/test_conversation_messages.py),
+reason. Completions are cut out of what the template renders for a message (tests/formats/kimi_k2/test_conversation_messages.py),
 so every id here is the template's own."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.model_profile import INSTANT, THINKING, ProfileTokens
 from kimi_eagle_data.records import Completion, ConversationEnd, PromptRecord
 from kimi_eagle_data.formats.kimi_k2.validator import Validator
-from tests.test_conversation_messages import TOK, TOOLS, call, completion_of, find, prompt_ids, template_ids, text
+from tests.formats.kimi_k2.test_conversation_messages import TOK, TOOLS, call, completion_of, find, prompt_ids, template_ids, text
 
 MAX_SEQ_LEN = TINY_KIMI.max_seq_len
 CONV = "C1-0123456789abcdef"

@@ -269,7 +269,7 @@ HUGE_ROW_SCRIPT = textwrap.dedent("""
     from kimi_eagle_data.profile import get_profile
     from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
     from kimi_eagle_data.sources.readers import iter_source
-    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+    from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
     parsed, rendered = [], []      # bytes the JSON parser was given, characters the chat template was given
 
@@ -287,7 +287,7 @@ HUGE_ROW_SCRIPT = textwrap.dedent("""
             return super().render_prompt(tokenizer, messages, tools, mode, effort)
 
     readers.orjson = RecordingParser
-    tok = load_tokenizer(str(TINY_MODEL_DIR))
+    tok = open_tokenizer(str(TINY_MODEL_DIR))
     gen = tok.encode(get_profile("tiny-kimi").generation_prompt, add_special_tokens=False)
     part = PARTITIONS["B6"]
     cap = max_row_bytes(16384)

@@ -50,12 +50,12 @@ def test_the_engines_import_folder_holds_the_package_and_nothing_else(tmp_path):
     PYTHONPATH must not bring this installation's other packages (its torch would shadow the engine's)."""
     folder = package_import_dir(fake_venv(tmp_path / "venv"))
     assert [p.name for p in folder.iterdir()] == ["kimi_eagle_data"]
-    probe = ("import importlib.util, kimi_eagle_data.prompts.tool_declaration as t; "
+    probe = ("import importlib.util, kimi_eagle_data.formats.kimi_k2.tool_declaration as t; "
              "print(t.__name__, importlib.util.find_spec('torch'), importlib.util.find_spec('transformers'))")
     proc = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, timeout=120,
                           env={"PYTHONPATH": str(folder), "PATH": os.environ["PATH"]})
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["kimi_eagle_data.prompts.tool_declaration", "None", "None"]
+    assert proc.stdout.split() == ["kimi_eagle_data.formats.kimi_k2.tool_declaration", "None", "None"]
 
 
 def test_serve_device_cpu_without_the_engine_installed_says_how_to_install_it(tmp_path):

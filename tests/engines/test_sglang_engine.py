@@ -34,7 +34,7 @@ def test_greedy_tokens_equal_the_in_process_engine(server, tiny_tokenizer):
     from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams
     from kimi_eagle_data.engines.local import LocalEngine
     from kimi_eagle_data.engines.sglang import SGLangEngine
-    from kimi_eagle_data.prompts.tokenizer import render_prompt
+    from kimi_eagle_data.formats.kimi_k2.render import render_prompt
 
     stop = tiny_tokenizer.convert_tokens_to_ids("<|im_end|>")
     sp = SamplingParams(max_new_tokens=64, temperature=0.0, top_p=1.0, stop_token_ids=(stop,))

@@ -16,7 +16,7 @@ from kimi_eagle_data.formats.kimi_k3.format import KIMI_K3_FORMAT
 from kimi_eagle_data.profile import PROFILES, get_profile
 from kimi_eagle_data.model_profile import INSTANT, THINKING
 from kimi_eagle_data.prompts.prepared_file import read_prepared
-from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 from kimi_eagle_data.records import Completion
 from kimi_eagle_data.runs import emit_dataset, open_run, prepare_prompts
 from kimi_eagle_data.settings import RunSettings
@@ -101,7 +101,7 @@ def test_the_toy_format_renders_validates_checks_and_emits(tmp_path):
         completion = r["input_ids"][r["prompt_len"]:]
         assert completion[r["reasoning_len"] - 1] == tok.convert_tokens_to_ids(THINK_END)
 
-    checker = Checker(TOY_PROFILE, load_tokenizer(TOY_PROFILE.model_path), chat_format=TOY_FORMAT)
+    checker = Checker(TOY_PROFILE, open_tokenizer(TOY_PROFILE.model_path), chat_format=TOY_FORMAT)
     verdicts = [v for v, _ in check_dataset(checker, root, shards)]
     assert len(verdicts) == 4 and all(v.passed for v in verdicts), [v.to_json() for v in verdicts]
     assert sorted(tuple(v.issues) for v in verdicts) == [(), (), (), ("toy_special_token",)]

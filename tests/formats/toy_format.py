@@ -160,6 +160,12 @@ class ToyFormat:
     def segmenter(self, profile, tokenizer):
         raise NotImplementedError("inspect is not part of the toy format's proof")
 
+    def declared_tools(self, profile, tokenizer, prompt_ids) -> list[dict] | None:
+        return None
+
+    def check_tokenizer(self, tokenizer) -> None:
+        """Any tokenizer with the toy's tokens renders toy prompts."""
+
     def check_renderer(self, tokenizer, records, where: str) -> None:
         """No checkpoint code to compare with."""
 

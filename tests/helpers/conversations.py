@@ -18,11 +18,12 @@ from kimi_eagle_data.formats.kimi_k2.grammar import CompletionGrammar
 from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.model_profile import ProfileTokens, model_vocab_size
 from kimi_eagle_data.decoding import SegmentDecoder
-from kimi_eagle_data.prompts.tokenizer import load_tokenizer, render_prompt
+from kimi_eagle_data.formats.kimi_k2.render import render_prompt
+from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 from tests.helpers.cli import run_cli
 from tests.helpers.servers import TINY
 
-TOK = load_tokenizer(TINY)
+TOK = open_tokenizer(TINY)
 GRAMMAR = CompletionGrammar(ProfileTokens.from_tokenizer(TINY_KIMI, TOK),
                             SegmentDecoder(TOK, model_vocab_size(TINY_KIMI, TOK)))
 CONFIG = "C1"

@@ -14,7 +14,7 @@ from kimi_eagle_data.probe.arms import TrainRow
 from kimi_eagle_data.probe.history import later_turns, source_history_prompt
 from kimi_eagle_data.profile import PROFILES
 from kimi_eagle_data.prompts.prepared_file import read_prepared
-from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 from kimi_eagle_data.sources.partitions import SAMPLES_DIR
 from kimi_eagle_data.store.workdir import Workdir
 from tests.helpers.cli import run_cli
@@ -33,7 +33,7 @@ def prepared(tmp_path: Path, policy: str) -> list:
 def test_a_source_history_prompt_is_the_every_user_prefix_prompt_of_that_user_turn(tmp_path):
     own = prepared(tmp_path, "own_history")
     prefixes = {r.source_id: r for r in prepared(tmp_path, "every_user_prefix")}
-    chat_format, tokenizer = format_of(PROFILES["tiny-kimi"]), load_tokenizer(TINY)
+    chat_format, tokenizer = format_of(PROFILES["tiny-kimi"]), open_tokenizer(TINY)
     compared = 0
     for first in own:
         for turn in (2, 3):
@@ -64,7 +64,7 @@ def test_later_turns_are_found_by_their_id_and_only_in_own_history_configs(tmp_p
 @pytest.mark.parametrize("turn", [2])
 def test_no_source_history_prompt_where_the_source_stops(tmp_path, turn):
     own = prepared(tmp_path, "own_history")
-    chat_format, tokenizer = format_of(PROFILES["tiny-kimi"]), load_tokenizer(TINY)
+    chat_format, tokenizer = format_of(PROFILES["tiny-kimi"]), open_tokenizer(TINY)
     first = own[0]
     ended = type(first)(**{**first.__dict__, "script": []})
     assert source_history_prompt(ended, turn, chat_format, tokenizer) is None

@@ -8,7 +8,7 @@ from kimi_eagle_data.prompts.prepare import PromptModes, prepare_rows, sample_id
 from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.model_profile import ProfileTokens
 from kimi_eagle_data.sources.readers import iter_jsonl
-from kimi_eagle_data.prompts.tokenizer import render_prompt
+from kimi_eagle_data.formats.kimi_k2.render import render_prompt
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
                                            "parameters": {"type": "object", "properties": {"city": {"type": "string"}},

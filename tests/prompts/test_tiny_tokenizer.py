@@ -20,7 +20,7 @@ from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from kimi_eagle_data.model_profile import ProfileTokens
 from kimi_eagle_data.decoding import SegmentDecoder, fast_decoder
-from kimi_eagle_data.prompts.tokenizer import TokenizerLoadError, load_tokenizer, tokenizer_fingerprint
+from kimi_eagle_data.prompts.tokenizer import TokenizerLoadError, open_tokenizer, tokenizer_fingerprint
 
 BASE = 1792   # BPE ranks in tiktoken.model; 256 reserved special ids follow
 
@@ -170,11 +170,11 @@ def test_changed_tokenizer_code_changes_the_fingerprint(tmp_path):
     shutil.copytree(TINY_MODEL_DIR, b)
     with open(b / "tokenization_tiny_kimi.py", "a") as f:
         f.write("\n# a later revision of the tokenizer code\n")
-    fa, fb = tokenizer_fingerprint(load_tokenizer(str(a))), tokenizer_fingerprint(load_tokenizer(str(b)))
+    fa, fb = tokenizer_fingerprint(open_tokenizer(str(a))), tokenizer_fingerprint(open_tokenizer(str(b)))
     assert fa["tokenizer_sha256"] == fb["tokenizer_sha256"]
     assert fa["chat_template_sha256"] == fb["chat_template_sha256"]
     assert fa["tokenizer_code_sha256"] != fb["tokenizer_code_sha256"]
-    assert fa["tokenizer_code_sha256"] == tokenizer_fingerprint(load_tokenizer(str(TINY_MODEL_DIR)))[
+    assert fa["tokenizer_code_sha256"] == tokenizer_fingerprint(open_tokenizer(str(TINY_MODEL_DIR)))[
         "tokenizer_code_sha256"]
 
 
@@ -187,7 +187,7 @@ def test_a_tokenizer_whose_token_ids_do_not_round_trip_is_refused(tmp_path):
         f.write("\n    def get_vocab(self):\n        v = super().get_vocab()\n"
                 "        v['<|im_end|>'] = v['<|im_user|>']\n        return v\n")
     with pytest.raises(TokenizerLoadError) as e:
-        load_tokenizer(str(bad))
+        open_tokenizer(str(bad))
     msg = str(e.value)
     assert "\n" not in msg and "'<|im_end|>'" in msg and "'<|im_user|>'" in msg and "transformers>=5.5.4" in msg
 
@@ -195,7 +195,7 @@ def test_a_tokenizer_whose_token_ids_do_not_round_trip_is_refused(tmp_path):
 def test_unloadable_tokenizer_is_one_line(tmp_path):
     (tmp_path / "tokenizer_config.json").write_text("{not json")
     with pytest.raises(TokenizerLoadError) as e:
-        load_tokenizer(str(tmp_path))
+        open_tokenizer(str(tmp_path))
     assert "\n" not in str(e.value) and str(tmp_path) in str(e.value)
 
 

@@ -381,10 +381,10 @@ def test_segments_rebuild_every_row(demo_run):
     from kimi_eagle_data.reports.inspect import segments_of
     from kimi_eagle_data.profile import TINY_KIMI
     from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
-    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+    from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
     workdir, _ = demo_run
-    seg = Segmenter(TINY_KIMI, load_tokenizer(str(TINY_MODEL_DIR)))
+    seg = Segmenter(TINY_KIMI, open_tokenizer(str(TINY_MODEL_DIR)))
     for config in PARTITIONS:
         for r in rows(workdir, config):
             ss = segments_of(seg, r["input_ids"], r["prompt_len"])
@@ -415,7 +415,7 @@ def test_inspect_json_tool_call_sample(demo_run):
     kinds = [s["kind"] for s in got["segments"]]
     assert kinds[:1] == ["tools"] and "user" in kinds and kinds[-1] == "end"
     # tools are declared as the real model sees them: TypeScript, one `type NAME = …` per declared tool
-    from kimi_eagle_data.prompts.tool_declaration import encode_tools
+    from kimi_eagle_data.formats.kimi_k2.tool_declaration import encode_tools
     declared = got["segments"][0]["text"]
     assert encode_tools(json.loads(r["tools"])) in declared and "namespace functions {" in declared
     assert '"parameters"' not in declared

@@ -115,7 +115,7 @@ def test_render_answer_uses_profile_tokens(tiny_tokenizer):
 # -- engines ----------------------------------------------------------------------------------------
 
 def prompt(tok, text: str) -> list[int]:
-    from kimi_eagle_data.prompts.tokenizer import render_prompt
+    from kimi_eagle_data.formats.kimi_k2.render import render_prompt
 
     return render_prompt(tok, [{"role": "user", "content": text}], None)
 

@@ -121,7 +121,7 @@ def test_a_previous_checkpoint_resumes_generation(tmp_path, tiny_tokenizer):
     from kimi_eagle_data.engines.base import SamplingParams
     from kimi_eagle_data.generate.records import generate_records
     from kimi_eagle_data.engines.local import LocalEngine
-    from kimi_eagle_data.prompts.tokenizer import render_prompt
+    from kimi_eagle_data.formats.kimi_k2.render import render_prompt
     from kimi_eagle_data.store.checkpoint import Checkpoint
 
     path = tmp_path / "generations.sqlite"

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kimi_eagle_data.profile import TINY_KIMI
-from kimi_eagle_data.prompts.tokenizer import render_prompt
+from kimi_eagle_data.formats.kimi_k2.render import declared_tool_names, render_prompt
 
 from tests.helpers.cli import run_cli
 
@@ -174,13 +174,13 @@ def test_declared_tool_names_reads_back_what_render_prompt_declares(tiny_tokeniz
     text = tiny_tokenizer.decode(render_prompt(tiny_tokenizer, [{"role": "user", "content": "hi"}], tools),
                                  skip_special_tokens=False)
     turns = [t + P.end_of_turn for t in text.split(P.end_of_turn) if t.startswith(P.turn_tokens["system"])]
-    names = [P.declared_tool_names(t) for t in turns]
+    names = [declared_tool_names(P, t) for t in turns]
     assert frozenset({"get_weather", "ping"}) in names
     user_turn = text[text.index(P.turn_tokens["user"]):]
-    assert P.declared_tool_names(user_turn) is None
+    assert declared_tool_names(P, user_turn) is None
     # the template's fallback without `tools_ts_str`: the tools as compact JSON
     head = P.turn_tokens["system"] + P.tool_declare_role + P.turn_header_end
-    assert P.declared_tool_names(head + json.dumps(tools) + P.end_of_turn) == {"get_weather", "ping"}
+    assert declared_tool_names(P, head + json.dumps(tools) + P.end_of_turn) == {"get_weather", "ping"}
 
 
 def test_instant_mode_rows(tmp_path):
@@ -188,9 +188,9 @@ def test_instant_mode_rows(tmp_path):
     `<think>` in the completion is a reason of its own. Form (b) rows name their mode; form (a) rows carry it in
     their prompt's end."""
     from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
-    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+    from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
-    tok = load_tokenizer(str(TINY_MODEL_DIR))
+    tok = open_tokenizer(str(TINY_MODEL_DIR))
     user = [{"role": "user", "content": "Weather in Oslo?"}]
     instant_prompt = render_prompt(tok, user, TOOLS, "instant")
     call = f"{P.tool_call_begin}{P.tool_call_id('get_weather', 0)}{P.tool_call_argument_begin}" + \

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.model_profile import ProfileTokens
-from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 from kimi_eagle_data.chat_format import Verdict
 from kimi_eagle_data.formats.kimi_k2.rules import reason_descriptions
 from kimi_eagle_data.formats.kimi_k2.validator import Validator
@@ -23,7 +23,7 @@ from kimi_eagle_data.id_buffers import pack
 
 TINY_DIR = Path(__file__).resolve().parents[2] / "kimi_eagle_data" / "assets" / "tiny-kimi"
 
-TOK = load_tokenizer(str(TINY_DIR))
+TOK = open_tokenizer(str(TINY_DIR))
 TOKENS = ProfileTokens.from_tokenizer(TINY_KIMI, TOK)
 MAX_SEQ_LEN = TINY_KIMI.max_seq_len
 V = Validator(TOKENS, TOK, MAX_SEQ_LEN)

@@ -20,8 +20,9 @@ import logging
 # one "pip install tiktoken" line rather than an error from inside kimi-eagle-data.
 import tiktoken  # noqa: F401
 
+from kimi_eagle_data.chat_format import ToolSchemaUnsupported
+from kimi_eagle_data.formats.kimi_k2.tool_declaration import deep_sort, encode_tools
 from kimi_eagle_data.prompts.tiktoken_tokenizer import PAT_STR, TiktokenKimiTokenizer, byte_symbols  # noqa: F401
-from kimi_eagle_data.prompts.tool_declaration import ToolSchemaUnsupported, deep_sort, encode_tools
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,8 @@
 """Kimi-K2.5's chat format, everything about it in this folder: its profiles as plain data (`profiles.py`,
 exported here for the registry, kimi_eagle_data/profile.py), the format object the stages ask (`format.py`: the
-tokenizer's chat template, the completion grammar and validator), the completion grammar (`grammar.py`), its
+tokenizer's chat template, the completion grammar and validator), the prompt renderer (`render.py`: the chat
+template with tools declared TypeScript-style by our encoder, `tool_declaration.py`, and the tokenizer's self-check
+at load), the completion grammar (`grammar.py`), its
 token-structure rules and reason codes (`rules.py`) and their validator (`validator.py`), an accepted turn as the
 assistant message a client sends back (`messages.py`), an answer as the completion K2.5 writes (`answer.py`) and
 its split of a sequence into `inspect`'s segments (`segments.py`).

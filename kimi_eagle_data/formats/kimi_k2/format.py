@@ -28,6 +28,10 @@ the object here; stages never compare profile names. What a format answers:
 - `history_notes(messages)`: codes of what a prompt's history holds that the format renders but its completion
   grammar never accepts (prepare counts and warns; K3: tool-call arguments not JSON, or NaN), with
   `history_note_descriptions`;
+- `declared_tools(profile, tokenizer, prompt_ids)`: the tool names a rendered prompt declares, read back (what
+  `check` gives a row that comes without its `tools`);
+- `check_tokenizer(tokenizer)`: what a tokenizer must pass before any prompt is rendered with it (`load_tokenizer`
+  runs it; K2.5: the tool-rendering self-check);
 - `check_renderer(tokenizer, records, where)`: prepare's check of a checkpoint's own chat code against ours;
 - `fingerprint(tokenizer)`: what run.json binds beside the tokenizer's hashes (K3: the encoder's sha256);
 - `card_text(profile)`: what the dataset card says of the format (`CardText`: the rules a `train` row satisfies,
@@ -58,8 +62,8 @@ class KimiK2Format:
 
     @property
     def tool_encoder_version(self) -> str:
-        """The TypeScript declarations' encoder (prompts/tool_declaration.py), loaded with the renderer."""
-        from kimi_eagle_data.prompts.tool_declaration import ENCODER_VERSION
+        """The TypeScript declarations' encoder (tool_declaration.py), loaded with the renderer."""
+        from kimi_eagle_data.formats.kimi_k2.tool_declaration import ENCODER_VERSION
 
         return ENCODER_VERSION
 
@@ -72,12 +76,12 @@ class KimiK2Format:
         return ProfileTokens.from_tokenizer(profile, tokenizer)
 
     def render_prompt(self, tokenizer, messages, tools, mode: str = THINKING, effort: str | None = None) -> list[int]:
-        from kimi_eagle_data.prompts.tokenizer import render_prompt
+        from kimi_eagle_data.formats.kimi_k2.render import render_prompt
 
         return render_prompt(tokenizer, messages, tools, mode)
 
     def render_text(self, tokenizer, messages, tools, mode: str = THINKING, effort: str | None = None) -> str:
-        from kimi_eagle_data.prompts.tokenizer import render_text
+        from kimi_eagle_data.formats.kimi_k2.render import render_text
 
         return render_text(tokenizer, messages, tools, mode)
 
@@ -122,16 +126,32 @@ class KimiK2Format:
 
         return reason_descriptions(profile)
 
+    def declared_tools(self, profile, tokenizer, prompt_ids) -> list[dict] | None:
+        """Read back from the tool-declaration turn: the TypeScript block, or the template's JSON fallback
+        (render.py)."""
+        from kimi_eagle_data.formats.kimi_k2.render import declared_tools
+
+        return declared_tools(profile, tokenizer, prompt_ids)
+
+    def check_tokenizer(self, tokenizer) -> None:
+        """The tool-rendering self-check (render.py): the template declares the probes' tools TypeScript-style, and
+        a tokenizer with its own chat code (K2.5's) renders them exactly as our encoder."""
+        from kimi_eagle_data.formats.kimi_k2.render import check_tool_rendering
+
+        check_tool_rendering(tokenizer)
+
     def check_renderer(self, tokenizer, records, where: str) -> None:
-        """K2.5's template is checked at load (`check_tool_rendering`): nothing more here."""
+        """K2.5's tokenizer is checked at load (`check_tokenizer`): nothing more here."""
 
     def fingerprint(self, tokenizer) -> dict[str, str]:
         """What run.json binds beside the tokenizer's hashes (K2.5: nothing more)."""
         return {}
 
     def card_text(self, profile) -> CardText:
-        """The rules in the profile's token names; the reasoning ends with `</think>`."""
-        return CardText(rules=profile.rules_paragraph(), reasoning_end=profile.think_close,
+        """The rules in the profile's token names (rules.py); the reasoning ends with `</think>`."""
+        from kimi_eagle_data.formats.kimi_k2.rules import rules_paragraph
+
+        return CardText(rules=rules_paragraph(profile), reasoning_end=profile.think_close,
                         thinking_prompt=profile.generation_prompt, instant_prompt=profile.instant_generation_prompt)
 
 

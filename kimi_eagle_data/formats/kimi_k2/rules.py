@@ -133,6 +133,21 @@ def judge(run: RunLimits, s: Sample) -> tuple[list[str], list[str]]:
     return issues, details
 
 
+def rules_paragraph(profile: ModelProfile) -> str:
+    """The card's summary of what a `train` row satisfies (docs/token-rules.md), in the profile's tokens."""
+    if profile.instant_generation_prompt:     # two modes: each prompt ends as its mode's generation prompt does
+        ends = ("the prompt ends with its mode's generation prompt (thinking: last token `{think_open}`; instant: "
+                "`{think_open}{think_close}`); a thinking-mode completion has exactly one `{think_close}`, an "
+                "instant-mode one neither `{think_open}` nor `{think_close}`")
+    else:
+        ends = ("the prompt ends with the generation prompt (last token `{think_open}`); the completion has "
+                "exactly one `{think_close}`")
+    return profile.describe(
+        ends + "; every completion has no role or control tokens, a well-formed tool-call section naming "
+        "declared tools with JSON-object arguments and call indices continuing the conversation's count "
+        "(`{tool_call_id_shape}`), and ends with one `{end_of_turn}`.")
+
+
 def reason_descriptions(profile: ModelProfile) -> dict[str, str]:
     """Every reason code with its one-line description in `profile`'s token names."""
     sample = sample_reasons("", reported_length=True)

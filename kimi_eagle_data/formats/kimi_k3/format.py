@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 from kimi_eagle_data.chat_format import CardText
 from kimi_eagle_data.formats.base import sample_reasons
 from kimi_eagle_data.formats.kimi_k3.facts import GENERATION_PROMPTS, K3TokenIds
-from kimi_eagle_data.formats.kimi_k3.grammar import REASONS, reasoning_length
+from kimi_eagle_data.formats.kimi_k3.grammar import CARD_RULES, REASONS, reasoning_length
 from kimi_eagle_data.formats.kimi_k3.normalize import HISTORY_ARGUMENT_NOTES, history_argument_notes
 from kimi_eagle_data.formats.kimi_k3.render import (DEFAULT_EFFORT, EFFORTS, END_OF_MSG, REFUSED_EFFORTS,
                                                      check_effort, completion_segments, joined_text,
@@ -61,6 +61,14 @@ class KimiK3Format:
     # `fingerprint` binds (the encoder's sha256); a new value here would refuse every existing workdir.
     tool_encoder_version = "2"
     default_effort = DEFAULT_EFFORT
+
+    def declared_tools(self, profile, tokenizer, prompt_ids) -> list[dict] | None:
+        """Not read back: a K3 row without its `tools` is checked as declaring none."""
+        return None
+
+    def check_tokenizer(self, tokenizer) -> None:
+        """Nothing at load: a checkpoint's own chat code is compared with ours on prepare's first prompts
+        (`check_renderer`)."""
 
     def check_renderer(self, tokenizer, records, where: str) -> None:
         """With a tokenizer that has its own chat code: its first prompts rendered by ours too, one line on any
@@ -135,9 +143,8 @@ class KimiK3Format:
         return history_argument_notes(messages)
 
     def card_text(self, profile) -> CardText:
-        """The rules paragraph in K3's tags (its profile holds them in K2.5's shape: profiles.py); the reasoning ends
-        with `<|close|>think<|sep|>`."""
-        return CardText(rules=profile.rules_paragraph(), reasoning_end=profile.think_close,
+        """The rules paragraph of K3's grammar (`CARD_RULES`); the reasoning ends with `<|close|>think<|sep|>`."""
+        return CardText(rules=CARD_RULES, reasoning_end=profile.think_close,
                         thinking_prompt=GENERATION_PROMPTS[THINKING], instant_prompt=GENERATION_PROMPTS[INSTANT])
 
     def reason_descriptions(self, profile) -> dict[str, str]:

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from kimi_eagle_data.formats.kimi_k3.facts import K3TokenIds
+from kimi_eagle_data.formats.kimi_k3.facts import GENERATION_PROMPTS, K3TokenIds
 
 # element -> what it holds: "text", or the children it allows (checked in order by `_allowed_child`).
 ELEMENTS = {"message": ("think", "response", "tools"), "think": "text", "response": "text", "tools": ("call",),
@@ -65,6 +65,17 @@ REASONS = {
     "missing_end_of_msg": ("the completion does not end with `<|end_of_msg|>`", True),
     "empty_answer": ("no response text (only whitespace) and no tool call", True),
 }
+
+# What a `train` row of a K3 run satisfies, as the dataset card says it (the grammar above and REASONS, in one
+# paragraph).
+CARD_RULES = (
+    f"the prompt ends with its mode's generation prompt (thinking: `{GENERATION_PROMPTS['thinking']}`; instant: "
+    f"`{GENERATION_PROMPTS['instant']}`); a thinking-mode completion closes `think` once (`<|close|>think<|sep|>`) "
+    "and then opens its `response`, an instant-mode one has no `think`; every completion finishes the assistant "
+    "message as K3's encoder writes one: no BOS, EOS, image or K2-era tokens, a non-empty response or a tool call, "
+    "calls only inside one `tools` element as `<|open|>call tool=\"NAME\" index=\"K\"<|sep|>` (K = 1, 2, … in "
+    "order) naming declared tools, each argument typed and its value that type's JSON, then "
+    "`<|close|>message<|sep|>` and one `<|end_of_msg|>`.")
 
 _TEXT, _OPEN, _CLOSE, _SEP, _END, _LEGACY, _FORBIDDEN = range(7)
 _HEAD = re.compile(r'(?P<name>[a-z]+)(?P<attrs>(?: [A-Za-z_]\w*="[^"]*")*)\Z')

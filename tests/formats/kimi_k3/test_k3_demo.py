@@ -88,7 +88,7 @@ def test_k3_speculators_export_loads_and_its_token_freq_counts_the_k3_loss_token
     import torch
 
     from kimi_eagle_data.profile import TINY_KIMI_K3
-    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+    from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
     want = train_rows(k3_work)
     spec = tmp_path / "spec"
@@ -101,7 +101,7 @@ def test_k3_speculators_export_loads_and_its_token_freq_counts_the_k3_loss_token
     assert type(freq) is dict and all(type(k) is int and type(v) is int and v > 0 for k, v in freq.items())
     assert freq == speculators_token_freq(ds)
     # K3's stop token is a loss token: counted once per row that ends a turn
-    end_of_msg = load_tokenizer(TINY_KIMI_K3.model_path).convert_tokens_to_ids("<|end_of_msg|>")
+    end_of_msg = open_tokenizer(TINY_KIMI_K3.model_path).convert_tokens_to_ids("<|end_of_msg|>")
     assert freq[end_of_msg] == sum(r["input_ids"][-1] == end_of_msg for r in want) > 0
     vocab = pq.ParquetFile(next((k3_work / "dataset" / "token_freq").glob("*.parquet"))).metadata.num_rows
     d2t, t2d = speculators_build_vocab_mappings(freq, 32, vocab)
@@ -114,9 +114,9 @@ def test_k3_demo_rows_through_specforges_own_kimi_k3_thinking_template(k3_work, 
     SpecForge reading each row's text with `kimi-k3-thinking` masks a thinking row's completion without its
     `<|end_of_msg|>` and an instant row not at all (docs/kimi-k3.md)."""
     from kimi_eagle_data.profile import TINY_KIMI_K3
-    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+    from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
-    tokenizer = load_tokenizer(TINY_KIMI_K3.model_path)
+    tokenizer = open_tokenizer(TINY_KIMI_K3.model_path)
     end_of_msg = tokenizer.convert_tokens_to_ids("<|end_of_msg|>")
     rows = []
     for f in sorted((k3_work / "dataset" / "data").glob("*/train-*.parquet")):

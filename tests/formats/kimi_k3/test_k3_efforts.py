@@ -14,7 +14,7 @@ import pytest
 
 from kimi_eagle_data.profile import get_profile
 from kimi_eagle_data.model_profile import INSTANT, THINKING
-from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 from kimi_eagle_data.sources.config import ConfigError, load_config
 from kimi_eagle_data.sources.modes import ModePlan, choose_effort, choose_mode
 
@@ -88,7 +88,7 @@ def test_each_prepared_prompt_announces_its_drawn_effort(tmp_path):
     done = _cli("prepare", "B4", "B2", "--workdir", str(work), "--profile", "tiny-kimi-k3", "--samples",
                 "--config", str(config))
     assert done.returncode == 0, done.stderr[-2000:]
-    tok = load_tokenizer(get_profile("tiny-kimi-k3").model_path)
+    tok = open_tokenizer(get_profile("tiny-kimi-k3").model_path)
     seen = collections.Counter()
     for config_name in ("B4", "B2"):
         t = pq.read_table(work / "prepared" / f"{config_name}.parquet").to_pylist()
@@ -158,7 +158,7 @@ def test_conversations_keep_their_first_turns_effort_and_the_card_counts_efforts
     built = _cli("build", "B6", "--workdir", str(work), "--profile", "tiny-kimi-k3", "--samples", "--limit", "6",
                  "--engine", "local", "--config", str(config), "--no-progress")
     assert built.returncode == 0, built.stderr[-2000:]
-    tok = load_tokenizer(get_profile("tiny-kimi-k3").model_path)
+    tok = open_tokenizer(get_profile("tiny-kimi-k3").model_path)
     rows = [r for f in sorted((work / "dataset" / "data" / "B6").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
     by_conversation = collections.defaultdict(set)
     for r in rows:

@@ -21,7 +21,7 @@ from kimi_eagle_data.formats.kimi_k3.facts import GENERATION_PROMPTS, K3TokenIds
 from kimi_eagle_data.formats.kimi_k3.grammar import parse_completion
 from kimi_eagle_data.formats.kimi_k3.render import render_segments
 from kimi_eagle_data.formats.kimi_k3.segment_ids import encode_segments
-from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 from tests.helpers.cli import run_cli
 
 PROFILE = get_profile("tiny-kimi-k3")
@@ -44,7 +44,7 @@ def k3_run(k3_demo_run):
 
 @pytest.fixture(scope="module")
 def tok():
-    return load_tokenizer(PROFILE.model_path)
+    return open_tokenizer(PROFILE.model_path)
 
 
 def CLOSE_THINK(tok) -> list[int]:     # noqa: N802 - a constant of the tokenizer
@@ -251,7 +251,7 @@ def test_an_answer_k3_cannot_write_is_an_unrenderable_failure_k25_writes_it(tok)
     assert isinstance(got, Unrenderable) and got.failure().reason == "unrenderable"
     assert "not an object" in got.message
     k25 = format_of(TINY_KIMI)
-    tiny = load_tokenizer(TINY_KIMI.model_path)
+    tiny = open_tokenizer(TINY_KIMI.model_path)
     rec.prompt_ids = k25.render_prompt(tiny, rec.messages, None)
     (got,) = plan_items("B1", [rec], {}, tiny, k25.tokens(TINY_KIMI, tiny), 1022, False, k25)
     assert isinstance(got, Item) and got.kind == "upstream"

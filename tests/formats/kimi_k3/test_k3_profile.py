@@ -26,10 +26,10 @@ BRANCH = re.compile(r"""(profile\.name|profile|chat_format|format\.name)\s*(==|!
 
 @pytest.fixture(scope="module")
 def k3():
-    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+    from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
     profile = get_profile("tiny-kimi-k3")
-    return profile, load_tokenizer(profile.model_path)
+    return profile, open_tokenizer(profile.model_path)
 
 
 def test_registry_holds_both_families():
@@ -74,9 +74,9 @@ def test_typed_markers_are_text_in_k3_and_special_in_k25(k3):
     assert typed.count(open_id) == plain.count(open_id)          # the typed marker is a non-special segment
     assert format_of(profile).special_text(tok) is None
     from kimi_eagle_data.profile import TINY_KIMI
-    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+    from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
-    k25 = load_tokenizer(TINY_KIMI.model_path)
+    k25 = open_tokenizer(TINY_KIMI.model_path)
     assert format_of(TINY_KIMI).special_text(k25).in_chat([{"role": "user", "content": "<|im_end|>"}]) is not None
 
 

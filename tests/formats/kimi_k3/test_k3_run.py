@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from kimi_eagle_data.profile import get_profile
-from kimi_eagle_data.prompts.tokenizer import load_tokenizer
+from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
 
 def _cli(*args):
@@ -30,7 +30,7 @@ def test_k3_build_check_and_export(tmp_path):
     assert exported.returncode == 0, exported.stderr[-2000:]
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert rows, "no train row"
-    tok = load_tokenizer(get_profile("tiny-kimi-k3").model_path)
+    tok = open_tokenizer(get_profile("tiny-kimi-k3").model_path)
     end_of_msg = tok.convert_tokens_to_ids("<|end_of_msg|>")
     gen = tok.encode('<|open|>think<|sep|>')
     for r in rows:

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "tool_schema_fuzz.py"
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "tool_schema_fuzz.py"
 
 # Every stand-in delegates to our raw encoder (the original's entry point takes the tools as given) and raises
 # where we refuse, as the original raises where it cannot render; `tweak` changes one thing.
 STAND_IN = """
 import logging
 from kimi_eagle_data.chat_format import ToolSchemaUnsupported
-from kimi_eagle_data.prompts.tool_declaration import encode_tools_to_typescript
+from kimi_eagle_data.formats.kimi_k2.tool_declaration import encode_tools_to_typescript
 logger = logging.getLogger("stand_in_original")
 
 def encode_tools_to_typescript_style(tools):

@@ -13,11 +13,12 @@ from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from kimi_eagle_data.model_profile import INSTANT, THINKING, ProfileTokens, model_vocab_size
 from kimi_eagle_data.decoding import SegmentDecoder
-from kimi_eagle_data.prompts.tokenizer import load_tokenizer, render_prompt
+from kimi_eagle_data.formats.kimi_k2.render import render_prompt
+from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 from kimi_eagle_data.conversation.messages import TurnError, history_call_count, next_turn_messages, tool_call_matches
 from kimi_eagle_data.formats.kimi_k2.messages import assistant_message
 
-TOK = load_tokenizer(str(TINY_MODEL_DIR))
+TOK = open_tokenizer(str(TINY_MODEL_DIR))
 TOKENS = ProfileTokens.from_tokenizer(TINY_KIMI, TOK)
 GRAMMAR = CompletionGrammar(TOKENS, SegmentDecoder(TOK, model_vocab_size(TINY_KIMI, TOK)))
 

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from kimi_eagle_data.chat_format import ToolSchemaUnsupported
-from kimi_eagle_data.prompts.tool_declaration import (
+from kimi_eagle_data.formats.kimi_k2.tool_declaration import (
     ENCODER_VERSION,
     deep_sort,
     encode_tools,

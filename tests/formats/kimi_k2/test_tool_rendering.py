@@ -12,10 +12,12 @@ import pytest
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
-from kimi_eagle_data.prompts.tokenizer import (TOOL_PROBES, ToolRenderingError, check_tool_rendering, render_prompt,
-                                       render_text)
 from kimi_eagle_data.chat_format import ToolSchemaUnsupported
-from kimi_eagle_data.prompts.tool_declaration import encode_tools
+from kimi_eagle_data.formats.kimi_k2.format import KIMI_K2_FORMAT
+from kimi_eagle_data.formats.kimi_k2.render import (TOOL_PROBES, ToolRenderingError, check_tool_rendering,
+                                                    render_prompt, render_text)
+from kimi_eagle_data.prompts.tokenizer import TokenizerLoadError, load_tokenizer, open_tokenizer, own_chat_code
+from kimi_eagle_data.formats.kimi_k2.tool_declaration import encode_tools
 
 from tests.helpers.cli import run_cli
 
@@ -49,9 +51,7 @@ def test_key_order_of_tools_does_not_change_the_prompt(tiny_tokenizer):
 
 def test_self_check_passes_for_the_tiny_tokenizer(tiny_tokenizer):
     # its class renders tools itself (deep sort + tools_ts_str, as K2.5's does): the probes agree with ours
-    from kimi_eagle_data.prompts.tokenizer import renders_tools_itself
-
-    assert renders_tools_itself(tiny_tokenizer)
+    assert own_chat_code(tiny_tokenizer)
     check_tool_rendering(tiny_tokenizer)
 
 
@@ -92,6 +92,27 @@ def test_self_check_refuses_a_template_that_falls_back_to_json(tiny_tokenizer):
         check_tool_rendering(bad)
     with pytest.raises(ToolRenderingError, match="TypeScript"):
         render_prompt(bad, USER, [WEATHER])
+
+
+def test_loading_for_the_format_refuses_a_tokenizer_whose_template_falls_back_to_json(tmp_path):
+    """`load_tokenizer(path, format)` runs the format's `check_tokenizer`: a model directory whose tokenizer code
+    drops `tools_ts_str` (its template then declares tools as JSON) is refused at load, in one line naming the
+    probe; opened without a format (`open_tokenizer`: a server that renders no prompt), it loads."""
+    import shutil
+
+    model = tmp_path / "json-fallback"
+    shutil.copytree(TINY_MODEL_DIR, model)
+    code = model / "tokenization_tiny_kimi.py"
+    text = code.read_text()
+    anchor = "        tools = deep_sort(tools)\n"
+    assert anchor in text
+    code.write_text(text.replace(anchor, anchor + "        kwargs.pop('tools_ts_str', None)\n"
+                                 "        kwargs['tools_ts_str'] = None\n", 1))
+    with pytest.raises(TokenizerLoadError) as e:
+        load_tokenizer(str(model), KIMI_K2_FORMAT)
+    assert "cannot render kimi-k2 prompts: tool-rendering self-check failed on probe" in str(e.value)
+    assert "\n" not in str(e.value)
+    assert open_tokenizer(str(model)) is not None
 
 
 def test_unsupported_schema_raises(tiny_tokenizer):
