@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kimi_eagle_data.profile import TINY_KIMI  # noqa: E402
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR  # noqa: E402
-from kimi_eagle_data.model_profile import ProfileTokens  # noqa: E402
+from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens  # noqa: E402
 from kimi_eagle_data.chat_format import Verdict  # noqa: E402
 from kimi_eagle_data.formats.kimi_k2.rules import reason_descriptions  # noqa: E402
 from kimi_eagle_data.formats.kimi_k2.validator import Validator  # noqa: E402
@@ -42,7 +42,7 @@ def _no_constant(name):
 
 
 class NaiveValidator:
-    def __init__(self, tokens: ProfileTokens, tokenizer, max_seq_len: int, keep_truncated: bool = False):
+    def __init__(self, tokens: K2Tokens, tokenizer, max_seq_len: int, keep_truncated: bool = False):
         self.tokens, self.tokenizer = tokens, tokenizer
         self.max_seq_len, self.keep_truncated = max_seq_len, keep_truncated
         self.vocab_size = len(tokenizer)
@@ -249,7 +249,7 @@ class NaiveValidator:
 # The synthetic corpus
 
 
-def build_corpus(tok, tokens: ProfileTokens, n: int, seed: int):
+def build_corpus(tok, tokens: K2Tokens, n: int, seed: int):
     rng = np.random.default_rng(seed)
     pyrng = random.Random(seed)
     added = set(tok.get_added_vocab().values())
@@ -338,7 +338,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     tok = AutoTokenizer.from_pretrained(str(TINY_MODEL_DIR), trust_remote_code=True)
-    tokens = ProfileTokens.from_tokenizer(TINY_KIMI, tok)
+    tokens = K2Tokens.from_tokenizer(TINY_KIMI, tok)
     max_seq_len = 4096                                # the tiny profile's 512 is too small for 2,000-token samples
     fast = Validator(tokens, tok, max_seq_len)
     naive = NaiveValidator(tokens, tok, max_seq_len)

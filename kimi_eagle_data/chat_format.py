@@ -32,7 +32,7 @@ class ToolSchemaUnsupported(ValueError):
 
 
 class FormatTokens(Protocol):
-    """A format's tokens resolved to one tokenizer (K2.5: `model_profile.ProfileTokens`; K3: `K3Tokens`)."""
+    """A format's tokens resolved to one tokenizer (K2.5: `formats.kimi_k2.tokens.K2Tokens`; K3: `K3Tokens`)."""
 
     profile: Any
     ids: Mapping[str, int]               # every token string the served tokenizer must agree on -> its id

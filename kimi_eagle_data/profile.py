@@ -3,7 +3,7 @@
 Each format folder exports its profiles as plain data (`formats/kimi_k2/`: `kimi-k2.5`, `tiny-kimi`;
 `formats/kimi_k3/`: `kimi-k3`, `tiny-kimi-k3`); this module imports them and registers them, and `register_profile`
 adds one from outside (tests/formats/toy_format.py).
-What a profile is (`ModelProfile`, the modes, `ProfileTokens`) is model_profile.py's: the formats build their
+What a profile is (`ModelProfile`, the modes) is model_profile.py's: the formats build their
 profiles from it without importing this registry.
 """
 

@@ -43,7 +43,7 @@ class RunContext:
     workdir: Workdir
     profile: Any                     # model_profile.ModelProfile
     tokenizer: Any
-    tokens: FormatTokens             # the format's tokens of the tokenizer (K2.5: model_profile.ProfileTokens)
+    tokens: FormatTokens             # the format's tokens of the tokenizer (K2.5: formats.kimi_k2.tokens.K2Tokens)
     sampling: Any                    # engines/base.SamplingParams: the run's request
     max_seq_len: int
     run: dict[str, Any]              # run.json as bound (read only: stages never change it)

@@ -8,7 +8,8 @@ from kimi_eagle_data.settings import RunSettings
 
 
 def make_engine(settings: RunSettings, tokens, *, vocab_size: int, max_seq_len: int) -> Engine:
-    """`tokens`: the run's model_profile.ProfileTokens; `vocab_size`: token ids a completion may hold are below it."""
+    """`tokens`: the run's format's tokens (`chat_format.FormatTokens`); `vocab_size`: token ids a completion may
+    hold are below it."""
     if settings.engine == "local":
         from kimi_eagle_data.engines.local import LocalEngine
 

@@ -148,13 +148,12 @@ def check_profile_tokens(tok, path: str) -> None:
     a tokenizer here, at load, rather than build data with wrong structure ids."""
     from kimi_eagle_data.profile import PROFILES
 
-    wanted = sorted({t for p in PROFILES.values()
-                     for t in (*p.structural_tokens().values(), *p.forbidden_in_completion)})
+    wanted = sorted({t for p in PROFILES.values() for t in p.special_tokens})
     vocab = tok.get_vocab()
     added = {i: getattr(t, "content", str(t)) for i, t in tok.added_tokens_decoder.items()}
     for s in wanted:
         if s not in vocab:
-            continue   # a token this tokenizer lacks: ProfileTokens names the required ones
+            continue   # a token this tokenizer lacks: the format's token lookup names the required ones
         i = vocab[s]
         try:
             back = tok.decode([i], skip_special_tokens=False)

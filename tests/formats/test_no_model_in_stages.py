@@ -66,8 +66,8 @@ def test_no_stage_names_a_model_or_falls_back_to_one():
     assert not found, "model names or format fallbacks outside the registry and formats/: " + "; ".join(found)
 
 
-# The profile fields shaped after Kimi-K2.5's tokens: what its format (and K3's, whose profile holds K3's tags in
-# them) reads. The card asks the run's format instead (`ChatFormat.card_text`).
+# The profile fields shaped after Kimi-K2.5's tokens (`formats/kimi_k2/profiles.py`, `K2Profile`): only K2.5's
+# format reads them. The card asks the run's format instead (`ChatFormat.card_text`).
 K25_SHAPED = frozenset({"think_open", "think_close", "generation_prompt", "instant_generation_prompt",
                         "end_of_turn", "rules_paragraph", "describe", "structural_tokens", "tool_calls_section_begin",
                         "tool_calls_section_end", "tool_call_begin", "tool_call_argument_begin", "tool_call_end"})
@@ -76,6 +76,23 @@ K25_SHAPED = frozenset({"think_open", "think_close", "generation_prompt", "insta
 def k25_fields(source: str, where: str) -> list[str]:
     return [f"{where}:{node.lineno} reads {node.attr}" for node in ast.walk(ast.parse(source))
             if isinstance(node, ast.Attribute) and node.attr in K25_SHAPED]
+
+
+def test_a_profile_holds_no_format_tokens():
+    """What a profile is (`ModelProfile`) names no format's tokens: K2.5's live in its folder's `K2Profile`, and a
+    K3 profile carries none of them."""
+    import dataclasses
+
+    from kimi_eagle_data.formats.kimi_k2.profiles import K2Profile
+    from kimi_eagle_data.model_profile import ModelProfile
+    from kimi_eagle_data.profile import get_profile
+
+    generic = {f.name for f in dataclasses.fields(ModelProfile)} | set(vars(ModelProfile))
+    assert not generic & K25_SHAPED, sorted(generic & K25_SHAPED)
+    k2 = {f.name for f in dataclasses.fields(K2Profile)} | set(vars(K2Profile))
+    assert K25_SHAPED - {"rules_paragraph"} <= k2
+    assert isinstance(get_profile("kimi-k2.5"), K2Profile)
+    assert not any(hasattr(get_profile(name), field) for name in ("kimi-k3", "tiny-kimi-k3") for field in K25_SHAPED)
 
 
 def test_the_card_asks_the_format():

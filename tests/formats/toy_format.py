@@ -11,7 +11,7 @@ this module knows either.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Iterator, Mapping, Sequence
 
@@ -181,8 +181,11 @@ class ToyFormat:
 
 TOY_FORMAT = ToyFormat()
 # The tiny model's tokenizer and lengths, in the toy format (its model never speaks it: rows are handcrafted).
-TOY_PROFILE = replace(TINY_KIMI, name="toy-chat", chat_format=TOY_FORMAT.name, display_name="Toy",
-                      card_tags=("toy-chat",))
+# A plain `ModelProfile`: the embedded tiny model's checkpoint and lengths, the toy's format and tokens.
+TOY_PROFILE = ModelProfile(name="toy-chat", model_path=TINY_KIMI.model_path, chat_format=TOY_FORMAT.name,
+                           special_tokens=(HEADER, HEADER_END, END, THINK, THINK_END), sampling=TINY_KIMI.sampling,
+                           instant_sampling=TINY_KIMI.instant_sampling, max_seq_len=TINY_KIMI.max_seq_len,
+                           display_name="Toy", card_tags=("toy-chat",), is_test_model=True)
 
 
 def register() -> None:

@@ -16,7 +16,8 @@ from kimi_eagle_data.formats.kimi_k2.messages import assistant_message
 from kimi_eagle_data.conversation.script import script_steps
 from kimi_eagle_data.formats.kimi_k2.grammar import CompletionGrammar
 from kimi_eagle_data.profile import TINY_KIMI
-from kimi_eagle_data.model_profile import ProfileTokens, model_vocab_size
+from kimi_eagle_data.model_profile import model_vocab_size
+from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.formats.kimi_k2.render import render_prompt
 from kimi_eagle_data.prompts.tokenizer import open_tokenizer
@@ -24,7 +25,7 @@ from tests.helpers.cli import run_cli
 from tests.helpers.servers import TINY
 
 TOK = open_tokenizer(TINY)
-GRAMMAR = CompletionGrammar(ProfileTokens.from_tokenizer(TINY_KIMI, TOK),
+GRAMMAR = CompletionGrammar(K2Tokens.from_tokenizer(TINY_KIMI, TOK),
                             SegmentDecoder(TOK, model_vocab_size(TINY_KIMI, TOK)))
 CONFIG = "C1"
 TOPICS = ["apples", "rivers", "clocks", "bridges", "violins", "glaciers", "lanterns", "comets", "harbors", "tea"]

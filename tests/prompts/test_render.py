@@ -6,7 +6,7 @@ from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.formats import KIMI_K2_FORMAT
 from kimi_eagle_data.prompts.prepare import PromptModes, prepare_rows, sample_id
 from kimi_eagle_data.profile import TINY_KIMI
-from kimi_eagle_data.model_profile import ProfileTokens
+from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
 from kimi_eagle_data.sources.readers import iter_jsonl
 from kimi_eagle_data.formats.kimi_k2.render import render_prompt
 
@@ -38,7 +38,7 @@ def test_tools_are_declared_natively_before_the_conversation(tiny_tokenizer):
 
 
 def test_special_tokens_are_single_ids(tiny_tokenizer):
-    tokens = ProfileTokens.from_tokenizer(TINY_KIMI, tiny_tokenizer)
+    tokens = K2Tokens.from_tokenizer(TINY_KIMI, tiny_tokenizer)
     for name in TINY_KIMI.structural_tokens().values():
         assert tiny_tokenizer.encode(name, add_special_tokens=False) == [tokens.ids[name]]
     assert len(set(tokens.ids.values())) == len(tokens.ids)

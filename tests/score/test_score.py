@@ -17,7 +17,7 @@ import pytest
 
 from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
-from kimi_eagle_data.model_profile import ProfileTokens
+from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
 
 from tests.helpers.cli import run_cli
 from tests.helpers.servers import Server
@@ -101,7 +101,7 @@ def test_rows_without_an_answer_are_counted_not_dropped(tiny_tokenizer):
 def test_render_answer_uses_profile_tokens(tiny_tokenizer):
     from kimi_eagle_data.formats.kimi_k2.answer import render_answer
 
-    tokens = ProfileTokens.from_tokenizer(TINY_KIMI, tiny_tokenizer)
+    tokens = K2Tokens.from_tokenizer(TINY_KIMI, tiny_tokenizer)
     ids, k = render_answer({"reasoning": "think first", "content": "Done.", "tool_calls": [
         {"id": "functions.f:0", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
         tiny_tokenizer, tokens)
@@ -171,7 +171,7 @@ def test_own_samples_rank_above_answers_in_another_style(tiny_tokenizer):
     from kimi_eagle_data.formats.kimi_k2.answer import render_answer
     from kimi_eagle_data.score.report import summarize
 
-    tokens = ProfileTokens.from_tokenizer(TINY_KIMI, tiny_tokenizer)
+    tokens = K2Tokens.from_tokenizer(TINY_KIMI, tiny_tokenizer)
     questions = ["What is 7 times 8?", "Name three primary colours.", "Write a function that adds two numbers.",
                  "Translate 'good morning' to French.", "What is the boiling point of water?",
                  "Give me a synonym for happy.", "List two prime numbers.", "Who wrote Hamlet?"]

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from kimi_eagle_data.profile import TINY_KIMI
-from kimi_eagle_data.model_profile import ProfileTokens
+from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
 from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 from kimi_eagle_data.chat_format import Verdict
 from kimi_eagle_data.formats.kimi_k2.rules import reason_descriptions
@@ -24,7 +24,7 @@ from kimi_eagle_data.id_buffers import pack
 TINY_DIR = Path(__file__).resolve().parents[2] / "kimi_eagle_data" / "assets" / "tiny-kimi"
 
 TOK = open_tokenizer(str(TINY_DIR))
-TOKENS = ProfileTokens.from_tokenizer(TINY_KIMI, TOK)
+TOKENS = K2Tokens.from_tokenizer(TINY_KIMI, TOK)
 MAX_SEQ_LEN = TINY_KIMI.max_seq_len
 V = Validator(TOKENS, TOK, MAX_SEQ_LEN)
 V_KEEP = Validator(TOKENS, TOK, MAX_SEQ_LEN, keep_truncated=True)
@@ -462,7 +462,7 @@ def test_length_without_reported_length_is_not_a_mismatch():
 def test_constructor_checks_the_generation_prompt():
     bad = replace(TINY_KIMI, generation_prompt="<|im_assistant|>assistant<|im_middle|>")
     with pytest.raises(ValueError, match="generation prompt"):
-        Validator(ProfileTokens.from_tokenizer(bad, TOK), TOK, 512)
+        Validator(K2Tokens.from_tokenizer(bad, TOK), TOK, 512)
 
 
 def test_verdict_valid_property():

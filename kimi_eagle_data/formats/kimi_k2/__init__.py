@@ -1,5 +1,6 @@
-"""Kimi-K2.5's chat format, everything about it in this folder: its profiles as plain data (`profiles.py`,
-exported here for the registry, kimi_eagle_data/profile.py), the format object the stages ask (`format.py`: the
+"""Kimi-K2.5's chat format, everything about it in this folder: its profiles as plain data (`profiles.py`:
+`K2Profile`, K2.5's tokens by string and their roles; exported here for the registry, kimi_eagle_data/profile.py),
+those tokens resolved to a tokenizer's ids (`tokens.py`), the format object the stages ask (`format.py`: the
 tokenizer's chat template, the completion grammar and validator), the prompt renderer (`render.py`: the chat
 template with tools declared TypeScript-style by our encoder, `tool_declaration.py`, and the tokenizer's self-check
 at load), the completion grammar (`grammar.py`), its

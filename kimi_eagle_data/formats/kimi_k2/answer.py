@@ -11,10 +11,10 @@ from typing import Any
 
 import orjson
 
-from kimi_eagle_data.model_profile import ProfileTokens
+from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
 
 
-def render_answer(answer: dict[str, Any], tokenizer, tokens: ProfileTokens,
+def render_answer(answer: dict[str, Any], tokenizer, tokens: K2Tokens,
                   instant: bool = False) -> tuple[list[int], int]:
     """The upstream answer as the assistant turn the target would write after its generation prompt
     (which ends with think_open): reasoning, think_close, content, tool calls, end_of_turn. Returns the ids

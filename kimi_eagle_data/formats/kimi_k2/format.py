@@ -71,9 +71,9 @@ class KimiK2Format:
         return set()        # K2.5's template renders a call's arguments text as given
 
     def tokens(self, profile, tokenizer):
-        from kimi_eagle_data.model_profile import ProfileTokens
+        from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
 
-        return ProfileTokens.from_tokenizer(profile, tokenizer)
+        return K2Tokens.from_tokenizer(profile, tokenizer)
 
     def render_prompt(self, tokenizer, messages, tools, mode: str = THINKING, effort: str | None = None) -> list[int]:
         from kimi_eagle_data.formats.kimi_k2.render import render_prompt

@@ -42,7 +42,7 @@ import numpy as np
 
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.id_buffers import pack, rows_with
-from kimi_eagle_data.model_profile import ProfileTokens
+from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
 from kimi_eagle_data.wording import excerpt
 
 
@@ -54,7 +54,7 @@ N_ROLES = 10
 
 # The five tool-call roles are consecutive: one range test picks them out of the structural positions.
 assert (SECTION_BEGIN, SECTION_END, CALL_BEGIN, ARGUMENT_BEGIN, CALL_END) == tuple(range(SECTION_BEGIN, CALL_END + 1))
-_ROLE_OF_TOKEN = {   # ProfileTokens attribute -> role
+_ROLE_OF_TOKEN = {   # K2Tokens attribute -> role
     "think_open": THINK_OPEN, "think_close": THINK_CLOSE, "end_of_turn": END_OF_TURN,
     "tool_calls_section_begin": SECTION_BEGIN, "tool_calls_section_end": SECTION_END,
     "tool_call_begin": CALL_BEGIN, "tool_call_argument_begin": ARGUMENT_BEGIN,
@@ -134,7 +134,7 @@ class ParsedCompletion:
 class CompletionGrammar:
     """Parses completions of one tokenizer + profile: construct once (builds the id -> role table)."""
 
-    def __init__(self, tokens: ProfileTokens, decoder: SegmentDecoder):
+    def __init__(self, tokens: K2Tokens, decoder: SegmentDecoder):
         self.tokens = tokens
         self.decoder = decoder
         self.vocab_size = decoder.vocab_size
@@ -274,7 +274,7 @@ class CompletionGrammar:
         return self.tokens.token_name(self._id_of_role[role])
 
 
-def reasoning_length(ids: Sequence[int], tokens: ProfileTokens, instant: bool = False) -> int:
+def reasoning_length(ids: Sequence[int], tokens: K2Tokens, instant: bool = False) -> int:
     """How many of a completion's tokens are reasoning, without parsing it: the same boundary as
     `ParsedCompletion.reasoning_end` (tested equal): the tokens before the first `</think>`, else all but a
     final end token; none in instant mode. For callers that need only this boundary (generation's and

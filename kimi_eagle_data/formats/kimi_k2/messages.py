@@ -21,10 +21,10 @@ from typing import Any
 
 from kimi_eagle_data.conversation.messages import TurnError
 from kimi_eagle_data.formats.kimi_k2.grammar import ParsedCompletion, ToolCall
-from kimi_eagle_data.model_profile import ModelProfile
+from kimi_eagle_data.formats.kimi_k2.profiles import K2Profile
 
 
-def assistant_message(parsed: ParsedCompletion, profile: ModelProfile, first_index: int = 0) -> dict:
+def assistant_message(parsed: ParsedCompletion, profile: K2Profile, first_index: int = 0) -> dict:
     """The parsed completion as the assistant message a client sends back: its reasoning (none in instant mode:
     no `reasoning_content`), its answer, and its calls with the arguments' JSON text as the model wrote it.
 
@@ -41,7 +41,7 @@ def assistant_message(parsed: ParsedCompletion, profile: ModelProfile, first_ind
     return message
 
 
-def _tool_call(call: ToolCall, profile: ModelProfile, index: int) -> dict:
+def _tool_call(call: ToolCall, profile: K2Profile, index: int) -> dict:
     if call.name is None or call.index != index:
         wanted = profile.tool_call_id(call.name or "NAME", index)
         raise TurnError(f"tool call {call.id_text.strip()!r} is not {wanted!r} (the conversation's call count goes "

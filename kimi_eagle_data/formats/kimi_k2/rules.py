@@ -29,7 +29,9 @@ from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.formats.base import sample_issues, sample_reasons
 from kimi_eagle_data.formats.kimi_k2.grammar import (
     CALL_BEGIN, END_OF_TURN, FORBIDDEN, THINK_CLOSE, THINK_OPEN, Fault, ParsedCompletion)
-from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile, ProfileTokens
+from kimi_eagle_data.model_profile import INSTANT, THINKING
+from kimi_eagle_data.formats.kimi_k2.profiles import K2Profile
+from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
 from kimi_eagle_data.wording import excerpt
 
 COMPLETE, TRUNCATED, FAILED = "complete", "truncated", "failed"
@@ -47,7 +49,7 @@ _MAX_MSGS_PER_LINE = 3
 class RunLimits:
     """What the rules know of the run (the same for every sample)."""
 
-    tokens: ProfileTokens
+    tokens: K2Tokens
     decoder: SegmentDecoder               # for the text a message quotes
     generation_prompt_ids: list[int]
     max_seq_len: int
@@ -99,7 +101,7 @@ class Rule(NamedTuple):
 
 
 RULES: list[Rule] = []
-# code -> description with the profile's token names as `{fields}` (ModelProfile.describe fills them in).
+# code -> description with the profile's token names as `{fields}` (K2Profile.describe fills them in).
 REASON_TEMPLATES: dict[str, str] = {}
 
 
@@ -133,7 +135,7 @@ def judge(run: RunLimits, s: Sample) -> tuple[list[str], list[str]]:
     return issues, details
 
 
-def rules_paragraph(profile: ModelProfile) -> str:
+def rules_paragraph(profile: K2Profile) -> str:
     """The card's summary of what a `train` row satisfies (docs/token-rules.md), in the profile's tokens."""
     if profile.instant_generation_prompt:     # two modes: each prompt ends as its mode's generation prompt does
         ends = ("the prompt ends with its mode's generation prompt (thinking: last token `{think_open}`; instant: "
@@ -148,7 +150,7 @@ def rules_paragraph(profile: ModelProfile) -> str:
         "(`{tool_call_id_shape}`), and ends with one `{end_of_turn}`.")
 
 
-def reason_descriptions(profile: ModelProfile) -> dict[str, str]:
+def reason_descriptions(profile: K2Profile) -> dict[str, str]:
     """Every reason code with its one-line description in `profile`'s token names."""
     sample = sample_reasons("", reported_length=True)
     sample["prompt_not_generation_prompt"] = PROMPT_REASON

@@ -17,16 +17,18 @@ import numpy as np
 
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.formats.kimi_k2.grammar import CompletionGrammar, ParsedCompletion
-from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile, ProfileTokens, TokenLookupError, model_vocab_size
+from kimi_eagle_data.model_profile import INSTANT, THINKING, model_vocab_size
+from kimi_eagle_data.formats.kimi_k2.profiles import K2Profile
+from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens, TokenLookupError
 
 
 class Segmenter:
     """Splits one sequence into segments with one tokenizer + profile (construct once)."""
 
-    def __init__(self, profile: ModelProfile, tokenizer):
+    def __init__(self, profile: K2Profile, tokenizer):
         self.profile = profile
         self.tokenizer = tokenizer
-        self.tokens = ProfileTokens.from_tokenizer(profile, tokenizer)
+        self.tokens = K2Tokens.from_tokenizer(profile, tokenizer)
         vocab = tokenizer.get_vocab()
         turn_tokens, header_end = profile.turn_tokens, profile.turn_header_end
         missing = [t for t in [*turn_tokens.values(), header_end] if t not in vocab]

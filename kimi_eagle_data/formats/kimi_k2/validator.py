@@ -15,13 +15,14 @@ from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.formats.kimi_k2.grammar import CALL_BEGIN, CompletionGrammar, ParsedCompletion
 from kimi_eagle_data.formats.kimi_k2.rules import COMPLETE, RunLimits, Sample, completion_kind, judge
 from kimi_eagle_data.id_buffers import pack, rows_with
-from kimi_eagle_data.model_profile import INSTANT, ProfileTokens, model_vocab_size
+from kimi_eagle_data.model_profile import INSTANT, model_vocab_size
+from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
 
 
 class Validator:
     """Validates samples of one run: construct once (looks up ids, builds the grammar's role table)."""
 
-    def __init__(self, tokens: ProfileTokens, tokenizer, max_seq_len: int, keep_truncated: bool = False,
+    def __init__(self, tokens: K2Tokens, tokenizer, max_seq_len: int, keep_truncated: bool = False,
                  vocab_size: int | None = None):
         self.tokens = tokens
         self.tokenizer = tokenizer

@@ -28,7 +28,6 @@ LEGACY_K2_TOKENS = ("<|im_end|>", "<|im_user|>", "<|im_assistant|>", "<|im_syste
                     "<|tool_call_end|>")
 # Special tokens no completion may hold (the image placeholder only where the vocabulary names it).
 FORBIDDEN_IN_COMPLETION = (BOS, EOS, IMAGE_PLACEHOLDER)
-OPTIONAL_TOKENS = (IMAGE_PLACEHOLDER, *LEGACY_K2_TOKENS)
 
 # What every prompt of a mode ends with (the renderer's generation prompt, as text).
 GENERATION_PROMPTS = {

@@ -16,8 +16,8 @@ from kimi_eagle_data.formats.base import sample_reasons
 from kimi_eagle_data.formats.kimi_k3.facts import GENERATION_PROMPTS, K3TokenIds
 from kimi_eagle_data.formats.kimi_k3.grammar import CARD_RULES, REASONS, reasoning_length
 from kimi_eagle_data.formats.kimi_k3.normalize import HISTORY_ARGUMENT_NOTES, history_argument_notes
-from kimi_eagle_data.formats.kimi_k3.render import (DEFAULT_EFFORT, EFFORTS, END_OF_MSG, REFUSED_EFFORTS,
-                                                     check_effort, completion_segments, joined_text,
+from kimi_eagle_data.formats.kimi_k3.render import (CLOSE, DEFAULT_EFFORT, EFFORTS, END_OF_MSG, REFUSED_EFFORTS,
+                                                     SEP, check_effort, completion_segments, joined_text,
                                                      render_segments)
 from kimi_eagle_data.formats.kimi_k3.segment_ids import encode_segments
 from kimi_eagle_data.prompts.tokenizer import own_chat_code
@@ -29,7 +29,7 @@ SAMPLE_REASONS = sample_reasons("thinking: `…<|open|>think<|sep|>`; instant: `
 
 @dataclass(frozen=True)
 class K3Tokens:
-    """K3's tokens resolved to one tokenizer: what `ProfileTokens` is for K2.5 (the stop id is `end_of_turn`)."""
+    """K3's tokens resolved to one tokenizer: what `K2Tokens` is for K2.5 (the stop id is `end_of_turn`)."""
 
     profile: Any
     ids: Mapping[str, int]                 # marker string -> id (the served tokenizer must agree)
@@ -144,7 +144,7 @@ class KimiK3Format:
 
     def card_text(self, profile) -> CardText:
         """The rules paragraph of K3's grammar (`CARD_RULES`); the reasoning ends with `<|close|>think<|sep|>`."""
-        return CardText(rules=CARD_RULES, reasoning_end=profile.think_close,
+        return CardText(rules=CARD_RULES, reasoning_end=f"{CLOSE}think{SEP}",
                         thinking_prompt=GENERATION_PROMPTS[THINKING], instant_prompt=GENERATION_PROMPTS[INSTANT])
 
     def reason_descriptions(self, profile) -> dict[str, str]:

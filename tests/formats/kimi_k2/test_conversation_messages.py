@@ -11,7 +11,8 @@ import pytest
 from kimi_eagle_data.formats.kimi_k2.grammar import CompletionGrammar
 from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
-from kimi_eagle_data.model_profile import INSTANT, THINKING, ProfileTokens, model_vocab_size
+from kimi_eagle_data.model_profile import INSTANT, THINKING, model_vocab_size
+from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.formats.kimi_k2.render import render_prompt
 from kimi_eagle_data.prompts.tokenizer import open_tokenizer
@@ -19,7 +20,7 @@ from kimi_eagle_data.conversation.messages import TurnError, history_call_count,
 from kimi_eagle_data.formats.kimi_k2.messages import assistant_message
 
 TOK = open_tokenizer(str(TINY_MODEL_DIR))
-TOKENS = ProfileTokens.from_tokenizer(TINY_KIMI, TOK)
+TOKENS = K2Tokens.from_tokenizer(TINY_KIMI, TOK)
 GRAMMAR = CompletionGrammar(TOKENS, SegmentDecoder(TOK, model_vocab_size(TINY_KIMI, TOK)))
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather for a city", "parameters": {

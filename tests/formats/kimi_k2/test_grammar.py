@@ -12,7 +12,8 @@ from kimi_eagle_data.formats.kimi_k2.grammar import CALL_BEGIN, CompletionGramma
 from kimi_eagle_data.id_buffers import pack
 from kimi_eagle_data.profile import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
-from kimi_eagle_data.model_profile import ProfileTokens, model_vocab_size
+from kimi_eagle_data.model_profile import model_vocab_size
+from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 from kimi_eagle_data.formats.kimi_k2.segments import Segmenter
@@ -20,7 +21,7 @@ from kimi_eagle_data.reports.inspect import segments_of
 from kimi_eagle_data.formats.kimi_k2.validator import Validator
 
 TOK = open_tokenizer(str(TINY_MODEL_DIR))
-TOKENS = ProfileTokens.from_tokenizer(TINY_KIMI, TOK)
+TOKENS = K2Tokens.from_tokenizer(TINY_KIMI, TOK)
 GRAMMAR = CompletionGrammar(TOKENS, SegmentDecoder(TOK, model_vocab_size(TINY_KIMI, TOK)))
 
 END_THINK, EOT = "</think>", "<|im_end|>"
