@@ -75,8 +75,8 @@ def tokenizer_options(fn):
               help="ROW.json is JSONL: render its line N (numbered from 1, as `sed -n Np` counts).")
 @click.option("--ids", "as_ids", is_flag=True, help="Print the token ids (a JSON list) instead of the text.")
 @click.option("--mode", type=click.Choice(["thinking", "instant"]), default="thinking", show_default=True,
-              help="instant: the chat template's thinking=False (K2.5: the generation prompt ends <think></think>; "
-                   "K3: thinking off, `<|open|>response<|sep|>`).")
+              help="instant: the chat template's thinking=False (each format's generation prompt for a mode: "
+                   "docs/token-rules.md).")
 @click.option("--effort", type=EffortChoice(),
               help="Thinking effort, for a profile that has efforts (Kimi-K3; default: its own, max); thinking "
                    "mode only.")
