@@ -36,13 +36,26 @@ def _source_files() -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def dist(tmp_path_factory) -> Path:
+def build(tmp_path_factory) -> tuple[Path, str]:
+    """The folder `python -m build` wrote the wheel and sdist to, and what it printed."""
     out = tmp_path_factory.mktemp("dist")
     # --no-isolation: the test venv has setuptools and wheel (the test extra), and no index is needed.
     proc = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return out
+    return out, proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def dist(build) -> Path:
+    return build[0]
+
+
+def test_the_build_warns_of_no_data_folder_left_out_of_the_packages(build):
+    """setuptools warns (a screenful each) of a folder holding shipped data that `packages` does not list: the tiny
+    models, the CPU recipes, the samples and the sbatch templates are found as namespace packages (setup.py)."""
+    _, printed = build
+    assert "is absent from the `packages` configuration" not in printed, printed[-3000:]
 
 
 def test_wheel_holds_every_package_and_data_file(dist):
