@@ -36,10 +36,11 @@ from kimi_eagle_data.settings import PROFILE_HELP
               help="SGLang --mem-fraction-static (default 0.85); vLLM --gpu-memory-utilization (default vLLM's).")
 @click.option("--no-metrics", is_flag=True, help="SGLang: do not pass --enable-metrics (vLLM always serves /metrics).")
 @click.option("--draft", metavar="MODEL",
-              help="sglang, vllm, on GPUs (refused with --device cpu): run this EAGLE-3 drafter (path or Hub id; "
-                   "for Kimi-K2.5 e.g. lightseekorg/kimi-k2.5-eagle3) for speculative decoding, with the profile's draft steps, top-k "
-                   "and draft tokens. The samples stay the target's: each token is accepted by rejection sampling "
-                   "against the target's distribution.")
+              help="sglang, vllm: run this EAGLE-3 drafter (path or Hub id; for Kimi-K2.5 e.g. "
+                   "lightseekorg/kimi-k2.5-eagle3) for speculative decoding, with the profile's draft steps, top-k "
+                   "and draft tokens. On GPUs the samples stay the target's (each token accepted by rejection "
+                   "sampling against the target's distribution). With --device cpu: vLLM only, and greedy runs only "
+                   "(it keeps greedy outputs there, not samples; SGLang cannot start with one on CPU).")
 @click.option("--extra", "extra", multiple=True, metavar="ARG",
               help="Extra argument passed to SGLang or vLLM (repeatable).")
 @click.option("--health-timeout", default=1800.0, show_default=True, help="Seconds to wait for the server to load.")
@@ -71,7 +72,7 @@ def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, conte
 
     from kimi_eagle_data.profile import get_profile
     from kimi_eagle_data.engines.serve import SGLangLaunch, VLLMLaunch, locate_cpu_venv, run_server
-    from kimi_eagle_data.engines.drafter import CPU_DRAFTING, SGLANG_CPU_DRAFT_START
+    from kimi_eagle_data.engines.drafter import SGLANG_CPU_DRAFT_START, SGLANG_CPU_DRAFTING, VLLM_CPU_EAGLE3_SAMPLED
 
     cpu = device == "cpu" and engine in ("sglang", "vllm")
     if venv and not cpu:
@@ -80,10 +81,14 @@ def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, conte
     if draft and engine == "local":
         raise click.BadParameter("a drafter runs in SGLang or vLLM: use it with --engine sglang or vllm",
                                  param_hint="--draft")
+    if draft and cpu and engine == "sglang":
+        raise UserError(f"--draft with --engine sglang --device cpu: {SGLANG_CPU_DRAFTING}, so the samples would "
+                        f"not be the target's; and {SGLANG_CPU_DRAFT_START}; serve it on GPUs, or without --draft")
     if draft and cpu:
-        start = f"; and {SGLANG_CPU_DRAFT_START}" if engine == "sglang" else ""
-        raise UserError(f"--draft with --engine {engine} --device cpu: {CPU_DRAFTING[engine]}, so the samples would "
-                        f"not be the target's{start}; serve it on GPUs, or without --draft")
+        # stderr: a dry run's stdout stays the command alone
+        console.print(f"[yellow]note:[/] vLLM on CPU keeps greedy outputs with an EAGLE-3 drafter, not samples "
+                      f"({escape(VLLM_CPU_EAGLE3_SAMPLED)}): `generate` refuses a run that samples against it",
+                      highlight=False, soft_wrap=True)
     prof = get_profile(profile or ("tiny-kimi" if cpu else "kimi-k2.5"))
     model = model or prof.model_path
     if engine in ("sglang", "vllm") or dry_run:

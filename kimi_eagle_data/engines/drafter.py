@@ -23,12 +23,14 @@ Lossless sampling, as the engines' source says (SGLang 0.5.23, vLLM 0.32.0):
   and top-p (vllm/v1/sample/rejection_sampler.py `apply_sampling_constraints`, `rejection_random_sample_kernel`,
   recovered tokens from max(target - draft, 0)); greedy requests accept only the target's argmax. Its benchmarking
   mode `rejection_sample_method: "synthetic"` accepts drafts at fixed rates, whatever the target says. The CPU
-  backend registers C++ ports of the same kernels (vllm/platforms/cpu.py), but does not behave as they say: tiny-
-  kimi-k3 drafting for itself (draft_model, 2 tokens) on vLLM 0.32.0's CPU backend changed 4 of 24 greedy
-  completions (two servers without a drafter agreed on 24 of 24), had 5.7% and 6.2% of its drafted tokens accepted
-  in two runs (a model drafting for itself should see nearly all accepted), and 67 and 47 of 96 samples at
-  temperature 1 were well-formed against 96 of 96 without it (`scripts/vllm_cpu_drafter_check.py`). A vLLM server
-  that reports its device (development /server_info) as cpu is refused with a drafter.
+  backend registers C++ ports of the same kernels (vllm/platforms/cpu.py); measured on vLLM 0.32.0's CPU backend
+  (the real-engine tier, tests/real_engines/test_vllm_eagle3.py, and docs/production.md):
+  - EAGLE-3 (`method: eagle3`, the drafters `serve --draft` and the probe serve) keeps greedy outputs: every
+    completion of an all-greedy load equal to the same server's without the drafter. It does not keep sampled ones
+    (VLLM_CPU_EAGLE3_SAMPLED): on CPU a run that samples is refused with a drafter, a greedy one is not.
+  - `draft_model` (a model drafting for itself) changed even greedy outputs (VLLM_CPU_DRAFT_MODEL): refused.
+  A vLLM server reports its device and drafter method only on its development /server_info
+  (VLLM_SERVER_DEV_MODE=1, which `serve --device cpu` sets).
 - SGLang verifies a tree of drafts by sampling from the target's probabilities after temperature, top-k and top-p
   (sglang/srt/speculative/eagle_utils.py `eagle_sample`: `tree_speculative_sampling_target_only`, exact with its
   accept thresholds at their default 1.0) on CUDA and NPU, but commits the target's argmax whatever the temperature
@@ -53,13 +55,19 @@ VLLM_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 SGLANG_GREEDY_DEVICES = ("cpu", "xpu")
 # vLLM rejection methods that do not take each token from the target's distribution (config/speculative.py).
 VLLM_LOSSY_METHODS = ("synthetic",)
-# vLLM platforms whose drafting changes the target's outputs (measured: module doc); the device of its
+# vLLM platforms whose drafting was measured to change the target's samples (module doc); the device of its
 # development /server_info's device_config.
 VLLM_LOSSY_DEVICES = ("cpu",)
-# Why each engine's drafting on CPU does not keep the target's samples (module doc): `serve --draft --device cpu`
-# and `generate` say it.
-CPU_DRAFTING = {"sglang": "SGLang accepts a drafter's tokens on CPU by the target's argmax whatever the temperature",
-                "vllm": "vLLM's CPU backend changes the target's outputs when it drafts (even greedy ones)"}
+# The one drafter method measured to keep greedy outputs there.
+VLLM_CPU_GREEDY_EXACT = "eagle3"
+# What was measured of each (module doc; the tier's tests re-measure them and fail when a refusal no longer stands).
+VLLM_CPU_DRAFT_MODEL = ("tiny-kimi-k3 drafting for itself (draft_model, 2 tokens) changed 4 of 24 greedy completions "
+                        "and kept 67 and 47 of 96 samples well-formed, against 96 of 96 without it")
+VLLM_CPU_EAGLE3_SAMPLED = ("with the tiny models' EAGLE-3 drafters, greedy completions sent beside sampled ones "
+                           "changed (26 of 32 equal in one of two runs) and samples at temperature 1 ended at the "
+                           "token limit 25 times in 64 against 13 without the drafter")
+# Why SGLang's drafting on CPU does not keep the target's samples (module doc): `serve --draft --device cpu` says it.
+SGLANG_CPU_DRAFTING = "SGLang accepts a drafter's tokens on CPU by the target's argmax whatever the temperature"
 
 # Why `serve --draft --engine sglang --device cpu` could not serve even if it were allowed: measured with SGLang 0.5.23
 # from the CPU recipe and a tiny-kimi EAGLE-3 drafter (`--speculative-algorithm EAGLE3`).
@@ -133,8 +141,15 @@ def lossy_drafter(engine: str, server_args: dict[str, Any], temperature: float) 
                 f"{temperature:g} would not be the target's; serve it without a drafter, or on CUDA GPUs")
     vllm = server_args.get("speculative_config") or {}
     if engine == "vllm" and vllm.get("device") in VLLM_LOSSY_DEVICES:
-        return (f"{urls} runs drafter {drafter['algorithm']} on device {vllm['device']}: {CPU_DRAFTING['vllm']}, so "
-                "the samples would not be the target's; serve it without a drafter, or on GPUs")
+        method = vllm.get("method")
+        if method != VLLM_CPU_GREEDY_EXACT:
+            return (f"{urls} runs drafter method {method or '(not reported)'} on device {vllm['device']}, where vLLM "
+                    f"changes the target's outputs ({VLLM_CPU_DRAFT_MODEL}); serve it without a drafter, with an "
+                    f"EAGLE-3 drafter for a greedy run, or on GPUs")
+        if temperature > 0:
+            return (f"{urls} runs an EAGLE-3 drafter on device {vllm['device']}, where vLLM keeps greedy outputs but "
+                    f"not samples ({VLLM_CPU_EAGLE3_SAMPLED}): this run samples at temperature {temperature:g}; "
+                    "build with --temperature 0 in every partition, or serve it without a drafter, or on GPUs")
     method = vllm.get("rejection_sample_method")
     if engine == "vllm" and method in VLLM_LOSSY_METHODS:
         return (f"{urls} runs its drafter with rejection_sample_method {method!r}, which accepts drafted tokens at "

@@ -96,11 +96,14 @@ def sglang_draft_flags(draft: str, profile: ModelProfile) -> list[str]:
             "--speculative-num-draft-tokens", str(profile.draft_tokens)]
 
 
-def vllm_draft_flags(draft: str, profile: ModelProfile) -> list[str]:
+def vllm_draft_flags(draft: str, profile: ModelProfile, steps: int | None = None) -> list[str]:
     """vLLM's EAGLE-3 speculative decoding (its --speculative-config, vllm/config/speculative.py): `draft` proposes
-    the profile's steps of tokens, verified by rejection sampling against the target."""
-    config = {"method": "eagle3", "model": draft, "num_speculative_tokens": profile.draft_steps}
-    return ["--speculative-config", json.dumps(config, separators=(",", ":"))]
+    `steps` tokens (default the profile's), verified by rejection sampling against the target. Each answer then
+    carries its own verify steps and accepted drafts (`metrics.speculative_decoding`, vLLM >= 0.32.0), which
+    `generate` keeps per sample and the probe pools."""
+    config = {"method": "eagle3", "model": draft, "num_speculative_tokens": steps or profile.draft_steps}
+    return ["--speculative-config", json.dumps(config, separators=(",", ":")),
+            "--per-request-spec-decode-metrics", "summary"]
 
 
 def _path_with(first: str, rest: str | None) -> str:
@@ -196,6 +199,7 @@ class VLLMLaunch:
     extra: list[str] = field(default_factory=list)
     venv: Path | None = None        # set: the CPU recipe, run from this venv (cpu_venv)
     draft: str | None = None        # an EAGLE-3 drafter to speculate with (vllm_draft_flags)
+    draft_steps: int | None = None  # its drafts per verify step (default: the profile's)
 
     engine = "vllm"
     display_name = "vLLM"
@@ -216,7 +220,7 @@ class VLLMLaunch:
         if self.gpu_memory_utilization:
             args += ["--gpu-memory-utilization", str(self.gpu_memory_utilization)]
         if self.draft:
-            args += vllm_draft_flags(self.draft, profile)
+            args += vllm_draft_flags(self.draft, profile, self.draft_steps)
         return args + list(self.extra)
 
     def command(self, profile: ModelProfile) -> list[str]:
@@ -230,11 +234,13 @@ class VLLMLaunch:
         return [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", *self.serve_args(profile)]
 
     def env(self, create: bool = True) -> dict[str, str]:
-        """What the command's environment adds to this one's: on CPU, the KV cache's size (unless set) and the
-        package importable (its folder made unless `create` is false)."""
+        """What the command's environment adds to this one's: on CPU, the KV cache's size (unless set), the
+        development /server_info (the only place vLLM says it drafts on CPU, which `generate` checks: engines/drafter.py)
+        and the package importable (its folder made unless `create` is false)."""
         if not self.venv:
             return {}
         return {"VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", VLLM_CPU_KVCACHE_GIB),
+                "VLLM_SERVER_DEV_MODE": "1",
                 "PYTHONPATH": _path_with(str(package_import_dir(self.venv, create)), os.environ.get("PYTHONPATH"))}
 
     def shown(self, profile: ModelProfile) -> list[str]:

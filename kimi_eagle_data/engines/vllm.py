@@ -28,8 +28,10 @@ serving.py, vllm/entrypoints/launchers/cli_args.py, vllm/v1/core/sched/utils.py)
   the request in the engine core on that CancelledError. aiohttp closes the connection of a request that ran past
   --request-timeout, so a timed-out request is aborted without a call of ours. (`/inference/v1/abort_requests`
   `{"request_ids"}` also exists, but takes the engine's own ids, which vLLM prefixes with `generate-tokens-`.)
-- A drafter (--speculative-config) shows only on `/metrics` (its counters; engines/drafter.py): start-up records it
-  in server_args `speculative_config`, and `spec_decode_counts` sums the counters for generate's run.
+- A drafter (--speculative-config) shows on `/metrics` (its counters; engines/drafter.py): start-up records it
+  in server_args `speculative_config`, and `spec_decode_counts` sums the counters for generate's run. Under
+  --per-request-spec-decode-metrics each answer also carries its own `metrics.speculative_decoding` (verify steps
+  `num_spec_steps`, accepted drafts), kept as the completion's `spec_verify_ct` as SGLang's.
 """
 
 from __future__ import annotations
@@ -90,6 +92,15 @@ def finish_record(finish_reason: str, stop_reason: Any, token_ids: list[int], co
     if finish_reason == "abort":
         return {"type": "abort", "message": "vLLM aborted the request"}
     return {"type": finish_reason, "stop_reason": stop_reason}   # the validator counts it as unknown
+
+
+def spec_decoding(body: dict[str, Any]) -> dict[str, Any]:
+    """The answer's own drafting figures (`metrics.speculative_decoding`: num_spec_steps, num_accepted_draft_tokens,
+    num_draft_tokens, ...; vllm/v1/metrics/stats.py `RequestSpecDecodeMetrics.to_dict`), served under
+    --per-request-spec-decode-metrics; {} when the server sent none."""
+    metrics = body.get("metrics")
+    found = metrics.get("speculative_decoding") if isinstance(metrics, dict) else None
+    return found if isinstance(found, dict) else {}
 
 
 def _top1(entries: Any) -> tuple[int, float] | None:
@@ -281,5 +292,6 @@ class VLLMEngine(HTTPEngine):
         c = Completion(id=req.id, output_ids=token_ids, finish_reason=finish["type"], finish_detail=finish,
                        prompt_tokens=count(usage.get("prompt_tokens")),
                        completion_tokens=count(usage.get("completion_tokens")), cached_tokens=count(cached),
-                       engine=self.name, latency_s=latency)
+                       spec_verify_ct=count(spec_decoding(body).get("num_spec_steps")), engine=self.name,
+                       latency_s=latency)
         return with_output_logprobs(c, choice)

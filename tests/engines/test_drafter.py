@@ -109,6 +109,13 @@ def test_only_a_drafter_that_changes_the_samples_is_refused():
     assert "on device cpu" in lossy_drafter("vllm", on_cpu, 0.0)      # even greedy outputs change there
     on_gpu = {**vllm, "speculative_config": {**on_cpu["speculative_config"], "device": "cuda"}}
     assert lossy_drafter("vllm", on_gpu, 1.0) is None
+    # EAGLE-3 on vLLM's CPU backend keeps greedy outputs, not samples (measured: engines/drafter.py)
+    eagle_cpu = {**vllm, "speculative_config": {**on_cpu["speculative_config"], "method": "eagle3"}}
+    assert lossy_drafter("vllm", eagle_cpu, 0.0) is None
+    why = lossy_drafter("vllm", eagle_cpu, 1.0)
+    assert "keeps greedy outputs but not samples" in why and "--temperature 0" in why
+    unreported = {**vllm, "speculative_config": {**on_cpu["speculative_config"], "method": None}}
+    assert "(not reported)" in lossy_drafter("vllm", unreported, 0.0)
 
 
 def test_generate_refuses_an_sglang_server_that_drafts_on_cpu_in_one_line(tmp_path):

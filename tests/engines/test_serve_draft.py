@@ -29,20 +29,24 @@ def test_vllm_dry_run_passes_one_speculative_config():
     shown = shlex.split(run_cli("serve", "--engine", "vllm", "--draft", DRAFT, "--dry-run").stdout)
     config = json.loads(shown[shown.index("--speculative-config") + 1])
     assert config == {"method": "eagle3", "model": DRAFT, "num_speculative_tokens": KIMI_K25.draft_steps}
+    # each answer carries its own verify steps, which generate keeps per sample
+    assert shown[shown.index("--per-request-spec-decode-metrics") + 1] == "summary"
 
 
-def test_a_drafter_on_cpu_or_the_local_engine_is_refused_in_one_line(tmp_path):
+def test_a_drafter_on_sglang_cpu_or_the_local_engine_is_refused_in_one_line(tmp_path):
     proc = run_cli("serve", "--engine", "sglang", "--device", "cpu", "--draft", DRAFT, "--dry-run", check=False)
     assert proc.returncode == 1, proc.stderr
     assert len(error_lines(proc)) == 1 and "would not be the target's" in proc.stderr
     # and the exact reason it could not serve one anyway: SGLang 0.5.23 on CPU dies at start with a drafter
     assert "copy_all_layer_kv_cache_cpu" in proc.stderr and "_init_kv_copy_and_warmup" in proc.stderr
-    # vLLM's CPU backend changes the target's outputs when it drafts (engines/drafter.py): refused too.
+    # vLLM's CPU backend keeps greedy outputs with an EAGLE-3 drafter (engines/drafter.py): it starts, and says
+    # that a run that samples will be refused.
     venv = fake_venv(tmp_path / "venv")
     proc = run_cli("serve", "--engine", "vllm", "--device", "cpu", "--venv", str(venv), "--draft", DRAFT, "--dry-run",
                    check=False)
-    assert proc.returncode == 1, proc.stderr
-    assert len(error_lines(proc)) == 1 and "vLLM's CPU backend changes the target's outputs" in proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert '"method":"eagle3"' in proc.stdout and "VLLM_SERVER_DEV_MODE=1" in proc.stdout
+    assert "keeps greedy outputs" in proc.stderr and "refuses a run that samples" in proc.stderr
     proc = run_cli("serve", "--engine", "local", "--draft", DRAFT, "--dry-run", check=False)
     assert proc.returncode == 2 and "--engine sglang or vllm" in proc.stderr
 
