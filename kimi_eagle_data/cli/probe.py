@@ -14,7 +14,8 @@ from kimi_eagle_data.cli.options import options_for
 PROBE_JSON_HELP = """\b
 --json prints one object (also written to WORKDIR/probe.json; the card reads it):
   setup {target, model, trainer (cpu-loop), drafter {...}, budget_loss_tokens,
-    seq_len, seeds, drafts_per_step, max_new_tokens, held_out_per_config, ...},
+    seq_len, seeds, drafts_per_step, max_new_tokens, held_out_per_config,
+    measured_by (in-process | engine), engine {name, version, device} | null, ...},
   interval (the method), confidence, held_out {CONFIG: [prompt ids]},
   arms {ARM: {rows, prompts, loss_tokens_available, seeds {SEED: {steps,
     loss_tokens, train_seconds, decode_seconds, last_loss, acceptance}}}},
@@ -60,10 +61,17 @@ def probe_table(report, title: str = "probe: acceptance length of EAGLE-3 drafte
 @click.option("--prefill-rate", type=click.FloatRange(min=0, min_open=True), default=None,
               help="With --dry-run: prefill tokens/s of the GPU node (e.g. the pilot's, from `kimi-data plan`), to "
                    "project the hours of hidden-state extraction.")
+@click.option("--engine", type=click.Choice(["in-process", "vllm"]), default="in-process", show_default=True,
+              help="Who measures acceptance: greedy speculative decoding in this process, or vLLM serving the target "
+                   "with each trained drafter (saved as speculators saves one, under WORKDIR/probe-drafters/), as a "
+                   "user's server would: on a machine without a GPU, vLLM's CPU recipe (`kimi-data serve --engine vllm "
+                   "--device cpu`'s venv; greedy-exact with EAGLE-3); on a GPU node, the vLLM installed here.")
+@click.option("--tp", type=click.IntRange(min=1), default=8, show_default=True,
+              help="With --engine vllm on a GPU node: the target's tensor-parallel GPUs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (keys below).")
 @friendly_errors(interrupted=PROBES)
 def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool, no_history: bool, dry_run: bool,
-          prefill_rate, as_json: bool, **kw):
+          prefill_rate, engine: str, tp: int, as_json: bool, **kw):
     """Train small EAGLE-3 drafters on a dataset and measure their acceptance on held-out prompts.
 
     speculators' EAGLE-3 model and loss (the [probe] extra), trained on CPU by a short loop on the target's
@@ -71,13 +79,15 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
     source's upstream answers on the same prompts, and ¼ and ½ of the own data (equal loss-token budgets);
     for own_history configs, their later turns on the model's own history against the same turns on the
     source's history, answered by the target in-process.
-    Acceptance: greedy speculative decoding in-process on a seeded held-out split per config. Writes
+    Acceptance: greedy speculative decoding in-process (or, with --engine vllm, by vLLM serving each drafter)
+    on a seeded held-out split per config. Writes
     WORKDIR/probe.json and WORKDIR/probe-learning-curve.png; the next `emit` puts the table in the card.
 
     \b
     Example:
       kimi-data probe --workdir demo-work
       kimi-data probe B4 --workdir demo-work --data export/specforge.jsonl
+      kimi-data probe --workdir demo-work --engine vllm      # measured by vLLM serving each drafter
     """
     from kimi_eagle_data.cli.options import run_for
     from kimi_eagle_data.probe.stage import BUDGET, ProbeOptions, probe_run
@@ -95,8 +105,11 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
 
     require_speculators()
     ctx = run_for(kw, create=False, remember_options=False)
+    import torch
+
     opts = ProbeOptions(data=data, configs=list(kw["configs"]), seeds=tuple(range(seeds)), budget=budget or BUDGET,
-                        held_out=held_out or HELD_OUT, curve=not no_curve, upstream=not no_upstream, history=not no_history)
+                        held_out=held_out or HELD_OUT, curve=not no_curve, upstream=not no_upstream, history=not no_history,
+                        engine=engine, device="gpu" if torch.cuda.is_available() else "cpu", tp=tp)
     report = probe_run(ctx, opts)
     if as_json:
         click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())

@@ -17,7 +17,9 @@ forward's training-time unrolling, which feeds the reference tokens (teacher for
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -33,6 +35,8 @@ LAYERS = 1
 TTT_STEPS = 3
 LEARNING_RATE = 1e-3
 SLIDING_WINDOW = 2048
+PROVENANCE = "provenance.json"
+DTYPE = torch.bfloat16         # saved weights (half the bytes of float32; the engines serve bf16, the probe decodes fp32)
 
 
 class ProbeSetupError(KimiDataError):
@@ -88,6 +92,29 @@ def new_drafter(spec: DrafterSpec, seed: int):
         layer_config, t2d=None, d2t=None, target_layer_ids=list(spec.aux_layers),
         verifier_name_or_path=spec.target_path, draft_vocab_size=vocab, norm_before_residual=True,
         norm_before_fc=True, norm_output=True, ttt_steps=spec.ttt_steps, draft_attn_impl="eager")
+
+
+def save_drafter(model, out: Path, profile_name: str, provenance: dict[str, Any]) -> None:
+    """`model` saved as speculators saves a drafter, its verifier named by profile, and its provenance beside it."""
+    import copy
+
+    out.mkdir(parents=True, exist_ok=True)
+    shipped = copy.deepcopy(model).to(DTYPE)
+    shipped.config.speculators_config.verifier.name_or_path = profile_name
+    shipped.save_pretrained(out)
+    drop_config_code(out)
+    (out / PROVENANCE).write_text(json.dumps(provenance, indent=1) + "\n", encoding="utf-8")
+
+
+def drop_config_code(out: Path) -> None:
+    """Remove the copy of speculators' config class that `save_pretrained` writes beside the config (`config.py`,
+    named by `auto_map`): no third-party model code ships with us, and speculators (so `load_drafter`) and vLLM
+    read the config through speculators' own registered class."""
+    (out / "config.py").unlink(missing_ok=True)
+    config_path = out / "config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    if config.pop("auto_map", None) is not None:
+        config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
 
 def loss_config():

@@ -184,10 +184,18 @@ def setup_line(report: dict[str, Any]) -> str:
             f"{d.get('hidden_size')}, {d.get('trainable_parameters'):,} trainable parameters, loss {d.get('loss')}), "
             f"trained by {s['trainer']} on {s['device']} for {s['budget_loss_tokens']:,} loss tokens per arm "
             f"({steps[0]}–{steps[-1]} steps of {s['seq_len']} tokens), seeds {', '.join(map(str, s['seeds']))}; "
-            f"greedy speculative decoding with {s['drafts_per_step']} drafts per verify step, up to "
+            f"greedy speculative decoding {measured_by(s)} with {s['drafts_per_step']} drafts per verify step, up to "
             f"{s['max_new_tokens']} new tokens on {s['held_out_per_config']} held-out prompts per config. "
             f"Acceptance: tokens per target verify step, pooled over prompts and seeds; interval "
             f"{100 * report['confidence']:g}%: {report['interval']}.")
+
+
+def measured_by(setup: dict[str, Any]) -> str:
+    """Who decoded: "in-process", or the engine that served each drafter (a report from before engines: in-process)."""
+    engine = setup.get("engine")
+    if setup.get("measured_by") != "engine" or not engine:
+        return "in-process"
+    return f"by {engine['name']} {engine['version']} serving each drafter on {engine['device']}"
 
 
 def markdown_table(report: dict[str, Any]) -> str:

