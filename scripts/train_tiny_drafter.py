@@ -28,7 +28,7 @@ import torch
 
 from kimi_eagle_data.probe.decode import Target
 from kimi_eagle_data.probe.drafter import SPECULATORS_VERSION, DrafterSpec, Eagle3Drafter, require_speculators
-from kimi_eagle_data.probe.hidden_states import aux_layer_ids
+from kimi_eagle_data.probe.drafter import aux_layer_ids
 from kimi_eagle_data.probe.drafter import save_drafter
 from kimi_eagle_data.probe.shipped import load_drafter
 from kimi_eagle_data.probe.split import HELD_OUT, prompt_key

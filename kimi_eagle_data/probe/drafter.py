@@ -9,8 +9,11 @@ The model is built as speculators' trainer builds it (`create_transformer_layer_
 residual, norm before fc, norm on the output, 3 TTT steps, sliding window 2048), with eager attention and the eager
 `kl_div` loss, which run on CPU (the default flex attention and the fused loss need a GPU and Triton).
 
-`Eagle3Drafter.propose` drafts with the trained model for the in-process decoder (probe/decode.py): the steps of the
-model's own forward (fc over the target's auxiliary states, then per draft token: embedding beside the previous
+This is the one module that knows speculators' internals, checked against speculators 0.9.0 (`require_speculators`
+refuses another version in one line): which auxiliary layers its EAGLE-3 reads (`aux_layer_ids`), how it saves a
+drafter (`save_drafter`), and `Eagle3Drafter.propose`, which drafts with the trained model for the in-process decoder
+(probe/decode.py) through the model's own modules and private members (`_build_attn_mask`, `sliding_window_indices`,
+`uses_full_attn`, `d2t`, `fc_norm`): the steps of the model's own forward (fc over the target's auxiliary states, then per draft token: embedding beside the previous
 hidden state, the decoder layers, the norm, lm_head), one draft token at a time with a KV cache, instead of the
 forward's training-time unrolling, which feeds the reference tokens (teacher forcing) rather than its own drafts.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version as installed_version
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +48,8 @@ class ProbeSetupError(KimiDataError):
 
 
 def require_speculators() -> None:
-    """ProbeSetupError unless speculators imports (with transformers beside it)."""
+    """ProbeSetupError unless speculators imports (with transformers beside it) at the version whose internals this
+    module uses (`Eagle3Drafter.propose`)."""
     try:
         import speculators.models.eagle3  # noqa: F401
     except ImportError as e:
@@ -54,6 +59,14 @@ def require_speculators() -> None:
         raise ProbeSetupError(f"speculators is installed but does not import ({type(e).__name__}: "
                               f"{' '.join(str(e).split())[:160]}); torchvision/torchaudio built for another torch "
                               f"break it: {INSTALL}") from None
+    try:
+        found = installed_version("speculators")
+    except PackageNotFoundError:      # importable without its metadata (a source tree on the path)
+        found = None
+    if found != SPECULATORS_VERSION:
+        raise ProbeSetupError(f"kimi-data probe drafts through speculators {SPECULATORS_VERSION}'s EAGLE-3 internals and "
+                              f"found speculators {found or '(no version)'}; install the one it was checked against: "
+                              f"{INSTALL}")
 
 
 @dataclass(frozen=True)
@@ -115,6 +128,15 @@ def drop_config_code(out: Path) -> None:
     config = json.loads(config_path.read_text(encoding="utf-8"))
     if config.pop("auto_map", None) is not None:
         config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
+def aux_layer_ids(num_layers: int) -> list[int]:
+    """speculators' default auxiliary layers ([2, N//2, N-3]), or, on a target too shallow for those to be distinct
+    (the tiny models have 4 layers: [2, 2, 1]), low/mid/high spread over it."""
+    default = [2, num_layers // 2, num_layers - 3]
+    if len(set(default)) == 3 and min(default) >= 0:
+        return default
+    return [1, num_layers // 2, num_layers - 1]
 
 
 def loss_config():

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kimi_eagle_data.probe.hidden_states import aux_layer_ids
+from kimi_eagle_data.probe.drafter import aux_layer_ids
 
 BYTES_PER_VALUE = 2      # bf16, as vLLM writes them
 

@@ -3,8 +3,7 @@
 speculators' layout, as its vLLM hidden-state extraction writes it: for layer id i the hidden state entering decoder
 layer i (transformers' `output_hidden_states[i]`; 0 is the embeddings), for the auxiliary layers (low, mid, high)
 concatenated, and the last layer's output before the final norm as `verifier_last_hidden_states` (the drafter applies
-the target's norm and lm_head to it for the KL target). speculators' default ids are [2, N//2, N-3]; on a target too
-shallow for those to be distinct (the tiny models have 4 layers: [2, 2, 1]) `aux_layer_ids` spreads them instead.
+the target's norm and lm_head to it for the KL target). Which layers: probe/drafter.py `aux_layer_ids`.
 """
 
 from __future__ import annotations
@@ -12,14 +11,6 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
-
-
-def aux_layer_ids(num_layers: int) -> list[int]:
-    """speculators' default auxiliary layers, or low/mid/high spread over a shallow target."""
-    default = [2, num_layers // 2, num_layers - 3]
-    if len(set(default)) == 3 and min(default) >= 0:
-        return default
-    return [1, num_layers // 2, num_layers - 1]
 
 
 def final_norm(model) -> torch.nn.Module:

@@ -75,7 +75,7 @@ def shipped_acceptance(ctx, prompts_per_config: int = DEMO_PROMPTS,
     per partition the first `prompts_per_config` of the probe's seeded split (split seed 0) that the drafter was not
     trained on. None when the profile ships no drafter; ShippedDrafterMissing when its directory is not
     there; ProbeSetupError when speculators is missing."""
-    from kimi_eagle_data.probe.hidden_states import aux_layer_ids
+    from kimi_eagle_data.probe.drafter import aux_layer_ids
 
     drafter_dir = ctx.profile.shipped_drafter
     if not drafter_dir:

@@ -20,9 +20,8 @@ import torch
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.probe.arms import CURVE, TrainRow, input_rows, subset, to_train_row, upstream_row
 from kimi_eagle_data.probe.decode import Target, speculative
-from kimi_eagle_data.probe.drafter import DrafterSpec, Eagle3Drafter, require_speculators, save_drafter
+from kimi_eagle_data.probe.drafter import DrafterSpec, Eagle3Drafter, aux_layer_ids, require_speculators, save_drafter
 from kimi_eagle_data.probe.history import OWN, SOURCE, LaterTurn, held_out_later, later_turns, source_history_rows
-from kimi_eagle_data.probe.hidden_states import aux_layer_ids
 from kimi_eagle_data.probe.report import build_report, write_report
 from kimi_eagle_data.probe.served import ServedTarget, served_acceptance
 from kimi_eagle_data.probe.split import HELD_OUT, held_out, prompt_key

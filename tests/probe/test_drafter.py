@@ -19,7 +19,7 @@ pytestmark = pytest.mark.trainer
 def parts():
     from kimi_eagle_data.probe.decode import Target
     from kimi_eagle_data.probe.drafter import DrafterSpec, require_speculators
-    from kimi_eagle_data.probe.hidden_states import aux_layer_ids
+    from kimi_eagle_data.probe.drafter import aux_layer_ids
     from kimi_eagle_data.probe.stage import load_target
     from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
