@@ -43,6 +43,9 @@ draft_vocab: null before emit, else {top_k (32000), from (the dataset's
   token_freq/), configs: {CONFIG: V or null}, overall: V}
 V = loss_tokens, distinct_ids (train split, loss_mask 1), ids_to_cover
     {0.9, 0.95, 0.99, 0.999: ids or null}, top_k, top_k_share
+drafter: null when the engine ran none, else as `kimi-data plan --json`'s
+  drafter {algorithm, model, num_steps, num_draft_tokens, measured_by,
+  requests, verify_steps, output_tokens, tokens_per_verify_step}
 stale_dataset: null, or the line saying dataset/ was made from an
   earlier selection than the one prepared now (a pilot's)
 Shares are fractions in [0, 1] (null when there are no rows)."""
@@ -144,6 +147,12 @@ def _print_stats(r: dict[str, Any]) -> None:
     if r["overall"]["cache"] is None:
         out.print("cache hit: – (the engine reported no cached_tokens)", highlight=False)
     _print_draft_vocab(r.get("draft_vocab"))
+    d = r.get("drafter")
+    if d:
+        rate = d.get("tokens_per_verify_step")
+        out.print(f"drafter: {d.get('algorithm') or 'a drafter'} {d.get('model') or ''}".rstrip() + ": "
+                  + (f"{rate:.2f} output tokens per target verify step ({d['measured_by']})" if rate
+                     else "the engine reported no verify steps"), highlight=False, soft_wrap=True, markup=False)
     if r.get("plots"):
         first = next(iter(r["plots"].values()))
         out.print(f"histograms: {len(r['plots'])} PNG(s) in {Path(first).parent}", highlight=False, soft_wrap=True)

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from kimi_eagle_data.emit.stale import stale_line
 from kimi_eagle_data.records import SpecDecodeCounts
+from kimi_eagle_data.reports.prefill import drafter_acceptance
 from kimi_eagle_data.conversation.shape import (TURN_COLUMNS, conversation_shape, has_conversations,
                                               lengths_by_turn, turn_arrays)
 from kimi_eagle_data.store.cache_hits import cache_share
@@ -359,6 +360,10 @@ def collect_stats(workdir: str | Path, configs: list[str] | tuple[str, ...] = ()
     # Overall conversations: those of the configs that have any (another config's prompts are no conversations).
     talk = [p for p, c in zip(parts, names) if result["configs"][c]["conversations"]]
     result["overall"]["conversations"] = _conversations(_Columns.concat(talk), total_counts) if talk else None
+    # the drafter the engine generated with and the acceptance it measured, as `plan` reports it
+    result["drafter"] = drafter_acceptance((ckpt.engine or {}).get("server_args") or {},
+                                           ckpt.completion_tokens, ckpt.spec_verify_ct, ckpt.spec_decode) \
+        if ckpt is not None else None
     result["draft_vocab"] = draft_vocab_coverage(wd, names)
     # dataset/ (and the draft vocabulary counted from it) made from an earlier selection: a pilot's (emit/stale.py)
     result["stale_dataset"] = stale_line(wd)

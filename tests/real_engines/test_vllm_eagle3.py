@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import json
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -118,11 +119,15 @@ def test_all_greedy_outputs_are_equal_with_and_without_the_drafter(pair):
 
 
 def test_a_greedy_build_against_the_drafting_server_equals_one_without_it(pair, tmp_path):
+    walls = {}
+
     def build(server: RealServer, name: str) -> Path:
         work = tmp_path / name
+        t0 = time.monotonic()
         run_cli("build", "B4", "--samples", "--limit", "6", "--profile", pair.profile.name, "--engine", "vllm",
                 "--server", server.url, "--temperature", "0", "--max-new-tokens", str(NEW_TOKENS), "--workdir",
                 str(work), "--no-progress", timeout=CLI_TIMEOUT_S)
+        walls[name] = time.monotonic() - t0
         return work
 
     def rows(work: Path) -> dict[str, list[int]]:
@@ -139,7 +144,9 @@ def test_a_greedy_build_against_the_drafting_server_equals_one_without_it(pair, 
     drafter = json.loads(run_cli("plan", "--workdir", str(drafted), "--json").stdout)["drafter"]
     assert drafter["tokens_per_verify_step"] > 1 and "num_spec_steps" in drafter["measured_by"], drafter
     assert json.loads(run_cli("plan", "--workdir", str(plain), "--json").stdout)["drafter"] is None
-    print(f"{pair.profile.name}: build with the drafter equals the build without; {drafter}")
+    assert json.loads(run_cli("stats", "--workdir", str(drafted), "--json").stdout)["drafter"] == drafter
+    print(f"{pair.profile.name}: build with the drafter equals the build without; {drafter}; build wall "
+          f"{walls['plain']:.1f} s without the drafter, {walls['draft']:.1f} s with it")
 
 
 def test_mixed_and_sampled_traffic_measured(pair):

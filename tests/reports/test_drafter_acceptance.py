@@ -33,6 +33,25 @@ def test_the_sglang_engine_keeps_the_verify_steps():
     assert engine._completion(req, sglang_answer([7, END]), 0.1).spec_verify_ct is None      # no drafter
 
 
+def test_the_vllm_engine_keeps_each_answers_own_verify_steps():
+    """vLLM 0.32.0 under --per-request-spec-decode-metrics adds `metrics.speculative_decoding` to each token-in answer
+    (vllm/v1/metrics/stats.py RequestSpecDecodeMetrics.to_dict; these numbers from a real CPU server's answer)."""
+    from kimi_eagle_data.engines.vllm import VLLMEngine
+
+    engine = VLLMEngine(["http://127.0.0.1:1"], vocab_size=200000)     # never started: only reads answers
+    req = GenerationRequest("r", [1, 2, 3, 4, 5], SamplingParams(96, 0.0, 1.0, (END,)))
+    ids = [7] * 39 + [END]
+    answer = {"choices": [{"token_ids": ids, "finish_reason": "stop", "stop_reason": END}],
+              "usage": {"prompt_tokens": 5, "completion_tokens": len(ids)},
+              "metrics": {"time_to_first_token_ms": None, "speculative_decoding": {
+                  "mean_acceptance_length": 1.3928571428571428, "draft_acceptance_rate": 0.13095238095238096,
+                  "acceptance_histogram": [23, 1, 2, 2], "num_spec_steps": 28, "num_accepted_draft_tokens": 11,
+                  "num_draft_tokens": 84, "num_spec_tokens": 3}}}
+    assert engine._completion(req, answer, 0.1).spec_verify_ct == 28
+    del answer["metrics"]
+    assert engine._completion(req, answer, 0.1).spec_verify_ct is None       # no drafter, or not asked for
+
+
 def test_the_checkpoint_stores_them(tmp_path):
     ckpt = Checkpoint(tmp_path / "generations.sqlite")
     try:
