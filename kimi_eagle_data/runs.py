@@ -32,7 +32,7 @@ from kimi_eagle_data.progress import LogProgress, NoProgress, Progress
 from kimi_eagle_data.prompts.prepare import PrepareReport, PrepareRun
 from kimi_eagle_data.prompts.stage import Prepared, prepare
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
-from kimi_eagle_data.run_context import EngineHandoff, RunContext
+from kimi_eagle_data.run_context import EngineHandoff, RunContext, merged_checkpoint_paths
 from kimi_eagle_data.probe.report import card_section as probe_section, load_report as load_probe
 from kimi_eagle_data.score.report import card_section, load_report
 from kimi_eagle_data.settings import BOUND, RunSettings
@@ -128,6 +128,7 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
         workdir.settings()    # MissingInputError naming the workdir: no run there, before any tokenizer is looked for
     settings, partitions = load_partitions(settings, partitions)
     check_version(settings.version)
+    merged_checkpoint_paths(settings.merge)
     profile = settings.model_profile
     chat_format = format_of(profile)
     tokenizer = load_tokenizer(settings.tokenizer_path, chat_format)
