@@ -7,7 +7,7 @@ from __future__ import annotations
 from tests.helpers.cli import error_lines, run_cli
 from tests.helpers.servers import TINY
 
-LOCAL_B4 = ["B4", "--profile", "tiny-kimi", "--model", TINY, "--max-new-tokens", "16", "--no-progress"]
+LOCAL_B4 = ["B4", "--profile", "tiny-kimi", "--model", TINY, "--max-new-tokens", "16"]
 
 
 def one_line(proc, exit_code: int = 1) -> str:
@@ -22,7 +22,7 @@ def one_line(proc, exit_code: int = 1) -> str:
 
 def test_a_merge_directory_that_does_not_exist_is_a_usage_error_and_makes_nothing(tmp_path):
     w = tmp_path / "w"
-    line = one_line(run_cli("build", *LOCAL_B4, "--samples", "--limit", "2", "--workdir", str(w),
+    line = one_line(run_cli("build", *LOCAL_B4, "--samples", "--limit", "2", "--no-progress", "--workdir", str(w),
                             "--merge", str(tmp_path / "nowhere"), check=False), 2)
     assert "--merge" in line and "does not exist" in line, line
     assert not w.exists()
@@ -31,7 +31,28 @@ def test_a_merge_directory_that_does_not_exist_is_a_usage_error_and_makes_nothin
 def test_a_merge_directory_without_a_checkpoint_is_one_line_and_makes_nothing(tmp_path):
     w, other = tmp_path / "w", tmp_path / "other"
     other.mkdir()
-    line = one_line(run_cli("build", *LOCAL_B4, "--samples", "--limit", "2", "--workdir", str(w),
+    line = one_line(run_cli("build", *LOCAL_B4, "--samples", "--limit", "2", "--no-progress", "--workdir", str(w),
                             "--merge", str(other), check=False))
     assert line.startswith(f"error: --merge {other}: no generations*.sqlite there"), line
     assert not w.exists()
+
+
+# -- --samples and --source ----------------------------------------------------------------------------
+
+def test_samples_beside_a_source_for_the_same_config_warns_and_the_rows_name_the_file(tmp_path):
+    """`--source B4=FILE` takes B4's rows from FILE, so `--samples` does not apply to B4: one warning says so, and
+    the rows' `source` names the file they came from (its name: a published dataset carries no local path), not
+    the Hub dataset. The file here holds the bundled rows, so only the naming can differ."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from kimi_eagle_data.sources.partitions import SAMPLES_DIR
+
+    rows = tmp_path / "my-b4.jsonl"
+    shutil.copy(SAMPLES_DIR / "B4-mixturethoughts.jsonl", rows)
+    w = tmp_path / "w"
+    proc = run_cli("prepare", *LOCAL_B4, "--samples", "--source", f"B4={rows}", "--limit", "3", "--workdir", str(w))
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning") and "--samples" in line]
+    assert len(warnings) == 1 and "B4" in warnings[0] and str(rows) in warnings[0], proc.stderr
+    assert set(pq.read_table(w / "prepared" / "B4.parquet").column("source").to_pylist()) == {"my-b4.jsonl"}
