@@ -56,3 +56,26 @@ def test_samples_beside_a_source_for_the_same_config_warns_and_the_rows_name_the
     warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning") and "--samples" in line]
     assert len(warnings) == 1 and "B4" in warnings[0] and str(rows) in warnings[0], proc.stderr
     assert set(pq.read_table(w / "prepared" / "B4.parquet").column("source").to_pylist()) == {"my-b4.jsonl"}
+
+
+# -- the local engine's model positions ------------------------------------------------------------------
+
+def test_a_max_seq_len_beyond_the_local_models_positions_is_refused_before_anything_is_written(tmp_path):
+    """The tiny model has 1,024 positions: --max-seq-len 4000 would let prepare accept prompts the model cannot
+    hold (each then answered with 0 tokens, counted truncated). `build` refuses it in one line before the
+    workdir is made, as a server engine's context is checked; the line names the bound."""
+    w = tmp_path / "w"
+    line = one_line(run_cli("build", *LOCAL_B4, "--samples", "--limit", "2", "--no-progress", "--engine", "local",
+                            "--max-seq-len", "4000", "--workdir", str(w), check=False))
+    assert "1,024" in line and "max_seq_len 4,000" in line and "--max-seq-len 1,022" in line, line
+    assert not w.exists()
+
+
+def test_generate_with_the_local_engine_refuses_a_bound_max_seq_len_beyond_its_positions(tmp_path):
+    """A workdir prepared with --max-seq-len 4000 (prepare names no engine): generate with the local engine refuses
+    it in one line, and generates nothing."""
+    w = tmp_path / "w"
+    run_cli("prepare", *LOCAL_B4, "--samples", "--limit", "2", "--max-seq-len", "4000", "--workdir", str(w))
+    line = one_line(run_cli("generate", "--engine", "local", "--no-progress", "--workdir", str(w), check=False))
+    assert "1,024" in line and "max_seq_len 4,000" in line, line
+    assert not (w / "generations.sqlite").exists()
