@@ -79,3 +79,22 @@ def test_generate_with_the_local_engine_refuses_a_bound_max_seq_len_beyond_its_p
     line = one_line(run_cli("generate", "--engine", "local", "--no-progress", "--workdir", str(w), check=False))
     assert "1,024" in line and "max_seq_len 4,000" in line, line
     assert not (w / "generations.sqlite").exists()
+
+
+# -- a config file without config names ------------------------------------------------------------------
+
+def test_a_config_file_without_names_runs_its_own_partitions(tmp_path):
+    """`prepare --config mine.toml` with no config names and no `configs` in the file prepares the partitions the
+    file defines, not every built-in one beside them (which, offline, would try eight Hub downloads first)."""
+    import json
+
+    (tmp_path / "mine.jsonl").write_text("".join(json.dumps(
+        {"id": f"m{i}", "messages": [{"role": "user", "content": f"Question number {i}, about rivers?"}]}) + "\n"
+        for i in range(4)))
+    (tmp_path / "mine.toml").write_text('[partitions.C1]\nsource = "mine.jsonl"\nn = 4\n')
+    w = tmp_path / "w"
+    proc = run_cli("prepare", "--config", str(tmp_path / "mine.toml"), "--profile", "tiny-kimi", "--model", TINY,
+                   "--max-new-tokens", "16", "--workdir", str(w), check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(p.name for p in (w / "prepared").glob("*.parquet")) == ["C1.parquet"]
+    assert json.loads((w / "run.json").read_text())["options"]["configs"] == ["C1"]
