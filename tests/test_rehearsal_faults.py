@@ -98,3 +98,34 @@ def test_a_config_file_without_names_runs_its_own_partitions(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert sorted(p.name for p in (w / "prepared").glob("*.parquet")) == ["C1.parquet"]
     assert json.loads((w / "run.json").read_text())["options"]["configs"] == ["C1"]
+
+
+# -- a second writer on the same shard ---------------------------------------------------------------------
+
+def test_a_second_generate_of_the_same_shard_names_that_shards_holder_and_advises_waiting(prepared_b6, tmp_path):
+    """Shards share a workdir: a second `generate --shard 0/2` is refused naming the process that generates shard
+    0/2 (not shard 1/2's), and advised to wait or run another shard, never to use another --workdir."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from kimi_eagle_data.store.lock import WorkdirLock
+
+    w = tmp_path / "w"
+    shutil.copytree(prepared_b6, w)
+    other = subprocess.Popen([sys.executable, "-c", "import sys; from pathlib import Path; from kimi_eagle_data.store"
+                              f".lock import WorkdirLock; lock = WorkdirLock(Path({str(w.resolve())!r}), (1, 2)); "
+                              "print('locked', flush=True); sys.stdin.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline() == "locked\n"      # shard 1/2 is held by the other process
+        held = WorkdirLock(w.resolve(), (0, 2))             # shard 0/2 by this one
+        try:
+            line = one_line(run_cli("generate", "--shard", "0/2", "--no-progress", "--workdir", str(w), check=False))
+        finally:
+            held.release()
+    finally:
+        other.communicate("", timeout=60)
+    assert f"pid {os.getpid()}" in line and f"pid {other.pid}" not in line and "shard 0/2" in line, line
+    assert "another --workdir" not in line and "another shard" in line, line
