@@ -79,6 +79,13 @@ def stale_reason(workdir: Workdir, manifest: dict[str, Any] | None = None) -> st
             "now; emit again once generate is done (`kimi-data emit`; on Slurm the finalize job does)")
 
 
+def marked_stale(root, manifest: dict[str, Any]) -> str | None:
+    """"DIR is stale: it was made from an earlier selection …" for a dataset whose manifest prepare marked (None:
+    not marked): what a reader of the dataset alone (`export`, `check`, `push`) says of it."""
+    reason = manifest.get("stale") if isinstance(manifest, dict) else None
+    return f"{root} is stale: it was {reason}" if reason else None
+
+
 def stale_line(workdir: Workdir) -> str | None:
     """"stale: DIR/dataset was made from an earlier selection …" (None: it is not stale): for stats and status."""
     reason = stale_reason(workdir)

@@ -41,6 +41,12 @@ def test_a_pilots_dataset_is_marked_stale_where_a_user_looks_until_emitted_again
     assert status["stale_dataset"] == line and status["dataset"] is None
     push = run_cli("push", str(w), "--repo", "org/kimi", "--dry-run", check=False)
     assert push.returncode == 1 and len(error_lines(push)) == 1 and "stale" in push.stderr, push.stderr
+    # export and check still read it (its rows are the pilot's, whole), and say in one line that it is stale
+    readers = [run_cli("export", str(w), "--split", "rejected", "--out", str(tmp_path / "rows.jsonl")),
+               run_cli("check", str(dataset), "--no-progress")]
+    for proc in readers:
+        said = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+        assert said == [f"warning: {dataset} is stale: it was {reason}"], proc.stderr
 
     run_cli("prepare", *RUN, "--limit", "3", "--workdir", str(w))     # the pilot's selection again: not stale
     assert "stale" not in json.loads((dataset / "manifest.json").read_text())
