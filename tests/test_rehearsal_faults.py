@@ -129,3 +129,22 @@ def test_a_second_generate_of_the_same_shard_names_that_shards_holder_and_advise
         other.communicate("", timeout=60)
     assert f"pid {os.getpid()}" in line and f"pid {other.pid}" not in line and "shard 0/2" in line, line
     assert "another --workdir" not in line and "another shard" in line, line
+
+
+# -- rejects.jsonl names a row by its id -------------------------------------------------------------------
+
+def test_a_row_rejected_whole_is_named_by_its_id_when_it_has_a_readable_one(tmp_path):
+    """A row the adapter cannot read as a whole (its messages are not a list) but whose id column reads is named
+    by that id in rejects.jsonl; a row without one, or not JSON at all, by its row number (`row:N`)."""
+    import json
+
+    good = [json.dumps({"id": f"ok-{i}", "messages": [{"role": "user", "content": f"Tell me about lake {i}."}]})
+            for i in range(3)]
+    bad = [json.dumps({"id": "broken-7", "messages": "not a list"}), json.dumps({"messages": 5}), "{not json"]
+    (tmp_path / "rows.jsonl").write_text("\n".join(good + bad) + "\n")
+    (tmp_path / "mine.toml").write_text('[partitions.C1]\nsource = "rows.jsonl"\nn = 10\n')
+    w = tmp_path / "w"
+    run_cli("prepare", "C1", "--config", str(tmp_path / "mine.toml"), "--profile", "tiny-kimi", "--model", TINY,
+            "--max-new-tokens", "16", "--workdir", str(w))
+    rejects = [json.loads(line) for line in (w / "prepared" / "C1.rejects.jsonl").read_text().splitlines()]
+    assert sorted(r["source_id"] for r in rejects) == ["broken-7", "row:5", "row:6"], rejects

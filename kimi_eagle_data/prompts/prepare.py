@@ -199,7 +199,7 @@ def prepare_rows(partition: Partition, rows: Iterable[SourceRow], tokenizer, *, 
         where = f"{cfg} row {cand.row_number}"
         if cand.error is not None:
             report.selected += 1
-            reject(cand.row_key, cand.error.code, f"{where}: {cand.error.message}")
+            reject(cand.name, cand.error.code, f"{where}: {cand.error.message}")
             continue
         for sid, item in cand.items:
             if full():
