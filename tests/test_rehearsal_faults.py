@@ -148,3 +148,31 @@ def test_a_row_rejected_whole_is_named_by_its_id_when_it_has_a_readable_one(tmp_
             "--max-new-tokens", "16", "--workdir", str(w))
     rejects = [json.loads(line) for line in (w / "prepared" / "C1.rejects.jsonl").read_text().splitlines()]
     assert sorted(r["source_id"] for r in rejects) == ["broken-7", "row:5", "row:6"], rejects
+
+
+# -- validate without the checkpoint that validated/ counts ------------------------------------------------
+
+def test_validate_or_emit_after_the_checkpoint_was_deleted_refuses_and_changes_nothing(emitted_b6, tmp_path):
+    """The checkpoint is the only copy of what was generated: with it gone, validating again would count every
+    sample pending while dataset/ keeps the old rows. Both refuse in one line naming the file and what to do,
+    and leave validated/ and dataset/ as they were; once generate has made a checkpoint again, they work."""
+    import shutil
+
+    from tests.helpers.cli import tree_hashes
+
+    w = tmp_path / "w"
+    shutil.copytree(emitted_b6, w)
+    for f in w.glob("generations*.sqlite*"):
+        f.unlink()
+    def derived():
+        return {k: v for k, v in tree_hashes(w).items() if k.startswith(("validated/", "dataset/"))}
+
+    before = derived()
+    assert before
+    for command in ("validate", "emit"):
+        line = one_line(run_cli(command, "--workdir", str(w), check=False))
+        assert line.startswith(f"error: {w}/generations.sqlite is missing") and "restore it" in line \
+            and "kimi-data generate" in line, line
+        assert derived() == before
+    run_cli("generate", "--workdir", str(w))
+    run_cli("validate", "--workdir", str(w))
