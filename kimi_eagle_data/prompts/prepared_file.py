@@ -60,8 +60,10 @@ def selection_sha256(columns: dict[str, list], rejections: list[Rejection]) -> s
     rejections. Two prepares that selected the same rows agree on it whatever else they prepared beside the
     config (emit/stale.py compares it), and unlike the file's bytes it does not depend on the Parquet writer."""
     digest = hashlib.sha256()
-    for name in sorted(columns):
-        digest.update(orjson.dumps([name, columns[name]]))
+    names = sorted(columns)
+    digest.update(orjson.dumps(names))
+    for row in zip(*(columns[name] for name in names)):    # a row at a time: a column of ids can be gigabytes
+        digest.update(orjson.dumps(row))
     for r in rejections:
         digest.update(orjson.dumps(asdict(r)))
     return digest.hexdigest()
