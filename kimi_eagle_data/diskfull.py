@@ -65,16 +65,15 @@ def is_file_size_limit(e: BaseException, files: tuple[str | os.PathLike, ...] = 
     if code & 0xFF != _SQLITE_IOERR:
         return False
     for f in files:
-        index = os.fspath(f).endswith("-shm")
-        if index and code != _SQLITE_IOERR_SHMSIZE:
-            continue
         try:
             size = os.stat(f).st_size
         except OSError:
-            size = 0
-            if not index:
-                continue
-        if (size + _WAL_INDEX_REGION > limit) if index else size >= limit:
+            size = None
+        if os.fspath(f).endswith("-shm"):
+            # The index grows a region at a time (a missing one: from nothing): the next would cross the limit.
+            if code == _SQLITE_IOERR_SHMSIZE and (size or 0) + _WAL_INDEX_REGION > limit:
+                return True
+        elif size is not None and size >= limit:
             return True
     return False
 

@@ -43,9 +43,10 @@ from kimi_eagle_data.settings import PROFILE_HELP
 @click.option("--extra", "extra", multiple=True, metavar="ARG",
               help="Extra argument passed to SGLang or vLLM (repeatable).")
 @click.option("--health-timeout", default=1800.0, show_default=True, help="Seconds to wait for the server to load.")
-@click.option("--dry-run", is_flag=True, help="Print the command a launch would run and exit: SGLang's (or, with --engine "
-              "vllm, vLLM's; --device cpu: also when the engine's venv is not installed yet, with the step that "
-              "installs it), or with --engine local this command with every value resolved.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the command a launch would run and exit: SGLang's (or, with --engine vllm, vLLM's; "
+                   "--device cpu: also when the engine's venv is not installed yet, with the step that installs "
+                   "it), or with --engine local this command with every value resolved.")
 @click.option("--max-batch", default=16, show_default=True, help="local: requests decoded together.")
 @friendly_errors(interrupted=SERVES)
 def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, context_length, mem_fraction_static, no_metrics,

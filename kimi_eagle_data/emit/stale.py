@@ -2,10 +2,11 @@
 finalize was refused. Emit records in the manifest the selection each config's rows come from (`selection`: the
 digest of its prepared prompts and rejections, its prepare fingerprint and --limit); once prepare has selected
 other rows for a config, the dataset is stale until it is emitted again. Only the config's own selection counts:
-the same rows prepared with other configs beside it, or by another kimi-data version, leave it as it was. `prepare` marks it where a user looks (`mark_stale`): the manifest gets a `stale` line and the card
-a notice under its title, each still vouching for the other (emit/manifest.py), and `push` refuses it; `kimi-data
-stats` and `slurm status` say the same line (`stale_line`). The rows are left as they are: they are what that
-earlier selection made, and `check`, `inspect` and `load_dataset` still read them.
+the same rows prepared with other configs beside it, or by another kimi-data version, leave it as it was.
+`prepare` marks it where a user looks (`mark_stale`): the manifest gets a `stale` line and the card a notice under
+its title, each still vouching for the other (emit/manifest.py), and `push` refuses it; `kimi-data stats` and
+`slurm status` say the same line (`stale_line`), `export` and `check` warn (`marked_stale`). The rows are left as
+they are: they are what that earlier selection made, and `check`, `inspect` and `load_dataset` still read them.
 """
 
 from __future__ import annotations
