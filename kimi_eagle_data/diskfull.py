@@ -12,7 +12,9 @@ A file-size limit (`ulimit -f`, RLIMIT_FSIZE) is the other write that fails on a
 SIGXFSZ, so the write fails with EFBIG: OSError errno EFBIG from Python's own writes, but SQLite reports it as a
 plain "disk I/O error" (SQLITE_IOERR_WRITE; the errno is not exposed). The kernel writes up to the limit before
 refusing, so a store's file that stands at the limit when SQLite's I/O error arrives is the limit's doing:
-FileSizeLimitError, one line naming the limit and the file.
+FileSizeLimitError, one line naming the limit and the file. Opening a store in WAL mode writes its index (the
+-shm file) in 32 KiB regions, a reader's open too, whatever the store's own size: SQLite's SQLITE_IOERR_SHMSIZE
+while the index's next region would cross the limit is the limit's doing as well.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ _TEXTS = ("No space left on device", "Disk quota exceeded", "database or disk is
 # with the disk full that I/O error is the disk being full.
 _SQLITE_IOERR = 10
 _NEARLY_FULL = 1 << 20
+_SQLITE_IOERR_SHMSIZE = _SQLITE_IOERR | (19 << 8)
+_WAL_INDEX_REGION = 32 << 10
 
 
 class DiskFullError(KimiDataError):
@@ -50,19 +54,27 @@ def file_size_limit() -> int | None:
 
 def is_file_size_limit(e: BaseException, files: tuple[str | os.PathLike, ...] = ()) -> bool:
     """`e` is a write refused by the file-size limit: EFBIG under a limit, or SQLite's I/O error while one of
-    the store's `files` (the database, its -wal or -journal) stands at the limit."""
+    the store's `files` (the database, its -wal or -journal) stands at the limit, or its failure to grow the
+    WAL index (-shm) by a region the limit leaves no room for."""
     limit = file_size_limit()
     if limit is None:
         return False
     if isinstance(e, OSError) and (e.errno == errno.EFBIG or "File too large" in str(e)):
         return True
-    if isinstance(e, sqlite3.Error) and (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF == _SQLITE_IOERR:
-        for f in files:
-            try:
-                if os.stat(f).st_size >= limit:
-                    return True
-            except OSError:
-                pass
+    code = (getattr(e, "sqlite_errorcode", None) or 0) if isinstance(e, sqlite3.Error) else 0
+    if code & 0xFF != _SQLITE_IOERR:
+        return False
+    for f in files:
+        try:
+            size = os.stat(f).st_size
+        except OSError:
+            size = None
+        if os.fspath(f).endswith("-shm"):
+            # The index grows a region at a time (a missing one: from nothing): the next would cross the limit.
+            if code == _SQLITE_IOERR_SHMSIZE and (size or 0) + _WAL_INDEX_REGION > limit:
+                return True
+        elif size is not None and size >= limit:
+            return True
     return False
 
 
@@ -114,9 +126,9 @@ def disk_full_line(path: str | os.PathLike | None) -> str:
 
 
 def store_files(path: str | os.PathLike) -> tuple[str, ...]:
-    """An SQLite file and the journals SQLite writes beside it."""
+    """An SQLite file and the journals and WAL index SQLite writes beside it."""
     p = os.fspath(path)
-    return p, p + "-wal", p + "-journal"
+    return p, p + "-wal", p + "-journal", p + "-shm"
 
 
 @contextmanager

@@ -36,6 +36,18 @@ class EngineHandoff:
         return engine
 
 
+def merged_checkpoint_paths(merge: list[str]) -> list[Path]:
+    """The checkpoint files of the --merge workdirs; one without any is one error line (open_run checks it before
+    the workdir is made)."""
+    paths = []
+    for other in merge:
+        found = Workdir(Path(other).resolve()).checkpoint_paths()
+        if not found:
+            raise MissingInputError(f"--merge {other}: no generations*.sqlite there; is it a kimi-data workdir?")
+        paths += found
+    return paths
+
+
 @dataclass(frozen=True)
 class RunContext:
     settings: RunSettings            # resolved against the config file (runs.load_partitions)
@@ -60,13 +72,7 @@ class RunContext:
 
     def checkpoint_paths(self) -> list[Path]:
         """Every checkpoint file the reading stages read: this workdir's shards and those of --merge workdirs."""
-        paths = self.workdir.checkpoint_paths()
-        for other in self.settings.merge:
-            found = Workdir(Path(other).resolve()).checkpoint_paths()
-            if not found:
-                raise MissingInputError(f"--merge {other}: no generations*.sqlite there; is it a kimi-data workdir?")
-            paths += found
-        return paths
+        return self.workdir.checkpoint_paths() + merged_checkpoint_paths(self.settings.merge)
 
     def checkpoints(self) -> CheckpointSet:
         """Those files read as one, each opened read-only: what a stage only reads it never writes, locks or

@@ -22,7 +22,7 @@ from kimi_eagle_data.emit.stage import emit
 from kimi_eagle_data.emit.stale import mark_stale
 from kimi_eagle_data.emit.writer import NothingToEmit, check_version
 from kimi_eagle_data.engines.base import SamplingParams
-from kimi_eagle_data.engines.factory import make_engine
+from kimi_eagle_data.engines.factory import check_local_model, make_engine
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.generate.records import GenerateReport
 from kimi_eagle_data.generate.stage import generate
@@ -32,7 +32,7 @@ from kimi_eagle_data.progress import LogProgress, NoProgress, Progress
 from kimi_eagle_data.prompts.prepare import PrepareReport, PrepareRun
 from kimi_eagle_data.prompts.stage import Prepared, prepare
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
-from kimi_eagle_data.run_context import EngineHandoff, RunContext
+from kimi_eagle_data.run_context import EngineHandoff, RunContext, merged_checkpoint_paths
 from kimi_eagle_data.probe.report import card_section as probe_section, load_report as load_probe
 from kimi_eagle_data.score.report import card_section, load_report
 from kimi_eagle_data.settings import BOUND, RunSettings
@@ -128,6 +128,7 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
         workdir.settings()    # MissingInputError naming the workdir: no run there, before any tokenizer is looked for
     settings, partitions = load_partitions(settings, partitions)
     check_version(settings.version)
+    merged_checkpoint_paths(settings.merge)
     profile = settings.model_profile
     chat_format = format_of(profile)
     tokenizer = load_tokenizer(settings.tokenizer_path, chat_format)
@@ -137,6 +138,8 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
                               top_p=resolved.top_p, stop_token_ids=(tokens.end_of_turn,))
     options = settings.options() if remember_options else workdir.settings().get("options", {})
     engine = None
+    if server_first and not workdir.settings_path.exists():
+        check_local_model(settings, resolved.max_seq_len)
     if server_first and settings.engine in ("sglang", "vllm") and not workdir.settings_path.exists():
         engine = make_engine(settings, tokens, vocab_size=model_vocab_size(profile, tokenizer),
                              max_seq_len=resolved.max_seq_len)

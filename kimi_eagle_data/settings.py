@@ -154,7 +154,7 @@ class RunSettings:
         None, flag="--shard", metavar="i/N", parse=_shard,
         help="Generate only shard i of N (0-based) of the prompts; nodes sharing a workdir write separate "
              "checkpoint files.")
-    merge: list[str] = setting(factory=list, flag="--merge", multiple=True, path={"file_okay": False},
+    merge: list[str] = setting(factory=list, flag="--merge", multiple=True, path={"file_okay": False, "exists": True},
                                metavar="DIR", parse=list,
                                help="Also read the checkpoints of these workdirs (shards generated elsewhere).")
     samples: bool = setting(False, flag="--samples", is_flag=True, inherited=True,

@@ -8,7 +8,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
@@ -300,3 +300,31 @@ def test_a_full_disk_at_every_page_before_the_first_commit_leaves_a_checkpoint_e
             writer.commit("B6", sample[-1])
             assert kept | {sample[-1].id} == writer.done_ids(), free_pages
             writer.close()
+
+
+def committed_ids(checkpoint: Path) -> list[str]:
+    """The checkpoint's completion ids, read without touching its files (a connection of our own that closed
+    last would fold the write-ahead log in and delete it with its index)."""
+    with closing(sqlite3.connect(f"file:{checkpoint}?mode=ro&immutable=1", uri=True)) as db:
+        return sorted(r[0] for r in db.execute("SELECT id FROM completions"))
+
+
+@pytest.mark.parametrize("limit", [8 << 10, 30 << 10])
+@pytest.mark.parametrize("command", ["generate", "validate", "emit", "stats"])
+def test_a_file_size_limit_below_an_existing_checkpoints_size_is_its_own_line(command, limit, request, tmp_path):
+    """A checkpoint already larger than the limit, as a run leaves it (its write-ahead log beside it): opening it
+    writes the log's index (the -shm file, 32 KiB), which the limit refuses. That is the limit's line, for writers
+    and readers alike, never "check the disk"; the checkpoint stays as it was, and the same command without the
+    limit works. (stats reads the checkpoint while nothing is validated yet.)"""
+    w = tmp_path / "w"
+    shutil.copytree(request.getfixturevalue("generated_b6" if command == "stats" else "emitted_b6"), w)
+    ckpt = w / "generations.sqlite"
+    assert ckpt.stat().st_size > limit and (w / "generations.sqlite-wal").exists()
+    before = committed_ids(ckpt)
+    extra = ("--no-plots",) if command == "stats" else ()
+    proc = run_limited(limit, command, "--workdir", str(w), *extra)
+    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "check the disk" not in proc.stderr, proc.stderr
+    assert error_lines(proc) == [limit_line(limit, ckpt)], proc.stderr
+    assert committed_ids(ckpt) == before and tmp_files(w) == []
+    run_cli(command, "--workdir", str(w), *extra)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 import orjson
+from rich.markup import escape
 from click.core import ParameterSource
 
 from kimi_eagle_data.cli.common import READS_ONLY, UserError, console, friendly_errors, out
@@ -110,8 +111,6 @@ def render(source: str, row: int | None, as_ids: bool, mode: str, effort: str | 
     finder = format_of(prof).special_text(tok)        # None: typed special-token text stays text (K3)
     found = finder.in_chat(messages, tools) if finder is not None else None
     if found is not None:
-        from rich.markup import escape
-
         console.print(f"[yellow]warning:[/] {escape(special_text_line(found))}: rendered as the special token(s) "
                       "themselves, as the tokenizer and the serving stack encode it; prepare rejects such a row "
                       "(special_token_text) unless its partition sets special_text = \"as_served\"",
@@ -164,6 +163,7 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
     from rich.text import Text
 
     from kimi_eagle_data.emit.dataset import has_dataset, load_local
+    from kimi_eagle_data.emit.stale import marked_stale
     from kimi_eagle_data.sources.filters import max_row_bytes
     from kimi_eagle_data.validate.check import Checker, check_dataset, check_file, describe, tokenizer_problem
     from kimi_eagle_data.validate.check_input import open_input
@@ -241,6 +241,8 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
     if modes:
         report.print("by mode: " + "; ".join(f"{m} {counted(by_mode[m, True] + by_mode[m, False], 'row')}, "
                                               f"{by_mode[m, True]:,} valid" for m in modes), highlight=False)
+    if dataset is not None and (stale := marked_stale(dataset.root, dataset.manifest)):
+        console.print(f"[yellow]warning:[/] {escape(stale)}", highlight=False, soft_wrap=True)
     if passed != n:
         sys.exit(1)
 

@@ -2,7 +2,8 @@
 whose reports it prints.
 
 Errors the user can fix print one line (what, where, what to do) and exit 1; usage errors exit 2;
-`generate`/`build`/`demo` exit 3 when samples failed in this run (after all retries; the rest is kept).
+`generate`/`build`/`demo` exit 3 when samples failed in this run (after all retries; the rest is kept); samples
+that failed earlier and were not retried are the last line's warning.
 """
 
 from __future__ import annotations
@@ -145,12 +146,18 @@ def show(stage: str, report) -> None:
 
 
 def exit_if_failed(rep) -> None:
-    """Samples that failed in this run: say how to retry them and exit EXIT_FAILED (the rest is kept)."""
+    """Samples that failed in this run: say how to retry them and exit EXIT_FAILED (the rest is kept). Samples
+    that failed earlier and were not sent again (no --retry-failed) are still missing: the last line says so
+    (exit 0: nothing failed in this run; a script retries until --retry-failed exits 0)."""
     if rep.failed:
         console.print(f"[bold red]error:[/] {rep.failed} of {rep.requested} samples failed in this run (reasons in "
                       "the table); rerun with --retry-failed once the server is healthy", highlight=False,
                       soft_wrap=True)
         sys.exit(EXIT_FAILED)
+    if rep.skipped_failed:
+        console.print(f"[yellow]warning:[/] {rep.skipped_failed:,} samples failed earlier and were not sent again, "
+                      "so the dataset lacks them; rerun with --retry-failed (it exits 3 while any still fails)",
+                      highlight=False, soft_wrap=True)
 
 
 def build_and_print(ctx) -> None:
@@ -293,8 +300,9 @@ def generate(**kw):
     rerun the same command to continue. Samples that failed after all retries are skipped on
     reruns until --retry-failed.
 
-    Exit status: 0 when every sample completed; 3 when samples failed in this run; 1 on an error;
-    2 on a usage error.
+    Exit status: 0 when no sample failed in this run (samples that failed earlier and were not retried:
+    the last line says so); 3 when samples failed in this run; 1 on an error; 2 on a usage error. Until
+    nothing failed: repeat with --retry-failed while it exits 3.
     """
     from kimi_eagle_data.runs import generate_and_account
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from kimi_eagle_data.cli.common import PUSHES, REWRITES, console, friendly_errors, out
 
@@ -153,3 +154,5 @@ def export(path: Path, fmt: str, split: str, configs: tuple[str, ...], out_path:
               highlight=False, soft_wrap=True)
     if rep.skipped:
         out.print(f"no {split} rows in {', '.join(rep.skipped)}", highlight=False)
+    if rep.stale:
+        console.print(f"[yellow]warning:[/] {escape(rep.stale)}", highlight=False, soft_wrap=True)

@@ -44,8 +44,10 @@ from kimi_eagle_data.settings import PROFILE_HELP
 @click.option("--extra", "extra", multiple=True, metavar="ARG",
               help="Extra argument passed to SGLang or vLLM (repeatable).")
 @click.option("--health-timeout", default=1800.0, show_default=True, help="Seconds to wait for the server to load.")
-@click.option("--dry-run", is_flag=True, help="Print the SGLang (or, with --engine vllm, vLLM) launch command and exit "
-              "(--device cpu: also when the engine's venv is not installed yet, with the step that installs it).")
+@click.option("--dry-run", is_flag=True,
+              help="Print the command a launch would run and exit: SGLang's (or, with --engine vllm, vLLM's; "
+                   "--device cpu: also when the engine's venv is not installed yet, with the step that installs "
+                   "it), or with --engine local this command with every value resolved.")
 @click.option("--max-batch", default=16, show_default=True, help="local: requests decoded together.")
 @friendly_errors(interrupted=SERVES)
 def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, context_length, mem_fraction_static, no_metrics,
@@ -91,7 +93,14 @@ def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, conte
                       highlight=False, soft_wrap=True)
     prof = get_profile(profile or ("tiny-kimi" if cpu else "kimi-k2.5"))
     model = model or prof.model_path
-    if engine in ("sglang", "vllm") or dry_run:
+    if engine == "local" and dry_run:
+        # The local server runs in this process: what would run is this command, its defaults resolved.
+        shown = ["kimi-data", "serve", "--engine", "local", "--model", model, "--tokenizer", tokenizer or model,
+                 "--host", host, "--port", str(port), "--max-batch", str(max_batch),
+                 *(["--context-length", str(context_length)] if context_length else [])]
+        out.print(shlex.join(shown), highlight=False, soft_wrap=True)
+        return
+    if engine in ("sglang", "vllm"):
         engine_venv, missing = locate_cpu_venv(engine, venv) if cpu else (None, None)
         if missing and not dry_run:
             raise UserError(missing)

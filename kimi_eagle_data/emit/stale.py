@@ -1,10 +1,12 @@
 """A dataset made from an earlier selection: a pilot's `dataset/` while the full run generates, or after its
-finalize was refused. Emit records in the manifest the selection each config's rows come from (`selection`: its
-prepare fingerprint and --limit); once prepare has written another selection, the dataset is stale until it is
-emitted again. `prepare` marks it where a user looks (`mark_stale`): the manifest gets a `stale` line and the card
-a notice under its title, each still vouching for the other (emit/manifest.py), and `push` refuses it; `kimi-data
-stats` and `slurm status` say the same line (`stale_line`). The rows are left as they are: they are what that
-earlier selection made, and `check`, `inspect` and `load_dataset` still read them.
+finalize was refused. Emit records in the manifest the selection each config's rows come from (`selection`: the
+digest of its prepared prompts and rejections, its prepare fingerprint and --limit); once prepare has selected
+other rows for a config, the dataset is stale until it is emitted again. Only the config's own selection counts:
+the same rows prepared with other configs beside it, or by another kimi-data version, leave it as it was.
+`prepare` marks it where a user looks (`mark_stale`): the manifest gets a `stale` line and the card a notice under
+its title, each still vouching for the other (emit/manifest.py), and `push` refuses it; `kimi-data stats` and
+`slurm status` say the same line (`stale_line`), `export` and `check` warn (`marked_stale`). The rows are left as
+they are: they are what that earlier selection made, and `check`, `inspect` and `load_dataset` still read them.
 """
 
 from __future__ import annotations
@@ -27,12 +29,22 @@ _NOTICE = re.compile(re.escape(_BEGIN) + r".*?" + re.escape(_END) + r"\n\n?", re
 
 
 def selection(workdir: Workdir, configs) -> dict[str, dict[str, Any]]:
-    """{config: {fingerprint, limit}} of the prompts prepared now: what the manifest records at emit."""
+    """{config: {selection_sha256, fingerprint, limit}} of the prompts prepared now: what the manifest records at
+    emit."""
     out = {}
     for c in configs:
         report = read_json(workdir.prepare_report(c)) if workdir.prepare_report(c).exists() else {}
-        out[c] = {"fingerprint": report.get("fingerprint"), "limit": report.get("limit")}
+        out[c] = {"selection_sha256": report.get("selection_sha256"), "fingerprint": report.get("fingerprint"),
+                  "limit": report.get("limit")}
     return out
+
+
+def _same_selection(then: dict[str, Any], now: dict[str, Any]) -> bool:
+    """By content where both sides record it; a manifest or report an earlier kimi-data wrote has only the
+    prepare fingerprint."""
+    if then.get("selection_sha256") and now.get("selection_sha256"):
+        return then["selection_sha256"] == now["selection_sha256"]
+    return then.get("fingerprint") == now.get("fingerprint")
 
 
 def stale_reason(workdir: Workdir, manifest: dict[str, Any] | None = None) -> str | None:
@@ -51,7 +63,7 @@ def stale_reason(workdir: Workdir, manifest: dict[str, Any] | None = None) -> st
     if not isinstance(made_from, dict) or not made_from:
         return None
     now = selection(workdir, made_from)
-    changed = [c for c, then in made_from.items() if then.get("fingerprint") != now[c]["fingerprint"]]
+    changed = [c for c, then in made_from.items() if not _same_selection(then, now[c])]
     if not changed:
         return None
     parts = []
@@ -64,8 +76,15 @@ def stale_reason(workdir: Workdir, manifest: dict[str, Any] | None = None) -> st
         report = workdir.prepare_report(c)
         selected_now = read_json(report).get("selected") if report.exists() else None
         parts.append(f"{c}: {was}" + (f"; {selected_now:,} now" if selected_now is not None else "; none now"))
-    return (f"made from an earlier selection ({'; '.join(parts)}): it lacks what was prepared since; emit again once "
-            "generate is done (`kimi-data emit`; on Slurm the finalize job does)")
+    return (f"made from an earlier selection ({'; '.join(parts)}): its rows are not those of the prompts prepared "
+            "now; emit again once generate is done (`kimi-data emit`; on Slurm the finalize job does)")
+
+
+def marked_stale(root, manifest: dict[str, Any]) -> str | None:
+    """"DIR is stale: it was made from an earlier selection …" for a dataset whose manifest prepare marked (None:
+    not marked): what a reader of the dataset alone (`export`, `check`, `push`) says of it."""
+    reason = manifest.get("stale") if isinstance(manifest, dict) else None
+    return f"{root} is stale: it was {reason}" if reason else None
 
 
 def stale_line(workdir: Workdir) -> str | None:

@@ -205,7 +205,7 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, chat_format: Ch
     where prepare read the rows}; configs without rows are left out. `chat_format`: the run's, which the card asks
     what to say of the rules and generation prompts. `score`: the card's score section (the
     caller's, from score/report.card_section; None: none); `probe`: the probe's (probe/report.card_section).
-    `selection`: {config: its prepare fingerprint and
+    `selection`: {config: the digest of its prepared selection, its prepare fingerprint and
     --limit}, what emit/stale.py compares with the prompts prepared later. `plots_drawn()` returns once the card's
     plots (plots.card_plots of those configs) are in dataset/assets, with {title: relative path}: the shards
     are hashed before waiting for them. The card records the manifest's hash (emit/manifest.py), so it is

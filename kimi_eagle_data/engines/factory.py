@@ -13,7 +13,9 @@ def make_engine(settings: RunSettings, tokens, *, vocab_size: int, max_seq_len: 
     if settings.engine == "local":
         from kimi_eagle_data.engines.local import LocalEngine
 
-        return LocalEngine(settings.model_path, batch_size=settings.batch_size)
+        engine = LocalEngine(settings.model_path, batch_size=settings.batch_size)
+        check_model_positions(engine.context_length, max_seq_len, settings.model_path)
+        return engine
     if settings.engine in ("sglang", "vllm"):
         from kimi_eagle_data.engines.http_client import RetryPolicy
 
@@ -35,6 +37,28 @@ def make_engine(settings: RunSettings, tokens, *, vocab_size: int, max_seq_len: 
                               f"{need} or more, or lower --max-seq-len")
         return engine
     raise EngineError(f"unknown engine {settings.engine!r}; use local, sglang or vllm")
+
+
+def check_model_positions(positions: int | None, max_seq_len: int, model: str) -> None:
+    """The local engine decodes within its model's positions, as a server within its context: a max_seq_len
+    beyond them would let prepare accept prompts the model cannot hold, each answered with no token."""
+    from kimi_eagle_data.engines.local import LocalEngine
+
+    most = (positions or 0) - LocalEngine.context_margin
+    if positions and max_seq_len > most:
+        raise EngineError(f"the local engine's model {model} holds {positions:,} positions (max_position_embeddings), "
+                          f"below the {max_seq_len + LocalEngine.context_margin:,} that max_seq_len {max_seq_len:,} "
+                          f"needs; use --max-seq-len {most:,} or less (in a new workdir once run.json binds it), or "
+                          "a server engine whose context holds it")
+
+
+def check_local_model(settings: RunSettings, max_seq_len: int) -> None:
+    """Before anything is written (a first build's workdir, generate's checkpoint): with the local engine, the
+    model's positions checked from its config alone, without loading it."""
+    if settings.engine == "local":
+        from kimi_eagle_data.engines.local import model_positions
+
+        check_model_positions(model_positions(settings.model_path), max_seq_len, settings.model_path)
 
 
 def run_engine(ctx) -> Engine:

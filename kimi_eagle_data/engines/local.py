@@ -28,8 +28,23 @@ from kimi_eagle_data.records import Completion, RequestFailure
 from kimi_eagle_data.engines.base import Engine, EngineError, EngineInfo, GenerationRequest, ScoreRequest, ScoreResult
 
 
+def model_positions(model_path: str) -> int | None:
+    """The positions a model holds (its config's max_position_embeddings), read without loading its weights;
+    None: its config does not say, or cannot be read here (loading the model then says why)."""
+    try:
+        from transformers import AutoConfig
+
+        cfg = AutoConfig.from_pretrained(model_path)
+    except (ImportError, OSError, ValueError):
+        return None
+    return int(getattr(cfg, "max_position_embeddings", 0) or 0) or None
+
+
 class LocalEngine(Engine):
     name = "local"
+    # effective_max_new_tokens keeps 2 positions free, as SGLang does: a prompt of max_seq_len tokens needs
+    # max_seq_len + 2 positions.
+    context_margin = 2
 
     def __init__(self, model_path: str, *, batch_size: int = 16, device: str | None = None,
                  dtype: str = "float32"):
@@ -89,7 +104,7 @@ class LocalEngine(Engine):
     def effective_max_new_tokens(self, prompt_len: int, max_new_tokens: int) -> int:
         if self.context_length is None:
             return max_new_tokens
-        return max(0, min(max_new_tokens, self.context_length - prompt_len - 2))
+        return max(0, min(max_new_tokens, self.context_length - prompt_len - self.context_margin))
 
     def generate(self, requests: Iterable[GenerationRequest]) -> Iterator[Completion]:
         reqs = sorted(requests, key=lambda r: (repr(r.sampling), r.return_logprob, len(r.input_ids), r.id))

@@ -15,7 +15,7 @@ from functools import partial
 
 from kimi_eagle_data.engines.base import Engine, EngineError
 from kimi_eagle_data.engines.drafter import lossy_drafter
-from kimi_eagle_data.engines.factory import run_engine
+from kimi_eagle_data.engines.factory import check_local_model, run_engine
 from kimi_eagle_data.generate.records import GenerateReport, generate_records
 from kimi_eagle_data.prompts.prepared_file import read_prepared
 from kimi_eagle_data.records import PromptRecord, SpecDecodeCounts
@@ -58,6 +58,8 @@ def generate(ctx: RunContext, engine: Engine | None = None, *, pilot_limit: int 
     if not path.exists() and not any(split.holds(conv) for c in continuing.values() for conv, _ in c) \
             and not _todo(records, done, failed, s.retry_failed):
         return _skipped(records, done, failed, done_later)    # nothing to write: no checkpoint is made
+    if engine is None:
+        check_local_model(s, ctx.max_seq_len)
     ckpt = Checkpoint(path)
     try:
         _forget_stale(ckpt, views)

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from kimi_eagle_data.diskfull import writing
 from kimi_eagle_data.emit.token_freq import TokenCounts, token_freq_path
 from kimi_eagle_data.emit.dataset import LocalDataset, load_local
+from kimi_eagle_data.emit.stale import marked_stale
 from kimi_eagle_data.hub.publish import PublishError
 from kimi_eagle_data.store.workdir import (atomic_path, atomic_write_bytes, dataset_config_dir, dataset_configs,
                                            dataset_shards)
@@ -51,6 +52,7 @@ class ExportReport:
     over_specforge_max: int = 0                   # rows longer than SPECFORGE_MAX_LENGTH
     token_counts: TokenCounts = field(default_factory=TokenCounts)
     written: list[Path] = field(default_factory=list)    # files beside the rows (token_freq.pt, vocab_mapping.pt)
+    stale: str | None = None       # emit/stale.marked_stale: the dataset is an earlier selection's (a pilot's)
 
     def count(self, config: str, ids: list[str], offsets: np.ndarray, values: np.ndarray, mask: np.ndarray) -> None:
         """A batch of exported rows: its tokens, loss tokens per id, and its longest row."""
@@ -111,7 +113,7 @@ def export_dataset(path: str | os.PathLike, out: str | os.PathLike, *, fmt: str 
         if draft_vocab_size > target_vocab:
             raise PublishError(f"--draft-vocab-size {draft_vocab_size:,} is larger than the model's vocabulary "
                                f"({target_vocab:,} ids); pass at most {target_vocab:,}")
-    report = ExportReport(out=Path(out), format=fmt, split=split)
+    report = ExportReport(out=Path(out), format=fmt, split=split, stale=marked_stale(ds.root, ds.manifest))
     plan: list[tuple[str, list[Path]]] = []
     for c in chosen:
         shards = _shards(ds, c, split)

@@ -32,6 +32,7 @@ from typing import Any
 
 
 from kimi_eagle_data.emit.dataset import MANIFEST, DatasetError, load_local
+from kimi_eagle_data.emit.stale import marked_stale
 from kimi_eagle_data.run_checks import REPO_ID
 
 
@@ -156,8 +157,8 @@ def push_dataset(path: str | os.PathLike, repo_id: str, *, private: bool = False
     if token_env is not None:
         named_token(token_env)      # a dry run too: the push it previews would fail
     ds = load_local(path)
-    if ds.manifest.get("stale"):     # emit/stale.py: its rows are those of an earlier selection (a pilot's)
-        raise PublishError(f"{ds.root} is stale: it was {ds.manifest['stale']}; push refuses it (a dry run too)")
+    if stale := marked_stale(ds.root, ds.manifest):     # its rows are those of an earlier selection (a pilot's)
+        raise PublishError(f"{stale}; push refuses it (a dry run too)")
     files = sorted(ds.files)
     result = PushResult(repo_id=repo_id, tag=ds.tag, status="dry run" if dry_run else "pushed",
                         files=len(files) + 1, bytes=ds.total_bytes())

@@ -159,11 +159,12 @@ def partition_info(p: Partition) -> dict[str, Any]:
 
 def prepare_rows(partition: Partition, rows: Iterable[SourceRow], tokenizer, *, modes: "PromptModes",
                  max_new_tokens: int, max_seq_len: int, source_desc: str, state: PrepareState | None = None,
-                 n: int | None = None, seed: int | None = None, vocab_size: int | None = None
-                 ) -> tuple[list[PromptRecord], list[Rejection], PrepareReport]:
+                 n: int | None = None, seed: int | None = None, vocab_size: int | None = None,
+                 source_name: str | None = None) -> tuple[list[PromptRecord], list[Rejection], PrepareReport]:
     """Prepare one config. Raises SourceFileError when the source cannot be read at all.
     `modes`: the run's format, and how each prompt's mode and sampling are chosen (`PromptModes.of`).
-    `vocab_size`: the model's id bound (model_profile.model_vocab_size; default the tokenizer's length)."""
+    `vocab_size`: the model's id bound (model_profile.model_vocab_size; default the tokenizer's length).
+    `source_name`: what the rows' `source` names (default the partition's upstream: a Hub id or its label)."""
     state = state or PrepareState()
     vocab_size = len(tokenizer) if vocab_size is None else vocab_size
     cfg = partition.config
@@ -188,7 +189,7 @@ def prepare_rows(partition: Partition, rows: Iterable[SourceRow], tokenizer, *, 
         return n is not None and report.prepared >= n
 
     config = _Config(partition, tokenizer, modes, max_new_tokens, max_seq_len, vocab_size, seed, state, near_on,
-                     seen_ids, report)
+                     seen_ids, report, source_name or partition.upstream)
 
     for cand in candidates:
         if full():
@@ -198,7 +199,7 @@ def prepare_rows(partition: Partition, rows: Iterable[SourceRow], tokenizer, *, 
         where = f"{cfg} row {cand.row_number}"
         if cand.error is not None:
             report.selected += 1
-            reject(cand.row_key, cand.error.code, f"{where}: {cand.error.message}")
+            reject(cand.name, cand.error.code, f"{where}: {cand.error.message}")
             continue
         for sid, item in cand.items:
             if full():
@@ -229,6 +230,7 @@ class _Config:
     near_on: bool
     seen_ids: set[str]
     report: PrepareReport
+    source_name: str                # the rows' `source`
 
 
 @dataclass
@@ -353,7 +355,7 @@ def _prepare_prompt(c: _Config, sp: SourcePrompt, where: str, records: list[Prom
         c.state.exact.add(cfg, d.exact_key, d.id)
     if c.near_on:
         c.state.near().add(cfg, d.near_sig, d.id)
-    records.append(PromptRecord(d.id, cfg, c.partition.upstream, sp.source_id, sp.messages, sp.tools, d.prompt_ids,
+    records.append(PromptRecord(d.id, cfg, c.source_name, sp.source_id, sp.messages, sp.tools, d.prompt_ids,
                                 sp.answer, mode=d.mode, effort=d.effort, temperature=d.sampling["temperature"],
                                 top_p=d.sampling["top_p"], script=sp.script))
     c.report.prepared += 1
@@ -463,6 +465,8 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
     state = PrepareState(pconf.dedup, pconf.decontam)
     run = PrepareRun({}, {}, state.decontam.summary() if state.decontam else {})
     warn_run_wide_overridden(modes.run_wide, {c: pconf.partition(c).modes for c in settings.configs})
+    if (ignored := samples_ignored(settings, pconf)) is not None:
+        run.warnings.append(ignored)
     for config in settings.configs:
         part = pconf.partition(config)
         columns: dict[str, None] = {}      # a local file's columns, as its rows are read
@@ -470,11 +474,15 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
             desc, rows = iter_source(part, settings.sources.get(config), samples=settings.samples,
                                      revision=settings.revision, limit=settings.limit,
                                      max_row_bytes=max_row_bytes(max_seq_len, part.filters.max_chars))
-            if local_source(part, settings.sources.get(config), samples=settings.samples) is not None:
+            local = local_source(part, settings.sources.get(config), samples=settings.samples)
+            if local is not None:
                 rows = record_columns(rows, columns)
             records, rejections, report = prepare_rows(
                 part, rows, tokenizer, modes=modes, max_new_tokens=max_new_tokens, max_seq_len=max_seq_len,
-                source_desc=desc, state=state, vocab_size=vocab_size)
+                source_desc=desc, state=state, vocab_size=vocab_size,
+                # A built-in partition read from a local file: the rows name that file (by its name: a published
+                # dataset carries no local path), not the Hub dataset they did not come from.
+                source_name=local.name if local is not None and part.builtin else None)
         except SourceFileError as e:
             run.errors[config] = f"{config}: {e}"
             continue
@@ -496,6 +504,18 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
         if report.selected and not report.prepared:
             run.errors[config] = no_prompt_line(part, desc, report, list(columns), expected, workdir)
     return run
+
+
+def samples_ignored(settings, partitions) -> str | None:
+    """The warning when --samples stands in for none of the configs prepared: each reads the local file its
+    --source names (or is a partition of the user's, which has no bundled rows)."""
+    if not settings.samples or not settings.sources:
+        return None
+    if any(partitions.partition(c).builtin and c not in settings.sources for c in settings.configs):
+        return None
+    files = ", ".join(f"{c} reads {settings.sources[c]}" for c in settings.configs if c in settings.sources)
+    return (f"--samples applies to none of the configs prepared ({files}, named by --source): their rows come from "
+            "those files, not the bundled samples; drop --samples, or --source for a config to read its samples")
 
 
 def warn_run_wide_overridden(run_wide: dict[str, float | None], plans: dict[str, ModePlan]) -> None:

@@ -4,6 +4,7 @@ by prepare (prompts/prepare.py), read by generate, score and probe.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict
 from typing import Any
 
@@ -28,7 +29,7 @@ def write_prepared(workdir: Workdir, config: str, records: list[PromptRecord], r
     The prompts sorted by id (the order validate reads completions in, so it can stream both side by side
     with flat memory), in row groups of PREPARED_ROW_GROUP rows."""
     records = sorted(records, key=lambda r: r.id)
-    table = pa.Table.from_pydict({
+    columns = {
         "id": [r.id for r in records],
         "config": [r.config for r in records],
         "source": [r.source for r in records],
@@ -42,14 +43,30 @@ def write_prepared(workdir: Workdir, config: str, records: list[PromptRecord], r
         "temperature": [r.temperature for r in records],
         "top_p": [r.top_p for r in records],
         "script": [orjson.dumps(r.script).decode() if r.script is not None else "" for r in records],
-    }, schema=PROMPT_SCHEMA)
+    }
+    table = pa.Table.from_pydict(columns, schema=PROMPT_SCHEMA)
     with atomic_path(workdir.prepared(config)) as tmp:
         pq.write_table(table, tmp, compression="zstd", row_group_size=PREPARED_ROW_GROUP)
     with atomic_path(workdir.prepare_rejects(config)) as tmp:
         with open(tmp, "wb") as f:
             for r in rejections:
                 f.write(orjson.dumps(asdict(r)) + b"\n")
-    write_json(workdir.prepare_report(config), report.to_json())
+    write_json(workdir.prepare_report(config),
+               {**report.to_json(), "selection_sha256": selection_sha256(columns, rejections)})
+
+
+def selection_sha256(columns: dict[str, list], rejections: list[Rejection]) -> str:
+    """What this config's selection is, by content: its prompts (every column of the prepared file) and its
+    rejections. Two prepares that selected the same rows agree on it whatever else they prepared beside the
+    config (emit/stale.py compares it), and unlike the file's bytes it does not depend on the Parquet writer."""
+    digest = hashlib.sha256()
+    names = sorted(columns)
+    digest.update(orjson.dumps(names))
+    for row in zip(*(columns[name] for name in names)):    # a row at a time: a column of ids can be gigabytes
+        digest.update(orjson.dumps(row))
+    for r in rejections:
+        digest.update(orjson.dumps(asdict(r)))
+    return digest.hexdigest()
 
 
 def read_prepared(workdir: Workdir, config: str) -> list[PromptRecord]:

@@ -332,6 +332,26 @@ ADAPTER_COLUMNS: dict[str, AdapterColumns] = {
 }
 
 
+# The columns each adapter takes a row's id from (the others derive it from the content).
+ID_COLUMNS: dict[str, tuple[str, ...]] = {"chat": CHAT_ID_FIELDS, "sharegpt": ("id",), "input_field": ("id",),
+                                          "messages": ("prompt_id",)}
+
+
+def readable_id(adapter: str, row: Any, id_field: str | None = None) -> str | None:
+    """The id of a row the adapter could not read as a whole, when its id column still reads: what names the row
+    in rejects.jsonl (None: the row number names it)."""
+    if not isinstance(row, dict):
+        return None
+    for name in (id_field,) if id_field and adapter == "chat" else ID_COLUMNS.get(adapter, ()):
+        if row.get(name) is None:
+            continue
+        try:
+            return id_string(row, name)
+        except SourceRowError:
+            continue
+    return None
+
+
 def adapter_columns(adapter: str, id_field: str | None = None) -> AdapterColumns:
     """The columns `adapter` reads; the chat adapter's `id_field` (a config file's row-key column) among them."""
     cols = ADAPTER_COLUMNS[adapter]

@@ -2,7 +2,8 @@
 run-wide sampling overrides, and user-defined partitions.
 
     seed = 0                         # selection seed of every partition (default 0)
-    configs = ["B4", "B6", "C1"]     # configs a run processes by default (default: all defined)
+    configs = ["B4", "B6", "C1"]     # configs a run processes by default (default: the [partitions.X] this
+                                     # file defines; every built-in one when it defines none)
 
     [sampling]                       # run-wide; a CLI option given explicitly wins
     max_new_tokens = 8192            # also temperature, top_p, max_seq_len
@@ -421,7 +422,9 @@ def load_config(path: str | Path | None) -> PrepareConfig:
     configs = top.get("configs", list, None)
     top.done()     # a misspelt table (`[partition.C2]`) is named before the configs it would have defined
     if configs is None:
-        configs = list(parts)
+        # A file's own partitions are what its user means to run; the built-ins beside them would each be read
+        # from the Hub. A file that defines none tunes the built-ins (filters, dedup, sampling): it runs them all.
+        configs = list(pt.data) or list(parts)
     for c in configs:
         if c not in parts:
             raise top.err("configs", f"{c!r} is neither a built-in config nor defined by a [partitions.{c}] table; "

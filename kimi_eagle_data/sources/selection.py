@@ -1,7 +1,8 @@
 """Deterministic selection of source rows: seeded, streaming, machine-independent.
 
 Every scanned row gets a *row key*: its stable source id from the adapter (the upstream key, or
-a content hash where the upstream has none), or `row:<n>` for a row the adapter cannot read.
+a content hash where the upstream has none), or `row:<n>` for a row the adapter cannot read (named by its id
+where it is rejected, when its id column reads).
 Its rank is a keyed hash, `blake2b(row key, key="<seed>:<config>")` read as a 64-bit integer;
 the selection is the rows with the smallest ranks, in rank order (ties: row number). That is a
 uniform random sample without replacement, identical on every machine for the same seed and
@@ -32,6 +33,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from kimi_eagle_data.sources.adapters import readable_id
 from kimi_eagle_data.sources.policies import PrefixItem, adapt_row
 from kimi_eagle_data.sources.partitions import Partition
 from kimi_eagle_data.records import SourceRowError
@@ -52,6 +54,13 @@ class Candidate:
     items: list[PrefixItem] | None          # None when the row failed as a whole
     error: SourceRowError | None = None
     repeats: int = 0                         # later rows with the same key and prompts (not selected themselves)
+    # A row failed as a whole whose id column reads: its id names it where it is rejected (its `row:<n>` key still
+    # ranks it, so the selection stays what it was).
+    readable_id: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.readable_id or self.row_key
 
 
 @dataclass
@@ -98,6 +107,7 @@ def select(partition: Partition, rows: Iterable[SourceRow], *, n: int | None = N
         stats.scanned += 1
         items: list[PrefixItem] | None = None
         error: SourceRowError | None = None
+        named = None
         if isinstance(row, SourceRowError):
             key, error = f"row:{row_n}", row
         else:
@@ -105,6 +115,7 @@ def select(partition: Partition, rows: Iterable[SourceRow], *, n: int | None = N
                 key, items = adapt_row(partition.adapter, row, partition.policy, id_field=partition.id_field)
             except SourceRowError as e:
                 key, error = f"row:{row_n}", e
+                named = readable_id(partition.adapter, row, partition.id_field)
         if error is not None:
             stats.errors[error.code] += 1
         r = rank(seed, partition.config, key)
@@ -119,12 +130,12 @@ def select(partition: Partition, rows: Iterable[SourceRow], *, n: int | None = N
             worst = heap[0]
             if (r, row_n) >= (-worst[0], -worst[1]):
                 continue
-            cand = Candidate(r, row_n, key, items, error)
+            cand = Candidate(r, row_n, key, items, error, readable_id=named)
             heapq.heapreplace(heap, (-r, -row_n, row_n, cand))
             if held.get(worst[3].row_key) is worst[3]:      # not a repeated_id row: its first is still held
                 del held[worst[3].row_key]
         else:
-            cand = Candidate(r, row_n, key, items, error)
+            cand = Candidate(r, row_n, key, items, error, readable_id=named)
             heapq.heappush(heap, (-r, -row_n, row_n, cand))
         held.setdefault(key, cand)
     return sorted((c for *_, c in heap), key=lambda c: (c.rank, c.row_number))

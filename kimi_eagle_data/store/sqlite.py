@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 import orjson
 
-from kimi_eagle_data.diskfull import writing
+from kimi_eagle_data.diskfull import FileSizeLimitError, file_size_limit_line, is_file_size_limit, store_files, writing
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.records import RequestFailure
 
@@ -186,10 +186,13 @@ class SQLiteStore:
         except sqlite3.DatabaseError as e:
             raise self.unopenable(e) from e
 
-    def unopenable(self, e: sqlite3.DatabaseError) -> CorruptCheckpointError:
+    def unopenable(self, e: sqlite3.DatabaseError) -> KimiDataError:
         """Only a file whose content is not a store is called unreadable and to be moved aside: it may hold
-        committed rows, so an error of the file's surroundings (an I/O error, a lock, permissions) says what it
-        is and leaves the file where it is."""
+        committed rows, so an error of the file's surroundings (the file-size limit, an I/O error, a lock,
+        permissions) says what it is and leaves the file where it is. A reader's open writes too (the WAL
+        index), so the file-size limit is told here, not only under `writing`."""
+        if is_file_size_limit(e, store_files(self.path)):
+            return FileSizeLimitError(file_size_limit_line(self.path))
         code = (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF
         if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or "no such table" in str(e):
             return CorruptCheckpointError(f"{self.what} {self.path} is not a readable SQLite database ({e}); move "

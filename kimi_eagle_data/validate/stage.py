@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Callable
 
+from kimi_eagle_data.errors import MissingInputError
 from kimi_eagle_data.run_context import RunContext
+from kimi_eagle_data.store.workdir import read_json
 from kimi_eagle_data.validate.assemble import ChunkSink, ValidateReport, validate_config
 from kimi_eagle_data.validate.verdicts import VerdictPool
 
@@ -22,6 +24,7 @@ def validate(ctx: RunContext, sinks: dict[str, ChunkSink] | None = None, pool: V
     """Judge every completion; light rows to validated/. With `sinks` (config -> a ChunkSink: emit/rows.py), the
     same pass hands each config's judged chunks on. `light_done(config, rows)` runs as soon as a config's light
     rows are in place (its full rows may still be being written). `pool`: the caller's (kept open)."""
+    refuse_lost_checkpoint(ctx)
     ckpt = ctx.checkpoints()
     own = pool is None
     pool = pool or verdict_pool(ctx)
@@ -35,3 +38,23 @@ def validate(ctx: RunContext, sinks: dict[str, ChunkSink] | None = None, pool: V
         if own:
             pool.close()
     return reports
+
+
+def refuse_lost_checkpoint(ctx: RunContext) -> None:
+    """validated/ counts samples generated (or failed) that no checkpoint file holds any more: it was deleted or
+    moved. Validating now would count them all pending while dataset/ keeps their rows, and the checkpoint is the
+    only copy of what was generated: say so, and change nothing."""
+    if ctx.checkpoint_paths():
+        return
+    counted = 0
+    for c in ctx.configs:
+        path = ctx.workdir.validate_report(c)
+        if path.exists():
+            report = read_json(path)
+            counted += int(report.get("generated") or 0) + int(report.get("failed") or 0)
+    if counted:
+        raise MissingInputError(
+            f"{ctx.workdir.checkpoint} is missing, yet validated/ counts {counted:,} samples generated or failed "
+            "in it: it holds the only copy of what was generated; restore it (from a backup, or move it back) and "
+            f"rerun, or run `kimi-data generate --workdir {ctx.workdir.root}` to generate them anew first "
+            "(validated/ and dataset/ are left as they are)")

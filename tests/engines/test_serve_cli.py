@@ -158,3 +158,31 @@ def test_serve_local_stopped_with_requests_in_flight_shuts_down_quietly():
         assert bad not in text, text
     assert len(answers) == 6 and not any(a.startswith("HTTP") for a in answers), answers
     assert took < 20, f"took {took:.1f} s to stop: it decoded its batch to the end"
+
+
+def test_serve_local_dry_run_shows_the_local_server_it_would_run_and_that_command_runs_it():
+    """`--engine local --dry-run` prints what a launch would run: the local server with every value resolved (the
+    profile's model, the tokenizer, the address, the batch), never an SGLang command. Run as printed, it serves
+    that model on that port."""
+    import signal
+
+    from tests.helpers.cli import popen_cli
+    from tests.helpers.servers import free_port, get_json, wait_for
+
+    port = free_port()
+    proc = run_cli("serve", "--engine", "local", "--profile", "tiny-kimi", "--port", str(port), "--max-batch", "4",
+                   "--dry-run")
+    shown = shlex.split(proc.stdout)
+    assert "sglang" not in proc.stdout and "launch_server" not in proc.stdout, proc.stdout
+    assert shown[:4] == ["kimi-data", "serve", "--engine", "local"], shown
+    assert shown[shown.index("--model") + 1] == TINY and shown[shown.index("--port") + 1] == str(port) \
+        and shown[shown.index("--max-batch") + 1] == "4", shown
+    server = popen_cli(*shown[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_for(lambda: get_json(url + "/server_info")["pid"] == server.pid, 120, "the shown command did not serve",
+                 proc=server)
+        assert get_json(url + "/server_info")["model_path"] == TINY
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.communicate(timeout=60)

@@ -87,6 +87,10 @@ def test_exhausted_retries_are_recorded_as_failed_then_retried(tmp_path):
         assert all(set(r["failure_reasons"]) == {"http_500"} for r in reps)
         again = run_cli("generate", "--workdir", str(w), "--server", broken.url)   # none failed in *this* run: 0
         assert f"{n} failed earlier (rerun with --retry-failed)" in again.stdout
+        # ...but they are still missing, and the last line says so (a script loops on --retry-failed's exit 3)
+        assert again.stderr.strip().splitlines()[-1] == (
+            f"warning: {n} samples failed earlier and were not sent again, so the dataset lacks them; rerun with "
+            "--retry-failed (it exits 3 while any still fails)"), again.stderr
     finally:
         broken.kill()
     healthy = Server().start()
