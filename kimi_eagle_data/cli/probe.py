@@ -101,15 +101,20 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
 
         out.print(gpu_plan(wd, budget or BUDGET, prefill_rate), highlight=False, soft_wrap=True, markup=False)
         return
-    from kimi_eagle_data.probe.drafter import require_speculators
-
-    require_speculators()
-    ctx = run_for(kw, create=False, remember_options=False)
     import torch
 
+    from kimi_eagle_data.probe.drafter import require_speculators
+
+    device = "gpu" if torch.cuda.is_available() else "cpu"
+    if engine == "vllm" and device == "cpu":
+        from kimi_eagle_data.engines.serve import cpu_venv
+
+        cpu_venv("vllm")      # before any training: the line saying how to install vLLM's CPU recipe
+    require_speculators()
+    ctx = run_for(kw, create=False, remember_options=False)
     opts = ProbeOptions(data=data, configs=list(kw["configs"]), seeds=tuple(range(seeds)), budget=budget or BUDGET,
                         held_out=held_out or HELD_OUT, curve=not no_curve, upstream=not no_upstream, history=not no_history,
-                        engine=engine, device="gpu" if torch.cuda.is_available() else "cpu", tp=tp)
+                        engine=engine, device=device, tp=tp)
     report = probe_run(ctx, opts)
     if as_json:
         click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
