@@ -26,7 +26,7 @@ from kimi_eagle_data.engines.factory import make_engine
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.generate.records import GenerateReport
 from kimi_eagle_data.generate.stage import generate
-from kimi_eagle_data.profile import DEMO_PROFILES, UnknownProfileError, get_profile
+from kimi_eagle_data.profile import UnknownProfileError, demo_profiles, get_profile
 from kimi_eagle_data.model_profile import model_vocab_size
 from kimi_eagle_data.progress import LogProgress, NoProgress, Progress
 from kimi_eagle_data.prompts.prepare import PrepareReport, PrepareRun
@@ -88,13 +88,14 @@ def load_partitions(settings: RunSettings, partitions: PrepareConfig | None = No
 
 
 def demo_settings(workdir: str | Path, *, limit: int | None = None, progress: bool = True,
-                  workers: int | None = None, profile: str = "tiny-kimi") -> RunSettings:
-    """`kimi-data demo`: the bundled sample prompts through an embedded tiny model (`profile`: one of
-    DEMO_PROFILES, the K2.5 one by default), with the demo's partition config (a share of instant-mode prompts in
-    every config; for a profile with thinking efforts, every effort and thinking off)."""
-    if profile not in DEMO_PROFILES:
+                  workers: int | None = None, profile: str | None = None) -> RunSettings:
+    """`kimi-data demo`: the bundled sample prompts through an embedded tiny model (`profile`: any registered test
+    model, `demo_profiles()`, the first one by default), with the demo's partition config (a share of instant-mode
+    prompts in every config; for a profile with thinking efforts, every effort and thinking off)."""
+    profile = profile or demo_profiles()[0]
+    if profile not in demo_profiles():
         raise UnknownProfileError(f"the demo runs an embedded tiny model: profile {profile!r} is not one; use one "
-                                  f"of {', '.join(DEMO_PROFILES)}")
+                                  f"of {', '.join(demo_profiles())}")
     return RunSettings(workdir=str(workdir), profile=profile, model=get_profile(profile).model_path,
                        model_label=f"{profile} (embedded test model)", samples=True, limit=limit, progress=progress,
                        workers=workers,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from kimi_eagle_data.profile import PROFILES, get_profile, profile_defaults, profiles_described
 from kimi_eagle_data.model_profile import ModelProfile
@@ -84,7 +84,8 @@ class Setting:
     inherited: bool = False            # a later stage command on the workdir takes run.json's value
     bound: bool = False                # the workdir refuses to resume with another value (it changes the data)
     kind: type | None = None           # the option's value type (int, float); None: text
-    choices: tuple[str, ...] = ()      # the values it takes (the option's help lists them)
+    # The values it takes (the option's help lists them): a live collection is read when the option is checked.
+    choices: Collection[str] = ()
     unknown_choice: str | None = None  # how a value outside `choices` is refused ({value!r}, {known})
     path: dict[str, Any] | None = None  # a path option: file_okay, dir_okay, exists, resolve_path, path_type
     is_flag: bool = False
@@ -118,7 +119,7 @@ class RunSettings:
                            help="Run directory: checkpoint, stage outputs and dataset/ live here.")
     configs: list[str] = setting(factory=list, inherited=True)   # the CONFIG arguments
     profile: str = setting("kimi-k2.5", flag="--profile", show_default=True, inherited=True, bound=True,
-                           choices=tuple(PROFILES), unknown_choice=UNKNOWN_PROFILE,
+                           choices=PROFILES, unknown_choice=UNKNOWN_PROFILE,
                            help=f"{PROFILE_HELP} Its tokens, generation prompt and sampling defaults.")
     model: str | None = setting(None, flag="--model", inherited=True, bound=True,
                                 help="Model path or Hub id (default: the profile's model).")

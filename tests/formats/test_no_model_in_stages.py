@@ -105,7 +105,7 @@ def test_the_card_asks_the_format():
 def test_the_scan_sees_each_kind_of_offence():
     """The checker itself: each of the shapes that crept into stages before is found."""
     source = '''
-from kimi_eagle_data.profile import KIMI_K25
+from kimi_eagle_data.formats.kimi_k2 import KIMI_K25
 import kimi_eagle_data.profile as profile
 ids = profile.TINY_KIMI.generation_prompt
 def render(tokenizer, chat_format=None):

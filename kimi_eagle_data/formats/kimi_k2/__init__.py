@@ -8,9 +8,13 @@ token-structure rules and reason codes (`rules.py`) and their validator (`valida
 assistant message a client sends back (`messages.py`), an answer as the completion K2.5 writes (`answer.py`) and
 its split of a sequence into `inspect`'s segments (`segments.py`).
 
-Only the profiles are imported here: the registry sits below the stages, the format object above them.
+Declared here for the registry (kimi_eagle_data/registry.py): the format by the name of its object's module, imported
+on first use, and the profiles as plain data: the registry sits below the stages, the format object above them.
 """
 
 from kimi_eagle_data.formats.kimi_k2.profiles import KIMI_K25, TINY_KIMI
+from kimi_eagle_data.registry import Declaration
 
 PROFILES = (KIMI_K25, TINY_KIMI)
+DECLARATION = Declaration(formats={"kimi-k2": "kimi_eagle_data.formats.kimi_k2.format:KIMI_K2_FORMAT"},
+                          profiles=PROFILES)
