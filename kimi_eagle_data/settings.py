@@ -31,6 +31,8 @@ ENGINES = ("local", "sglang", "vllm")
 DEFAULT_SERVER_ENGINE = "sglang"     # what --server means without --engine
 
 
+# The profile a run takes without --profile: the mission's model.
+DEFAULT_PROFILE = "kimi-k2.5"
 # An unknown profile, as every command and run.json say it.
 UNKNOWN_PROFILE = "unknown model profile {value!r}; known: {known}"
 PROFILE_HELP = f"Model profile: {profiles_described()}."
@@ -118,7 +120,7 @@ class RunSettings:
     workdir: str = setting(flag="--workdir", path={"file_okay": False, "path_type": Path}, parse=str,
                            help="Run directory: checkpoint, stage outputs and dataset/ live here.")
     configs: list[str] = setting(factory=list, inherited=True)   # the CONFIG arguments
-    profile: str = setting("kimi-k2.5", flag="--profile", show_default=True, inherited=True, bound=True,
+    profile: str = setting(DEFAULT_PROFILE, flag="--profile", show_default=True, inherited=True, bound=True,
                            choices=PROFILES, unknown_choice=UNKNOWN_PROFILE,
                            help=f"{PROFILE_HELP} Its tokens, generation prompt and sampling defaults.")
     model: str | None = setting(None, flag="--model", inherited=True, bound=True,
