@@ -127,6 +127,12 @@ class RunSettings:
                                 help="Model path or Hub id (default: the profile's model).")
     tokenizer: str | None = setting(None, flag="--tokenizer", inherited=True, bound=True,
                                     help="Tokenizer path (default: --model). Its chat template renders the prompts.")
+    preserve_thinking: bool | None = setting(
+        # Bound as the template arguments it gives (runs.py, `template_options` in run.json).
+        None, flag="--preserve-thinking/--no-preserve-thinking", is_flag=True, inherited=True,
+        help="Kimi-K2.6's chat-template argument: every earlier assistant turn of a prompt keeps its reasoning "
+             "(<think>REASONING</think> before its content). Default: the model's template's (off). Only for a "
+             "profile whose template takes it (kimi-k2.6, tiny-kimi-k2.6).")
     model_label: str | None = setting(
         None, flag="--model-label", metavar="HUB_ID", inherited=True,
         help="What the card and manifest name as the model (its Hub id), e.g. when --model is a local path "
@@ -214,6 +220,11 @@ class RunSettings:
             raise SettingError("engine 'local' runs the model in this process and talks to no server: drop the "
                                "servers, or use engine 'sglang' (or 'vllm') to generate on them")
         get_profile(self.profile)    # UnknownProfileError: one line, before anything is read or written
+        unknown = sorted(set(self.set_template_options()) - set(self.model_profile.template_options))
+        if unknown:
+            takers = [p.name for p in PROFILES.values() if unknown[0] in p.template_options]
+            raise SettingError(f"{unknown[0]}: profile {self.profile}'s chat template takes no such argument"
+                               + (f"; profiles whose template does: {', '.join(takers)}" if takers else ""))
         room = sampling_room(self.max_new_tokens, self.max_seq_len, self.model_profile)
         if room:
             raise SettingError(f"{room[0]}: {room[1]}")
@@ -226,6 +237,15 @@ class RunSettings:
     @property
     def model_profile(self) -> ModelProfile:
         return get_profile(self.profile)
+
+    def set_template_options(self) -> dict[str, Any]:
+        """The chat-template arguments these settings give (an unset one is not given)."""
+        return {} if self.preserve_thinking is None else {"preserve_thinking": self.preserve_thinking}
+
+    def template_options(self) -> dict[str, Any]:
+        """The chat-template arguments the run's prompts are rendered with: the profile's defaults, then the set
+        ones."""
+        return {**self.model_profile.template_options, **self.set_template_options()}
 
     @property
     def model_path(self) -> str:
@@ -369,7 +389,7 @@ def engine_and_servers(values: dict[str, Any], given: set[str]) -> dict[str, Any
 # Every setting with an option under one heading of a command's help, in this order.
 SECTIONS: dict[str, tuple[str, ...]] = {
     "Run": ("workdir", "shard", "merge", "progress"),
-    "Model": ("profile", "model", "tokenizer"),
+    "Model": ("profile", "model", "tokenizer", "preserve_thinking"),
     "Sources": ("config_file", "samples", "sources", "revision", "limit"),
     "Sampling": ("max_new_tokens", "temperature", "top_p", "max_seq_len"),
     "Engine": ("engine", "servers", "concurrency", "batch_size", "max_attempts", "retry_backoff", "request_timeout",

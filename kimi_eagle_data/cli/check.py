@@ -84,10 +84,13 @@ def tokenizer_options(fn):
 @click.option("--effort", type=EffortChoice(),
               help="Thinking effort, for a profile that has efforts (Kimi-K3; default: its own, max); thinking "
                    "mode only.")
+@click.option("--preserve-thinking/--no-preserve-thinking", default=None,
+              help="Kimi-K2.6's chat-template argument: every earlier assistant turn keeps its reasoning. Default: "
+                   "the profile's template's.")
 @tokenizer_options
 @friendly_errors(interrupted=READS_ONLY)
-def render(source: str, row: int | None, as_ids: bool, mode: str, effort: str | None, profile: str,
-           model: str | None, tokenizer: str | None):
+def render(source: str, row: int | None, as_ids: bool, mode: str, effort: str | None, preserve_thinking: bool | None,
+           profile: str, model: str | None, tokenizer: str | None):
     """Print the exact prompt the model sees for {"messages": [...], "tools": [...]} (`-`: stdin).
 
     The prompt is rendered by the code `prepare` uses (the profile's format: K2.5's chat template with tools
@@ -99,7 +102,15 @@ def render(source: str, row: int | None, as_ids: bool, mode: str, effort: str | 
 
     messages, tools = read_render_row(source, row)
     prof, tok = _load(profile, model, tokenizer)
-    if effort is not None and effort not in format_of(prof).efforts:
+    chat_format = format_of(prof)
+    if preserve_thinking is not None and "preserve_thinking" not in prof.template_options:
+        raise click.BadParameter(f"profile {prof.name}'s chat template takes no such argument; drop it",
+                                 param_hint="--preserve-thinking")
+    options = {**prof.template_options, **({} if preserve_thinking is None else
+                                            {"preserve_thinking": preserve_thinking})}
+    if options:
+        chat_format = chat_format.with_template_options(options)
+    if effort is not None and effort not in chat_format.efforts:
         raise click.BadParameter(f"profile {prof.name} has no thinking effort; drop --effort",
                                  param_hint="--effort")
     if effort is not None and mode != "thinking":
@@ -107,7 +118,7 @@ def render(source: str, row: int | None, as_ids: bool, mode: str, effort: str | 
                                  param_hint="--effort")
     where = "stdin" if source == "-" else source
     try:
-        ids = format_of(prof).render_prompt(tok, messages, tools, mode, effort)
+        ids = chat_format.render_prompt(tok, messages, tools, mode, effort)
     except Exception as e:  # jinja and the tool encoder raise many types; the message is what matters
         raise UserError(f"{where}: cannot render the prompt: {' '.join(str(e).split())[:300]}") from None
     click.echo(orjson.dumps(ids).decode() if as_ids else tok.decode(ids, skip_special_tokens=False))

@@ -100,6 +100,8 @@ def setting_option(name: str, setting: Setting, default: Any, section: str):
                           "section": section}
     if setting.is_flag:
         kw["is_flag"] = True
+        if default is None:     # an --x/--no-x pair left unset: the setting's own default (the profile's)
+            kw["default"] = None
     elif default is not None and default is not MISSING:
         kw.update(default=default, show_default=setting.show_default)
     if setting.choices:
