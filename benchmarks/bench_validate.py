@@ -23,7 +23,7 @@ from transformers import AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kimi_eagle_data.profile import TINY_KIMI  # noqa: E402
+from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI  # noqa: E402
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR  # noqa: E402
 from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens  # noqa: E402
 from kimi_eagle_data.chat_format import Verdict  # noqa: E402

@@ -63,6 +63,7 @@ class KimiEagleConfig(datasets.BuilderConfig):
     model: str | None = None
     tokenizer: str | None = None
     profile: str | None = None
+    preserve_thinking: bool | None = None   # the chat template's argument (kimi-k2.6); None: the profile's default
     samples: bool | None = None
     source: str | None = None               # this config's rows from a local file (--source CONFIG=PATH)
     config: str | None = None               # partition config file (TOML): user partitions, sampling, filters

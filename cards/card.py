@@ -123,7 +123,7 @@ def render_card(summary: dict[str, Any], *, chat_format: ChatFormat, version: st
     card = DatasetCard.from_template(
         card_data, template_str=template.read_text(encoding="utf-8"),
         pretty_name=card_data.pretty_name, version=version, provenance=provenance, plots=plots, rules=text.rules,
-        model_name=profile.display_name, reasoning_end=text.reasoning_end,
+        model_name=profile.display_name, reasoning_end=text.reasoning_end, history_reasoning=text.history_reasoning,
         model_link=hub_link(provenance["model_path"], "models"),
         origins=origins_phrase([r["kind"] for r in rows]),
         configs=rows, totals=totals, repo_id=repo_id, load_path=repo_id or "path/to/dataset",

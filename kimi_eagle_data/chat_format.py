@@ -93,6 +93,7 @@ class CardText:
     reasoning_end: str          # the text that ends a thinking completion's reasoning (`reasoning_len` counts to it)
     thinking_prompt: str        # what a thinking-mode prompt ends with, as text
     instant_prompt: str         # what an instant-mode prompt ends with, as text
+    history_reasoning: str = ""  # how the history's assistant turns' reasoning is rendered ("": not said)
 
 
 @runtime_checkable

@@ -13,6 +13,7 @@ registry (profile.py) imports those folders and registers their profiles.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,10 @@ class ModelProfile:
     card_tags: tuple[str, ...] = ()
     # A test stand-in (the embedded tiny model): its card says "do not train on it".
     is_test_model: bool = False
+    # The chat template's own arguments beyond the mode (`thinking`), each with the model's template's default: the
+    # format passes them to the template, and a run may set one (Kimi-K2.6's `preserve_thinking`,
+    # `--preserve-thinking`). A run cannot set an argument its profile does not name.
+    template_options: Mapping[str, Any] = field(default_factory=dict)
 
     def mode_sampling(self, mode: str) -> SamplingDefaults:
         """The sampling defaults of `mode` (a partition's or the run's settings override them)."""

@@ -26,7 +26,7 @@ from kimi_eagle_data.engines.factory import check_local_model, make_engine
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.generate.records import GenerateReport
 from kimi_eagle_data.generate.stage import generate
-from kimi_eagle_data.profile import DEMO_PROFILES, UnknownProfileError, get_profile
+from kimi_eagle_data.profile import UnknownProfileError, demo_profiles, get_profile
 from kimi_eagle_data.model_profile import model_vocab_size
 from kimi_eagle_data.progress import LogProgress, NoProgress, Progress
 from kimi_eagle_data.prompts.prepare import PrepareReport, PrepareRun
@@ -44,6 +44,7 @@ from kimi_eagle_data.store.workdir import Workdir
 from kimi_eagle_data.validate.assemble import ValidateReport
 from kimi_eagle_data.validate.stage import validate
 from kimi_eagle_data.formats import format_of
+from kimi_eagle_data.chat_format import ChatFormat
 
 __all__ = ["AccountingError", "BuildReport", "RunContext", "RunSettings", "accounting", "build", "demo_settings",
            "emit_dataset", "generate_and_account", "load_partitions", "open_run", "prepare_dry_run", "prepare_prompts",
@@ -55,7 +56,7 @@ log = logging.getLogger(__name__)
 # bound settings; sampling is bound as the request it makes, the tokenizer by its fingerprints).
 _SAMPLING = ("max_new_tokens", "temperature", "top_p")
 BINDING_KEYS = (*(k for k in BOUND if k not in _SAMPLING), "sampling", "tokenizer_sha256", "chat_template_sha256",
-                "tokenizer_code_sha256", "encoder_sha256", "tool_encoder_version", "sampling_plan",
+                "tokenizer_code_sha256", "encoder_sha256", "tool_encoder_version", "template_options", "sampling_plan",
                 "conversation_plan")
 
 # A stage's report as it is made: (stage, report) with stage one of "prepare" (config -> PrepareReport), "generate"
@@ -87,14 +88,24 @@ def load_partitions(settings: RunSettings, partitions: PrepareConfig | None = No
     return replace(settings, configs=configs, **from_file), partitions
 
 
+def run_format(settings: RunSettings) -> ChatFormat:
+    """The profile's chat format, passing the chat template the arguments the run's settings give
+    (`RunSettings.template_options`: the profile's defaults, then `--preserve-thinking`). A format whose profiles
+    name template arguments binds them with `with_template_options`."""
+    chat_format = format_of(settings.model_profile)
+    options = settings.template_options()
+    return chat_format.with_template_options(options) if options else chat_format
+
+
 def demo_settings(workdir: str | Path, *, limit: int | None = None, progress: bool = True,
-                  workers: int | None = None, profile: str = "tiny-kimi") -> RunSettings:
-    """`kimi-data demo`: the bundled sample prompts through an embedded tiny model (`profile`: one of
-    DEMO_PROFILES, the K2.5 one by default), with the demo's partition config (a share of instant-mode prompts in
-    every config; for a profile with thinking efforts, every effort and thinking off)."""
-    if profile not in DEMO_PROFILES:
+                  workers: int | None = None, profile: str | None = None) -> RunSettings:
+    """`kimi-data demo`: the bundled sample prompts through an embedded tiny model (`profile`: any registered test
+    model, `demo_profiles()`, the first one by default), with the demo's partition config (a share of instant-mode
+    prompts in every config; for a profile with thinking efforts, every effort and thinking off)."""
+    profile = profile or demo_profiles()[0]
+    if profile not in demo_profiles():
         raise UnknownProfileError(f"the demo runs an embedded tiny model: profile {profile!r} is not one; use one "
-                                  f"of {', '.join(DEMO_PROFILES)}")
+                                  f"of {', '.join(demo_profiles())}")
     return RunSettings(workdir=str(workdir), profile=profile, model=get_profile(profile).model_path,
                        model_label=f"{profile} (embedded test model)", samples=True, limit=limit, progress=progress,
                        workers=workers,
@@ -106,7 +117,7 @@ def prepare_dry_run(settings: RunSettings, partitions: PrepareConfig | None = No
     from kimi_eagle_data.prompts.prepare import dry_run
 
     settings, partitions = load_partitions(settings, partitions)
-    return dry_run(settings, partitions, format_of(settings.model_profile))
+    return dry_run(settings, partitions, run_format(settings))
 
 
 def open_run(settings: RunSettings, *, progress: Progress | None = None, partitions: PrepareConfig | None = None,
@@ -130,7 +141,7 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
     check_version(settings.version)
     merged_checkpoint_paths(settings.merge)
     profile = settings.model_profile
-    chat_format = format_of(profile)
+    chat_format = run_format(settings)
     tokenizer = load_tokenizer(settings.tokenizer_path, chat_format)
     tokens = chat_format.tokens(profile, tokenizer)
     resolved = settings.resolved_sampling()
@@ -154,8 +165,10 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
         "model": settings.model_path,
         "tokenizer": settings.tokenizer_path,
         **tokenizer_fingerprint(tokenizer),
-        **format_of(profile).fingerprint(tokenizer),
-        "tool_encoder_version": format_of(profile).tool_encoder_version,
+        **chat_format.fingerprint(tokenizer),
+        "tool_encoder_version": chat_format.tool_encoder_version,
+        # The chat template's own arguments (K2.6's preserve_thinking); absent for a template that takes none.
+        **({"template_options": opts} if (opts := settings.template_options()) else {}),
         "sampling": sampling.to_sglang(),
         # The partitions' mode and sampling mixes (sources/modes.py); absent when all are the default.
         **({"sampling_plan": plan} if (plan := partitions.sampling_plan()) else {}),
@@ -168,7 +181,7 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
     return RunContext(settings=settings, partitions=partitions, workdir=workdir, profile=profile,
                       tokenizer=tokenizer, tokens=tokens, sampling=sampling, max_seq_len=resolved.max_seq_len,
                       run=run, lock=lock, progress=(progress or LogProgress()) if settings.progress else NoProgress(),
-                      connected=EngineHandoff(engine), format=format_of(profile))
+                      connected=EngineHandoff(engine), format=chat_format)
 
 
 # -- runs made of stages -------------------------------------------------------------------------

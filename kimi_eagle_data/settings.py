@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from kimi_eagle_data.profile import PROFILES, get_profile, profile_defaults, profiles_described
 from kimi_eagle_data.model_profile import ModelProfile
@@ -31,6 +31,8 @@ ENGINES = ("local", "sglang", "vllm")
 DEFAULT_SERVER_ENGINE = "sglang"     # what --server means without --engine
 
 
+# The profile a run takes without --profile: the mission's model.
+DEFAULT_PROFILE = "kimi-k2.5"
 # An unknown profile, as every command and run.json say it.
 UNKNOWN_PROFILE = "unknown model profile {value!r}; known: {known}"
 PROFILE_HELP = f"Model profile: {profiles_described()}."
@@ -84,7 +86,8 @@ class Setting:
     inherited: bool = False            # a later stage command on the workdir takes run.json's value
     bound: bool = False                # the workdir refuses to resume with another value (it changes the data)
     kind: type | None = None           # the option's value type (int, float); None: text
-    choices: tuple[str, ...] = ()      # the values it takes (the option's help lists them)
+    # The values it takes (the option's help lists them): a live collection is read when the option is checked.
+    choices: Collection[str] = ()
     unknown_choice: str | None = None  # how a value outside `choices` is refused ({value!r}, {known})
     path: dict[str, Any] | None = None  # a path option: file_okay, dir_okay, exists, resolve_path, path_type
     is_flag: bool = False
@@ -117,13 +120,19 @@ class RunSettings:
     workdir: str = setting(flag="--workdir", path={"file_okay": False, "path_type": Path}, parse=str,
                            help="Run directory: checkpoint, stage outputs and dataset/ live here.")
     configs: list[str] = setting(factory=list, inherited=True)   # the CONFIG arguments
-    profile: str = setting("kimi-k2.5", flag="--profile", show_default=True, inherited=True, bound=True,
-                           choices=tuple(PROFILES), unknown_choice=UNKNOWN_PROFILE,
+    profile: str = setting(DEFAULT_PROFILE, flag="--profile", show_default=True, inherited=True, bound=True,
+                           choices=PROFILES, unknown_choice=UNKNOWN_PROFILE,
                            help=f"{PROFILE_HELP} Its tokens, generation prompt and sampling defaults.")
     model: str | None = setting(None, flag="--model", inherited=True, bound=True,
                                 help="Model path or Hub id (default: the profile's model).")
     tokenizer: str | None = setting(None, flag="--tokenizer", inherited=True, bound=True,
                                     help="Tokenizer path (default: --model). Its chat template renders the prompts.")
+    preserve_thinking: bool | None = setting(
+        # Bound as the template arguments it gives (runs.py, `template_options` in run.json).
+        None, flag="--preserve-thinking/--no-preserve-thinking", is_flag=True, inherited=True,
+        help="Kimi-K2.6's chat-template argument: every earlier assistant turn of a prompt keeps its reasoning "
+             "(<think>REASONING</think> before its content). Default: the model's template's (off). Only for a "
+             "profile whose template takes it (kimi-k2.6, tiny-kimi-k2.6).")
     model_label: str | None = setting(
         None, flag="--model-label", metavar="HUB_ID", inherited=True,
         help="What the card and manifest name as the model (its Hub id), e.g. when --model is a local path "
@@ -211,6 +220,11 @@ class RunSettings:
             raise SettingError("engine 'local' runs the model in this process and talks to no server: drop the "
                                "servers, or use engine 'sglang' (or 'vllm') to generate on them")
         get_profile(self.profile)    # UnknownProfileError: one line, before anything is read or written
+        unknown = sorted(set(self.set_template_options()) - set(self.model_profile.template_options))
+        if unknown:
+            takers = [p.name for p in PROFILES.values() if unknown[0] in p.template_options]
+            raise SettingError(f"{unknown[0]}: profile {self.profile}'s chat template takes no such argument"
+                               + (f"; profiles whose template does: {', '.join(takers)}" if takers else ""))
         room = sampling_room(self.max_new_tokens, self.max_seq_len, self.model_profile)
         if room:
             raise SettingError(f"{room[0]}: {room[1]}")
@@ -223,6 +237,15 @@ class RunSettings:
     @property
     def model_profile(self) -> ModelProfile:
         return get_profile(self.profile)
+
+    def set_template_options(self) -> dict[str, Any]:
+        """The chat-template arguments these settings give (an unset one is not given)."""
+        return {} if self.preserve_thinking is None else {"preserve_thinking": self.preserve_thinking}
+
+    def template_options(self) -> dict[str, Any]:
+        """The chat-template arguments the run's prompts are rendered with: the profile's defaults, then the set
+        ones."""
+        return {**self.model_profile.template_options, **self.set_template_options()}
 
     @property
     def model_path(self) -> str:
@@ -366,7 +389,7 @@ def engine_and_servers(values: dict[str, Any], given: set[str]) -> dict[str, Any
 # Every setting with an option under one heading of a command's help, in this order.
 SECTIONS: dict[str, tuple[str, ...]] = {
     "Run": ("workdir", "shard", "merge", "progress"),
-    "Model": ("profile", "model", "tokenizer"),
+    "Model": ("profile", "model", "tokenizer", "preserve_thinking"),
     "Sources": ("config_file", "samples", "sources", "revision", "limit"),
     "Sampling": ("max_new_tokens", "temperature", "top_p", "max_seq_len"),
     "Engine": ("engine", "servers", "concurrency", "batch_size", "max_attempts", "retry_backoff", "request_timeout",

@@ -56,7 +56,9 @@ nothing else.
   dropped up to the last assistant turn without tool calls; tool calls as
   `<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>ARGS<|tool_call_end|>…`
   with IDX counted across the whole conversation; tool results as `## Return of ID\\n…`; generation prompt
-  `<|im_assistant|>assistant<|im_middle|><think>` (`<think></think>` with `thinking=False`).
+  `<|im_assistant|>assistant<|im_middle|><think>` (`<think></think>` with `thinking=False`). Kimi-K2.6's one
+  template argument more, `preserve_thinking` (default false), is honoured as its template does: true keeps every
+  earlier assistant turn's `<think>reasoning</think>` (the `tiny-kimi-k2.6` profile); K2.5's template ignores it.
 - Modes: trained on thinking-mode conversations (reasoning, `</think>`, answer) and, for about 30% of them,
   instant-mode ones (prompt rendered with `thinking=False`, so it ends `<think></think>`; the completion is the
   answer or the tool calls directly, no reasoning and no `</think>`), as Kimi-K2.5 answers in its two modes.

@@ -53,7 +53,7 @@ def sha256(path: Path) -> str:
 
 
 def tiny_k3_tokenizer():
-    from kimi_eagle_data.profile import TINY_KIMI_K3
+    from kimi_eagle_data.formats.kimi_k3 import TINY_KIMI_K3
     from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
     return open_tokenizer(TINY_KIMI_K3.model_path)

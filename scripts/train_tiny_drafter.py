@@ -35,7 +35,7 @@ from kimi_eagle_data.probe.split import HELD_OUT, prompt_key
 from kimi_eagle_data.probe.stage import (DRAFTS, MAX_NEW_TOKENS, acceptance_per_prompt, load_target, prompts_of,
                                          split_rows)
 from kimi_eagle_data.probe.train import SEQ_LEN, TRAINER, train
-from kimi_eagle_data.profile import DEMO_PROFILES, get_profile
+from kimi_eagle_data.profile import demo_profiles, get_profile
 from kimi_eagle_data.runs import demo_settings, open_run
 
 BUDGET = 40_000       # loss tokens: twice the probe's default (the shipped drafter is trained once)
@@ -82,7 +82,7 @@ def readme(profile: str, out: Path, prov: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--profile", choices=DEMO_PROFILES, required=True)
+    ap.add_argument("--profile", choices=demo_profiles(), required=True)
     ap.add_argument("--workdir", type=Path, required=True, help="the demo's workdir (made by `kimi-data demo` if it "
                     "has no dataset yet)")
     ap.add_argument("--budget", type=int, default=BUDGET, help="loss tokens to train on")

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kimi_eagle_data.profile import TINY_KIMI_K3  # noqa: E402
+from kimi_eagle_data.formats.kimi_k3 import TINY_KIMI_K3  # noqa: E402
 from kimi_eagle_data.formats.kimi_k3.facts import K3TokenIds  # noqa: E402
 from kimi_eagle_data.formats.kimi_k3.grammar import parse_completion  # noqa: E402
 from kimi_eagle_data.prompts.tokenizer import open_tokenizer  # noqa: E402

@@ -215,7 +215,7 @@ def test_config_fields_are_run_settings_under_their_option_names():
     from kimi_eagle_data.settings import RunSettings
 
     own = {f.name for f in fields(datasets.BuilderConfig)}
-    options = {f.metadata["setting"].flag.removeprefix("--").replace("-", "_"): f.name
+    options = {f.metadata["setting"].flag.split("/")[0].removeprefix("--").replace("-", "_"): f.name
                for f in fields(RunSettings) if f.metadata.get("setting") and f.metadata["setting"].flag}
     options["progress"] = options.pop("no_progress")    # --no-progress: the builder takes the positive form
     builder = {f.name for f in fields(KimiEagleConfig)} - own

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kimi_eagle_data.profile import KIMI_K25
+from kimi_eagle_data.formats.kimi_k2 import KIMI_K25
 from kimi_eagle_data.prompts.prepare import REASON_STAGE
 from kimi_eagle_data.sources.filters import default_max_chars
 from kimi_eagle_data.validate.check import CHECK_REASONS

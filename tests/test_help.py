@@ -13,7 +13,7 @@ from kimi_eagle_data.cli.main import main
 from kimi_eagle_data.settings import DECLARED, SECTIONS
 
 RUN = ["--workdir", "--shard", "--merge", "--no-progress"]
-MODEL = ["--profile", "--model", "--tokenizer"]
+MODEL = ["--profile", "--model", "--tokenizer", "--preserve-thinking", "--no-preserve-thinking"]
 SOURCES = ["--config", "--samples", "--source", "--revision", "--limit"]
 SAMPLING = ["--max-new-tokens", "--temperature", "--top-p", "--max-seq-len"]
 ENGINE = ["--engine", "--server", "--concurrency", "--batch-size", "--max-attempts", "--retry-backoff",
@@ -110,7 +110,7 @@ def test_profile_help_lists_every_profile_from_the_registry(command):
 
 
 def test_demo_profile_help_lists_the_tiny_models():
-    assert "--profile [tiny-kimi|tiny-kimi-k3]" in _help("demo")
+    assert "--profile [tiny-kimi|tiny-kimi-k2.6|tiny-kimi-k3]" in _help("demo")
 
 
 def test_each_profiles_defaults_show_in_help():

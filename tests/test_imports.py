@@ -159,7 +159,7 @@ def test_no_import_circle():
 
 
 # Packages whose modules stand for themselves in the package view: not a stage but one folder per chat format, each
-# holding its profiles as plain data (read by the registry, profile.py, which sits below the stages) and its format
+# holding its profiles as plain data (declared to the registry, registry.py, which sits below the stages) and its format
 # object (which renders with prompts/ and validates with validate/, above them). The module view still forbids any
 # circle through them.
 LAYERED_PACKAGES = (f"{PACKAGE}.formats",)
@@ -255,15 +255,21 @@ def _reached(graph: dict[str, set[str]], start: str) -> set[str]:
     return seen
 
 
-def test_the_profile_registry_reads_format_folders_as_data():
-    """The registry (profile.py) sits below the stages (settings.py reads it): what it imports from a format folder
-    is the folder's profiles as plain data, never its format object or a stage."""
-    reached = _reached(GRAPH, f"{PACKAGE}.profile")
+REGISTRY = [f"{PACKAGE}.{m}" for m in ("registry", "profile", "formats")]
+
+
+def test_the_registry_imports_no_format():
+    """The registry (registry.py, and profile.py and formats/__init__ over it) sits below the stages (settings.py
+    reads it) and below every format: a format folder declares its format and profiles and the registry finds the
+    folder by its place in the package, so nothing it reaches is a format folder, a stage or the CLI."""
     ground = {f"{PACKAGE}.{m}" for m in ("model_profile", "chat_format", "errors")}
-    found = sorted(m for m in reached if m not in ground and not _inside(m, f"{PACKAGE}.formats"))
-    assert not found, "the profile registry reaches: " + ", ".join(found)
-    assert f"{PACKAGE}.formats.kimi_k3.format" not in reached
-    assert f"{PACKAGE}.formats.kimi_k3.profiles" in reached     # the walk sees the folder's data
+    for start in REGISTRY:
+        reached = _reached(GRAPH, start)
+        found = sorted(m for m in reached if m not in ground and m not in REGISTRY)
+        assert not found, f"{start} reaches: " + ", ".join(found)
+    folders = [m for m in GRAPH if m.count(".") == 2 and _inside(m, f"{PACKAGE}.formats")]
+    assert f"{PACKAGE}.formats.kimi_k2" in folders       # the walk sees the folders,
+    assert f"{PACKAGE}.registry" in GRAPH[f"{PACKAGE}.formats.kimi_k2"]     # which import the registry (downward)
 
 
 def test_click_stays_in_the_cli():

@@ -17,7 +17,7 @@ from kimi_eagle_data.wording import counted, plural
 from kimi_eagle_data.formats import format_of
 from kimi_eagle_data.profile import profile_defaults
 from kimi_eagle_data.cli.options import ProfileChoice
-from kimi_eagle_data.settings import PROFILE_HELP
+from kimi_eagle_data.settings import DEFAULT_PROFILE, PROFILE_HELP
 
 _SHOWN_ROWS = 20     # invalid / unreadable rows listed one per line before the summary
 
@@ -40,16 +40,20 @@ class EffortChoice(click.Choice):
         return super().convert(value, param, ctx)
 
 
-def _load(profile: str, model: str | None, tokenizer: str | None):
+def _load(profile: str, model: str | None, tokenizer: str | None, recorded_in: Path | None = None):
     """The profile and its tokenizer, chosen as `build` chooses them: --tokenizer, else --model, else the
-    profile's model (Kimi-K2.5 for the default profile; `--profile tiny-kimi` for the embedded model)."""
-    from kimi_eagle_data.profile import get_profile
+    profile's model (Kimi-K2.5 for the default profile; `--profile tiny-kimi` for the embedded model).
+    `recorded_in`: the dataset whose manifest named the profile (no option did)."""
+    from kimi_eagle_data.profile import UnknownProfileError, get_profile
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 
     try:
         prof = get_profile(profile)
-    except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="--profile") from None
+    except UnknownProfileError as e:
+        if recorded_in is None:
+            raise click.BadParameter(str(e), param_hint="--profile") from None
+        raise UserError(f"{recorded_in}: its manifest names profile {profile!r}: {e}; install the plug-in that "
+                        "declares it (docs/architecture.md, \"Adding a model\")") from None
     # its error names --tokenizer/--profile
     return prof, load_tokenizer(tokenizer or model or prof.model_path, format_of(prof))
 
@@ -61,7 +65,7 @@ CHECK_STOPPED = ("check writes nothing, and what it printed covers only the rows
 
 def tokenizer_options(fn):
     for opt in reversed([
-        click.option("--profile", type=ProfileChoice(), default="kimi-k2.5", show_default=True,
+        click.option("--profile", type=ProfileChoice(), default=DEFAULT_PROFILE, show_default=True,
                      help=f"{PROFILE_HELP} Its tokens, generation prompt and max_seq_len."),
         click.option("--model", help="Model path or Hub id (default: the profile's model)."),
         click.option("--tokenizer", help="Tokenizer path (default: --model)."),
@@ -81,10 +85,13 @@ def tokenizer_options(fn):
 @click.option("--effort", type=EffortChoice(),
               help="Thinking effort, for a profile that has efforts (Kimi-K3; default: its own, max); thinking "
                    "mode only.")
+@click.option("--preserve-thinking/--no-preserve-thinking", default=None,
+              help="Kimi-K2.6's chat-template argument: every earlier assistant turn keeps its reasoning. Default: "
+                   "the profile's template's.")
 @tokenizer_options
 @friendly_errors(interrupted=READS_ONLY)
-def render(source: str, row: int | None, as_ids: bool, mode: str, effort: str | None, profile: str,
-           model: str | None, tokenizer: str | None):
+def render(source: str, row: int | None, as_ids: bool, mode: str, effort: str | None, preserve_thinking: bool | None,
+           profile: str, model: str | None, tokenizer: str | None):
     """Print the exact prompt the model sees for {"messages": [...], "tools": [...]} (`-`: stdin).
 
     The prompt is rendered by the code `prepare` uses (the profile's format: K2.5's chat template with tools
@@ -96,7 +103,15 @@ def render(source: str, row: int | None, as_ids: bool, mode: str, effort: str | 
 
     messages, tools = read_render_row(source, row)
     prof, tok = _load(profile, model, tokenizer)
-    if effort is not None and effort not in format_of(prof).efforts:
+    chat_format = format_of(prof)
+    if preserve_thinking is not None and "preserve_thinking" not in prof.template_options:
+        raise click.BadParameter(f"profile {prof.name}'s chat template takes no such argument; drop it",
+                                 param_hint="--preserve-thinking")
+    options = {**prof.template_options, **({} if preserve_thinking is None else
+                                            {"preserve_thinking": preserve_thinking})}
+    if options:
+        chat_format = chat_format.with_template_options(options)
+    if effort is not None and effort not in chat_format.efforts:
         raise click.BadParameter(f"profile {prof.name} has no thinking effort; drop --effort",
                                  param_hint="--effort")
     if effort is not None and mode != "thinking":
@@ -104,7 +119,7 @@ def render(source: str, row: int | None, as_ids: bool, mode: str, effort: str | 
                                  param_hint="--effort")
     where = "stdin" if source == "-" else source
     try:
-        ids = format_of(prof).render_prompt(tok, messages, tools, mode, effort)
+        ids = chat_format.render_prompt(tok, messages, tools, mode, effort)
     except Exception as e:  # jinja and the tool encoder raise many types; the message is what matters
         raise UserError(f"{where}: cannot render the prompt: {' '.join(str(e).split())[:300]}") from None
     click.echo(orjson.dumps(ids).decode() if as_ids else tok.decode(ids, skip_special_tokens=False))
@@ -171,7 +186,7 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
     dataset = load_local(file, verify=False) if file.is_dir() and has_dataset(file) else None
     if dataset is not None:
         profile, max_seq_len, keep_truncated = _dataset_settings(dataset, profile, max_seq_len, keep_truncated)
-    prof, tok = _load(profile, model, tokenizer)
+    prof, tok = _load(profile, model, tokenizer, recorded_in=dataset.root if dataset is not None else None)
     checker = Checker(prof, tok, max_seq_len=max_seq_len, keep_truncated=keep_truncated, chat_format=format_of(prof))
     if dataset is not None:
         problem = tokenizer_problem(tok, tokenizer or model or prof.model_path, dataset.manifest["provenance"],

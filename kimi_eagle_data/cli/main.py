@@ -16,10 +16,10 @@ import click
 from rich.table import Table
 
 from kimi_eagle_data.cli.common import REWRITES, console, friendly_errors, out, resumes
-from kimi_eagle_data.cli.options import options_for, run_for, settings_from
+from kimi_eagle_data.cli.options import DemoProfileChoice, options_for, run_for, settings_from
 from kimi_eagle_data.cli.help import SectionedCommand
 from kimi_eagle_data.cli.progress import RichProgress, show_log_records
-from kimi_eagle_data.profile import DEMO_PROFILES, profiles_described
+from kimi_eagle_data.profile import demo_profiles, profiles_described
 from kimi_eagle_data.wording import counted
 
 # Exit status of generate/build/demo when samples failed in this run (everything else was kept).
@@ -200,8 +200,8 @@ def main():
 
 
 @main.command(cls=SectionedCommand)
-@click.option("--profile", type=click.Choice(DEMO_PROFILES), default=DEMO_PROFILES[0], show_default=True,
-              help=f"The model to run: {profiles_described(DEMO_PROFILES)}.")
+@click.option("--profile", type=DemoProfileChoice(), default=demo_profiles()[0], show_default=True,
+              help=f"The model to run: {profiles_described(demo_profiles())}.")
 @options_for("demo")
 @friendly_errors
 def demo(profile: str, workdir: str, limit: int | None, progress: bool, workers: int | None):

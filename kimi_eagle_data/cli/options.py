@@ -10,7 +10,7 @@ import click
 
 from kimi_eagle_data.cli.common import console
 from kimi_eagle_data.cli.progress import RichProgress
-from kimi_eagle_data.profile import PROFILES
+from kimi_eagle_data.profile import PROFILES, demo_profiles
 from kimi_eagle_data.run_checks import SettingError, config_name_problem
 from kimi_eagle_data.settings import (COMMAND_SETTINGS, DECLARED, SECTION_OF, UNKNOWN_PROFILE, Setting,
                                       SettingUsageError, check_sampling_room, inherit, saved_options)
@@ -19,11 +19,25 @@ from kimi_eagle_data.sources.partitions import PARTITIONS
 
 class SettingChoice(click.Choice):
     """An option of a setting with `choices` (its help lists them); a value outside them is refused in the setting's
-    own words (`unknown_choice`) where it has them, e.g. every command's `unknown model profile 'X'; known: …`."""
+    own words (`unknown_choice`) where it has them, e.g. every command's `unknown model profile 'X'; known: …`.
+    `choices` may be a live collection (the registry's profiles) or a function giving one: read each time the option
+    is checked or shown, so a profile registered after the command was built is taken."""
 
     def __init__(self, choices, unknown: str | None = None):
-        super().__init__(list(choices))
+        self._source = choices
+        super().__init__(list(self._current()))
         self.unknown = unknown
+
+    def _current(self):
+        return self._source() if callable(self._source) else self._source
+
+    @property
+    def choices(self):
+        return tuple(self._current())
+
+    @choices.setter
+    def choices(self, value):
+        """click.Choice sets its choices once; ours are read from the source each time."""
 
     def convert(self, value, param, ctx):
         if self.unknown is not None and value not in self.choices:
@@ -34,6 +48,11 @@ class SettingChoice(click.Choice):
 def ProfileChoice() -> SettingChoice:   # noqa: N802 (a click type, named as one)
     """--profile on a command that takes it outside the run settings (serve, check, render)."""
     return SettingChoice(PROFILES, UNKNOWN_PROFILE)
+
+
+def DemoProfileChoice() -> SettingChoice:   # noqa: N802 (a click type, named as one)
+    """demo's --profile: every registered embedded test model."""
+    return SettingChoice(demo_profiles, "profile {value!r} is no embedded test model; the demo runs one of: {known}")
 
 
 def click_config_names(ctx, param, value):
@@ -81,6 +100,8 @@ def setting_option(name: str, setting: Setting, default: Any, section: str):
                           "section": section}
     if setting.is_flag:
         kw["is_flag"] = True
+        if default is None:     # an --x/--no-x pair left unset: the setting's own default (the profile's)
+            kw["default"] = None
     elif default is not None and default is not MISSING:
         kw.update(default=default, show_default=setting.show_default)
     if setting.choices:

@@ -11,7 +11,8 @@ from rich.markup import escape
 
 from kimi_eagle_data.cli.common import SERVES, UserError, console, friendly_errors, out
 from kimi_eagle_data.cli.options import ProfileChoice
-from kimi_eagle_data.settings import PROFILE_HELP
+from kimi_eagle_data.profile import demo_profiles
+from kimi_eagle_data.settings import DEFAULT_PROFILE, PROFILE_HELP
 
 
 @click.command()
@@ -24,7 +25,8 @@ from kimi_eagle_data.settings import PROFILE_HELP
 @click.option("--venv", type=click.Path(file_okay=False), metavar="DIR",
               help="--device cpu: the engine's venv (default: the one its install script builds).")
 @click.option("--profile", type=ProfileChoice(),
-              help=f"{PROFILE_HELP} Its launch flags and tokens. [default: kimi-k2.5; tiny-kimi with --device cpu]")
+              help=f"{PROFILE_HELP} Its launch flags and tokens. [default: {DEFAULT_PROFILE}; {demo_profiles()[0]} with "
+                   "--device cpu]")
 @click.option("--model", help="Model path or Hub id (default: the profile's model).")
 @click.option("--tokenizer", help="Tokenizer for /tokenize and `text` (local engine; default: --model).")
 @click.option("--host", default="127.0.0.1", show_default=True)
@@ -91,7 +93,7 @@ def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, conte
         console.print(f"[yellow]note:[/] vLLM on CPU keeps greedy outputs with an EAGLE-3 drafter, not samples "
                       f"({escape(VLLM_CPU_EAGLE3_SAMPLED)}): `generate` refuses a run that samples against it",
                       highlight=False, soft_wrap=True)
-    prof = get_profile(profile or ("tiny-kimi" if cpu else "kimi-k2.5"))
+    prof = get_profile(profile or (demo_profiles()[0] if cpu else DEFAULT_PROFILE))
     model = model or prof.model_path
     if engine == "local" and dry_run:
         # The local server runs in this process: what would run is this command, its defaults resolved.

@@ -27,9 +27,11 @@ class PublishedNames:
     warning: str | None = None       # the model's local path was left out: name it with --model-label
 
 
-def published_names(model_path: str, tokenizer: str | None, label: str | None) -> PublishedNames:
+def published_names(model_path: str, tokenizer: str | None, label: str | None,
+                    profile_model: str = "") -> PublishedNames:
     """`model_path`: what was loaded or served (--model, else the profile's); `tokenizer`: --tokenizer when
-    given; `label`: --model-label. The label wins; else the model's own id when it is a Hub id."""
+    given; `label`: --model-label. The label wins; else the model's own id when it is a Hub id. `profile_model`:
+    the run's profile's model, the example the warning gives when it is a Hub id."""
     if label:
         model = label
     elif not is_local_path(model_path):
@@ -42,6 +44,7 @@ def published_names(model_path: str, tokenizer: str | None, label: str | None) -
         tok = LOCAL_TOKENIZER if is_local_path(tokenizer) else tokenizer
     warning = None
     if model == LOCAL_MODEL:
+        example = f" (e.g. {profile_model})" if profile_model and not is_local_path(profile_model) else ""
         warning = (f"the model {model_path} is a local path: the card and manifest name the model \"{LOCAL_MODEL}\"; "
-                   "pass --model-label HUB_ID (e.g. moonshotai/Kimi-K2.5) to name the model it is")
+                   f"pass --model-label HUB_ID{example} to name the model it is")
     return PublishedNames(model, tok, warning)

@@ -68,7 +68,8 @@ def emit(ctx: RunContext, *, score: dict[str, Any] | None = None, probe: dict[st
 
 def names(ctx: RunContext):
     """The model and tokenizer as the card and manifest name them (never a local path)."""
-    return published_names(ctx.run["model"], ctx.settings.tokenizer, ctx.settings.model_label)
+    return published_names(ctx.run["model"], ctx.settings.tokenizer, ctx.settings.model_label,
+                           ctx.settings.model_profile.model_path)
 
 
 def provenance(ctx: RunContext) -> dict[str, Any]:

@@ -81,6 +81,7 @@ def prepare_fingerprint(ctx: RunContext) -> str:
         "config_file_sha256": ctx.partitions.sha256,
         "tokenizer": ctx.run["tokenizer_sha256"], "template": ctx.run["chat_template_sha256"],
         "tokenizer_code": ctx.run.get("tokenizer_code_sha256"), "tool_encoder": ctx.format.tool_encoder_version,
+        **({"template_options": ctx.run["template_options"]} if "template_options" in ctx.run else {}),
         "max_new_tokens": ctx.sampling.max_new_tokens, "max_seq_len": ctx.max_seq_len,
         "project_version": __version__,
     }

@@ -219,10 +219,15 @@ def resolve_tokenizer(src: RowSource, override: str | None) -> tuple[str, ModelP
     run = _read_json(Workdir(src.workdir).settings_path) if src.workdir else {}
     manifest = _read_json(src.dataset / "manifest.json") if src.dataset else {}
     prov = manifest.get("provenance", {})
+    name = run.get("profile") or prov.get("profile")
+    if not name:    # rows judged with an unknown profile would be split by a guess
+        raise QualityError(f"{src.where}: neither run.json nor the dataset's manifest names the model profile its "
+                           "rows were made with; inspect reads a kimi-data workdir or dataset")
     try:
-        profile = get_profile(run.get("profile") or prov.get("profile") or "kimi-k2.5")
+        profile = get_profile(name)
     except ValueError as e:
-        raise QualityError(str(e)) from e
+        raise QualityError(f"{src.where}: made with profile {name!r}: {e}; install the plug-in that declares it "
+                           "(docs/architecture.md, \"Adding a model\")") from e
     opts = run.get("options", {})
     path = override or opts.get("tokenizer") or opts.get("model") or profile.model_path
     return path, profile, run

@@ -7,8 +7,8 @@ so every id here is the template's own."""
 from __future__ import annotations
 
 from kimi_eagle_data.conversation.next_turn import NextTurn, turn_id
-from kimi_eagle_data.formats import KIMI_K2_FORMAT
-from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.formats.kimi_k2.format import KIMI_K2_FORMAT
+from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.model_profile import INSTANT, THINKING
 from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
 from kimi_eagle_data.records import Completion, ConversationEnd, PromptRecord

@@ -159,6 +159,19 @@ def test_published_names_never_take_a_local_path(tmp_path):
     assert published_names(str(local), "org/tok", None).tokenizer == "org/tok"
 
 
+def test_the_model_label_hint_names_the_profile_s_model(tmp_path):
+    """The warning's example is the run's profile's model, never one fixed model; a profile whose model is a local
+    path (a test model) gives none."""
+    from kimi_eagle_data.emit.model_name import published_names
+
+    local = tmp_path / "ckpt"
+    local.mkdir()
+    k3 = published_names(str(local), None, None, "moonshotai/Kimi-K3").warning
+    assert "--model-label HUB_ID (e.g. moonshotai/Kimi-K3)" in k3 and "K2.5" not in k3
+    tiny = published_names(str(local), None, None, str(local)).warning
+    assert "--model-label HUB_ID to name" in tiny and "e.g." not in tiny
+
+
 def test_card_counts_conversations_as_their_rows_say(conversation_run):
     """The Conversations section of an own_history config: conversations, later turns and turns per conversation
     from its rows grouped here, every end reason with its meaning and its count; the single-turn config is not in

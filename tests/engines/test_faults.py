@@ -13,7 +13,7 @@ import textwrap
 import orjson
 import pytest
 
-from kimi_eagle_data.formats import KIMI_K2_FORMAT
+from kimi_eagle_data.formats.kimi_k2.format import KIMI_K2_FORMAT
 from kimi_eagle_data.engines.sglang import check_output_ids
 from kimi_eagle_data.run_checks import url_problem
 

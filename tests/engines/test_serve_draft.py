@@ -8,7 +8,7 @@ import json
 import shlex
 
 from kimi_eagle_data.cards.card import drafter_line
-from kimi_eagle_data.profile import KIMI_K25
+from kimi_eagle_data.formats.kimi_k2 import KIMI_K25
 from tests.engines.test_serve_cli import fake_venv
 from tests.helpers.cli import error_lines, run_cli
 

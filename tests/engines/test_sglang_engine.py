@@ -254,17 +254,27 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path):
         assert len(set(completions(w))) == len(completions(w)) == n
 
 
-def test_out_of_vocabulary_prompt_is_a_counted_prepare_reject_and_never_sent(tmp_path, monkeypatch):
-    """A model whose embedding is one id short of its tokenizer (as K2.5's tokenizer names ids past the
-    model's 163,840): a prompt holding [PAD] (2047) would crash a real server; prepare counts it out."""
+@pytest.fixture
+def tiny_kimi_one_id_short():
+    """tiny-kimi with an embedding one id short of its tokenizer, for one test, then the shipped one again."""
     from dataclasses import replace
 
+    from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
+    from kimi_eagle_data.profile import register_profile, unregister_profile
+
+    unregister_profile(TINY_KIMI.name)
+    register_profile(replace(TINY_KIMI, vocab_size=2047))
+    yield
+    unregister_profile(TINY_KIMI.name)
+    register_profile(TINY_KIMI)
+
+
+def test_out_of_vocabulary_prompt_is_a_counted_prepare_reject_and_never_sent(tmp_path, tiny_kimi_one_id_short):
+    """A model whose embedding is one id short of its tokenizer (as K2.5's tokenizer names ids past the
+    model's 163,840): a prompt holding [PAD] (2047) would crash a real server; prepare counts it out."""
     from click.testing import CliRunner
 
     from kimi_eagle_data.cli.main import main as cli
-    from kimi_eagle_data.profile import PROFILES, TINY_KIMI
-
-    monkeypatch.setitem(PROFILES, "tiny-kimi", replace(TINY_KIMI, vocab_size=2047))
     source = tmp_path / "b6.jsonl"
     texts = ["How many legs do 3 spiders have?", "Repeat after me: [PAD]", "Name a prime above 10."]
     source.write_text("".join(json.dumps({"prompt": t, "prompt_id": f"p{i}", "messages": [

@@ -64,6 +64,20 @@ def test_a_kimi_k25_submit_on_four_nodes_starts_sglang_with_the_profiles_flags(t
     assert flags["--context-length"] == "16386" and "--trust-remote-code" in launch
 
 
+def test_every_job_loads_the_plug_ins_the_submit_loaded(tmp_path, monkeypatch):
+    """An installed plug-in is found by the `kimi-data` on the jobs' PATH (the submit's environment); the modules
+    KIMI_DATA_PLUGINS names are exported to every job, with --setup too."""
+    monkeypatch.setenv("KIMI_DATA_PLUGINS", "my_formats.k26, other")
+    for args in ((), ("--setup", "source /shared/venv/bin/activate")):
+        s = dry_run(tmp_path / f"w{len(args)}", "B4", "--nodes", "1", "--server", "http://127.0.0.1:30000", *args)
+        for text in s.values():
+            assert "export KIMI_DATA_PLUGINS='my_formats.k26, other'" in text
+            subprocess.run(["bash", "-n"], input=text, text=True, check=True)
+    monkeypatch.delenv("KIMI_DATA_PLUGINS")
+    assert "KIMI_DATA_PLUGINS" not in dry_run(tmp_path / "w", "B4", "--nodes", "1", "--server",
+                                                "http://127.0.0.1:30000")["prepare"]
+
+
 def test_vllm_tasks_start_vllm_and_named_servers_start_nothing(tmp_path):
     s = dry_run(tmp_path / "v", "B4", "--nodes", "2", "--engine", "vllm", "--time", "4:00:00", "--requeue-margin",
                 "600")

@@ -1,6 +1,7 @@
 """No stage names a model: outside the profile registry (profile.py) and the formats (formats/), no module
-imports or reads a profile constant (KIMI_K25, KIMI_K3, TINY_KIMI, TINY_KIMI_K3), and none falls back to a format
-when it is handed none (`chat_format is None`, a `…format` parameter defaulting to None). A stage asks the run's
+imports or reads a profile constant (KIMI_K25, KIMI_K3, TINY_KIMI, TINY_KIMI_K3), none writes a profile's or a
+format's name as a string (`or "kimi-k2.5"`; the one default, settings.py's DEFAULT_PROFILE, aside), and none falls
+back to a format when it is handed none (`chat_format is None`, a `…format` parameter defaulting to None). A stage asks the run's
 format (`RunContext.format`, `chat_format.ChatFormat`) for everything format-specific. Read with `ast`."""
 
 from __future__ import annotations
@@ -15,6 +16,15 @@ BESIDE = (ROOT / "cards", ROOT / "builders")
 MODEL_NAMES = frozenset({"KIMI_K25", "KIMI_K3", "TINY_KIMI", "TINY_KIMI_K3"})
 # Where model facts live: the registry and the formats. Everything else is a stage or what stages share.
 OWNERS = ("profile.py", "formats/")
+# The one name a module outside them may give a profile's name: the run's default (settings.py).
+NAMED_DEFAULTS = frozenset({"DEFAULT_PROFILE"})
+
+
+def _declared_names() -> frozenset[str]:
+    """Every profile's and format's name the package declares (the registry's, read as shipped)."""
+    from kimi_eagle_data.profile import PROFILES
+
+    return frozenset(PROFILES) | {p.chat_format for p in PROFILES.values()}
 
 
 def _is_format(node: ast.AST) -> bool:
@@ -26,11 +36,18 @@ def _is_none(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
-def model_names(source: str, where: str) -> list[str]:
-    """Every place `source` names a model or falls back from a missing format, as `where:line what`."""
+def model_names(source: str, where: str, literals: frozenset[str] = frozenset()) -> list[str]:
+    """Every place `source` names a model (a constant, or one of `literals` as a whole string) or falls back from a
+    missing format, as `where:line what`."""
     found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom):
+    tree = ast.parse(source)
+    allowed = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Assign)
+               and any(isinstance(t, ast.Name) and t.id in NAMED_DEFAULTS for t in n.targets)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in literals \
+                and id(node) not in allowed:
+            found.append(f"{where}:{node.lineno} names {node.value!r}")
+        elif isinstance(node, ast.ImportFrom):
             found += [f"{where}:{node.lineno} imports {a.name}" for a in node.names if a.name in MODEL_NAMES]
         elif isinstance(node, (ast.Name, ast.Attribute)):
             name = node.id if isinstance(node, ast.Name) else node.attr
@@ -54,15 +71,16 @@ def model_names(source: str, where: str) -> list[str]:
 
 
 def test_no_stage_names_a_model_or_falls_back_to_one():
-    found = []
+    found, literals = [], _declared_names()
+    assert {"kimi-k2.5", "tiny-kimi", "kimi-k3", "kimi-k2"} <= literals     # the scan looks for the shipped names
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
         if rel.startswith(OWNERS) or "assets/" in rel:
             continue
-        found += model_names(path.read_text(encoding="utf-8"), rel)
+        found += model_names(path.read_text(encoding="utf-8"), rel, literals)
     for folder in BESIDE:
         for path in sorted(folder.rglob("*.py")):
-            found += model_names(path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix())
+            found += model_names(path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix(), literals)
     assert not found, "model names or format fallbacks outside the registry and formats/: " + "; ".join(found)
 
 
@@ -105,7 +123,7 @@ def test_the_card_asks_the_format():
 def test_the_scan_sees_each_kind_of_offence():
     """The checker itself: each of the shapes that crept into stages before is found."""
     source = '''
-from kimi_eagle_data.profile import KIMI_K25
+from kimi_eagle_data.formats.kimi_k2 import KIMI_K25
 import kimi_eagle_data.profile as profile
 ids = profile.TINY_KIMI.generation_prompt
 def render(tokenizer, chat_format=None):
@@ -115,8 +133,12 @@ def check(x, *, chat_format: object = None): ...
 class Modes:
     chat_format: object = None
 ok = "{x}".format(x=1) if ids is not None else None
+name = run.get("profile") or "kimi-k2.5"
+DEFAULT_PROFILE = "kimi-k2.5"
+help = "the default, kimi-k2.5, is Kimi-K2.5"
 '''
-    found = model_names(source, "m.py")
+    found = model_names(source, "m.py", frozenset({"kimi-k2.5"}))
     assert found == ["m.py:2 imports KIMI_K25", "m.py:4 reads TINY_KIMI",
                      "m.py:5 parameter chat_format defaults to None", "m.py:6 compares a format with None",
-                     "m.py:8 parameter chat_format defaults to None", "m.py:10 field chat_format defaults to None"]
+                     "m.py:8 parameter chat_format defaults to None", "m.py:10 field chat_format defaults to None",
+                     "m.py:12 names 'kimi-k2.5'"]

@@ -10,10 +10,10 @@ import pytest
 
 from kimi_eagle_data.chat_format import ChatFormat
 from kimi_eagle_data.emit.dataset import load_local
-from kimi_eagle_data import formats
-from kimi_eagle_data.formats import KIMI_K2_FORMAT, format_named, format_of, register_format
+from kimi_eagle_data.formats import format_named, format_of, register_format, unregister_format
+from kimi_eagle_data.formats.kimi_k2.format import KIMI_K2_FORMAT
 from kimi_eagle_data.formats.kimi_k3.format import KIMI_K3_FORMAT
-from kimi_eagle_data.profile import PROFILES, get_profile
+from kimi_eagle_data.profile import PROFILES, get_profile, unregister_profile
 from kimi_eagle_data.model_profile import INSTANT, THINKING
 from kimi_eagle_data.prompts.prepared_file import read_prepared
 from kimi_eagle_data.prompts.tokenizer import open_tokenizer
@@ -35,8 +35,8 @@ def toy_registered():
     help's profile list, the tokenizer hint) see the registry as shipped."""
     register()
     yield
-    PROFILES.pop(TOY_PROFILE.name)
-    formats._FORMATS.pop(TOY_FORMAT.name)     # no public unregistering: a plug-in stays for the process
+    unregister_profile(TOY_PROFILE.name)
+    unregister_format(TOY_FORMAT.name)
 
 
 def test_every_format_is_a_chat_format_and_the_registry_holds_the_toy():

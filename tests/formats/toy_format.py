@@ -22,7 +22,8 @@ from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.formats import register_format
 from kimi_eagle_data.formats.base import ends_with, sample_issues, sample_reasons
 from kimi_eagle_data.prompts.tokenizer import special_text
-from kimi_eagle_data.profile import TINY_KIMI, register_profile
+from kimi_eagle_data.profile import register_profile
+from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile, model_vocab_size
 from kimi_eagle_data.chat_format import Verdict
 

@@ -15,7 +15,7 @@ from kimi_eagle_data.conversation.messages import history_call_count, next_turn_
 from kimi_eagle_data.formats.kimi_k2.messages import assistant_message
 from kimi_eagle_data.conversation.script import script_steps
 from kimi_eagle_data.formats.kimi_k2.grammar import CompletionGrammar
-from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.model_profile import model_vocab_size
 from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
 from kimi_eagle_data.decoding import SegmentDecoder

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from kimi_eagle_data.sources.partitions import PARTITIONS
-from kimi_eagle_data.formats import KIMI_K2_FORMAT
+from kimi_eagle_data.formats.kimi_k2.format import KIMI_K2_FORMAT
 from kimi_eagle_data.prompts.prepare import PromptModes, prepare_rows, sample_id
-from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
 from kimi_eagle_data.sources.readers import iter_jsonl
 from kimi_eagle_data.formats.kimi_k2.render import render_prompt

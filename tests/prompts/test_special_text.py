@@ -15,7 +15,7 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from kimi_eagle_data.decoding import fast_decoder
 from kimi_eagle_data.prompts.tokenizer import special_text

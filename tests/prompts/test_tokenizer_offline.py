@@ -9,7 +9,7 @@ import threading
 import pytest
 from click.testing import CliRunner
 
-from kimi_eagle_data.profile import KIMI_K25
+from kimi_eagle_data.formats.kimi_k2 import KIMI_K25
 from kimi_eagle_data.prompts.tokenizer import tokenizer_hint
 
 TOKENIZER_HINT = tokenizer_hint(KIMI_K25.model_path)     # the hint under the default profile

@@ -32,7 +32,7 @@ from kimi_eagle_data.engines.base import EngineError
 from kimi_eagle_data.engines.drafter import parse_vllm_metrics
 from kimi_eagle_data.records import tokens_per_verify_step
 from kimi_eagle_data.formats.kimi_k3.format import KIMI_K3_FORMAT
-from kimi_eagle_data.profile import TINY_KIMI_K3
+from kimi_eagle_data.formats.kimi_k3 import TINY_KIMI_K3
 from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 from tests.helpers.cli import run_cli
 from tests.real_engines.servers import CLI_TIMEOUT_S, RealServer, free_port, http, serve_cpu

@@ -16,7 +16,7 @@ import pytest
 from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams, ScoreRequest, ScoreResult
 from kimi_eagle_data.engines.vllm import VLLMEngine
 from kimi_eagle_data.engines.base import EngineError
-from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
 from kimi_eagle_data.records import RequestFailure
 from tests.helpers.cli import error_lines, run_cli

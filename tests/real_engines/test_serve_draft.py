@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from kimi_eagle_data.profile import KIMI_K25
+from kimi_eagle_data.formats.kimi_k2 import KIMI_K25
 from tests.helpers.cli import run_cli
 from tests.real_engines.servers import CLI_TIMEOUT_S, installed_venv
 

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kimi_eagle_data.sources.partitions import PARTITIONS
-from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.rules import reason_descriptions
 
 from tests.helpers.cli import run_cli
@@ -379,7 +379,7 @@ def test_segments_rebuild_every_row(demo_run):
     """In-process over every demo row: the segments concatenate to input_ids and the boundary is prompt_len."""
     from kimi_eagle_data.formats.kimi_k2.segments import Segmenter
     from kimi_eagle_data.reports.inspect import segments_of
-    from kimi_eagle_data.profile import TINY_KIMI
+    from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
     from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
     from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
 
@@ -83,7 +83,7 @@ def test_adapters_keep_the_upstream_answer():
 
 def test_rows_without_an_answer_are_counted_not_dropped(tiny_tokenizer):
     from kimi_eagle_data.sources.config import load_config
-    from kimi_eagle_data.formats import KIMI_K2_FORMAT
+    from kimi_eagle_data.formats.kimi_k2.format import KIMI_K2_FORMAT
     from kimi_eagle_data.prompts.prepare import PromptModes, prepare_rows
 
     part = load_config(None).partition("B7")

@@ -16,9 +16,9 @@ from kimi_eagle_data.sources.partitions import PARTITIONS, POLICIES, Filters, Pa
 from kimi_eagle_data.sources.decontam import DecontamError, DecontamSettings, Decontaminator, EvalSet
 from kimi_eagle_data.sources.dedup import DedupSettings, MinHashDedup, exact_key, normalize
 from kimi_eagle_data.sources.filters import check_content, check_language, check_tools, script_share
-from kimi_eagle_data.formats import KIMI_K2_FORMAT
+from kimi_eagle_data.formats.kimi_k2.format import KIMI_K2_FORMAT
 from kimi_eagle_data.prompts.prepare import PrepareState, PromptModes, prepare_rows, sample_id
-from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.records import SourceRowError
 from kimi_eagle_data.sources.selection import ScanStats, capacity_for, rank, select
 from kimi_eagle_data.sources.readers import iter_jsonl

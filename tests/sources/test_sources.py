@@ -15,9 +15,9 @@ import pytest
 
 from kimi_eagle_data.sources.partitions import PARTITIONS, Filters, Partition
 from kimi_eagle_data.sources.config import DEFAULT, ConfigError, load_config
-from kimi_eagle_data.formats import KIMI_K2_FORMAT
+from kimi_eagle_data.formats.kimi_k2.format import KIMI_K2_FORMAT
 from kimi_eagle_data.prompts.prepare import PromptModes, prepare_rows
-from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.sources.readers import SourceFileError, iter_hub, iter_source
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -293,7 +293,7 @@ def test_filters_dataclass_defaults():
 
 
 def test_partition_modes_and_sampling_mix(tmp_path):
-    from kimi_eagle_data.profile import KIMI_K25
+    from kimi_eagle_data.formats.kimi_k2 import KIMI_K25
     from kimi_eagle_data.sources.modes import ModePlan, choose_mode, choose_sampling
 
     conf = load_config(write(tmp_path, """

@@ -15,7 +15,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from kimi_eagle_data.profile import TINY_KIMI, TINY_KIMI_K3
+from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
+from kimi_eagle_data.formats.kimi_k3 import TINY_KIMI_K3
 from tests.helpers.cli import REPO, run_cli
 from tests.helpers.trainer_contracts import specforge_prepare_prompts, speculators_build_vocab_mappings
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
 from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 from kimi_eagle_data.chat_format import Verdict

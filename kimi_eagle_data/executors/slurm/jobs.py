@@ -14,6 +14,7 @@ the settings a one-process `build` would; a shard's own options (its server) are
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import signal
@@ -23,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kimi_eagle_data.errors import KimiDataError
+from kimi_eagle_data.registry import PLUGINS_VARIABLE
 from kimi_eagle_data.executors.slurm import scheduler
 from kimi_eagle_data.executors.slurm.layout import SlurmLayout
 from kimi_eagle_data.store.workdir import Workdir, read_json, write_json
@@ -95,10 +97,16 @@ class SlurmJobs:
 
     def setup_lines(self) -> str:
         if self.setup is not None:
-            return "# The task's environment (--setup):\n" + self.setup.strip()
-        bin_dir = Path(sys.executable).parent
-        return ("# The environment `kimi-data slurm submit` ran in (give --setup for another):\n"
-                f"export PATH={shlex.quote(str(bin_dir))}:\"$PATH\"")
+            lines = "# The task's environment (--setup):\n" + self.setup.strip()
+        else:
+            bin_dir = Path(sys.executable).parent
+            lines = ("# The environment `kimi-data slurm submit` ran in (give --setup for another):\n"
+                     f"export PATH={shlex.quote(str(bin_dir))}:\"$PATH\"")
+        plugins = os.environ.get(PLUGINS_VARIABLE, "").strip()
+        if plugins:     # a cluster may not export the submitting shell's variables: the tasks load what it loaded
+            lines += (f"\n# The format plug-ins the submit loaded ({PLUGINS_VARIABLE}):\n"
+                      f"export {PLUGINS_VARIABLE}={shlex.quote(plugins)}")
+        return lines
 
     def scripts(self) -> dict[str, str]:
         """Each job's script text, by job name (prepare, generate, finalize)."""

@@ -1,4 +1,5 @@
-"""Kimi-K2.5's chat format, everything about it in this folder: its profiles as plain data (`profiles.py`:
+"""Kimi-K2.5's chat format, everything about it in this folder (Kimi-K2.6 speaks it too, with one template argument
+more, `preserve_thinking`): its profiles as plain data (`profiles.py`:
 `K2Profile`, K2.5's tokens by string and their roles; exported here for the registry, kimi_eagle_data/profile.py),
 those tokens resolved to a tokenizer's ids (`tokens.py`), the format object the stages ask (`format.py`: the
 tokenizer's chat template, the completion grammar and validator), the prompt renderer (`render.py`: the chat
@@ -8,9 +9,13 @@ token-structure rules and reason codes (`rules.py`) and their validator (`valida
 assistant message a client sends back (`messages.py`), an answer as the completion K2.5 writes (`answer.py`) and
 its split of a sequence into `inspect`'s segments (`segments.py`).
 
-Only the profiles are imported here: the registry sits below the stages, the format object above them.
+Declared here for the registry (kimi_eagle_data/registry.py): the format by the name of its object's module, imported
+on first use, and the profiles as plain data: the registry sits below the stages, the format object above them.
 """
 
-from kimi_eagle_data.formats.kimi_k2.profiles import KIMI_K25, TINY_KIMI
+from kimi_eagle_data.formats.kimi_k2.profiles import KIMI_K25, KIMI_K26, TINY_KIMI, TINY_KIMI_K26
+from kimi_eagle_data.registry import Declaration
 
-PROFILES = (KIMI_K25, TINY_KIMI)
+PROFILES = (KIMI_K25, TINY_KIMI, KIMI_K26, TINY_KIMI_K26)
+DECLARATION = Declaration(formats={"kimi-k2": "kimi_eagle_data.formats.kimi_k2.format:KIMI_K2_FORMAT"},
+                          profiles=PROFILES)

@@ -42,6 +42,7 @@ Kimi-K2.5's format is `KimiK2Format` below; Kimi-K3's is `kimi_k3/format.py` bes
 
 from __future__ import annotations
 
+import copy
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
@@ -51,9 +52,20 @@ THINKING, INSTANT = "thinking", "instant"
 
 
 class KimiK2Format:
-    """Kimi-K2.5's format: the tokenizer's chat template, `<think>`…`</think>`, the tool-call section tokens."""
+    """Kimi-K2.5's format: the tokenizer's chat template, `<think>`…`</think>`, the tool-call section tokens.
+    Kimi-K2.6 speaks it too, its template taking one argument more (`preserve_thinking`): `template_options` are the
+    arguments a run passes (`with_template_options` binds them; runs.open_run does, from the profile and settings)."""
 
     name = "kimi-k2"
+
+    def __init__(self, template_options: Mapping | None = None):
+        self.template_options = MappingProxyType(dict(template_options or {}))
+
+    def with_template_options(self, options: Mapping) -> "KimiK2Format":
+        """This format passing `options` to the chat template (the same grammar, tokens and validator)."""
+        bound = copy.copy(self)
+        bound.template_options = MappingProxyType(dict(options))
+        return bound
     efforts: tuple[str, ...] = ()          # K2.5 has no thinking effort
     refused_efforts: Mapping[str, str] = MappingProxyType({})
     default_effort = None
@@ -78,12 +90,12 @@ class KimiK2Format:
     def render_prompt(self, tokenizer, messages, tools, mode: str = THINKING, effort: str | None = None) -> list[int]:
         from kimi_eagle_data.formats.kimi_k2.render import render_prompt
 
-        return render_prompt(tokenizer, messages, tools, mode)
+        return render_prompt(tokenizer, messages, tools, mode, dict(self.template_options))
 
     def render_text(self, tokenizer, messages, tools, mode: str = THINKING, effort: str | None = None) -> str:
         from kimi_eagle_data.formats.kimi_k2.render import render_text
 
-        return render_text(tokenizer, messages, tools, mode)
+        return render_text(tokenizer, messages, tools, mode, dict(self.template_options))
 
     def generation_prompt_ids(self, profile, tokenizer, mode: str = THINKING) -> list[int]:
         return profile.generation_prompt_ids(tokenizer, mode)
@@ -152,7 +164,18 @@ class KimiK2Format:
         from kimi_eagle_data.formats.kimi_k2.rules import rules_paragraph
 
         return CardText(rules=rules_paragraph(profile), reasoning_end=profile.think_close,
-                        thinking_prompt=profile.generation_prompt, instant_prompt=profile.instant_generation_prompt)
+                        thinking_prompt=profile.generation_prompt, instant_prompt=profile.instant_generation_prompt,
+                        history_reasoning=self.history_reasoning(profile))
+
+    def history_reasoning(self, profile) -> str:
+        """How the prompts render the reasoning of the history's assistant turns, in the profile's tokens."""
+        empty = f"`{profile.think_open}{profile.think_close}`"
+        if self.template_options.get("preserve_thinking"):
+            return (f"every earlier assistant turn keeps its reasoning, as `{profile.think_open}REASONING"
+                    f"{profile.think_close}` before its content (the template's `preserve_thinking`), in plain "
+                    "turns and tool loops alike")
+        return (f"an earlier assistant turn up to the last one without tool calls renders {empty} (its reasoning "
+                "dropped); the turns of the tool loop after it keep theirs; instant mode drops every turn's")
 
 
 KIMI_K2_FORMAT = KimiK2Format()

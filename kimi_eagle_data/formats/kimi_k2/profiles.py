@@ -1,6 +1,6 @@
-"""Kimi-K2.5's profiles as the registry (kimi_eagle_data/profile.py) holds them: `kimi-k2.5` and `tiny-kimi`, every
-model fact as plain data (`K2Profile`: a `ModelProfile` with K2.5's tokens by string and their roles), and the
-embedded tiny model's directory.
+"""The profiles of the models that speak Kimi-K2.5's format, as the registry (kimi_eagle_data/registry.py) holds
+them: `kimi-k2.5` and `tiny-kimi`, `kimi-k2.6` and `tiny-kimi-k2.6`, every model fact as plain data (`K2Profile`: a
+`ModelProfile` with K2.5's tokens by string and their roles), and the embedded tiny model's directory.
 """
 
 from __future__ import annotations
@@ -148,4 +148,28 @@ TINY_KIMI = replace(
     vocab_size=None,     # its own: the tokenizer's length
     is_test_model=True,
     shipped_drafter=str(TINY_MODEL_DIR.parent / "tiny-kimi-eagle3"),
+)
+
+# Kimi-K2.6: K2.5's tokenizer (its files byte-identical), tokens and tool format; its chat template takes one
+# argument more, `preserve_thinking` (default false: earlier assistant turns render as K2.5's do; true: each keeps
+# `<think>REASONING</think>` before its content), and its config stops on `<|im_end|>` (163586, K2.5's end of turn)
+# where K2.5's named `[EOS]`. tinker-cookbook's K2.6 renderer tests pin both against the model's own template.
+KIMI_K26 = replace(
+    KIMI_K25,
+    name="kimi-k2.6",
+    model_path="moonshotai/Kimi-K2.6",
+    display_name="Kimi-K2.6",
+    card_tags=("kimi-k2.6",),
+    draft_model="",
+    template_options={"preserve_thinking": False},
+)
+
+# The embedded tiny model under K2.6's template options: its template (assets/tiny-kimi/chat_template.jinja) honours
+# `preserve_thinking` as K2.6's does, and renders as K2.5's without it.
+TINY_KIMI_K26 = replace(
+    TINY_KIMI,
+    name="tiny-kimi-k2.6",
+    display_name="Kimi-K2.6",
+    card_tags=("kimi-k2.6",),
+    template_options={"preserve_thinking": False},
 )

@@ -21,7 +21,7 @@ class ToolRenderingError(ToolSchemaUnsupported, KimiDataError):
     as `tool_schema_unsupported`, as it does a schema the encoder refuses."""
 
 
-def render_text(tokenizer, messages, tools, mode: str = THINKING) -> str:
+def render_text(tokenizer, messages, tools, mode: str = THINKING, options: dict | None = None) -> str:
     """The prompt text: the model's own template, tools passed natively and declared TypeScript-style.
     Instant mode goes through the template's own switch, `thinking=False` (its generation prompt then ends
     with `<think></think>`); thinking mode passes nothing, the template's default.
@@ -30,8 +30,9 @@ def render_text(tokenizer, messages, tools, mode: str = THINKING) -> str:
     (the embedded tiny one included) get the same string from our encoder, so every tokenizer renders
     tools as the real model sees them. A schema the encoder cannot render raises ToolSchemaUnsupported;
     a template that did not put the TypeScript block in the text (a JSON fallback) raises
-    ToolRenderingError: never a JSON-declared prompt mixed into the data."""
-    kwargs: dict = {"thinking": False} if mode == INSTANT else {}
+    ToolRenderingError: never a JSON-declared prompt mixed into the data. `options`: the template's own arguments
+    the run sets (Kimi-K2.6's `preserve_thinking`), passed as given."""
+    kwargs: dict = {**(options or {}), **({"thinking": False} if mode == INSTANT else {})}
     if tools:
         tools = deep_sort(tools)
         kwargs["tools_ts_str"] = ts = encode_tools(tools)
@@ -43,9 +44,10 @@ def render_text(tokenizer, messages, tools, mode: str = THINKING) -> str:
     return text
 
 
-def render_prompt(tokenizer, messages, tools, mode: str = THINKING) -> list[int]:
+def render_prompt(tokenizer, messages, tools, mode: str = THINKING, options: dict | None = None) -> list[int]:
     """Prompt ids: `render_text` tokenized the way `apply_chat_template(tokenize=True)` does."""
-    return list(tokenizer(render_text(tokenizer, messages, tools, mode), add_special_tokens=False)["input_ids"])
+    return list(tokenizer(render_text(tokenizer, messages, tools, mode, options),
+                          add_special_tokens=False)["input_ids"])
 
 
 # A fixed probe set for tokenizers that render tool declarations themselves (Kimi-K2.5's own

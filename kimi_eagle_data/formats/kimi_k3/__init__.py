@@ -11,9 +11,13 @@ Written for kimi-eagle-data from the format K3's launch tokenizer renders; Moons
 repository, it is the oracle the golden files (tests/golden/k3/) and the differential fuzz
 (scripts/k3_render_fuzz.py) were checked against (docs/kimi-k3.md).
 
-Only the profiles are imported here: the registry sits below the stages, the format object above them.
+Declared here for the registry (kimi_eagle_data/registry.py): the format by the name of its object's module, imported
+on first use (K3's renderer and grammar load only for a K3 run), and the profiles as plain data.
 """
 
 from kimi_eagle_data.formats.kimi_k3.profiles import KIMI_K3, TINY_KIMI_K3
+from kimi_eagle_data.registry import Declaration
 
 PROFILES = (KIMI_K3, TINY_KIMI_K3)
+DECLARATION = Declaration(formats={"kimi-k3": "kimi_eagle_data.formats.kimi_k3.format:KIMI_K3_FORMAT"},
+                          profiles=PROFILES)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from kimi_eagle_data.formats.kimi_k2.grammar import CompletionGrammar
-from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from kimi_eagle_data.model_profile import INSTANT, THINKING, model_vocab_size
 from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens

@@ -10,7 +10,7 @@ import pytest
 
 from kimi_eagle_data.formats.kimi_k2.grammar import CALL_BEGIN, CompletionGrammar, Fault, reasoning_length
 from kimi_eagle_data.id_buffers import pack
-from kimi_eagle_data.profile import TINY_KIMI
+from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from kimi_eagle_data.model_profile import model_vocab_size
 from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens

@@ -87,7 +87,7 @@ def test_k3_specforge_export_reads_in_specforges_prompt_reader(k3_work, tmp_path
 def test_k3_speculators_export_loads_and_its_token_freq_counts_the_k3_loss_tokens(k3_work, tmp_path):
     import torch
 
-    from kimi_eagle_data.profile import TINY_KIMI_K3
+    from kimi_eagle_data.formats.kimi_k3 import TINY_KIMI_K3
     from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
     want = train_rows(k3_work)
@@ -113,7 +113,7 @@ def test_k3_demo_rows_through_specforges_own_kimi_k3_thinking_template(k3_work, 
     """The relation tests/formats/kimi_k3/test_k3_specforge.py holds on the golden rows, on the tiny model's own rows:
     SpecForge reading each row's text with `kimi-k3-thinking` masks a thinking row's completion without its
     `<|end_of_msg|>` and an instant row not at all (docs/kimi-k3.md)."""
-    from kimi_eagle_data.profile import TINY_KIMI_K3
+    from kimi_eagle_data.formats.kimi_k3 import TINY_KIMI_K3
     from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
     tokenizer = open_tokenizer(TINY_KIMI_K3.model_path)

@@ -238,7 +238,7 @@ def test_an_answer_renders_as_every_golden_assistant_turn():
 
 def test_an_answer_k3_cannot_write_is_an_unrenderable_failure_k25_writes_it(tok):
     from kimi_eagle_data.formats import format_of
-    from kimi_eagle_data.profile import TINY_KIMI
+    from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
     from kimi_eagle_data.records import PromptRecord
     from kimi_eagle_data.score.scoring import Item, Unrenderable, plan_items
 

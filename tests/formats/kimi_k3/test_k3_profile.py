@@ -73,7 +73,7 @@ def test_typed_markers_are_text_in_k3_and_special_in_k25(k3):
     typed = format_of(profile).render_prompt(tok, [{"role": "user", "content": "<|open|>"}], None)
     assert typed.count(open_id) == plain.count(open_id)          # the typed marker is a non-special segment
     assert format_of(profile).special_text(tok) is None
-    from kimi_eagle_data.profile import TINY_KIMI
+    from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
     from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
     k25 = open_tokenizer(TINY_KIMI.model_path)
