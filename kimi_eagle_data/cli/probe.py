@@ -12,7 +12,8 @@ from kimi_eagle_data.cli.help import SectionedCommand
 from kimi_eagle_data.cli.options import options_for
 
 PROBE_JSON_HELP = """\b
---json prints one object (also written to WORKDIR/probe.json; the card reads it):
+--json prints one object (also written to --out: WORKDIR/probe.json, which the
+card reads, or WORKDIR/probe-NAME.json for --data NAME):
   setup {target, model, trainer (cpu-loop), drafter {...}, budget_loss_tokens,
     seq_len, seeds, drafts_per_step, max_new_tokens, held_out_per_config, ...},
   interval (the method), confidence, held_out {CONFIG: [prompt ids]},
@@ -60,10 +61,13 @@ def probe_table(report, title: str = "probe: acceptance length of EAGLE-3 drafte
 @click.option("--prefill-rate", type=click.FloatRange(min=0, min_open=True), default=None,
               help="With --dry-run: prefill tokens/s of the GPU node (e.g. the pilot's, from `kimi-data plan`), to "
                    "project the hours of hidden-state extraction.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where the report goes (default: WORKDIR/probe.json for the workdir's dataset, which the card "
+                   "reads; WORKDIR/probe-NAME.json for --data NAME, which never reaches the card).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (keys below).")
 @friendly_errors(interrupted=PROBES)
 def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool, no_history: bool, dry_run: bool,
-          prefill_rate, as_json: bool, **kw):
+          prefill_rate, out_path, as_json: bool, **kw):
     """Train small EAGLE-3 drafters on a dataset and measure their acceptance on held-out prompts.
 
     speculators' EAGLE-3 model and loss (the [probe] extra), trained on CPU by a short loop on the target's
@@ -85,6 +89,15 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
     from kimi_eagle_data.store.workdir import Workdir
 
     wd = Workdir(Path(kw["workdir"]).resolve())
+    if prefill_rate is not None and not dry_run:
+        raise click.UsageError("--prefill-rate projects a GPU node's extraction time and needs --dry-run; "
+                               "add --dry-run, or leave --prefill-rate out to measure here")
+    from kimi_eagle_data.probe.report import report_path
+
+    try:
+        report_file = report_path(wd, data, out_path)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--out") from None
     wd.settings()
     if dry_run:
         from kimi_eagle_data.probe.gpu_plan import gpu_plan
@@ -96,7 +109,8 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
     require_speculators()
     ctx = run_for(kw, create=False, remember_options=False)
     opts = ProbeOptions(data=data, configs=list(kw["configs"]), seeds=tuple(range(seeds)), budget=budget or BUDGET,
-                        held_out=held_out or HELD_OUT, curve=not no_curve, upstream=not no_upstream, history=not no_history)
+                        held_out=held_out or HELD_OUT, curve=not no_curve, upstream=not no_upstream, history=not no_history,
+                        out=report_file)
     report = probe_run(ctx, opts)
     if as_json:
         click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
@@ -111,4 +125,4 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
                               history_table))
     out.print(setup_line(report), highlight=False, soft_wrap=True)
     out.print(f"trainer: {report['setup']['trainer']} (speculators' Trainer needs a GPU); report in "
-              f"{wd.root / 'probe.json'} ({report['seconds']:.0f}s)", highlight=False, soft_wrap=True)
+              f"{report_file} ({report['seconds']:.0f}s)", highlight=False, soft_wrap=True)
