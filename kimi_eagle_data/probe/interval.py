@@ -9,8 +9,8 @@ config, the configs of the pooled scope being strata that each contribute their 
 
 Two seeds give the seeds' part one degree of freedom, too few to tell a drafter's spread from chance, so the seeds'
 part is pooled over the arms measured together: each arm's MS_seeds as a share of its (R − 1)² (a drafter's seed moves
-its accepted drafts per step by a share of them), averaged over the arms, each arm's part that share times its
-own (R − 1)², with the arms' seed degrees of freedom summed. The interval is R ± t · √variance, t at the Satterthwaite
+its accepted drafts per step by a share of them), averaged over the arms, with the arms' seed degrees of freedom
+summed; an arm's seeds' part is that share or its own, whichever is larger, times its (R − 1)². The interval is R ± t · √variance, t at the Satterthwaite
 degrees of freedom of the two parts, at most the seeds' own where the seeds' part is the larger (an estimate from few
 degrees of freedom is too often small by chance for the effective degrees of freedom to be trusted). The gain of two
 arms is the same interval on the difference of their z, paired by prompt (both arms decode the same prompts), its
@@ -99,9 +99,15 @@ def _interval(estimate, ms_prompts, prompt_df: int, ms_seeds, seed_df: int, cell
     return estimate - half, estimate + half, df
 
 
+def _seeds_part(arm: Parts, share: np.ndarray) -> np.ndarray:
+    """An arm's seeds' part: the pooled share or its own, whichever is larger (an arm whose drafters spread more than
+    the others' is not narrowed by them)."""
+    return np.maximum(share, arm.share) * np.maximum(arm.ratio - 1, ACCEPTED_FLOOR) ** 2
+
+
 def ratio_interval(arm: Parts, share: np.ndarray, seed_df: int, confidence: float = CONFIDENCE):
     """(estimate, low, high, degrees of freedom) of one arm's pooled ratio; `share`, `seed_df` from pooled_share."""
-    seeds = share * np.maximum(arm.ratio - 1, ACCEPTED_FLOOR) ** 2
+    seeds = _seeds_part(arm, share)
     return (arm.ratio, *_interval(arm.ratio, arm.ms_prompts, arm.prompt_df, seeds, seed_df, arm.z.shape[-2]
                                   * arm.z.shape[-1], confidence))
 
@@ -110,7 +116,7 @@ def difference_interval(a: Parts, b: Parts, strata: Sequence[int], share: np.nda
                         confidence: float = CONFIDENCE):
     """(estimate, low, high, degrees of freedom) of ratio a − ratio b, paired by prompt."""
     ms_prompts, prompt_df = _prompt_ms(a.z - b.z, strata)
-    seeds = share * (np.maximum(a.ratio - 1, ACCEPTED_FLOOR) ** 2 + np.maximum(b.ratio - 1, ACCEPTED_FLOOR) ** 2)
+    seeds = _seeds_part(a, share) + _seeds_part(b, share)
     estimate = a.ratio - b.ratio
     return (estimate, *_interval(estimate, ms_prompts, prompt_df, seeds, seed_df, a.z.shape[-2] * a.z.shape[-1],
                                  confidence))

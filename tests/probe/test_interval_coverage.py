@@ -1,0 +1,111 @@
+"""The probe's intervals cover at their stated level: a simulation of probes at the default sizes.
+
+Each simulated probe measures the default arms (own, upstream, own 0.25, own 0.5), DEFAULT_SEEDS drafters each, on
+HELD_OUT held-out prompts in each of 8 configs, as the stage hands them to the report: per prompt and seed, the tokens
+decoded and the verify steps they took. The data-generating model has what a real probe has (its figures measured
+on the K2.5 demo: tests/probe/test_interval_coverage.py's CALIBRATION):
+
+- every drafter decodes the same tokens on a prompt (lossless greedy decoding: the target's own output), up to 96,
+  fewer where the answer stops;
+- acceptance = 1 + accepted drafts per step, the accepted drafts of (arm, config, prompt, seed) the arm's mean times
+  exp(config + prompt + seed + interaction) effects, capped at k + 1 = 4; a prompt's effect is shared in part by the
+  arms (an easy prompt is easy for every drafter); the arms' seed spreads differ;
+- steps = tokens / acceptance, so 20–90 steps a prompt at acceptance 1.1–2.1.
+
+The truth is each arm's pooled ratio over a large population of prompts and seeds; an interval covers when it holds
+it. Coverage is counted over REPLICATIONS simulated probes (deterministic seeds), for every arm's acceptance and for
+the paired gain own − upstream, per config and pooled. The method the report replaced (a percentile bootstrap over
+prompts, seeds summed into each prompt) misses the seeds' spread: its stand-in here, the same interval without a
+seeds' part, must fall short, which shows the simulation can tell.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kimi_eagle_data.probe.interval import (COVERING_PROMPTS, CONFIDENCE, difference_interval, parts, pooled_share,
+                                            ratio_interval)
+from kimi_eagle_data.probe.split import HELD_OUT
+from kimi_eagle_data.probe.stage import MAX_NEW_TOKENS, SEEDS
+
+REPLICATIONS = 2000
+CONFIGS = 8
+# (arm, mean acceptance, seed spread as a share of the accepted drafts per step)
+ARMS = (("own", 1.30, 0.13), ("upstream", 1.15, 0.10), ("own 0.25", 1.25, 0.17), ("own 0.5", 1.28, 0.14))
+PROMPT_SD, SHARED, INTERACTION_SD, CONFIG_SD = 0.40, 0.7, 0.20, 0.25
+STOPPED, MIN_TOKENS = 0.4, 20        # the share of prompts whose answer stops before 96 tokens, and its shortest
+
+
+def simulate(rng, replications: int, configs: int, prompts: int, seeds: int, config_effect: np.ndarray,
+             arms=ARMS, scale: float = 1.0) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(tokens (R, P, K), each arm's steps (R, P, K)) of `replications` probes; `scale` multiplies every mean's
+    accepted drafts (acceptance 1.1 → 2.1 at 5)."""
+    n = configs * prompts
+    tokens = np.where(rng.random((replications, n)) < STOPPED, rng.integers(MIN_TOKENS, MAX_NEW_TOKENS + 1,
+                                                                              (replications, n)), MAX_NEW_TOKENS)
+    tokens = np.broadcast_to(tokens[..., None].astype(float), (replications, n, seeds))
+    config = np.repeat(config_effect, prompts)
+    shared = rng.normal(0, PROMPT_SD, (replications, n))
+    steps = []
+    for _, mean, seed_sd in arms:
+        prompt = SHARED * shared + np.sqrt(1 - SHARED ** 2) * rng.normal(0, PROMPT_SD, (replications, n)) + config
+        seed = rng.normal(0, seed_sd, (replications, 1, seeds))
+        noise = rng.normal(0, INTERACTION_SD, (replications, n, seeds))
+        acceptance = np.minimum(1 + (mean - 1) * scale * np.exp(prompt[..., None] + seed + noise), 4.0)
+        steps.append(np.maximum(1.0, np.round(tokens / acceptance)))
+    return tokens, steps
+
+
+def truth(config_effect: np.ndarray, scale: float) -> list[float]:
+    """Each arm's pooled ratio over 32,000 prompts × 512 seeds of the configs."""
+    tokens, steps = simulate(np.random.default_rng(12345), 8, len(config_effect), 4000 // len(config_effect), 64,
+                             config_effect, scale=scale)
+    return [float(tokens.sum() / s.sum()) for s in steps]
+
+
+def coverage(configs: int, prompts: int, seeds: int, scale: float = 1.0, seeds_part: bool = True
+             ) -> dict[str, float]:
+    config_effect = np.random.default_rng(7).normal(0, CONFIG_SD, configs)
+    true = truth(config_effect, scale)
+    tokens, steps = simulate(np.random.default_rng(2024 + configs + prompts), REPLICATIONS, configs, prompts, seeds,
+                             config_effect, scale=scale)
+    strata = np.repeat(np.arange(configs), prompts)
+    arms = [parts(tokens, s, strata) for s in steps]
+    share, seed_df = pooled_share(arms) if seeds_part else (np.zeros(REPLICATIONS), 0)
+    got = {}
+    for (name, *_), arm, theta in zip(ARMS, arms, true):
+        _, low, high, _ = ratio_interval(arm, share, seed_df)
+        got[name] = float(np.mean((low <= theta) & (theta <= high)))
+    _, low, high, _ = difference_interval(arms[0], arms[1], strata, share, seed_df)
+    got["gain own − upstream"] = float(np.mean((low <= true[0] - true[1]) & (true[0] - true[1] <= high)))
+    return got
+
+
+def test_the_simulated_probe_is_shaped_like_real_probe_output():
+    tokens, steps = simulate(np.random.default_rng(1), 200, CONFIGS, HELD_OUT, 2,
+                             np.random.default_rng(7).normal(0, CONFIG_SD, CONFIGS))
+    for arm, s in zip(ARMS, steps):
+        acceptance = tokens.sum((1, 2)) / s.sum((1, 2))
+        assert 1.08 < np.median(acceptance) < 1.4, arm
+    per_prompt = np.concatenate([s.ravel() for s in steps])
+    assert 15 <= np.quantile(per_prompt, 0.1) and np.quantile(per_prompt, 0.9) <= 95
+    high = simulate(np.random.default_rng(1), 200, CONFIGS, HELD_OUT, 2, np.zeros(CONFIGS), scale=4)
+    assert 1.7 < np.median(high[0].sum((1, 2)) / high[1][0].sum((1, 2))) < 2.3
+
+
+@pytest.mark.parametrize("scale", [1.0, 4.0], ids=["acceptance ~1.1-1.3", "acceptance ~1.5-2.1"])
+@pytest.mark.parametrize("configs", [1, CONFIGS], ids=["one config", "all configs pooled"])
+def test_intervals_cover_at_the_default_sizes(configs, scale):
+    got = coverage(configs, HELD_OUT, len(SEEDS), scale)
+    low = {k: v for k, v in got.items() if v < CONFIDENCE - 0.02}
+    assert not low, f"coverage below {CONFIDENCE - 0.02:.0%} at nominal {CONFIDENCE:.0%}: {got}"
+
+
+def test_the_covering_size_is_the_default():
+    assert HELD_OUT >= COVERING_PROMPTS
+
+
+def test_without_the_seeds_part_the_pooled_interval_falls_short():
+    got = coverage(CONFIGS, HELD_OUT, len(SEEDS), seeds_part=False)
+    assert got["own"] < 0.9 and got["gain own − upstream"] < 0.9, got
