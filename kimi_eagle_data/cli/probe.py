@@ -15,12 +15,15 @@ PROBE_JSON_HELP = """\b
 --json prints one object (also written to --out: WORKDIR/probe.json, which the
 card reads, or WORKDIR/probe-NAME.json for --data NAME):
   setup {target, model, trainer (cpu-loop), drafter {...}, budget_loss_tokens,
-    seq_len, seeds, drafts_per_step, max_new_tokens, held_out_per_config, ...},
+    budget_policy, passes {ARM: budget / its loss tokens}, seq_len, seeds,
+    drafts_per_step, max_new_tokens, held_out_per_config, data, data_name,
+    data_check {rows, matched_rows, other_tokenizer_rows, invalid_rows} | null, ...},
   interval (the method), confidence, held_out {CONFIG: [prompt ids]},
-  arms {ARM: {rows, prompts, loss_tokens_available, seeds {SEED: {steps,
-    loss_tokens, train_seconds, decode_seconds, last_loss, acceptance}}}},
-  configs {CONFIG|all: {held_out, arms {ARM: {acceptance, low, high, prompts,
-    steps}}, gain_over_upstream {estimate, low, high} | null}},
+  arms {ARM: {rows, prompts, loss_tokens_available, seed_spread, seeds {SEED:
+    {steps, loss_tokens, train_seconds, decode_seconds, last_loss, acceptance}}}},
+  configs {CONFIG|all: {held_out, seed_df, exploratory, arms {ARM: {acceptance,
+    low, high, df, exploratory, prompts, steps, per_seed {SEED: acceptance},
+    seed_spread}}, gain_over_upstream {estimate, low, high, df, exploratory} | null}},
   learning_curve [{share, acceptance, low, high, ...}],
   history (own_history configs) {held_out, arms, configs {CONFIG|all: {held_out,
     arms {own history|source history: {...}}, gain_over_source_history}}}"""
@@ -45,7 +48,8 @@ def probe_table(report, title: str = "probe: acceptance length of EAGLE-3 drafte
 @options_for("probe")
 @click.option("--data", type=click.Path(exists=True, path_type=Path), default=None,
               help="The data to probe: a dataset folder, a SpecForge JSONL or a speculators save_to_disk export "
-                   "(default: WORKDIR/dataset). Its rows are matched to the workdir's prompts.")
+                   "(default: WORKDIR/dataset). Its rows are matched to the workdir's prompts, tokenizer and "
+                   "format; refused when fewer than half belong. Its report: --out.")
 @click.option("--seeds", default=2, show_default=True, type=click.IntRange(min=1), help="Drafters per arm.")
 @click.option("--budget", default=None, type=click.IntRange(min=1000),
               help="Loss tokens each drafter trains on (default 20,000).")
@@ -75,8 +79,11 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
     source's upstream answers on the same prompts, and ¼ and ½ of the own data (equal loss-token budgets);
     for own_history configs, their later turns on the model's own history against the same turns on the
     source's history, answered by the target in-process.
-    Acceptance: greedy speculative decoding in-process on a seeded held-out split per config. Writes
-    WORKDIR/probe.json and WORKDIR/probe-learning-curve.png; the next `emit` puts the table in the card.
+    Acceptance: greedy speculative decoding in-process on a seeded held-out split per config, with 95%
+    intervals over prompts and seeds (a row over too few prompts or seeds is marked exploratory). Writes
+    WORKDIR/probe.json and WORKDIR/probe-learning-curve.png, and the next `emit` puts the table in the card;
+    with --data, WORKDIR/probe-NAME.json instead (never the card), after checking that the data's rows belong
+    to this workdir's prompts, tokenizer and format.
 
     \b
     Example:

@@ -108,12 +108,14 @@ class RowJudge:
                         c.rows, c.unmatched, c.other_tokenizer, c.invalid)
 
 
-def belonging_rows(ctx, records: dict[str, list[PromptRecord]], data: Path) -> tuple[list[dict[str, Any]],
-                                                                                     dict[str, Any]]:
-    """The rows of `data` that belong to the workdir (refused in one line when too few do), and the counts."""
+def belonging_rows(ctx, data: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The rows of `data` that belong to the workdir, whichever of its partitions are probed (refused in one line
+    when too few do), and the counts."""
     from kimi_eagle_data.probe.arms import input_rows, row_arrays
+    from kimi_eagle_data.prompts.prepared_file import read_prepared
 
-    judge = RowJudge(ctx, records)
+    wd = ctx.workdir
+    judge = RowJudge(ctx, {c: read_prepared(wd, c) for c in ctx.partitions.partitions if wd.prepared(c).exists()})
     kept = [raw for n, raw in enumerate(input_rows(data), 1) if judge.judge(raw, *row_arrays(raw), n)]
     judge.refuse_or_warn(data, ctx.workdir.root)
     return kept, judge.check.to_json()

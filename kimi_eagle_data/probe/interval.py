@@ -29,7 +29,7 @@ from scipy.special import stdtrit
 CONFIDENCE = 0.95
 # The held-out prompts and pooled seed degrees of freedom at which the simulation measured these intervals covering
 # (tests/probe/test_interval_coverage.py); below either a scope's figures are exploratory.
-COVERING_PROMPTS = 6
+COVERING_PROMPTS = 4
 MIN_SEED_DF = 2
 FEW_PROMPTS = 4            # below this an interval is printed with a warning (its spread is barely estimated)
 ACCEPTED_FLOOR = 0.05      # (R − 1) below this counts as this in the seeds' shares: acceptance near 1 would blow up
@@ -107,9 +107,9 @@ def _seeds_part(arm: Parts, share: np.ndarray) -> np.ndarray:
 
 def ratio_interval(arm: Parts, share: np.ndarray, seed_df: int, confidence: float = CONFIDENCE):
     """(estimate, low, high, degrees of freedom) of one arm's pooled ratio; `share`, `seed_df` from pooled_share."""
-    seeds = _seeds_part(arm, share)
-    return (arm.ratio, *_interval(arm.ratio, arm.ms_prompts, arm.prompt_df, seeds, seed_df, arm.z.shape[-2]
-                                  * arm.z.shape[-1], confidence))
+    low, high, df = _interval(arm.ratio, arm.ms_prompts, arm.prompt_df, _seeds_part(arm, share), seed_df,
+                              arm.z.shape[-2] * arm.z.shape[-1], confidence)
+    return arm.ratio, np.maximum(low, 1.0), high, df        # every verify step yields at least the target's token
 
 
 def difference_interval(a: Parts, b: Parts, strata: Sequence[int], share: np.ndarray, seed_df: int,

@@ -105,7 +105,7 @@ def split_rows(ctx: RunContext, data: Path | None, configs: list[str], held_coun
     if not data.exists():
         raise ProbeError(f"{data} does not exist; run `kimi-data emit --workdir {wd.root}` first or give the data to "
                          "probe with --data")
-    raws, check = (input_rows(data), None) if is_workdir_dataset(wd, data) else belonging_rows(ctx, records, data)
+    raws, check = (input_rows(data), None) if is_workdir_dataset(wd, data) else belonging_rows(ctx, data)
     own_all = [to_train_row(raw, firsts, by_prompt) for raw in raws]
     own_all = [r for r in own_all if r.config in records or r.config is None]
     kept = [r for r in own_all if r.conversation not in held_ids and (r.id or "") not in held_ids

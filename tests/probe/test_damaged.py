@@ -28,12 +28,21 @@ def test_a_loss_mask_over_the_prompt_lowers_acceptance(demo_run, tmp_path):
             row = json.loads(line)
             row["loss_mask"] = [1] * len(row["input_ids"])
             g.write(json.dumps(row) + "\n")
+    card_report = workdir / "probe.json"
+    before = card_report.read_bytes() if card_report.exists() else None
     got = {}
     for name, path in (("clean", clean), ("damaged", damaged)):
-        report = orjson.loads(run_cli("probe", "--workdir", str(workdir), "--data", str(path), *PROBE,
-                                      timeout=1800).stdout)
+        proc = run_cli("probe", "--workdir", str(workdir), "--data", str(path), *PROBE, timeout=1800)
+        report = orjson.loads(proc.stdout)
         assert report["setup"]["trainer"] == "cpu-loop" and list(report["arms"]) == ["own"]
         assert all(s["loss_tokens"] >= 12000 for s in report["arms"]["own"]["seeds"].values())
+        # other data: its own report, never the one the card reads; its rows checked against the workdir
+        assert orjson.loads((workdir / f"probe-{name}.json").read_bytes())["setup"]["data_name"] == f"{name}.jsonl"
+        assert report["setup"]["data_check"]["matched_rows"] == report["setup"]["data_check"]["rows"]
+        assert "probe: drafters" in proc.stderr + proc.stdout      # the progress line, with its ETA
+        # one arm with 2 seeds: a seeds' spread from 1 degree of freedom, so every row is exploratory
+        assert report["configs"]["all"]["exploratory"] and report["arms"]["own"]["seed_spread"] >= 0
         got[name] = report["configs"]["all"]["arms"]["own"]
+    assert (card_report.read_bytes() if card_report.exists() else None) == before
     assert got["clean"]["prompts"] == got["damaged"]["prompts"] > 0
     assert got["damaged"]["acceptance"] < got["clean"]["acceptance"], got

@@ -57,6 +57,12 @@ def test_the_workdirs_own_export_belongs_whole(ctx, export):
                               "min_share": MIN_SHARE}
 
 
+def test_probing_one_partition_the_others_rows_still_belong(ctx, export):
+    got = split_rows(ctx, export, ["B2"], 6, 0, 96)
+    assert got.data_check["matched_rows"] == got.data_check["rows"]
+    assert {r.config for r in got.own_all} == {"B2"}
+
+
 def test_a_loss_mask_over_the_prompt_is_measured_not_refused(ctx, export, tmp_path):
     damaged = rewrite(export, tmp_path / "damaged.jsonl", lambda r, n: r | {"loss_mask": [1] * len(r["input_ids"])})
     got = split(ctx, damaged)
@@ -138,8 +144,8 @@ def test_an_arm_that_repeats_its_data_far_more_than_another_is_said(caplog):
                for r in caplog.records)
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="kimi_eagle_data"):
-        passes({"own": [row(1000)], "upstream": [row(700)]}, 20_000)
-    assert not caplog.records
+        passes({"own": [row(1000)], "upstream": [row(700)], "own 0.25": [row(250)]}, 20_000)
+    assert not caplog.records       # the curve's shares repeat their data by design
 
 
 def test_prefill_rate_needs_dry_run(demo_run):

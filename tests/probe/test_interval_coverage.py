@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kimi_eagle_data.probe.interval import (COVERING_PROMPTS, CONFIDENCE, difference_interval, parts, pooled_share,
-                                            ratio_interval)
+from kimi_eagle_data.probe.interval import (COVERING_PROMPTS, CONFIDENCE, MIN_SEED_DF, difference_interval, parts,
+                                            pooled_share, ratio_interval)
 from kimi_eagle_data.probe.split import HELD_OUT
 from kimi_eagle_data.probe.stage import MAX_NEW_TOKENS, SEEDS
 
@@ -57,27 +57,28 @@ def simulate(rng, replications: int, configs: int, prompts: int, seeds: int, con
     return tokens, steps
 
 
-def truth(config_effect: np.ndarray, scale: float) -> list[float]:
+def truth(config_effect: np.ndarray, scale: float, arms=ARMS) -> list[float]:
     """Each arm's pooled ratio over 32,000 prompts × 512 seeds of the configs."""
     tokens, steps = simulate(np.random.default_rng(12345), 8, len(config_effect), 4000 // len(config_effect), 64,
-                             config_effect, scale=scale)
+                             config_effect, arms, scale)
     return [float(tokens.sum() / s.sum()) for s in steps]
 
 
-def coverage(configs: int, prompts: int, seeds: int, scale: float = 1.0, seeds_part: bool = True
+def coverage(configs: int, prompts: int, seeds: int, scale: float = 1.0, seeds_part: bool = True, arms=ARMS
              ) -> dict[str, float]:
+    """Each arm's and the gain's coverage over REPLICATIONS probes (the first two arms: own, then upstream)."""
     config_effect = np.random.default_rng(7).normal(0, CONFIG_SD, configs)
-    true = truth(config_effect, scale)
+    true = truth(config_effect, scale, arms)
     tokens, steps = simulate(np.random.default_rng(2024 + configs + prompts), REPLICATIONS, configs, prompts, seeds,
-                             config_effect, scale=scale)
+                             config_effect, arms, scale)
     strata = np.repeat(np.arange(configs), prompts)
-    arms = [parts(tokens, s, strata) for s in steps]
-    share, seed_df = pooled_share(arms) if seeds_part else (np.zeros(REPLICATIONS), 0)
+    measured = [parts(tokens, s, strata) for s in steps]
+    share, seed_df = pooled_share(measured) if seeds_part else (np.zeros(REPLICATIONS), 0)
     got = {}
-    for (name, *_), arm, theta in zip(ARMS, arms, true):
+    for (name, *_), arm, theta in zip(arms, measured, true):
         _, low, high, _ = ratio_interval(arm, share, seed_df)
         got[name] = float(np.mean((low <= theta) & (theta <= high)))
-    _, low, high, _ = difference_interval(arms[0], arms[1], strata, share, seed_df)
+    _, low, high, _ = difference_interval(measured[0], measured[1], strata, share, seed_df)
     got["gain own − upstream"] = float(np.mean((low <= true[0] - true[1]) & (true[0] - true[1] <= high)))
     return got
 
@@ -94,18 +95,59 @@ def test_the_simulated_probe_is_shaped_like_real_probe_output():
     assert 1.7 < np.median(high[0].sum((1, 2)) / high[1][0].sum((1, 2))) < 2.3
 
 
+@pytest.mark.parametrize("arms", [ARMS, ARMS[:2]], ids=["4 arms", "own and upstream (--no-curve)"])
 @pytest.mark.parametrize("scale", [1.0, 4.0], ids=["acceptance ~1.1-1.3", "acceptance ~1.5-2.1"])
 @pytest.mark.parametrize("configs", [1, CONFIGS], ids=["one config", "all configs pooled"])
-def test_intervals_cover_at_the_default_sizes(configs, scale):
-    got = coverage(configs, HELD_OUT, len(SEEDS), scale)
+def test_intervals_cover_at_the_default_sizes(configs, scale, arms):
+    got = coverage(configs, HELD_OUT, len(SEEDS), scale, arms=arms)
     low = {k: v for k, v in got.items() if v < CONFIDENCE - 0.02}
     assert not low, f"coverage below {CONFIDENCE - 0.02:.0%} at nominal {CONFIDENCE:.0%}: {got}"
 
 
-def test_the_covering_size_is_the_default():
-    assert HELD_OUT >= COVERING_PROMPTS
+def test_intervals_cover_down_to_the_covering_size():
+    for configs in (1, CONFIGS):
+        got = coverage(configs, COVERING_PROMPTS, len(SEEDS))
+        assert min(got.values()) >= CONFIDENCE - 0.02, (configs, got)
+    assert HELD_OUT >= COVERING_PROMPTS and len(ARMS[:2]) * (len(SEEDS) - 1) >= MIN_SEED_DF
 
 
 def test_without_the_seeds_part_the_pooled_interval_falls_short():
     got = coverage(CONFIGS, HELD_OUT, len(SEEDS), seeds_part=False)
     assert got["own"] < 0.9 and got["gain own − upstream"] < 0.9, got
+
+
+def former_bootstrap(configs: int, prompts: int, seeds: int, scale: float = 1.0, replications: int = 500,
+                     resamples: int = 1000) -> tuple[float, float]:
+    """Coverage of the method the report replaced, own and gain: a percentile bootstrap over prompts of the pooled
+    ratio, each prompt carrying its tokens and steps summed over the seeds (for the table only: slow)."""
+    config_effect = np.random.default_rng(7).normal(0, CONFIG_SD, configs)
+    true = truth(config_effect, scale)
+    tokens, steps = simulate(np.random.default_rng(99 + configs + prompts), replications, configs, prompts, seeds,
+                             config_effect, scale=scale)
+    rng = np.random.default_rng(0)
+    n = configs * prompts
+    hits = np.zeros(2)
+    for r in range(replications):
+        pick = rng.integers(0, n, (resamples, n))
+        t, own, up = tokens[r].sum(1), steps[0][r].sum(1), steps[1][r].sum(1)
+        a = t[pick].sum(1) / own[pick].sum(1)
+        g = a - t[pick].sum(1) / up[pick].sum(1)
+        for i, (boots, theta) in enumerate(((a, true[0]), (g, true[0] - true[1]))):
+            low, high = np.quantile(boots, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
+            hits[i] += low <= theta <= high
+    return hits[0] / replications, hits[1] / replications
+
+
+if __name__ == "__main__":      # the coverage table of docs/probe.md: python -m tests.probe.test_interval_coverage
+    print("| configs | held-out per config | acceptance | " + " | ".join(a for a, *_ in ARMS)
+          + " | gain own − upstream | --no-curve: own, upstream, gain | former bootstrap: own, gain |")
+    print("|---|---:|---|" + "---:|" * (len(ARMS) + 3))
+    for configs in (1, CONFIGS):
+        for prompts in (2, 3, 4, 6, 12):
+            for scale, label in ((1.0, "1.1–1.3"), (4.0, "1.5–2.1")):
+                got = coverage(configs, prompts, len(SEEDS), scale)
+                two = coverage(configs, prompts, len(SEEDS), scale, arms=ARMS[:2])
+                former = former_bootstrap(configs, prompts, len(SEEDS), scale)
+                print(f"| {configs} | {prompts} | {label} | " + " | ".join(f"{v:.3f}" for v in got.values())
+                      + f" | {two['own']:.3f}, {two['upstream']:.3f}, {two['gain own − upstream']:.3f}"
+                      + f" | {former[0]:.3f}, {former[1]:.3f} |")

@@ -1,4 +1,4 @@
-"""probe's report (no speculators needed): acceptance pooled over verify steps, its bootstrap interval over prompts,
+"""probe's report (no speculators needed): acceptance pooled over verify steps, its interval over prompts and seeds,
 the paired gain; and the one line the probe stops with when speculators cannot be imported."""
 
 from __future__ import annotations
@@ -41,6 +41,13 @@ def test_the_gain_is_paired_over_the_same_prompts():
     assert abs(g["estimate"] - (o["acceptance"] - u["acceptance"])) < 0.0015
     assert 0 < g["low"] <= g["estimate"] <= g["high"]
     assert o["low"] < u["high"]        # unpaired, the arms' intervals overlap
+
+
+def test_an_acceptance_interval_never_goes_below_one():
+    flat = {s: {f"p{i}": (90, 90 - (i == s)) for i in range(5)} for s in (0, 1)}    # nearly every draft rejected
+    report = build_report({}, {"B1": [f"p{i}" for i in range(5)]}, {"upstream": arm_results(flat)})
+    a = report["configs"]["B1"]["arms"]["upstream"]
+    assert a["low"] == 1.0 < a["acceptance"] < a["high"]
 
 
 def synthetic_report(configs=("B1", "B2")) -> dict:
