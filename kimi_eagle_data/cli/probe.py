@@ -46,18 +46,19 @@ def probe_table(report, title: str = "probe: acceptance length of EAGLE-3 drafte
 
 @click.command(cls=SectionedCommand, epilog=PROBE_JSON_HELP)
 @options_for("probe")
-@click.option("--data", type=click.Path(exists=True, path_type=Path), default=None,
+@click.option("--data", type=click.Path(exists=True, path_type=Path), multiple=True,
               help="The data to probe: a dataset folder, a SpecForge JSONL or a speculators save_to_disk export "
                    "(default: WORKDIR/dataset). Its rows are matched to the workdir's prompts, tokenizer and "
-                   "format; refused when fewer than half belong. Its report: --out.")
+                   "format; refused when fewer than half belong. Its report: --out. Twice (--data A --data B): "
+                   "A against B, each an arm on the training prompts both hold, with a paired gain A − B.")
 @click.option("--seeds", default=2, show_default=True, type=click.IntRange(min=1), help="Drafters per arm.")
 @click.option("--budget", default=None, type=click.IntRange(min=1000),
               help="Loss tokens each drafter trains on (default 20,000).")
 @click.option("--held-out", "held_out", default=None, type=click.IntRange(min=1),
               help="Held-out prompts per config (default 6; at most half of a config's prompts).")
 @click.option("--no-curve", is_flag=True, help="Leave out the learning curve (the ¼ and ½ arms).")
-@click.option("--no-upstream", is_flag=True, help="Leave out the upstream answers' arm (e.g. to compare two datasets' "
-                                                  "own arms).")
+@click.option("--no-upstream", is_flag=True,
+              help="Leave out the upstream answers' arm (--data A --data B compares two datasets without it).")
 @click.option("--no-history", is_flag=True, help="Leave out the history arms of own_history configs (their later "
                                                  "turns on the model's own history vs the source's).")
 @click.option("--dry-run", is_flag=True, help="Print the commands for a real target on a GPU node and the projected "
@@ -89,6 +90,7 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
     Example:
       kimi-data probe --workdir demo-work
       kimi-data probe B4 --workdir demo-work --data export/specforge.jsonl
+      kimi-data probe --workdir demo-work --data clean.jsonl --data fixed.jsonl
     """
     from kimi_eagle_data.cli.options import run_for
     from kimi_eagle_data.probe.stage import BUDGET, ProbeOptions, probe_run
@@ -96,13 +98,17 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
     from kimi_eagle_data.store.workdir import Workdir
 
     wd = Workdir(Path(kw["workdir"]).resolve())
+    if len(data) > 2:
+        raise click.BadParameter(f"{len(data)} datasets given; --data compares at most two (A against B)",
+                                 param_hint="--data")
+    data, compare = (data[0] if data else None), (data[1] if len(data) == 2 else None)
     if prefill_rate is not None and not dry_run:
         raise click.UsageError("--prefill-rate projects a GPU node's extraction time and needs --dry-run; "
                                "add --dry-run, or leave --prefill-rate out to measure here")
     from kimi_eagle_data.probe.report import report_path
 
     try:
-        report_file = report_path(wd, data, out_path)
+        report_file = report_path(wd, data, out_path, compare)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--out") from None
     wd.settings()
@@ -117,7 +123,7 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
     ctx = run_for(kw, create=False, remember_options=False)
     opts = ProbeOptions(data=data, configs=list(kw["configs"]), seeds=tuple(range(seeds)), budget=budget or BUDGET,
                         held_out=held_out or HELD_OUT, curve=not no_curve, upstream=not no_upstream, history=not no_history,
-                        out=report_file)
+                        out=report_file, compare=compare)
     report = probe_run(ctx, opts)
     if as_json:
         click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())

@@ -147,3 +147,16 @@ def passes(arms: dict[str, list[TrainRow]], budget: int, compared: tuple[str, st
                     "their difference mixes the data with repetition (probe more data, or a smaller --budget)",
                     most, got[most], least, got[least], f"{budget:,}")
     return got
+
+
+def compared_names(a: Path, b: Path) -> tuple[str, str]:
+    """The arms of two datasets compared: their names, told apart where they are the same."""
+    names = (Path(a).name, Path(b).name)
+    return names if names[0] != names[1] else (f"A {names[0]}", f"B {names[1]}")
+
+
+def compared_arms(a: list[TrainRow], b: list[TrainRow], firsts: dict[str, PromptRecord], names: tuple[str, str]
+                  ) -> dict[str, list[TrainRow]]:
+    """Two datasets' first-turn rows on the training prompts both hold, as two arms named `names`."""
+    shared = {r.id for r in a if r.id in firsts} & {r.id for r in b if r.id in firsts}
+    return {names[0]: [r for r in a if r.id in shared], names[1]: [r for r in b if r.id in shared]}

@@ -7,15 +7,17 @@ every prompt, and their interaction. The variance of the mean of z is (MS_prompt
 two-way analysis of variance (it counts the interaction twice, and so errs wide); MS_prompts is taken within each
 config, the configs of the pooled scope being strata that each contribute their own held-out prompts.
 
-Two seeds give the seeds' part one degree of freedom, too few to tell a drafter's spread from chance, so the seeds'
-part is pooled over the arms measured together: each arm's MS_seeds as a share of its (R − 1)² (a drafter's seed moves
-its accepted drafts per step by a share of them), averaged over the arms, with the arms' seed degrees of freedom
-summed; an arm's seeds' part is that share or its own, whichever is larger, times its (R − 1)². The interval is R ± t · √variance, t at the Satterthwaite
-degrees of freedom of the two parts, at most the seeds' own where the seeds' part is the larger (an estimate from few
-degrees of freedom is too often small by chance for the effective degrees of freedom to be trusted). The gain of two
-arms is the same interval on the difference of their z, paired by prompt (both arms decode the same prompts), its
-seeds' part the two arms' parts added. tests/probe/test_interval_coverage.py measures the coverage by simulation;
-below COVERING_PROMPTS held-out prompts, or MIN_SEED_DF pooled seed degrees of freedom, a figure is exploratory.
+Two seeds give the seeds' part one degree of freedom, too few to tell a drafter's spread from chance, so the
+seeds' part is pooled over the arms measured together: each arm's MS_seeds as a share of its (R − 1)² (a drafter's
+seed moves its accepted drafts per step by a share of them), averaged over the arms, with the arms' seed degrees of
+freedom summed; an arm's seeds' part is that share or its own, whichever is larger, times its (R − 1)². The interval
+is R ± t · √variance, t at the Satterthwaite degrees of freedom of the two parts, at most the seeds' own where the
+seeds' part is the larger (an estimate from few degrees of freedom is too often small by chance for the effective
+degrees of freedom to be trusted). The gain of two arms is the same interval on the difference of their z, paired by
+prompt (both arms decode the same prompts), its seeds' part the two arms' parts added. An acceptance interval stops
+at 1 (every verify step yields the target's own token). tests/probe/test_interval_coverage.py measures the coverage
+by simulation; below COVERING_PROMPTS held-out prompts, or MIN_SEED_DF pooled seed degrees of freedom, a figure is
+exploratory.
 """
 
 from __future__ import annotations

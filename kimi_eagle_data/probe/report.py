@@ -113,17 +113,23 @@ def is_workdir_dataset(workdir, data: Path | None) -> bool:
     return data is None or Path(data).resolve() == Path(workdir.dataset).resolve()
 
 
-def report_path(workdir, data: Path | None, out: Path | None) -> Path:
+def _stem(data: Path) -> str:
+    return Path(data).name.split(".")[0] or "data"
+
+
+def report_path(workdir, data: Path | None, out: Path | None, compare: Path | None = None) -> Path:
     """Where a probe's report goes: WORKDIR/probe.json (the card reads it) for the workdir's own dataset,
-    WORKDIR/probe-NAME.json for other data, so that its figures never reach this dataset's card. ValueError: `out`
-    is the card's report for other data."""
+    WORKDIR/probe-NAME.json for other data and WORKDIR/probe-A-vs-B.json for two datasets compared, so that their
+    figures never reach this dataset's card. ValueError: `out` is the card's report for other data."""
     card = workdir.root / REPORT
-    if is_workdir_dataset(workdir, data):
+    if is_workdir_dataset(workdir, data) and compare is None:
         return out or card
     if out is not None and out.resolve() == card.resolve():
-        raise ValueError(f"{card} is the report the dataset card reads, and {data} is not this workdir's dataset; "
+        what = data if compare is None else f"{data} against {compare}"
+        raise ValueError(f"{card} is the report the dataset card reads, and {what} is not this workdir's dataset; "
                          "give --out another file")
-    return out or workdir.root / f"probe-{Path(data).name.split('.')[0] or 'data'}.json"
+    name = _stem(data or workdir.dataset) + (f"-vs-{_stem(compare)}" if compare is not None else "")
+    return out or workdir.root / f"probe-{name}.json"
 
 
 def plot_path(report_file: Path) -> Path:
@@ -204,9 +210,11 @@ def scope_label(scope: str, entry: dict[str, Any]) -> str:
     return f"{scope} ({EXPLORATORY})" if entry.get(EXPLORATORY) else scope
 
 
-def table(report: dict[str, Any], lead: str = "own", baseline: str = "upstream") -> tuple[list[str], list[list[str]]]:
-    """The per-config table of a report (the main arms; `report["history"]` with lead `own history`, baseline
-    `source history`)."""
+def table(report: dict[str, Any], lead: str | None = None, baseline: str | None = None
+          ) -> tuple[list[str], list[list[str]]]:
+    """The per-config table of a report (the main arms, own − upstream or the two datasets compared;
+    `report["history"]` with lead `own history`, baseline `source history`)."""
+    lead, baseline = (lead, baseline) if lead else report.get("compared") or ("own", "upstream")
     arms = list(next(iter(report["configs"].values()))["arms"])
     compared = lead in arms and baseline in arms
     head = ["config", "held-out", *arms] + ([f"gain {lead} − {baseline}"] if compared else [])

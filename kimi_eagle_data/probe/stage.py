@@ -18,7 +18,8 @@ from typing import Any
 import torch
 
 from kimi_eagle_data.errors import KimiDataError
-from kimi_eagle_data.probe.arms import CURVE, TrainRow, input_rows, passes, subset, to_train_row, upstream_row
+from kimi_eagle_data.probe.arms import (CURVE, TrainRow, compared_arms, compared_names, input_rows, passes, subset,
+                                       to_train_row, upstream_row)
 from kimi_eagle_data.probe.decode import Target, speculative
 from kimi_eagle_data.probe.drafter import DrafterSpec, Eagle3Drafter, require_speculators
 from kimi_eagle_data.probe.history import OWN, SOURCE, LaterTurn, held_out_later, later_turns, source_history_rows
@@ -54,6 +55,7 @@ class ProbeOptions:
     history: bool = True              # own_history configs: own vs source history (probe/history.py)
     split_seed: int = 0
     out: Path | None = None           # the report's file (None: probe/report.report_path's default)
+    compare: Path | None = None       # a second dataset: `data` against it, paired (no upstream, curve, history)
 
 
 class ProbeError(KimiDataError):
@@ -141,29 +143,24 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
     own_all, held_prompts, configs = split.own_all, split.held_prompts, list(records)
     max_prompt = ctx.max_seq_len - opts.max_new_tokens
     held_ids = {r.id for rs in held.values() for r in rs}
-    own_firsts = {r.id for r in kept if r.id in firsts}
-    upstream = [u for u in (upstream_row(firsts[i], ctx.tokenizer, ctx.tokens, ctx.format, ctx.max_seq_len)
-                            for i in sorted(own_firsts) if firsts[i].answer) if u is not None]
-    shared = {u.id for u in upstream}
-    own = [r for r in kept if r.id in shared]
-    arm_rows: dict[str, list[TrainRow]] = {"own": own, "upstream": upstream} if shared else {"own": kept}
-    if not opts.upstream:
-        arm_rows.pop("upstream", None)
-    if not shared:
-        log.warning("no training prompt has both an own row and an upstream answer: only the own arm is trained")
-    if opts.curve:
-        for share in CURVE[:-1]:
-            arm_rows[f"own {share:g}"] = subset(own if shared else kept, share, opts.split_seed)
+    lead, baseline = "own", "upstream"
+    if opts.compare is not None:
+        other = split_rows(ctx, opts.compare, opts.configs, opts.held_out, opts.split_seed, opts.max_new_tokens)
+        lead, baseline = compared_names(data, other.data)
+        arm_rows = compared_arms(kept, other.kept, firsts, (lead, baseline))
+    else:
+        arm_rows = _arms(ctx, opts, kept, firsts)
     empty = [a for a, rows in arm_rows.items() if not rows]
     if empty:
         raise ProbeError(f"arm {empty[0]} has no training row (held out {len(held_ids)} prompts of "
                          f"{sum(len(r) for r in records.values())}); probe more data or fewer held-out prompts")
-    repeats = passes(arm_rows, opts.budget)
+    repeats = passes(arm_rows, opts.budget, (lead, baseline))
 
     max_turns = {c: ctx.partitions.partition(c).max_turns for c in configs
                  if ctx.partitions.partition(c).conversations}
-    turns = later_turns(own_all, firsts, max_turns) if opts.history and max_turns else []
-    if opts.history and max_turns and not turns:
+    history_asked = opts.history and max_turns and opts.compare is None
+    turns = later_turns(own_all, firsts, max_turns) if history_asked else []
+    if history_asked and not turns:
         log.warning("the own_history configs (%s) have no later turn in the data: the history arms are left out",
                     ", ".join(sorted(max_turns)))
 
@@ -215,9 +212,14 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
              "drafts_per_step": opts.drafts, "max_new_tokens": opts.max_new_tokens, "held_out_per_config":
              opts.held_out, "split_seed": opts.split_seed, "data": str(data), "device": "cpu",
              "data_name": "this dataset" if is_workdir_dataset(ctx.workdir, data) else data.name,
-             "data_check": split.data_check, "excluded_held_out_rows": excluded, "budget_policy":
-             "equal loss tokens per arm", "passes": repeats}
-    report = build_report(setup, {c: [r.id for r in rs] for c, rs in held.items()}, results)
+             "data_check": split.data_check, "excluded_held_out_rows": excluded,
+             "budget_policy": "equal loss tokens per arm", "passes": repeats}
+    if opts.compare is not None:
+        setup |= {"data_name": f"{lead} against {baseline}", "compared_with": str(opts.compare),
+                  "compared_data_check": other.data_check}
+    report = build_report(setup, {c: [r.id for r in rs] for c, rs in held.items()}, results, lead, baseline)
+    if opts.compare is not None:
+        report["compared"] = [lead, baseline]
     if history is not None:
         report["history"] = history
     report["seconds"] = round(time.perf_counter() - t0, 1)
@@ -225,8 +227,28 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
     if few:
         log.warning("the intervals of %s are over fewer than %d held-out prompts each: their spread is barely "
                     "estimated (raise --held-out or probe more prompts)", ", ".join(few), FEW_PROMPTS)
-    write_report(opts.out or report_path(ctx.workdir, opts.data, None), report)
+    write_report(opts.out or report_path(ctx.workdir, opts.data, None, opts.compare), report)
     return report
+
+
+def _arms(ctx: RunContext, opts: ProbeOptions, kept: list[TrainRow], firsts: dict[str, PromptRecord]
+          ) -> dict[str, list[TrainRow]]:
+    """own, upstream and the learning curve's shares, on the training prompts with both an own row and an upstream
+    answer."""
+    own_firsts = {r.id for r in kept if r.id in firsts}
+    upstream = [u for u in (upstream_row(firsts[i], ctx.tokenizer, ctx.tokens, ctx.format, ctx.max_seq_len)
+                            for i in sorted(own_firsts) if firsts[i].answer) if u is not None]
+    shared = {u.id for u in upstream}
+    own = [r for r in kept if r.id in shared]
+    arm_rows: dict[str, list[TrainRow]] = {"own": own, "upstream": upstream} if shared else {"own": kept}
+    if not opts.upstream:
+        arm_rows.pop("upstream", None)
+    if not shared:
+        log.warning("no training prompt has both an own row and an upstream answer: only the own arm is trained")
+    if opts.curve:
+        for share in CURVE[:-1]:
+            arm_rows[f"own {share:g}"] = subset(own if shared else kept, share, opts.split_seed)
+    return arm_rows
 
 
 class DrafterProgress:

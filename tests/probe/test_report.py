@@ -108,6 +108,31 @@ def test_a_report_of_other_data_in_probe_json_never_reaches_the_card(tmp_path):
     assert report_path(wd, None, None) == report_path(wd, tmp_path / "dataset", None) == tmp_path / "probe.json"
 
 
+def test_two_datasets_compared_have_their_own_report_and_a_paired_gain(tmp_path):
+    from kimi_eagle_data.probe.arms import TrainRow, compared_arms, compared_names
+    from kimi_eagle_data.probe.report import table
+    from kimi_eagle_data.store.workdir import Workdir
+
+    wd = Workdir(tmp_path)
+    compared = report_path(wd, tmp_path / "dataset", None, tmp_path / "fixed.jsonl")
+    assert compared == tmp_path / "probe-dataset-vs-fixed.json"
+    with pytest.raises(ValueError, match="the report the dataset card reads"):
+        report_path(wd, None, tmp_path / "probe.json", tmp_path / "fixed.jsonl")
+    assert compared_names(tmp_path / "a" / "x.jsonl", tmp_path / "b" / "x.jsonl") == ("A x.jsonl", "B x.jsonl")
+    rows = {i: TrainRow(i, "B1", [1, 2], [0, 1]) for i in ("p", "q", "r")}
+    arms = compared_arms([rows["p"], rows["q"]], [rows["q"], rows["r"]], {"p": 1, "q": 1, "r": 1}, ("a", "b"))
+    assert {a: [r.id for r in rs] for a, rs in arms.items()} == {"a": ["q"], "b": ["q"]}   # the prompts both hold
+    a = {s: {f"p{i}": (96, 60 - i + s) for i in range(6)} for s in (0, 1)}
+    b = {s: {f"p{i}": (96, 70 - i - s) for i in range(6)} for s in (0, 1)}
+    report = build_report({}, {"B1": [f"p{i}" for i in range(6)]}, {"clean.jsonl": arm_results(a),
+                          "fixed.jsonl": arm_results(b)}, "clean.jsonl", "fixed.jsonl")
+    report["compared"] = ["clean.jsonl", "fixed.jsonl"]
+    head, rows_ = table(report)
+    assert head[-1] == "gain clean.jsonl − fixed.jsonl"
+    g = report["configs"]["B1"]["gain_over_fixed.jsonl"]
+    assert g["low"] <= g["estimate"] <= g["high"] and rows_[0][-1].startswith(f"{g['estimate']:+.2f}")
+
+
 def test_the_table_has_a_row_per_config_and_the_pool():
     seed = {"rows": 4, "prompts": 4, "loss_tokens_available": 100, "steps": 3, "loss_tokens": 90,
             "train_seconds": 1.0, "decode_seconds": 1.0, "last_loss": 1.0}
