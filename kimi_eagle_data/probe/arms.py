@@ -141,7 +141,7 @@ def passes(arms: dict[str, list[TrainRow]], budget: int, compared: tuple[str, st
     design: the same budget on less data)."""
     got = {a: round(budget / max(1, sum(r.loss_tokens for r in rows)), 2) for a, rows in arms.items()}
     pair = {a: got[a] for a in compared if a in got}
-    if len(pair) == 2 and max(pair.values()) > 2 * min(pair.values()):
+    if len(pair) == 2 and max(pair.values()) > max(1.0, 2 * min(pair.values())):   # below 1 pass, none repeats
         most, least = max(pair, key=pair.get), min(pair, key=pair.get)
         log.warning("arm %s goes over its data %.1f times and arm %s %.1f times on the same %s-loss-token budget: "
                     "their difference mixes the data with repetition (probe more data, or a smaller --budget)",

@@ -12,8 +12,8 @@ seeds' part is pooled over the arms measured together: each arm's MS_seeds as a 
 seed moves its accepted drafts per step by a share of them), averaged over the arms, with the arms' seed degrees of
 freedom summed; an arm's seeds' part is that share or its own, whichever is larger, times its (R − 1)². The interval
 is R ± t · √variance, t at the Satterthwaite degrees of freedom of the two parts, at most the seeds' own where the
-seeds' part is the larger (an estimate from few degrees of freedom is too often small by chance for the effective
-degrees of freedom to be trusted). The gain of two arms is the same interval on the difference of their z, paired by
+seeds' part is a quarter of the variance or more (an estimate from few degrees of freedom is too often small by
+chance for the effective degrees of freedom to be trusted). The gain of two arms is the same interval on the difference of their z, paired by
 prompt (both arms decode the same prompts), its seeds' part the two arms' parts added. An acceptance interval stops
 at 1 (every verify step yields the target's own token). tests/probe/test_interval_coverage.py measures the coverage
 by simulation; below COVERING_PROMPTS held-out prompts, or MIN_SEED_DF pooled seed degrees of freedom, a figure is
@@ -34,6 +34,10 @@ CONFIDENCE = 0.95
 COVERING_PROMPTS = 4
 MIN_SEED_DF = 2
 FEW_PROMPTS = 4            # below this an interval is printed with a warning (its spread is barely estimated)
+# Where the seeds' part is at least this share of the variance, t takes at most the seeds' degrees of freedom: a
+# part estimated from few is too often small by chance for the Satterthwaite degrees of freedom to be trusted
+# (tests/probe/test_interval_coverage.py: at half, the pooled scope covered 92% with 2 seeds).
+SEEDS_SHARE_CAPPED = 0.25
 ACCEPTED_FLOOR = 0.05      # (R − 1) below this counts as this in the seeds' shares: acceptance near 1 would blow up
 METHOD = ("t interval on the pooled ratio, its variance from a prompts × seeds analysis of variance of the "
           "linearized ratio (prompts within each config; the seeds' part pooled over the arms as a share of "
@@ -96,7 +100,7 @@ def _interval(estimate, ms_prompts, prompt_df: int, ms_seeds, seed_df: int, cell
     denominator = ms_prompts ** 2 / max(prompt_df, 1) + (ms_seeds ** 2 / seed_df if seed_df else 0.0)
     df = np.where(denominator > 0, total ** 2 / np.where(denominator > 0, denominator, 1.0), max(prompt_df, 1))
     if seed_df:
-        df = np.where(ms_seeds > ms_prompts, np.minimum(df, seed_df), df)
+        df = np.where(ms_seeds >= SEEDS_SHARE_CAPPED * total, np.minimum(df, seed_df), df)
     half = stdtrit(df, 1 - (1 - confidence) / 2) * np.sqrt(total / cells)
     return estimate - half, estimate + half, df
 

@@ -32,7 +32,7 @@ from kimi_eagle_data.probe.stage import MAX_NEW_TOKENS, SEEDS
 REPLICATIONS = 2000
 CONFIGS = 8
 # (arm, mean acceptance, seed spread as a share of the accepted drafts per step)
-ARMS = (("own", 1.30, 0.13), ("upstream", 1.15, 0.10), ("own 0.25", 1.25, 0.17), ("own 0.5", 1.28, 0.14))
+ARMS = (("own", 1.30, 0.13), ("upstream", 1.15, 0.04), ("own 0.25", 1.25, 0.17), ("own 0.5", 1.28, 0.10))
 PROMPT_SD, SHARED, INTERACTION_SD, CONFIG_SD = 0.40, 0.7, 0.20, 0.25
 STOPPED, MIN_TOKENS = 0.4, 20        # the share of prompts whose answer stops before 96 tokens, and its shortest
 
