@@ -151,3 +151,7 @@ if __name__ == "__main__":      # the coverage table of docs/probe.md: python -m
                 print(f"| {configs} | {prompts} | {label} | " + " | ".join(f"{v:.3f}" for v in got.values())
                       + f" | {two['own']:.3f}, {two['upstream']:.3f}, {two['gain own − upstream']:.3f}"
                       + f" | {former[0]:.3f}, {former[1]:.3f} |")
+    apart = (ARMS[0][:2] + (0.20,), *(a[:2] + (0.04,) for a in ARMS[1:]))
+    got = coverage(CONFIGS, HELD_OUT, len(SEEDS), arms=apart)
+    print(f"\nown's seeds spreading 5x the other arms' ({CONFIGS} configs, {HELD_OUT} prompts each): "
+          + ", ".join(f"{k} {v:.3f}" for k, v in got.items()))
