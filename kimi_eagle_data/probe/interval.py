@@ -8,9 +8,11 @@ two-way analysis of variance (it counts the interaction twice, and so errs wide)
 config, the configs of the pooled scope being strata that each contribute their own held-out prompts.
 
 Two seeds give the seeds' part one degree of freedom, too few to tell a drafter's spread from chance, so the
-seeds' part is pooled over the arms measured together: each arm's MS_seeds as a share of its (R − 1)² (a drafter's
-seed moves its accepted drafts per step by a share of them), averaged over the arms, with the arms' seed degrees of
-freedom summed; an arm's seeds' part is that share or its own, whichever is larger, times its (R − 1)². The interval
+seeds' part draws on every arm measured together: each arm's MS_seeds as a share of its (R − 1)² (a drafter's seed
+moves its accepted drafts per step by a share of them), and every arm's seeds' part the largest of those shares
+times its own (R − 1)², with the arms' seed degrees of freedom summed. Taking the largest, not the mean, keeps an
+arm whose drafters spread more than the others' from being narrowed by them (on the K2.5 demo the upstream arm's
+seeds spread twice the own arm's share). The interval
 is R ± t · √variance, t at the Satterthwaite degrees of freedom of the two parts, at most the seeds' own where the
 seeds' part is a quarter of the variance or more (an estimate from few degrees of freedom is too often small by
 chance for the effective degrees of freedom to be trusted). The gain of two arms is the same interval on the difference of their z, paired by
@@ -40,8 +42,8 @@ FEW_PROMPTS = 4            # below this an interval is printed with a warning (i
 SEEDS_SHARE_CAPPED = 0.25
 ACCEPTED_FLOOR = 0.05      # (R − 1) below this counts as this in the seeds' shares: acceptance near 1 would blow up
 METHOD = ("t interval on the pooled ratio, its variance from a prompts × seeds analysis of variance of the "
-          "linearized ratio (prompts within each config; the seeds' part pooled over the arms as a share of "
-          "acceptance − 1); gain: the same on the paired difference (same prompts)")
+          "linearized ratio (prompts within each config; the seeds' part the largest share of acceptance − 1 "
+          "among the arms' seeds); gain: the same on the paired difference (same prompts)")
 
 
 @dataclass
@@ -87,12 +89,11 @@ def parts(tokens: np.ndarray, steps: np.ndarray, strata: Sequence[int]) -> Parts
 
 
 def pooled_share(arms: Sequence[Parts]) -> tuple[np.ndarray, int]:
-    """(the seeds' share of (R − 1)² averaged over `arms` weighted by their degrees of freedom, its degrees of
-    freedom)."""
+    """(the largest of `arms`' seeds' shares of (R − 1)², the arms' seed degrees of freedom summed)."""
     df = sum(a.seed_df for a in arms)
     if not df:
         return np.zeros_like(arms[0].ms_prompts), 0
-    return sum(a.share * a.seed_df for a in arms) / df, df
+    return np.max([a.share for a in arms], axis=0), df
 
 
 def _interval(estimate, ms_prompts, prompt_df: int, ms_seeds, seed_df: int, cells: int, confidence: float):
@@ -106,8 +107,7 @@ def _interval(estimate, ms_prompts, prompt_df: int, ms_seeds, seed_df: int, cell
 
 
 def _seeds_part(arm: Parts, share: np.ndarray) -> np.ndarray:
-    """An arm's seeds' part: the pooled share or its own, whichever is larger (an arm whose drafters spread more than
-    the others' is not narrowed by them)."""
+    """An arm's seeds' part: the pooled share (or its own, where it is given a smaller one) times its (R − 1)²."""
     return np.maximum(share, arm.share) * np.maximum(arm.ratio - 1, ACCEPTED_FLOOR) ** 2
 
 
