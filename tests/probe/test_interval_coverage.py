@@ -3,15 +3,15 @@
 Each simulated probe measures the default arms (own, upstream, own 0.25, own 0.5), DEFAULT_SEEDS drafters each, on
 HELD_OUT held-out prompts in each of 8 configs, as the stage hands them to the report: per prompt and seed, the tokens
 decoded and the verify steps they took. The data-generating model has what a real probe has (the seeds' spreads as
-measured on the K2.5 demo: 4 seeds of the own arm spread by 0.13 of its accepted drafts per step, 3 of the upstream
-arm by 0.26; docs/probe.md):
+measured on the K2.5 demo: 4 seeds of the own arm spread by 0.12 of its accepted drafts per step, those of the
+upstream arm by 0.30; docs/probe.md):
 
 - every drafter decodes the same tokens on a prompt (lossless greedy decoding: the target's own output), up to 96,
   fewer where the answer stops;
 - acceptance = 1 + accepted drafts per step, the accepted drafts of (arm, config, prompt, seed) the arm's mean times
   exp(config + prompt + seed + interaction) effects, capped at k + 1 = 4; a prompt's effect is shared in part by the
   arms (an easy prompt is easy for every drafter); the arms' seed spreads differ (ARMS);
-- steps = tokens / acceptance, so 20–90 steps a prompt at acceptance 1.1–2.1.
+- steps = tokens / acceptance, so about 15–90 steps a prompt at acceptance 1.1–2.1.
 
 The truth is each arm's pooled ratio over a large population of prompts and seeds; an interval covers when it holds
 it. Coverage is counted over REPLICATIONS simulated probes (deterministic seeds), for every arm's acceptance and for
@@ -33,9 +33,11 @@ from kimi_eagle_data.probe.stage import MAX_NEW_TOKENS, SEEDS
 REPLICATIONS = 2000
 CONFIGS = 8
 # (arm, mean acceptance, seed spread as a share of the accepted drafts per step)
-ARMS = (("own", 1.30, 0.13), ("upstream", 1.15, 0.26), ("own 0.25", 1.25, 0.17), ("own 0.5", 1.28, 0.10))
-PROMPT_SD, SHARED, INTERACTION_SD, CONFIG_SD = 0.40, 0.7, 0.20, 0.25
-STOPPED, MIN_TOKENS = 0.4, 20        # the share of prompts whose answer stops before 96 tokens, and its shortest
+ARMS = (("own", 1.30, 0.12), ("upstream", 1.15, 0.30), ("own 0.25", 1.25, 0.17), ("own 0.5", 1.28, 0.10))
+# On the log of the accepted drafts per step; the K2.5 demo's (4 seeds, 92 prompts) measured prompts 0.51 (own) and
+# 0.80 (upstream), prompt × seed 0.42 and 0.57, and 10–90% of its prompts took 12–85 steps.
+PROMPT_SD, SHARED, INTERACTION_SD, CONFIG_SD = 0.6, 0.7, 0.5, 0.25
+STOPPED, MIN_TOKENS = 0.4, 15        # the share of prompts whose answer stops before 96 tokens, and its shortest
 
 
 def simulate(rng, replications: int, configs: int, prompts: int, seeds: int, config_effect: np.ndarray,
@@ -91,7 +93,7 @@ def test_the_simulated_probe_is_shaped_like_real_probe_output():
         acceptance = tokens.sum((1, 2)) / s.sum((1, 2))
         assert 1.08 < np.median(acceptance) < 1.4, arm
     per_prompt = np.concatenate([s.ravel() for s in steps])
-    assert 15 <= np.quantile(per_prompt, 0.1) and np.quantile(per_prompt, 0.9) <= 95
+    assert 8 <= np.quantile(per_prompt, 0.1) <= 30 and 60 <= np.quantile(per_prompt, 0.9) <= 95
     high = simulate(np.random.default_rng(1), 200, CONFIGS, HELD_OUT, 2, np.zeros(CONFIGS), scale=4)
     assert 1.7 < np.median(high[0].sum((1, 2)) / high[1][0].sum((1, 2))) < 2.3
 
@@ -114,7 +116,7 @@ def test_intervals_cover_down_to_the_covering_size():
 
 def test_without_the_seeds_part_the_pooled_interval_falls_short():
     got = coverage(CONFIGS, HELD_OUT, len(SEEDS), seeds_part=False)
-    assert got["own"] < 0.9 and got["gain own − upstream"] < 0.9, got
+    assert min(got.values()) < 0.9, got       # the arm whose drafters spread most falls short
 
 
 def former_bootstrap(configs: int, prompts: int, seeds: int, scale: float = 1.0, replications: int = 500,
