@@ -12,7 +12,7 @@ seeds' part draws on every arm measured together: each arm's MS_seeds as a share
 moves its accepted drafts per step by a share of them), and every arm's seeds' part the largest of those shares
 times its own (R − 1)², with the arms' seed degrees of freedom summed. Taking the largest, not the mean, keeps an
 arm whose drafters spread more than the others' from being narrowed by them (on the K2.5 demo the upstream arm's
-seeds spread twice the own arm's share). The interval
+seeds spread 2.5 times the own arm's share). The interval
 is R ± t · √variance, t at the Satterthwaite degrees of freedom of the two parts, at most the seeds' own where the
 seeds' part is a quarter of the variance or more (an estimate from few degrees of freedom is too often small by
 chance for the effective degrees of freedom to be trusted). The gain of two arms is the same interval on the difference of their z, paired by
@@ -37,8 +37,7 @@ COVERING_PROMPTS = 4
 MIN_SEED_DF = 2
 FEW_PROMPTS = 4            # below this an interval is printed with a warning (its spread is barely estimated)
 # Where the seeds' part is at least this share of the variance, t takes at most the seeds' degrees of freedom: a
-# part estimated from few is too often small by chance for the Satterthwaite degrees of freedom to be trusted
-# (tests/probe/test_interval_coverage.py: at half, the pooled scope covered 92% with 2 seeds).
+# part estimated from few is too often small by chance for the Satterthwaite degrees of freedom to be trusted.
 SEEDS_SHARE_CAPPED = 0.25
 ACCEPTED_FLOOR = 0.05      # (R − 1) below this counts as this in the seeds' shares: acceptance near 1 would blow up
 METHOD = ("t interval on the pooled ratio, its variance from a prompts × seeds analysis of variance of the "
