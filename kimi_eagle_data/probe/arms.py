@@ -13,6 +13,7 @@ a row of a held-out conversation is never trained on.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -25,6 +26,8 @@ from kimi_eagle_data.model_profile import INSTANT
 from kimi_eagle_data.probe.split import prompt_key, rank
 from kimi_eagle_data.records import PromptRecord
 from kimi_eagle_data.validate.check_input import CheckInputError, Unreadable, open_input
+
+log = logging.getLogger(__name__)
 
 CURVE = (0.25, 0.5, 1.0)
 
@@ -75,7 +78,12 @@ def input_rows(path: Path) -> Iterator[dict[str, Any]]:
         for n, (row, _) in enumerate(rows, 1):
             if row is None:
                 continue
-            if isinstance(row, Unreadable) or not isinstance(row, dict) or row.get("input_ids") is None:
+            if isinstance(row, Unreadable):
+                where = "line" if path.suffix in (".jsonl", ".json") else "row"
+                raise ProbeInputError(f"{path}: {where} {n} cannot be read ({row}); the probe reads token-id rows: "
+                                      "a kimi-data dataset, `export --format specforge` (JSONL) or `--format "
+                                      "speculators`; check it with `kimi-data check`")
+            if not isinstance(row, dict) or row.get("input_ids") is None:
                 raise ProbeInputError(f"{path}: row {n} has no input_ids; the probe trains on token ids (input_ids + "
                                       "loss_mask or prompt_len: a kimi-data dataset, `export --format specforge` or "
                                       "`--format speculators`); check it with `kimi-data check`")
@@ -84,12 +92,16 @@ def input_rows(path: Path) -> Iterator[dict[str, Any]]:
         raise ProbeInputError(str(e)) from None
 
 
-def to_train_row(raw: dict[str, Any], by_id: dict[str, PromptRecord], by_prompt: dict[str, PromptRecord]) -> TrainRow:
+def row_arrays(raw: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """A row's (input ids, loss mask) as arrays; the mask from `prompt_len` where the row has none."""
     ids = np.asarray(raw["input_ids"], dtype=np.int64)
     if raw.get("loss_mask") is not None:
-        mask = np.asarray(raw["loss_mask"], dtype=np.int64)[:len(ids)]
-    else:
-        mask = (np.arange(len(ids)) >= int(raw.get("prompt_len") or 0)).astype(np.int64)
+        return ids, np.asarray(raw["loss_mask"], dtype=np.int64)[:len(ids)]
+    return ids, (np.arange(len(ids)) >= int(raw.get("prompt_len") or 0)).astype(np.int64)
+
+
+def to_train_row(raw: dict[str, Any], by_id: dict[str, PromptRecord], by_prompt: dict[str, PromptRecord]) -> TrainRow:
+    ids, mask = row_arrays(raw)
     rid = raw.get("id")
     row = TrainRow(str(rid) if rid is not None else None, raw.get("config"), ids, mask)
     rec = by_id.get(row.id or "") or by_prompt.get(prompt_key(row.prompt.tolist()))
@@ -119,3 +131,32 @@ def subset(rows: list[TrainRow], share: float, seed: int) -> list[TrainRow]:
     keys = sorted({r.id or "" for r in rows}, key=lambda i: rank(seed, i))
     keep = set(keys[:max(1, round(share * len(keys)))])
     return [r for r in rows if (r.id or "") in keep]
+
+
+def passes(arms: dict[str, list[TrainRow]], budget: int, compared: tuple[str, str] = ("own", "upstream")
+           ) -> dict[str, float]:
+    """How often each arm's drafter goes over its loss tokens on `budget` (equal loss tokens per arm); one warning
+    line when one of the two `compared` arms repeats its data more than twice as often as the other, since their
+    difference then mixes the data with how often each saw it (the learning curve's shares repeat theirs more by
+    design: the same budget on less data)."""
+    got = {a: round(budget / max(1, sum(r.loss_tokens for r in rows)), 2) for a, rows in arms.items()}
+    pair = {a: got[a] for a in compared if a in got}
+    if len(pair) == 2 and max(pair.values()) > max(1.0, 2 * min(pair.values())):   # below 1 pass, none repeats
+        most, least = max(pair, key=pair.get), min(pair, key=pair.get)
+        log.warning("arm %s goes over its data %.1f times and arm %s %.1f times on the same %s-loss-token budget: "
+                    "their difference mixes the data with repetition (probe more data, or a smaller --budget)",
+                    most, got[most], least, got[least], f"{budget:,}")
+    return got
+
+
+def compared_names(a: Path, b: Path) -> tuple[str, str]:
+    """The arms of two datasets compared: their names, told apart where they are the same."""
+    names = (Path(a).name, Path(b).name)
+    return names if names[0] != names[1] else (f"A {names[0]}", f"B {names[1]}")
+
+
+def compared_arms(a: list[TrainRow], b: list[TrainRow], firsts: dict[str, PromptRecord], names: tuple[str, str]
+                  ) -> dict[str, list[TrainRow]]:
+    """Two datasets' first-turn rows on the training prompts both hold, as two arms named `names`."""
+    shared = {r.id for r in a if r.id in firsts} & {r.id for r in b if r.id in firsts}
+    return {names[0]: [r for r in a if r.id in shared], names[1]: [r for r in b if r.id in shared]}

@@ -34,6 +34,13 @@ def _size(n: int) -> str:
     return f"{n / 2**30:,.1f} GiB" if n >= 2**30 else f"{n / 2**20:,.1f} MiB"
 
 
+def duration(seconds: float) -> str:
+    """A projected time as a reader takes it in: minutes under an hour, hours above."""
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min" if seconds >= 6 else f"{seconds:.0f} s"
+    return f"{seconds / 3600:.2f} h"
+
+
 def gpu_plan(wd, budget: int, prefill_rate: float | None = None) -> str:
     from transformers import AutoConfig
 
@@ -44,7 +51,7 @@ def gpu_plan(wd, budget: int, prefill_rate: float | None = None) -> str:
     aux = aux_layer_ids(layers)
     tokens = dataset_tokens(wd.root / "dataset") if (wd.root / "dataset" / "manifest.json").is_file() else 0
     size = tokens * (len(aux) + 1) * hidden * BYTES_PER_VALUE
-    hours = (f"{tokens / prefill_rate / 3600:.2f} h of extraction at {prefill_rate:,.0f} prefill tokens/s"
+    hours = (f"{duration(tokens / prefill_rate)} of extraction at {prefill_rate:,.0f} prefill tokens/s"
              if prefill_rate else "hours: tokens / your prefill rate (tokens/s; `kimi-data plan` shows the pilot's)")
     ids = " ".join(map(str, aux))
     return "\n".join([

@@ -1,71 +1,72 @@
 """probe.json, its table (terminal and card) and the learning-curve plot.
 
-Acceptance per partition and arm is pooled: the tokens every verify step of every held-out prompt yielded, over both
-seeds, divided by those steps. Its 95% interval is a percentile bootstrap over prompts of that pooled ratio (the
-prompts resampled with replacement, each carrying its tokens and steps summed over the seeds; 2,000 resamples,
-seeded). The gain over upstream answers is own − upstream, its interval the same bootstrap with both arms' figures of
-each resampled prompt taken together (paired: the arms were decoded on the same prompts).
+Acceptance per partition and arm is pooled: the tokens every verify step of every held-out prompt yielded, over every
+seed, divided by those steps. Its 95% interval (probe/interval.py) is a t interval on that pooled ratio whose variance
+has a prompts part and a training-seeds part; the gain over upstream answers is own − upstream, its interval the same
+on the paired difference (the arms were decoded on the same prompts, seed i of each arm trained from seed i). A scope
+over fewer held-out prompts, or fewer pooled seed degrees of freedom, than the simulation showed to cover is marked
+exploratory.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from kimi_eagle_data.probe.interval import (CONFIDENCE, METHOD, difference_interval, exploratory, parts,
+                                            pooled_share, ratio_interval, seed_figures)
 from kimi_eagle_data.store.workdir import read_json, write_json
 
-BOOTSTRAP = 2000
-CONFIDENCE = 0.95
+log = logging.getLogger(__name__)
+
 REPORT = "probe.json"
 PLOT = "probe-learning-curve.png"
 ALL = "all"
 
 
-def _per_prompt(seeds: dict[int, dict[str, Any]], configs: list[str]) -> dict[str, tuple[int, int]]:
-    """prompt id -> (tokens, steps) summed over the seeds."""
-    out: dict[str, list[int]] = {}
-    for s in seeds.values():
-        for c in configs:
-            for p in s["prompts_by_config"].get(c, []):
-                t = out.setdefault(p["id"], [0, 0])
-                t[0] += p["tokens"]
-                t[1] += p["steps"]
-    return {k: (a, b) for k, (a, b) in out.items()}
+def cells(seeds: dict[int, dict[str, Any]], scope: dict[str, list[str]]) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """(tokens, steps) shaped (prompts, seeds) of an arm's `seeds` on the held-out prompts of `scope` (config ->
+    ids), and each prompt's config index (the pooled scope's strata)."""
+    order = sorted(seeds)
+    found = [{p["id"]: (p["tokens"], p["steps"]) for ps in seeds[s]["prompts_by_config"].values() for p in ps}
+             for s in order]
+    ids = [(i, n) for n, c in enumerate(scope) for i in scope[c]]
+    tokens = np.array([[f[i][0] for f in found] for i, _ in ids], dtype=float).reshape(len(ids), len(order))
+    steps = np.array([[f[i][1] for f in found] for i, _ in ids], dtype=float).reshape(len(ids), len(order))
+    return tokens, steps, [n for _, n in ids]
 
 
-def _interval(samples: np.ndarray) -> tuple[float, float]:
-    a = (1 - CONFIDENCE) / 2
-    lo, hi = np.quantile(samples, [a, 1 - a])
-    return round(float(lo), 3), round(float(hi), 3)
+def _r(x) -> float:
+    return round(float(x), 3)
 
 
-def acceptance(prompts: dict[str, tuple[int, int]], ids: list[str], seed: int = 0) -> dict[str, Any]:
-    tokens = np.array([prompts[i][0] for i in ids], dtype=float)
-    steps = np.array([prompts[i][1] for i in ids], dtype=float)
-    if not ids or steps.sum() == 0:
-        return {"acceptance": None, "low": None, "high": None, "prompts": len(ids), "steps": 0}
-    est = float(tokens.sum() / steps.sum())
-    pick = np.random.default_rng(seed).integers(0, len(ids), size=(BOOTSTRAP, len(ids)))
-    boots = tokens[pick].sum(1) / np.maximum(steps[pick].sum(1), 1)
-    lo, hi = _interval(boots)
-    return {"acceptance": round(est, 3), "low": lo, "high": hi, "prompts": len(ids), "steps": int(steps.sum())}
+def acceptance(tokens: np.ndarray, steps: np.ndarray, strata: list[int], seeds: list[int], share, seed_df: int
+               ) -> dict[str, Any]:
+    """An arm's pooled acceptance over cells (prompts, seeds) with its interval (None below 2 prompts, or when no
+    step was taken), each seed's figure and their spread; `share`, `seed_df` the scope's pooled seeds' part."""
+    prompts = int(tokens.shape[0])
+    if not prompts or steps.sum() == 0:
+        return {"acceptance": None, "low": None, "high": None, "prompts": prompts, "steps": 0}
+    est, lo, hi, df = ratio_interval(parts(tokens, steps, strata), share, seed_df)
+    ok = prompts >= 2
+    return {"acceptance": _r(est), "low": _r(lo) if ok else None, "high": _r(hi) if ok else None, "prompts": prompts,
+            "steps": int(steps.sum()), "df": round(float(df), 1), "exploratory": exploratory(prompts, seed_df),
+            **seed_figures(tokens, steps, seeds)}
 
 
-def gain(own: dict[str, tuple[int, int]], up: dict[str, tuple[int, int]], ids: list[str], seed: int = 0
-         ) -> dict[str, Any] | None:
-    if not ids:
+def gain(lead: tuple[np.ndarray, np.ndarray], base: tuple[np.ndarray, np.ndarray], strata: list[int], share,
+         seed_df: int) -> dict[str, Any] | None:
+    """lead − base, each (tokens, steps) on the same cells, with its paired interval; None when either took no
+    step."""
+    if not lead[0].shape[0] or lead[1].sum() == 0 or base[1].sum() == 0:
         return None
-    ot, os_ = (np.array([own[i][j] for i in ids], dtype=float) for j in (0, 1))
-    ut, us = (np.array([up[i][j] for i in ids], dtype=float) for j in (0, 1))
-    if os_.sum() == 0 or us.sum() == 0:
-        return None
-    est = ot.sum() / os_.sum() - ut.sum() / us.sum()
-    pick = np.random.default_rng(seed).integers(0, len(ids), size=(BOOTSTRAP, len(ids)))
-    boots = ot[pick].sum(1) / np.maximum(os_[pick].sum(1), 1) - ut[pick].sum(1) / np.maximum(us[pick].sum(1), 1)
-    lo, hi = _interval(boots)
-    return {"estimate": round(float(est), 3), "low": lo, "high": hi}
+    est, lo, hi, df = difference_interval(parts(*lead, strata), parts(*base, strata), strata, share, seed_df)
+    ok = lead[0].shape[0] >= 2
+    return {"estimate": _r(est), "low": _r(lo) if ok else None, "high": _r(hi) if ok else None,
+            "df": round(float(df), 1), "exploratory": exploratory(lead[0].shape[0], seed_df)}
 
 
 def gain_key(baseline: str) -> str:
@@ -77,41 +78,83 @@ def build_report(setup: dict[str, Any], held: dict[str, list[str]], results: dic
                  lead: str = "own", baseline: str = "upstream") -> dict[str, Any]:
     """The report of `results` on the held-out prompts `held`; the gain is `lead` − `baseline` (paired)."""
     configs = list(held)
-    scopes = {**{c: [c] for c in configs}, ALL: configs}
+    scopes = {**{c: {c: held[c]} for c in configs}, ALL: held}
     arms: dict[str, Any] = {}
     for arm, seeds in results.items():
         first = next(iter(seeds.values()))
+        tokens, steps, _ = cells(seeds, held)
+        per_seed = seed_figures(tokens, steps, sorted(seeds))
         arms[arm] = {"rows": first["rows"], "prompts": first["prompts"],
                      "loss_tokens_available": first["loss_tokens_available"],
                      "seeds": {str(s): {k: v for k, v in r.items() if k != "prompts_by_config"} | {
-                         "acceptance": acceptance(_per_prompt({s: r}, configs), [i for c in configs for i in held[c]])
-                         ["acceptance"]} for s, r in seeds.items()}}
+                         "acceptance": per_seed["per_seed"][str(s)]} for s, r in seeds.items()},
+                     "seed_spread": per_seed["seed_spread"]}
     per_config: dict[str, Any] = {}
-    for scope, cs in scopes.items():
-        ids = [i for c in cs for i in held[c]]
-        entry: dict[str, Any] = {"held_out": len(ids), "arms": {}}
-        for arm, seeds in results.items():
-            entry["arms"][arm] = acceptance(_per_prompt(seeds, configs), ids)
+    for scope, ids in scopes.items():
+        entry: dict[str, Any] = {"held_out": sum(map(len, ids.values())), "arms": {}}
+        arm_cells = {arm: cells(seeds, ids) for arm, seeds in results.items()}
+        measured = [parts(*c) for c in arm_cells.values() if c[0].shape[0] and c[1].sum()]
+        share, seed_df = pooled_share(measured) if measured else (0.0, 0)
+        for arm, (tokens, steps, strata) in arm_cells.items():
+            entry["arms"][arm] = acceptance(tokens, steps, strata, sorted(results[arm]), share, seed_df)
         if lead in results and baseline in results:
-            entry[gain_key(baseline)] = gain(_per_prompt(results[lead], configs),
-                                             _per_prompt(results[baseline], configs), ids)
+            entry[gain_key(baseline)] = gain(arm_cells[lead][:2], arm_cells[baseline][:2], arm_cells[lead][2], share,
+                                             seed_df)
+        entry["seed_df"] = seed_df
+        entry["exploratory"] = exploratory(entry["held_out"], seed_df)
         per_config[scope] = entry
     curve = [{"share": share, **per_config[ALL]["arms"][name]}
              for share, name in ((0.25, "own 0.25"), (0.5, "own 0.5"), (1.0, "own")) if name in results]
-    return {"setup": setup, "interval": f"percentile bootstrap over prompts of the pooled ratio ({BOOTSTRAP} "
-            f"resamples, seeded); gain: paired", "confidence": CONFIDENCE, "held_out": held, "arms": arms,
+    return {"setup": setup, "interval": METHOD, "confidence": CONFIDENCE, "held_out": held, "arms": arms,
             "configs": per_config, "learning_curve": curve}
 
 
-def write_report(workdir, report: dict[str, Any]) -> None:
-    write_json(workdir.root / REPORT, report)
+def is_workdir_dataset(workdir, data: Path | None) -> bool:
+    return data is None or Path(data).resolve() == Path(workdir.dataset).resolve()
+
+
+def _stem(data: Path) -> str:
+    return Path(data).name.split(".")[0] or "data"
+
+
+def report_path(workdir, data: Path | None, out: Path | None, compare: Path | None = None) -> Path:
+    """Where a probe's report goes: WORKDIR/probe.json (the card reads it) for the workdir's own dataset,
+    WORKDIR/probe-NAME.json for other data and WORKDIR/probe-A-vs-B.json for two datasets compared, so that their
+    figures never reach this dataset's card. ValueError: `out` is the card's report for other data."""
+    card = workdir.root / REPORT
+    if is_workdir_dataset(workdir, data) and compare is None:
+        return out or card
+    if out is not None and out.resolve() == card.resolve():
+        what = data if compare is None else f"{data} against {compare}"
+        raise ValueError(f"{card} is the report the dataset card reads, and {what} is not this workdir's dataset; "
+                         "give --out another file")
+    name = _stem(data or workdir.dataset) + (f"-vs-{_stem(compare)}" if compare is not None else "")
+    return out or workdir.root / f"probe-{name}.json"
+
+
+def plot_path(report_file: Path) -> Path:
+    return report_file.with_name(report_file.stem + "-learning-curve.png")
+
+
+def write_report(path: Path, report: dict[str, Any]) -> None:
+    write_json(path, report)
     if len(report["learning_curve"]) > 1:
-        plot_curve(report, workdir.root / PLOT)
+        plot_curve(report, plot_path(path))
 
 
 def load_report(workdir) -> dict[str, Any] | None:
+    """WORKDIR/probe.json for the card; None when there is none, or when it measured other data than the workdir's
+    dataset (a report a --data run wrote there before such runs had their own file)."""
     path = workdir.root / REPORT
-    return read_json(path) if path.exists() else None
+    if not path.exists():
+        return None
+    report = read_json(path)
+    data = (report.get("setup") or {}).get("data")
+    if data and not is_workdir_dataset(workdir, Path(data)):
+        log.warning("%s measured %s, not this dataset: the card leaves the probe out (run `kimi-data probe "
+                    "--workdir %s` to measure this dataset)", path, data, workdir.root)
+        return None
+    return report
 
 
 def plot_curve(report: dict[str, Any], path: Path) -> None:
@@ -124,7 +167,8 @@ def plot_curve(report: dict[str, Any], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(5, 3.2))
     x = [p["share"] for p in pts]
     y = [p["acceptance"] for p in pts]
-    ax.errorbar(x, y, yerr=[[a - p["low"] for a, p in zip(y, pts)], [p["high"] - a for a, p in zip(y, pts)]],
+    ax.errorbar(x, y, yerr=[[a - (p["low"] if p["low"] is not None else a) for a, p in zip(y, pts)],
+                            [(p["high"] if p["high"] is not None else a) - a for a, p in zip(y, pts)]],
                 marker="o", capsize=3, label="own completions")
     up = report["configs"][ALL]["arms"].get("upstream")
     if up and up["acceptance"] is not None:
@@ -145,22 +189,38 @@ def plot_curve(report: dict[str, Any], path: Path) -> None:
 def _acc(a: dict[str, Any] | None) -> str:
     if not a or a.get("acceptance") is None:
         return "–"
+    if a.get("low") is None:
+        return f"{a['acceptance']:.2f} [–]"
     return f"{a['acceptance']:.2f} [{a['low']:.2f}, {a['high']:.2f}]"
 
 
 def _gain(g: dict[str, Any] | None) -> str:
-    return "–" if not g else f"{g['estimate']:+.2f} [{g['low']:+.2f}, {g['high']:+.2f}]"
+    if not g:
+        return "–"
+    if g.get("low") is None:
+        return f"{g['estimate']:+.2f} [–]"
+    return f"{g['estimate']:+.2f} [{g['low']:+.2f}, {g['high']:+.2f}]"
 
 
-def table(report: dict[str, Any], lead: str = "own", baseline: str = "upstream") -> tuple[list[str], list[list[str]]]:
-    """The per-config table of a report (the main arms; `report["history"]` with lead `own history`, baseline
-    `source history`)."""
+EXPLORATORY = "exploratory"
+
+
+def scope_label(scope: str, entry: dict[str, Any]) -> str:
+    """A table's config cell: the scope, marked exploratory below the held-out prompts or seeds that cover."""
+    return f"{scope} ({EXPLORATORY})" if entry.get(EXPLORATORY) else scope
+
+
+def table(report: dict[str, Any], lead: str | None = None, baseline: str | None = None
+          ) -> tuple[list[str], list[list[str]]]:
+    """The per-config table of a report (the main arms, own − upstream or the two datasets compared;
+    `report["history"]` with lead `own history`, baseline `source history`)."""
+    lead, baseline = (lead, baseline) if lead else report.get("compared") or ("own", "upstream")
     arms = list(next(iter(report["configs"].values()))["arms"])
     compared = lead in arms and baseline in arms
     head = ["config", "held-out", *arms] + ([f"gain {lead} − {baseline}"] if compared else [])
     rows = []
     for scope, e in report["configs"].items():
-        row = [scope, str(e["held_out"]), *(_acc(e["arms"][a]) for a in arms)]
+        row = [scope_label(scope, e), str(e["held_out"]), *(_acc(e["arms"][a]) for a in arms)]
         if compared:
             row.append(_gain(e.get(gain_key(baseline))))
         rows.append(row)
@@ -187,7 +247,21 @@ def setup_line(report: dict[str, Any]) -> str:
             f"greedy speculative decoding {measured_by(s)} with {s['drafts_per_step']} drafts per verify step, up to "
             f"{s['max_new_tokens']} new tokens on {s['held_out_per_config']} held-out prompts per config. "
             f"Acceptance: tokens per target verify step, pooled over prompts and seeds; interval "
-            f"{100 * report['confidence']:g}%: {report['interval']}.")
+            f"{100 * report['confidence']:g}%: {report['interval']}.{_caveat(report)}{_data(s)}")
+
+
+def _caveat(report: dict[str, Any]) -> str:
+    from kimi_eagle_data.probe.interval import COVERING_PROMPTS, MIN_SEED_DF
+
+    if not any(e.get(EXPLORATORY) for e in report["configs"].values()):
+        return ""
+    return (f" Rows marked {EXPLORATORY} are over fewer than {COVERING_PROMPTS} held-out prompts, or fewer than "
+            f"{MIN_SEED_DF + 1} drafters' seeds in all (pooled over the arms, one less per arm), below what these "
+            "intervals were shown to cover at: read them as leads, not findings.")
+
+
+def _data(setup: dict[str, Any]) -> str:
+    return f" Data measured: {setup['data_name']}." if setup.get("data_name") else ""
 
 
 def measured_by(setup: dict[str, Any]) -> str:

@@ -18,11 +18,14 @@ from typing import Any
 import torch
 
 from kimi_eagle_data.errors import KimiDataError
-from kimi_eagle_data.probe.arms import CURVE, TrainRow, input_rows, subset, to_train_row, upstream_row
+from kimi_eagle_data.probe.arms import (CURVE, TrainRow, compared_arms, compared_names, input_rows, passes, subset,
+                                       to_train_row, upstream_row)
 from kimi_eagle_data.probe.decode import Target, speculative
 from kimi_eagle_data.probe.drafter import DrafterSpec, Eagle3Drafter, aux_layer_ids, require_speculators, save_drafter
 from kimi_eagle_data.probe.history import OWN, SOURCE, LaterTurn, held_out_later, later_turns, source_history_rows
-from kimi_eagle_data.probe.report import build_report, write_report
+from kimi_eagle_data.probe.data_check import belonging_rows
+from kimi_eagle_data.probe.interval import FEW_PROMPTS
+from kimi_eagle_data.probe.report import build_report, is_workdir_dataset, report_path, write_report
 from kimi_eagle_data.probe.served import ServedTarget, served_acceptance
 from kimi_eagle_data.probe.split import HELD_OUT, held_out, prompt_key
 from kimi_eagle_data.probe.train import SEQ_LEN, TRAINER, train
@@ -55,6 +58,8 @@ class ProbeOptions:
     engine: str = IN_PROCESS          # who measures acceptance: IN_PROCESS (probe/decode.py) or "vllm" (probe/served.py)
     device: str = "cpu"               # with engine vllm: "cpu" (the CPU recipe) or "gpu" (vLLM installed here)
     tp: int = 1                       # with engine vllm on "gpu": its tensor-parallel GPUs
+    out: Path | None = None           # the report's file (None: probe/report.report_path's default)
+    compare: Path | None = None       # a second dataset: `data` against it, paired (no upstream, curve, history)
 
 
 class ProbeError(KimiDataError):
@@ -82,6 +87,7 @@ class Split:
     data: Path
     own_all: list[TrainRow]                  # every row of the data in the probed configs, held out or not
     held_prompts: set[str]                   # prompt_key of each held-out prompt
+    data_check: dict[str, Any] | None = None  # other data's rows against the workdir (probe/data_check.py)
 
 
 def split_rows(ctx: RunContext, data: Path | None, configs: list[str], held_count: int, split_seed: int,
@@ -93,6 +99,10 @@ def split_rows(ctx: RunContext, data: Path | None, configs: list[str], held_coun
     records = {c: read_prepared(wd, c) for c in configs}
     max_prompt = ctx.max_seq_len - max_new_tokens
     held = {c: held_out(rs, held_count, split_seed, max_prompt) for c, rs in records.items()}
+    cut = {c: len(h) for c, h in held.items() if len(h) < held_count}
+    if cut:
+        log.warning("--held-out %d is cut to half of each partition's first-turn prompts: %s", held_count,
+                    ", ".join(f"{c} {n}" for c, n in cut.items()))
     held_ids = {r.id for rs in held.values() for r in rs}
     held_prompts = {prompt_key(r.prompt_ids) for rs in held.values() for r in rs}
     firsts = {r.id: r for rs in records.values() for r in rs if r.turn == 1}
@@ -101,11 +111,13 @@ def split_rows(ctx: RunContext, data: Path | None, configs: list[str], held_coun
     if not data.exists():
         raise ProbeError(f"{data} does not exist; run `kimi-data emit --workdir {wd.root}` first or give the data to "
                          "probe with --data")
-    own_all = [to_train_row(raw, firsts, by_prompt) for raw in input_rows(data)]
+    raws, check = (input_rows(data), None) if is_workdir_dataset(wd, data) else belonging_rows(ctx, data)
+    own_all = [to_train_row(raw, firsts, by_prompt) for raw in raws]
     own_all = [r for r in own_all if r.config in records or r.config is None]
     kept = [r for r in own_all if r.conversation not in held_ids and (r.id or "") not in held_ids
             and prompt_key(r.prompt.tolist()) not in held_prompts]
-    return Split(records, held, firsts, kept, len(own_all) - len(kept), data, own_all, held_prompts)
+    return Split(records, held, firsts, kept, len(own_all) - len(kept), data, own_all, held_prompts,
+                 check)
 
 
 def prompts_of(held: dict[str, list[PromptRecord]]) -> dict[str, list[tuple[str, list[int]]]]:
@@ -135,28 +147,24 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
     own_all, held_prompts, configs = split.own_all, split.held_prompts, list(records)
     max_prompt = ctx.max_seq_len - opts.max_new_tokens
     held_ids = {r.id for rs in held.values() for r in rs}
-    own_firsts = {r.id for r in kept if r.id in firsts}
-    upstream = [u for u in (upstream_row(firsts[i], ctx.tokenizer, ctx.tokens, ctx.format, ctx.max_seq_len)
-                            for i in sorted(own_firsts) if firsts[i].answer) if u is not None]
-    shared = {u.id for u in upstream}
-    own = [r for r in kept if r.id in shared]
-    arm_rows: dict[str, list[TrainRow]] = {"own": own, "upstream": upstream} if shared else {"own": kept}
-    if not opts.upstream:
-        arm_rows.pop("upstream", None)
-    if not shared:
-        log.warning("no training prompt has both an own row and an upstream answer: only the own arm is trained")
-    if opts.curve:
-        for share in CURVE[:-1]:
-            arm_rows[f"own {share:g}"] = subset(own if shared else kept, share, opts.split_seed)
+    lead, baseline = "own", "upstream"
+    if opts.compare is not None:
+        other = split_rows(ctx, opts.compare, opts.configs, opts.held_out, opts.split_seed, opts.max_new_tokens)
+        lead, baseline = compared_names(data, other.data)
+        arm_rows = compared_arms(kept, other.kept, firsts, (lead, baseline))
+    else:
+        arm_rows = _arms(ctx, opts, kept, firsts)
     empty = [a for a, rows in arm_rows.items() if not rows]
     if empty:
         raise ProbeError(f"arm {empty[0]} has no training row (held out {len(held_ids)} prompts of "
                          f"{sum(len(r) for r in records.values())}); probe more data or fewer held-out prompts")
+    repeats = passes(arm_rows, opts.budget, (lead, baseline))
 
     max_turns = {c: ctx.partitions.partition(c).max_turns for c in configs
                  if ctx.partitions.partition(c).conversations}
-    turns = later_turns(own_all, firsts, max_turns) if opts.history and max_turns else []
-    if opts.history and max_turns and not turns:
+    history_asked = opts.history and max_turns and opts.compare is None
+    turns = later_turns(own_all, firsts, max_turns) if history_asked else []
+    if history_asked and not turns:
         log.warning("the own_history configs (%s) have no later turn in the data: the history arms are left out",
                     ", ".join(sorted(max_turns)))
 
@@ -167,6 +175,7 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
     decoder_target = Target(target, aux)
     stop = (ctx.tokens.end_of_turn,)
     drafter_info: dict[str, Any] = {}
+    drafters = DrafterProgress(ctx.progress, (len(arm_rows) + (2 if turns else 0)) * len(opts.seeds))
     served = ServedTarget(target_path, ctx.profile, ctx.max_seq_len, ctx.workdir.root / "probe-drafters",
                           device=opts.device, tp=opts.tp, vocab_size=ctx.vocab_size()) \
         if opts.engine != IN_PROCESS else None
@@ -202,6 +211,7 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
                 log.info("probe: arm %s, seed %d: %d steps in %.0fs, acceptance %.3f on %d held-out prompts (%.0fs)",
                          arm, seed, trained.steps, trained.seconds, sum(p["tokens"] for p in pooled) /
                          max(1, sum(p["steps"] for p in pooled)), len(pooled), time.perf_counter() - t1)
+                drafters.measured(sum(p["tokens"] for p in pooled))
                 results[arm][seed] = {"rows": len(rows), "prompts": len({x.id for x in rows}),
                                       "loss_tokens_available": sum(x.loss_tokens for x in rows),
                                       "steps": trained.steps, "loss_tokens": trained.loss_tokens,
@@ -210,20 +220,77 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
                                       "last_loss": round(trained.last_loss, 4), "prompts_by_config": per_prompt}
         return results
 
-    results = measure(arm_rows, prompts_of(held))
-    history = _history(ctx, turns, held_ids, held_prompts, opts, max_prompt, target_path, measure) if turns else None
+    try:
+        results = measure(arm_rows, prompts_of(held))
+        history = (_history(ctx, turns, held_ids, held_prompts, opts, max_prompt, target_path, measure) if turns
+                   else None)
+    finally:
+        drafters.stop()
     setup = {"target": target_path, "model": ctx.run["model"], "trainer": TRAINER, "drafter": drafter_info,
              "budget_loss_tokens": opts.budget, "seq_len": SEQ_LEN, "seeds": list(opts.seeds),
              "drafts_per_step": opts.drafts, "max_new_tokens": opts.max_new_tokens, "held_out_per_config":
              opts.held_out, "split_seed": opts.split_seed, "data": str(data), "device": "cpu",
-             "excluded_held_out_rows": excluded, "measured_by": "engine" if served else IN_PROCESS,
-             "engine": engine_info or None}
-    report = build_report(setup, {c: [r.id for r in rs] for c, rs in held.items()}, results)
+             "data_name": "this dataset" if is_workdir_dataset(ctx.workdir, data) else data.name,
+             "data_check": split.data_check, "excluded_held_out_rows": excluded,
+             "budget_policy": "equal loss tokens per arm", "passes": repeats,
+             "measured_by": "engine" if served else IN_PROCESS, "engine": engine_info or None}
+    if opts.compare is not None:
+        setup |= {"data_name": f"{lead} against {baseline}", "compared_with": str(opts.compare),
+                  "compared_data_check": other.data_check}
+    report = build_report(setup, {c: [r.id for r in rs] for c, rs in held.items()}, results, lead, baseline)
+    if opts.compare is not None:
+        report["compared"] = [lead, baseline]
     if history is not None:
         report["history"] = history
     report["seconds"] = round(time.perf_counter() - t0, 1)
-    write_report(ctx.workdir, report)
+    few = [c for c, e in report["configs"].items() if 0 < e["held_out"] < FEW_PROMPTS]
+    if few:
+        log.warning("the intervals of %s are over fewer than %d held-out prompts each: their spread is barely "
+                    "estimated (raise --held-out or probe more prompts)", ", ".join(few), FEW_PROMPTS)
+    write_report(opts.out or report_path(ctx.workdir, opts.data, None, opts.compare), report)
     return report
+
+
+def _arms(ctx: RunContext, opts: ProbeOptions, kept: list[TrainRow], firsts: dict[str, PromptRecord]
+          ) -> dict[str, list[TrainRow]]:
+    """own, upstream and the learning curve's shares, on the training prompts with both an own row and an upstream
+    answer."""
+    own_firsts = {r.id for r in kept if r.id in firsts}
+    upstream = [u for u in (upstream_row(firsts[i], ctx.tokenizer, ctx.tokens, ctx.format, ctx.max_seq_len)
+                            for i in sorted(own_firsts) if firsts[i].answer) if u is not None]
+    shared = {u.id for u in upstream}
+    own = [r for r in kept if r.id in shared]
+    arm_rows: dict[str, list[TrainRow]] = {"own": own, "upstream": upstream} if shared else {"own": kept}
+    if not opts.upstream:
+        arm_rows.pop("upstream", None)
+    if not shared:
+        log.warning("no training prompt has both an own row and an upstream answer: only the own arm is trained")
+    if opts.curve:
+        for share in CURVE[:-1]:
+            arm_rows[f"own {share:g}"] = subset(own if shared else kept, share, opts.split_seed)
+    return arm_rows
+
+
+class DrafterProgress:
+    """The probe's drafters as a progress step (trained and measured: done of total), so the CLI shows an ETA."""
+
+    LABEL = "probe: drafters"
+
+    def __init__(self, progress, total: int):
+        self.progress, self.total, self.done, self.tokens = progress, total, 0, 0
+        self.t0 = time.perf_counter()
+        progress.start(self.LABEL, total)
+
+    def measured(self, tokens: int) -> None:
+        from kimi_eagle_data.progress import Snapshot
+
+        self.done += 1
+        self.tokens += tokens
+        self.progress.update(Snapshot(self.LABEL, self.done, self.total,
+                                      self.tokens / max(time.perf_counter() - self.t0, 1e-9)))
+
+    def stop(self) -> None:
+        self.progress.stop()
 
 
 

@@ -15,7 +15,7 @@ from tests.helpers.cli import run_cli
 
 pytestmark = pytest.mark.trainer
 
-PROBE = ("--seeds", "2", "--no-curve", "--no-upstream", "--budget", "12000", "--held-out", "4", "--json")
+PROBE = ("--seeds", "2", "--budget", "12000", "--held-out", "4", "--json")
 
 
 def test_a_loss_mask_over_the_prompt_lowers_acceptance(demo_run, tmp_path):
@@ -28,12 +28,22 @@ def test_a_loss_mask_over_the_prompt_lowers_acceptance(demo_run, tmp_path):
             row = json.loads(line)
             row["loss_mask"] = [1] * len(row["input_ids"])
             g.write(json.dumps(row) + "\n")
-    got = {}
-    for name, path in (("clean", clean), ("damaged", damaged)):
-        report = orjson.loads(run_cli("probe", "--workdir", str(workdir), "--data", str(path), *PROBE,
-                                      timeout=1800).stdout)
-        assert report["setup"]["trainer"] == "cpu-loop" and list(report["arms"]) == ["own"]
-        assert all(s["loss_tokens"] >= 12000 for s in report["arms"]["own"]["seeds"].values())
-        got[name] = report["configs"]["all"]["arms"]["own"]
-    assert got["clean"]["prompts"] == got["damaged"]["prompts"] > 0
-    assert got["damaged"]["acceptance"] < got["clean"]["acceptance"], got
+    card_report = workdir / "probe.json"
+    before = card_report.read_bytes() if card_report.exists() else None
+    # the two compared in one probe: the same held-out prompts, seeds and training prompts, a paired gain
+    proc = run_cli("probe", "--workdir", str(workdir), "--data", str(clean), "--data", str(damaged), *PROBE,
+                   timeout=1800)
+    report = orjson.loads(proc.stdout)
+    assert report["setup"]["trainer"] == "cpu-loop" and report["compared"] == ["clean.jsonl", "damaged.jsonl"]
+    assert list(report["arms"]) == ["clean.jsonl", "damaged.jsonl"]
+    assert all(s["loss_tokens"] >= 12000 for a in report["arms"].values() for s in a["seeds"].values())
+    # other data: a report of its own, never the one the card reads; its rows checked against the workdir
+    assert orjson.loads((workdir / "probe-clean-vs-damaged.json").read_bytes())["compared"] == report["compared"]
+    assert (card_report.read_bytes() if card_report.exists() else None) == before
+    assert report["setup"]["data_check"]["matched_rows"] == report["setup"]["data_check"]["rows"]
+    assert "probe: drafters" in proc.stderr + proc.stdout      # the progress line, with its ETA
+    got = report["configs"]["all"]
+    assert got["arms"]["clean.jsonl"]["prompts"] == got["arms"]["damaged.jsonl"]["prompts"] > 0
+    assert got["arms"]["damaged.jsonl"]["acceptance"] < got["arms"]["clean.jsonl"]["acceptance"], got
+    gain = got["gain_over_damaged.jsonl"]
+    assert gain["estimate"] > 0 and gain["low"] <= gain["estimate"] <= gain["high"], gain
