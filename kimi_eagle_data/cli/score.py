@@ -27,7 +27,10 @@ SCORE_JSON_HELP = """\b
     upstream: S | null, own: S | null,
     gap {estimate, low, high} | null   (own − upstream, nats/token),
     verdict (regenerate|either|n/a),
-    segments {reasoning|answer: {upstream: S, own: S, gap}} | null}}
+    segments {reasoning|answer: {upstream: S, own: S, gap}} | null}},
+  probe: null without WORKDIR/probe.json of this dataset, else {CONFIG:
+    {verdict, probe_gain {estimate, low, high, ...}, probe (gain|loss|no
+    difference shown), agrees, why | null}}   (not written to score.json)
 S = {samples, tokens, nats_per_token (mean log-prob per token, token-
     weighted), top1 (share of tokens that are the target's top-1)}"""
 
@@ -86,8 +89,14 @@ def score(sample_limit: int, seed: int, threshold: float, as_json: bool, **kw):
     ctx = run_for(kw, create=False, remember_options=False)
     report = score_run(ctx, list(kw["configs"]), limit=sample_limit, seed=seed,
                        retry_failed=ctx.settings.retry_failed, threshold=threshold)
+    from kimi_eagle_data.probe.report import load_report as load_probe
+    from kimi_eagle_data.score.report import agreement_lines, probe_agreement
+
+    # what the probe measured of the same choice, when it ran on this dataset (it is read, never stored here:
+    # the probe may run again after the score)
+    agreement = probe_agreement(report, load_probe(wd))
     if as_json:
-        click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+        click.echo(orjson.dumps({**report, "probe": agreement}, option=orjson.OPT_INDENT_2).decode())
         return
     out.print(score_table(report))
     run = report.get("run")
@@ -107,6 +116,10 @@ def score(sample_limit: int, seed: int, threshold: float, as_json: bool, **kw):
     if missing:
         out.print(f"[yellow]note:[/] no own completions to compare for {', '.join(missing)}; run "
                   f"`kimi-data generate --workdir {wd.root}` first", highlight=False, soft_wrap=True)
+    if agreement:
+        out.print("against the probe (drafters trained on either set; docs/score.md):", highlight=False)
+        for line in agreement_lines(agreement):
+            out.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
     if wd.dataset.exists():
         out.print(f"the dataset card shows this table after the next `kimi-data emit --workdir {wd.root}`",
                   highlight=False, soft_wrap=True)

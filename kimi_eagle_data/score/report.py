@@ -302,6 +302,49 @@ def markdown_table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def probe_agreement(score: dict[str, Any], probe: dict[str, Any] | None) -> dict[str, dict[str, Any]] | None:
+    """Per config that both measured: the score's verdict beside what the probe measured of the same choice (its
+    gain own − upstream, drafters trained on either set: probe.json's `configs`), whether they agree, and why they
+    may not. None without a probe report.
+
+    They answer different questions: the score is a distance (how likely the target finds the upstream answers),
+    the probe a consequence (how much a small drafter trained on them accepts). A wide gap can cost a drafter little
+    where the upstream text is short or formulaic, and a partition's probe interval over a few prompts is
+    exploratory (probe/interval.py): where they part, the probe is the measurement of acceptance, the score the
+    cheaper lead."""
+    if not probe or not probe.get("configs"):
+        return None
+    out: dict[str, dict[str, Any]] = {}
+    for config, c in score["configs"].items():
+        gain = ((probe["configs"].get(config) or {}).get("gain_over_upstream"))
+        if not gain or c["verdict"] == "n/a":
+            continue
+        measured = "gain" if gain["low"] > 0 else "loss" if gain["high"] < 0 else "no difference shown"
+        agrees = (c["verdict"] == "regenerate") == (measured == "gain")
+        why = None
+        if not agrees:
+            why = {("regenerate", "no difference shown"): "the drafters trained on either set accepted alike: the "
+                   "gap in likelihood did not cost acceptance here",
+                   ("regenerate", "loss"): "drafters trained on the upstream answers accepted more",
+                   ("either", "gain"): "drafters trained on the own completions accepted more than the score's "
+                   "small gap predicts"}[(c["verdict"], measured)]
+            if gain.get("exploratory"):
+                why += " (the probe's interval here is exploratory: too few prompts or seeds)"
+        out[config] = {"verdict": c["verdict"], "probe_gain": gain, "probe": measured, "agrees": agrees, "why": why}
+    return out
+
+
+def agreement_lines(agreement: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per config where the score and the probe disagree, then how many agree."""
+    lines = [f"{config}: score says {a['verdict']}, the probe measured {a['probe']} "
+             f"({gap_text(a['probe_gain'])} tokens per verify step): {a['why']}"
+             for config, a in agreement.items() if not a["agrees"]]
+    agreeing = [c for c, a in agreement.items() if a["agrees"]]
+    if agreeing:
+        lines.append(f"the probe agrees with the score on {', '.join(agreeing)}")
+    return lines
+
+
 def threshold_note(report: dict[str, Any], *, see_readme: bool = True) -> str:
     """The table's legend. `see_readme=False` for the dataset card: on the Hub, "README" is the card itself."""
     th = report["threshold_nats"]

@@ -252,6 +252,7 @@ def test_demo_is_scored_for_every_config(demo_copy):
     stats = [json.loads(r[0]) for r in recorded]
     mean = sum(s["sum"] for s in stats) / sum(s["n"] for s in stats)
     assert abs(mean - b4["own"]["nats_per_token"]) < 1e-3
+    assert rep.pop("probe") is None                     # no probe ran on this dataset
     assert json.loads((w / "score.json").read_text()) == rep
 
     table = run_cli("score", "--workdir", str(w), "--no-progress").stdout   # nothing left: reads the checkpoint
@@ -262,6 +263,19 @@ def test_demo_is_scored_for_every_config(demo_copy):
     run_cli("emit", "--workdir", str(w))
     card = (w / "dataset" / "README.md").read_text()
     assert "## Where regeneration pays" in card and "| B8 | all |" in card
+
+    # With a probe of this dataset beside it, score says per config where the probe's measured gain disagrees
+    verdicts = {c: r["verdict"] for c, r in rep["configs"].items()}
+    gains = {c: ({"estimate": 0.2, "low": 0.1, "high": 0.3} if v == "regenerate" else
+                 {"estimate": 0.0, "low": -0.1, "high": 0.1}) for c, v in verdicts.items()}
+    gains["B1"] = {"estimate": -0.06, "low": -0.15, "high": 0.06, "exploratory": True}
+    (w / "probe.json").write_text(json.dumps({"setup": {"data": str(w / "dataset")}, "configs": {
+        c: {"gain_over_upstream": g} for c, g in gains.items()}}))
+    shown = json.loads(run_cli("score", "--workdir", str(w), "--json", "--no-progress").stdout)["probe"]
+    assert set(shown) == set(verdicts)
+    assert [c for c, a in shown.items() if not a["agrees"]] == (["B1"] if verdicts["B1"] == "regenerate" else [])
+    text = run_cli("score", "--workdir", str(w), "--no-progress").stdout
+    assert "against the probe" in text and "the probe agrees with the score on" in text
 
 
 def test_score_resumes_after_kill(demo_copy, tmp_path):
