@@ -35,7 +35,30 @@ def tokenizer_hint(path: str) -> str:
 HUB_PROBE_TIMEOUT_S = 5.0
 
 
+# Packages built against one torch that, installed beside another (speculators pulls them in), fail at import; and
+# transformers imports them while it loads a model class, then reports the class as missing.
+TORCH_COMPANIONS = ("torchvision", "torchaudio")
+
+
+def broken_torch_companion() -> str | None:
+    """`name (its import error)` of an installed torchvision/torchaudio that does not import beside this torch."""
+    import importlib
+    import importlib.util
+
+    for name in TORCH_COMPANIONS:
+        if importlib.util.find_spec(name) is None:
+            continue
+        try:
+            importlib.import_module(name)
+        except Exception as e:  # noqa: BLE001 - a wrong build fails with RuntimeError, OSError, ImportError, ...
+            return f"{name} ({type(e).__name__}: {_one_line(e)[:120]})"
+    return None
+
+
 def _what_to_do(e: BaseException, path: str) -> str:
+    if isinstance(e, ImportError) and (broken := broken_torch_companion()):
+        return (f"{broken} is installed but built for another torch, and transformers imports it: pip uninstall -y "
+                f"{' '.join(TORCH_COMPANIONS)}, then rerun")
     if isinstance(e, ImportError):
         # transformers' check_imports names the packages a trust_remote_code tokenizer needs (K2.5's: tiktoken).
         missing = getattr(e, "name", None)
