@@ -67,8 +67,10 @@ class ProbeError(KimiDataError):
 
 
 def load_target(path: str):
+    import transformers
     from transformers import AutoModelForCausalLM
 
+    transformers.logging.disable_progress_bar()   # loading and saving models: the probe's own progress is what counts
     if "OMP_NUM_THREADS" not in __import__("os").environ:
         torch.set_num_threads(1)     # as the local engine: a tiny model gains nothing from more on shared cores
     return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()

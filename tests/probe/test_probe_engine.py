@@ -75,8 +75,11 @@ def test_probe_through_the_engine_runs_and_says_who_measured(tmp_path):
     run_cli("build", "B4", "--samples", "--limit", "14", "--profile", "tiny-kimi", "--workdir", str(work),
             "--no-progress")
     proc = run_cli("probe", "B4", "--workdir", str(work), "--engine", "vllm", "--seeds", "1", "--no-curve",
-                   "--no-history", "--no-upstream", "--budget", "2000", "--held-out", "4", "--json", timeout=3600)
+                   "--no-history", "--no-upstream", "--budget", "2000", "--held-out", "4", "--json", "--no-progress",
+                   timeout=3600)
     report = json.loads(proc.stdout)
+    # --no-progress: no bar, transformers' loading and saving ones included
+    assert "Loading weights" not in proc.stderr and "Writing model shards" not in proc.stderr, proc.stderr[-2000:]
     setup = report["setup"]
     assert setup["measured_by"] == "engine", setup
     assert setup["engine"]["name"] == "vllm" and setup["engine"]["version"] == "0.32.0", setup
