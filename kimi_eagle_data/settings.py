@@ -406,10 +406,10 @@ _ENGINE = SECTIONS["Engine"]
 COMMAND_SETTINGS: dict[str, tuple[str, ...]] = {
     "demo": ("workdir", "progress", "limit", "workers"),
     "build": ("configs", *SECTION_OF),
-    "prepare": ("configs", "workdir", *SECTIONS["Model"], *SECTIONS["Sources"], *SECTIONS["Sampling"]),
+    "prepare": ("configs", "workdir", "progress", *SECTIONS["Model"], *SECTIONS["Sources"], *SECTIONS["Sampling"]),
     "generate": ("configs", "workdir", "shard", "merge", "progress", *_ENGINE, "keep_truncated"),
-    "validate": ("configs", "workdir", "merge", *SECTIONS["Validation"]),
-    "emit": ("configs", "workdir", "merge", *SECTIONS["Validation"], *SECTIONS["Output"]),
+    "validate": ("configs", "workdir", "merge", "progress", *SECTIONS["Validation"]),
+    "emit": ("configs", "workdir", "merge", "progress", *SECTIONS["Validation"], *SECTIONS["Output"]),
     "score": ("configs", "workdir", "progress", *_ENGINE),
     "probe": ("configs", "workdir", "progress"),
 }

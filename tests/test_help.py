@@ -26,11 +26,11 @@ EXPECTED = {
              "Validation": ["--workers"]},
     "build": {"Options": ["--help"], "Run": RUN, "Model": MODEL, "Sources": SOURCES, "Sampling": SAMPLING,
               "Engine": ENGINE, "Validation": VALIDATION, "Output": ["--dataset-version", "--model-label", "--repo"]},
-    "prepare": {"Options": ["--dry-run", "--help"], "Run": ["--workdir"], "Model": MODEL, "Sources": SOURCES,
+    "prepare": {"Options": ["--dry-run", "--help"], "Run": ["--workdir", "--no-progress"], "Model": MODEL, "Sources": SOURCES,
                 "Sampling": SAMPLING},
     "generate": {"Options": ["--help"], "Run": RUN, "Engine": ENGINE, "Validation": ["--keep-truncated"]},
-    "validate": {"Options": ["--help"], "Run": ["--workdir", "--merge"], "Validation": VALIDATION},
-    "emit": {"Options": ["--help"], "Run": ["--workdir", "--merge"], "Validation": VALIDATION,
+    "validate": {"Options": ["--help"], "Run": ["--workdir", "--merge", "--no-progress"], "Validation": VALIDATION},
+    "emit": {"Options": ["--help"], "Run": ["--workdir", "--merge", "--no-progress"], "Validation": VALIDATION,
              "Output": ["--dataset-version", "--model-label", "--repo"]},
     "score": {"Options": ["--limit", "--seed", "--threshold", "--json", "--help"],
               "Run": ["--workdir", "--no-progress"], "Engine": ENGINE},
@@ -80,8 +80,7 @@ def test_an_option_of_another_command_is_a_usage_error(command, tmp_path):
 
 def test_prepare_refuses_the_engine_and_validate_the_server():
     """The two the issue names: `prepare --server`, `validate --engine` are usage errors, before anything runs."""
-    for args in (["prepare", "--server", "http://127.0.0.1:30000"], ["validate", "--engine", "sglang"],
-                 ["emit", "--no-progress"]):
+    for args in (["prepare", "--server", "http://127.0.0.1:30000"], ["validate", "--engine", "sglang"]):
         result = CliRunner().invoke(main, [*args, "--workdir", "nowhere"])
         assert result.exit_code == 2 and "No such option" in result.output, (args, result.output)
 
@@ -137,3 +136,10 @@ def test_an_unknown_profile_is_the_same_usage_error_on_check_and_render(command)
     result = CliRunner().invoke(main, [*command, "--profile", "kimi-k9"])
     assert result.exit_code == 2, result.output
     assert f"unknown model profile 'kimi-k9'; known: {', '.join(sorted(PROFILES))}" in result.output
+
+
+def test_every_stage_takes_no_progress():
+    """Scripts pass --no-progress to each stage they run: every command that works on a workdir's stages takes it."""
+    for command in ("build", "prepare", "generate", "validate", "emit", "score", "probe", "demo"):
+        shown = CliRunner().invoke(main, [command, "--help"], terminal_width=200)
+        assert shown.exit_code == 0 and "--no-progress" in shown.output, command
