@@ -210,6 +210,44 @@ def bare_client(workdir: Path, url: str, concurrency: int, limit: int) -> None:
     print(json.dumps({"requests": len(bodies), "tokens": tokens, "seconds": seconds}))
 
 
+def from_generator(workdir: Path) -> None:
+    """The baseline of validate + emit, in its own process: bench_emit's `Dataset.from_generator` yielding one
+    row at a time (no validation, no decoding) over every sample of this workdir, first turns' prompts from
+    prepared/, later turns' from the checkpoint."""
+    import datasets
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from kimi_eagle_data.store.checkpoint import Checkpoint
+
+    datasets.disable_progress_bars()
+    cache = workdir.parent / "hf-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    t0 = time.perf_counter()
+
+    def rows():
+        ckpt = Checkpoint(workdir / "generations.sqlite")
+        later = sqlite3.connect(workdir / "generations.sqlite")
+        for f in sorted((workdir / "prepared").glob("*.parquet")):
+            prompts = pq.read_table(f, columns=["id", "prompt_ids"])
+            index = {id_: i for i, id_ in enumerate(prompts.column("id").to_pylist())}
+            col = prompts.column("prompt_ids")
+            turns = dict(later.execute("SELECT id, prompt_ids FROM turns WHERE config=?", (f.stem,)))
+            for c in ckpt.completions(f.stem):
+                prompt = (col[index[c.id]].as_py() if c.id in index
+                          else np.frombuffer(turns[c.id], dtype="<i4").tolist())
+                out = list(c.output_ids)
+                yield {"id": c.id, "input_ids": prompt + out, "loss_mask": [0] * len(prompt) + [1] * len(out),
+                       "prompt_len": len(prompt), "completion_len": len(out), "finish_reason": c.finish_reason}
+        ckpt.close()
+
+    ds = datasets.Dataset.from_generator(rows, cache_dir=str(cache))
+    ds.to_parquet(str(workdir.parent / "baseline.parquet"))
+    seconds = time.perf_counter() - t0
+    shutil.rmtree(cache, ignore_errors=True)
+    print(json.dumps({"rows": len(ds), "seconds": seconds}))
+
+
 def kimi_ids(path: Path) -> None:
     """The profile's ids and a tokenized English text for the server's answers (synthetic_server --kimi-ids)."""
     from kimi_eagle_data.formats.kimi_k2.profiles import TINY_KIMI, TINY_MODEL_DIR
@@ -223,7 +261,8 @@ def kimi_ids(path: Path) -> None:
     path.write_text(json.dumps(ids))
 
 
-def rehearse(root: Path, conversations: int, concurrency: int, bare_limit: int) -> dict:
+def rehearse(root: Path, conversations: int, concurrency: int, bare_limit: int, baseline: bool,
+             server_args: list[str]) -> dict:
     from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 
     shutil.rmtree(root, ignore_errors=True)       # a fresh run, never one resumed from an earlier one
@@ -237,7 +276,7 @@ def rehearse(root: Path, conversations: int, concurrency: int, bare_limit: int) 
     ids_file = root / "kimi-ids.json"
     subprocess.run([sys.executable, __file__, "--kimi-ids", str(ids_file)], check=True)
     server, url = launch("kimi", "--kimi-ids", str(ids_file), "--median", str(MEDIAN), "--sigma", str(SIGMA),
-                         "--max-len", str(MAX_NEW), "--model-path", str(TINY_MODEL_DIR))
+                         "--max-len", str(MAX_NEW), "--model-path", str(TINY_MODEL_DIR), *server_args)
     stages: dict[str, dict] = {}
 
     def stage(name: str, args: list[str], size_of: Path | None = None, ok=(0,)) -> dict:
@@ -261,6 +300,8 @@ def rehearse(root: Path, conversations: int, concurrency: int, bare_limit: int) 
         stages["bare"] = {**b, **json.loads(b["stdout"].strip().splitlines()[-1]), "disk": 0}
         stage("validate", kimi("validate", "--workdir", str(w)), w / "validated")
         stage("emit", kimi("emit", "--workdir", str(w), "--repo", REPO), w / "dataset")
+        if baseline:
+            stage("from_generator", [sys.executable, __file__, "--from-generator", str(w)], root / "baseline.parquet")
         st = stage("stats", kimi("stats", "--workdir", str(w), "--json", "--no-plots"))
         stage("plan", kimi("plan", "--workdir", str(w), "--json"))
         first = next(iter(counts))
@@ -281,7 +322,7 @@ def rehearse(root: Path, conversations: int, concurrency: int, bare_limit: int) 
 
 
 # Stages whose rate is over every token of the dataset (prompt + completion).
-ALL_TOKENS = ("validate", "emit", "check", "export specforge", "export speculators")
+ALL_TOKENS = ("validate", "emit", "from_generator", "check", "export specforge", "export speculators")
 READERS = ("stats", "plan", "inspect", "slurm status", "push --dry-run")
 
 
@@ -318,6 +359,8 @@ def table(r: dict) -> str:
         elif name == "bare":
             note = f"bare aiohttp client, {b['requests']:,} requests (posts, keeps nothing): {b['seconds']:.1f} s"
             s = {**s, "wall": b["seconds"]}
+        elif name == "from_generator":
+            note = "baseline of validate + emit: `Dataset.from_generator` per row, no validation (bench_emit's)"
         elif name == "slurm status":
             note = f"exit {s['rc']}: " + (s["stdout"] + s["stderr"]).strip().splitlines()[-1][:90]
         rate, count = (f"{n / s['wall']:,.0f}", f"{n:,}") if n else ("", "")
@@ -329,6 +372,8 @@ def table(r: dict) -> str:
         lines.append(f"\ngenerate / bare client: {ours / bare_rate:.2f} over the generation, "
                      f"{tokens['completion'] / g['wall'] / bare_rate:.2f} over the whole process (start-up included)")
     ve = st["validate"]["wall"] + st["emit"]["wall"]
+    if "from_generator" in st:
+        lines.append(f"validate + emit vs Dataset.from_generator: {st['from_generator']['wall'] / ve:.2f}x")
     lines.append(f"validate + emit: {ve:.1f} s, {tokens['total'] / ve:,.0f} tok/s; readers (stats, plan, inspect, "
                  f"slurm status): {max(st[k]['wall'] for k in READERS if k != 'push --dry-run'):.1f} s at most")
     return "\n".join(lines)
@@ -339,7 +384,7 @@ def scaling(results: list[dict]) -> str:
     small, big = results[0], results[-1]
     lines = ["", "| stage | " + " | ".join(f"s/M tokens at {r['conversations']:,}" for r in results)
              + " | largest / smallest |", "|---|" + "---:|" * (len(results) + 1)]
-    for name in big["stages"]:
+    for name in (n for n in big["stages"] if all(n in r["stages"] for r in results)):
         per = []
         for r in results:
             total = r["stats"]["overall"]["tokens"]["total"] / 1e6
@@ -354,15 +399,22 @@ def main():
     ap.add_argument("--conversations", default="100000", help="sizes, comma-separated (each a run of its own)")
     ap.add_argument("--concurrency", type=int, default=256, help="requests in flight (generate and the bare client)")
     ap.add_argument("--bare-limit", type=int, default=20000, help="requests the bare client posts at most")
+    ap.add_argument("--token-ms", type=float, default=0.0,
+                    help="the server's time per output token on an emulated GPU of --slots (default 0: zero latency)")
+    ap.add_argument("--slots", type=int, default=256, help="with --token-ms: sequences the emulated GPU decodes at once")
+    ap.add_argument("--no-baseline", action="store_true", help="skip the Dataset.from_generator baseline")
     ap.add_argument("--root", help="where the runs go (default: a temporary folder, removed unless --keep)")
     ap.add_argument("--keep", action="store_true", help="keep the sources and workdirs")
     ap.add_argument("--bare", help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
     ap.add_argument("--limit", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--kimi-ids", help=argparse.SUPPRESS)
+    ap.add_argument("--from-generator", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.bare:
         return bare_client(Path(args.bare), args.url, args.concurrency, args.limit)
+    if args.from_generator:
+        return from_generator(Path(args.from_generator))
     if args.kimi_ids:
         return kimi_ids(Path(args.kimi_ids))
     root = Path(args.root) if args.root else Path(tempfile.mkdtemp(prefix="bench-rehearsal-"))
@@ -370,7 +422,8 @@ def main():
     try:
         for size in (int(x) for x in args.conversations.split(",")):
             load0 = os.getloadavg()[0]
-            r = rehearse(root / f"{size}", size, args.concurrency, args.bare_limit)
+            server_args = ["--kimi-token-ms", str(args.token_ms), "--slots", str(args.slots)]
+            r = rehearse(root / f"{size}", size, args.concurrency, args.bare_limit, not args.no_baseline, server_args)
             r["load"] = f"{load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
             results.append(r)
             (root / f"{size}.json").write_text(json.dumps(r, default=str))

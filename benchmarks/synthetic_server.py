@@ -7,6 +7,7 @@ Modes:
   think-close id and an answer in thinking mode (a prompt ending with the think-open id), only an answer in instant
   mode, then the end-of-turn id; the ids come from `--kimi-ids FILE` (JSON: think_open, think_close, end_of_turn
   and `words`, a tokenized English text the answers are cut from, so an answer decodes and re-renders as text).
+  With `--kimi-token-ms` > 0 the answers come from the emulated GPU of `capacity` (`--slots`) instead of at once.
 - `capacity`: emulates a GPU with `--slots` sequences decoding in parallel, each token taking
   `--token-ms`; a request waits for a free slot, then holds it for `length * token_ms`, on the emulated GPU's own
   clock (`EmulatedGpu`: the emulator's event-loop lag delays answers, never the GPU). Output
@@ -138,6 +139,10 @@ def make_app(args) -> web.Application:
             n = length_for(rid, args.median, args.sigma, args.max_len)
             max_new = int((body.get("sampling_params") or {}).get("max_new_tokens") or n)
             ids, n, cut = kimi.answer(rid, prompt, n, max_new)
+            if args.kimi_token_ms > 0:
+                loop = asyncio.get_running_loop()
+                _, end = gpu.reserve(loop.time(), n * args.kimi_token_ms / 1000)
+                await asyncio.sleep(end - loop.time())
             stats["requests"] += 1
             stats["tokens"] += n
             stats["prompt_tokens"] += len(prompt)
@@ -226,6 +231,8 @@ def main():
     ap.add_argument("--cache-tokens", type=int, default=1 << 23, help="the prefix cache's size (emptied when full)")
     ap.add_argument("--prefill-ms", type=float, default=0.0, help="prefill time per uncached prompt token")
     ap.add_argument("--kimi-ids", help="kimi mode: JSON of the profile's ids and the text answers are cut from")
+    ap.add_argument("--kimi-token-ms", type=float, default=0.0,
+                    help="kimi mode: time per output token on the emulated GPU (0: answer at once)")
     ap.add_argument("--model-path", default="synthetic", help="what /model_info names as the served model")
     args = ap.parse_args()
     web.run_app(make_app(args), host="127.0.0.1", port=args.port, print=None, access_log=None)
