@@ -28,6 +28,7 @@ CPU = {
     "bench_emit.py": (["--tokens", "0.01", "--repeat", "1"], "speed-up at 0.01M (medians)"),
     "bench_formats.py": (["--conversations", "40", "--repeat", "1"], "| K3 (tiny-kimi-k3) | validate"),
     "bench_shards.py": (["--limit", "4", "--shards", "2"], "| 2 | dealt (kimi-data) |"),
+    "bench_rehearsal.py": (["--conversations", "24", "--bare-limit", "50"], "Dataset.from_generator / emit"),
     "bench_scheduler.py": (["--requests", "200", "--median", "50", "--max-len", "400", "--conversations", "100"],
                            "| conversations continuous"),
     "bench_validate.py": (["--samples", "100", "--repeat", "1"], "numpy Validator"),

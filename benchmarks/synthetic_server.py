@@ -2,6 +2,12 @@
 
 Modes:
 - `zero`: answers every /generate at once with `--output-len` ids (client-ceiling benchmark).
+- `kimi`: answers at once with a completion that is valid Kimi-K2.5 (bench_rehearsal): its length drawn from the
+  `rid` as in `capacity` (cut at the request's `max_new_tokens`: then `length`, as a real server), reasoning, the
+  think-close id and an answer in thinking mode (a prompt ending with the think-open id), only an answer in instant
+  mode, then the end-of-turn id; the ids come from `--kimi-ids FILE` (JSON: think_open, think_close, end_of_turn
+  and `words`, a tokenized English text the answers are cut from, so an answer decodes and re-renders as text).
+  With `--kimi-token-ms` > 0 the answers come from the emulated GPU of `capacity` (`--slots`) instead of at once.
 - `capacity`: emulates a GPU with `--slots` sequences decoding in parallel, each token taking
   `--token-ms`; a request waits for a free slot, then holds it for `length * token_ms`, on the emulated GPU's own
   clock (`EmulatedGpu`: the emulator's event-loop lag delays answers, never the GPU). Output
@@ -58,6 +64,41 @@ class OutputIds:
         return b"[" + head + (b"," if n > 1 else b"") + _STOP_JSON + b"]"
 
 
+class KimiAnswers:
+    """Valid Kimi-K2.5 completions as JSON text, cut from one tokenized text made at start-up (no loop per token:
+    the server leaves the client the CPU, as a real server's HTTP layer would)."""
+
+    def __init__(self, spec: dict, longest: int):
+        self.think_open, self.think_close, self.end = spec["think_open"], spec["think_close"], spec["end_of_turn"]
+        words = spec["words"]
+        self.ids = (words * (2 * longest // len(words) + 2))[:2 * longest + 2]
+        text = orjson.dumps(self.ids)
+        commas = [i for i, b in enumerate(text) if b == 44]
+        self.starts = [1] + [c + 1 for c in commas]          # where id k's digits start
+        self.ends = commas + [len(text) - 1]                  # where they end (exclusive)
+        self.text = text
+
+    def _cut(self, start: int, n: int) -> bytes:
+        return self.text[self.starts[start]:self.ends[start + n - 1]] if n > 0 else b""
+
+    def answer(self, rid: str, prompt: list[int], n: int, max_new: int) -> tuple[bytes, int, bool]:
+        """(the output ids' JSON, how many, whether cut at max_new) for an answer of `n` tokens drawn for `rid`."""
+        offset = int(hashlib.blake2b(rid.encode(), digest_size=4).hexdigest(), 16) % (len(self.ids) // 2)
+        thinking = not prompt or prompt[-1] != self.think_close
+        n = max(n, 4 if thinking else 2)
+        if thinking:
+            reasoning = n * 7 // 10
+            parts = [self._cut(offset, reasoning), str(self.think_close).encode(),
+                     self._cut(offset + reasoning, n - reasoning - 2)]
+        else:
+            parts = [self._cut(offset, n - 1)]
+        parts.append(str(self.end).encode())
+        ids = b",".join(p for p in parts if p)
+        if n <= max_new:
+            return b"[" + ids + b"]", n, False
+        return orjson.dumps(orjson.loads(b"[" + ids + b"]")[:max_new]), max_new, True
+
+
 class EmulatedGpu:
     """`slots` sequences decoding at once, first come first served, on a clock of the GPU's own: a request starts
     when it arrives or when a slot frees, whichever is later, and holds the slot exactly its prefill + decode time.
@@ -79,6 +120,10 @@ def make_app(args) -> web.Application:
     gpu = EmulatedGpu(args.slots)
     stats = {"requests": 0, "tokens": 0, "prompt_tokens": 0, "cached_tokens": 0}
     outputs = OutputIds(max(args.max_len, args.output_len))
+    kimi = None
+    if args.mode == "kimi":
+        with open(args.kimi_ids, "rb") as f:
+            kimi = KimiAnswers(orjson.loads(f.read()), args.max_len)
     cache = None
     if args.prefix_cache:
         from kimi_eagle_data.engines.protocol_server import PrefixCache
@@ -90,6 +135,22 @@ def make_app(args) -> web.Application:
         rid = body.get("rid") or str(stats["requests"])
         prompt = body["input_ids"]
         cached = 0
+        if kimi is not None:
+            n = length_for(rid, args.median, args.sigma, args.max_len)
+            max_new = int((body.get("sampling_params") or {}).get("max_new_tokens") or n)
+            ids, n, cut = kimi.answer(rid, prompt, n, max_new)
+            if args.kimi_token_ms > 0:
+                loop = asyncio.get_running_loop()
+                _, end = gpu.reserve(loop.time(), n * args.kimi_token_ms / 1000)
+                await asyncio.sleep(end - loop.time())
+            stats["requests"] += 1
+            stats["tokens"] += n
+            stats["prompt_tokens"] += len(prompt)
+            finish = {"type": "length", "length": n} if cut else {"type": "stop", "matched": kimi.end}
+            meta = orjson.dumps({"id": rid, "finish_reason": finish, "prompt_tokens": len(prompt),
+                                 "completion_tokens": n, "cached_tokens": 0, "e2e_latency": 0.0})
+            return web.Response(body=b'{"text":"","output_ids":' + ids + b',"meta_info":' + meta + b"}",
+                                content_type="application/json")
         if args.mode == "zero":
             n = args.output_len
         else:
@@ -117,11 +178,11 @@ def make_app(args) -> web.Application:
         return web.Response(status=200)
 
     async def server_info(request):
-        return web.Response(body=orjson.dumps({"version": "0.5.23", "model_path": "synthetic", **stats,
+        return web.Response(body=orjson.dumps({"version": "0.5.23", "model_path": args.model_path, **stats,
                                                "context_length": 1 << 20}), content_type="application/json")
 
     async def model_info(request):
-        return web.Response(body=orjson.dumps({"model_path": "synthetic", "is_generation": True}),
+        return web.Response(body=orjson.dumps({"model_path": args.model_path, "is_generation": True}),
                             content_type="application/json")
 
     app = web.Application(client_max_size=1 << 30)
@@ -158,7 +219,7 @@ def launch(mode: str, *args: str):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mode", choices=["zero", "capacity"], default="zero")
+    ap.add_argument("--mode", choices=["zero", "capacity", "kimi"], default="zero")
     ap.add_argument("--port", type=int, default=31000)
     ap.add_argument("--output-len", type=int, default=1000)
     ap.add_argument("--slots", type=int, default=64)
@@ -169,6 +230,10 @@ def main():
     ap.add_argument("--prefix-cache", action="store_true", help="keep a prefix cache, report cached_tokens")
     ap.add_argument("--cache-tokens", type=int, default=1 << 23, help="the prefix cache's size (emptied when full)")
     ap.add_argument("--prefill-ms", type=float, default=0.0, help="prefill time per uncached prompt token")
+    ap.add_argument("--kimi-ids", help="kimi mode: JSON of the profile's ids and the text answers are cut from")
+    ap.add_argument("--kimi-token-ms", type=float, default=0.0,
+                    help="kimi mode: time per output token on the emulated GPU (0: answer at once)")
+    ap.add_argument("--model-path", default="synthetic", help="what /model_info names as the served model")
     args = ap.parse_args()
     web.run_app(make_app(args), host="127.0.0.1", port=args.port, print=None, access_log=None)
 
