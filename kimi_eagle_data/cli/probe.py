@@ -89,7 +89,8 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
     for own_history configs, their later turns on the model's own history against the same turns on the
     source's history, answered by the target in-process.
     Acceptance: greedy speculative decoding in-process (or, with --engine vllm, by vLLM serving each
-    drafter) on a seeded held-out split per config, with 95% intervals over prompts and seeds (a row over too few prompts or seeds is marked exploratory). Writes
+    drafter) on a seeded held-out split per config, with 95% intervals over prompts and seeds (a row over
+    too few prompts or seeds is marked exploratory). Writes
     WORKDIR/probe.json and WORKDIR/probe-learning-curve.png, and the next `emit` puts the table in the card;
     with --data, WORKDIR/probe-NAME.json instead (never the card), after checking that the data's rows belong
     to this workdir's prompts, tokenizer and format.

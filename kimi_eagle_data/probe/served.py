@@ -9,7 +9,8 @@ project's vLLM client, and each answer's own `metrics.speculative_decoding` give
 
 Counted as the in-process decoder counts (probe/decode.py): tokens = the answer's tokens less the prefill's first
 (no verify step made it), steps = vLLM's `num_spec_steps`. vLLM's own `mean_acceptance_length` (1 + accepted drafts
-/ steps) also counts drafts accepted past the stop token, which the answer drops; `engine_accepted` keeps it.
+/ steps) also counts drafts accepted past the stop token, which the answer drops (1.7% more on the K2.5 demo's
+prompts; docs/probe.md).
 """
 
 from __future__ import annotations
