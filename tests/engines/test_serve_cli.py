@@ -45,6 +45,16 @@ def test_serve_device_cpu_shows_the_cpu_recipe(engine, tmp_path):
     assert "--tp" not in cmd and "--tensor-parallel-size" not in cmd and "--mem-fraction-static" not in cmd
 
 
+def test_serve_on_cpu_prefills_each_prompt_whole(tmp_path):
+    """The CPU recipe turns chunked prefill off, with a step budget of at least the context (vLLM refuses less)."""
+    venv = fake_venv(tmp_path / "venv")
+    for options, budget in (((), "2048"), (("--context-length", "4096"), "4096")):
+        shown = run_cli("serve", "--engine", "vllm", "--device", "cpu", "--venv", str(venv), "--dry-run",
+                        *options).stdout.split()
+        assert "--no-enable-chunked-prefill" in shown
+        assert shown[shown.index("--max-num-batched-tokens") + 1] == budget
+
+
 def test_the_engines_import_folder_holds_the_package_and_nothing_else(tmp_path):
     """The tiny model's tokenizer (remote code) imports kimi_eagle_data in the engine's venv; the folder put on its
     PYTHONPATH must not bring this installation's other packages (its torch would shadow the engine's)."""

