@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI  # noqa: E402
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR  # noqa: E402
-from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens  # noqa: E402
+from kimi_eagle_data.formats.kimi_k2.tokens import k2_tokens  # noqa: E402
 from kimi_eagle_data.chat_format import Verdict  # noqa: E402
 from kimi_eagle_data.formats.kimi_k2.rules import reason_descriptions  # noqa: E402
 from kimi_eagle_data.formats.kimi_k2.validator import Validator  # noqa: E402
@@ -232,7 +232,7 @@ class NaiveValidator:
             if think_close_at is not None and not counts[_CB] and not content.strip():
                 issue("empty_answer")
 
-        codes = [code for code in reason_descriptions(TINY_KIMI) if code in found]
+        codes = [code for code in reason_descriptions() if code in found]
         return Verdict(
             issues=codes, details=[found[c_] for c_ in codes],
             reasoning_len=think_close_at if think_close_at is not None else body_end,
@@ -338,7 +338,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     tok = AutoTokenizer.from_pretrained(str(TINY_MODEL_DIR), trust_remote_code=True)
-    tokens = K2Tokens.from_tokenizer(TINY_KIMI, tok)
+    tokens = k2_tokens(tok)
     max_seq_len = 4096                                # the tiny profile's 512 is too small for 2,000-token samples
     fast = Validator(tokens, tok, max_seq_len)
     naive = NaiveValidator(tokens, tok, max_seq_len)
