@@ -21,7 +21,7 @@ from typing import Any, Iterator, Mapping, Protocol, Sequence
 
 # Facts the same for every Kimi format, read where no run's format is at hand: the tool names a source row may
 # declare (sources/filters.py) and the ids a source adapter gives the calls of a history it reads
-# (sources/glaive.py). A profile's `tool_call_id_format` (how its model writes an id) defaults to the latter.
+# (sources/glaive.py). Kimi-K2.5's tokens write call ids so (formats/kimi_k2/tokens.py, `tool_call_id_format`).
 TOOL_NAME_REGEX = r"^[A-Za-z0-9_.\-]{1,128}$"      # a tool name the model's call ids can carry
 TOOL_CALL_ID_FORMAT = "functions.{name}:{index}"    # IDX counts calls across the whole conversation
 

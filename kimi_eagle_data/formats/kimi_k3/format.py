@@ -1,4 +1,4 @@
-"""Kimi-K3's chat format as the stages ask for it (kimi_k2/format.py says what a format answers).
+"""Kimi-K3's chat format as the stages ask for it (chat_format.py says what each member answers).
 
 Rendering: a tokenizer with its own chat code (a K3 checkpoint's trust_remote_code tokenizer, the tiny K3 one)
 renders through its own `apply_chat_template`; any other tokenizer through our renderer (`render.py`), each
