@@ -8,7 +8,6 @@ there is no special-text finder: `special_text` is None.
 
 from __future__ import annotations
 
-from functools import cached_property
 from typing import Mapping, Sequence
 
 from kimi_eagle_data.chat_format import CardText, ChatFormat, FormatTokens
@@ -70,13 +69,16 @@ class KimiK3Format(ChatFormat):
         return history_argument_notes(messages)
 
     # -- bound --
-    @cached_property
+    _k3: K3TokenIds | None = None
+
+    @property
     def k3(self) -> K3TokenIds:
-        """K3's markers as the grammar reads them (with the forbidden and K2-era ids by name)."""
-        return K3TokenIds.from_vocab(self.tokenizer.get_vocab())
+        """K3's markers as its grammar reads them (with the forbidden and K2-era ids by name), resolved by `bind`."""
+        return self._k3 if self._k3 is not None else self._needs_binding()
 
     def resolve_tokens(self) -> FormatTokens:
-        k3 = self.k3
+        """Also keeps the grammar's `k3` of the same tokenizer (bind runs this on the bound copy)."""
+        k3 = self._k3 = K3TokenIds.from_vocab(self.tokenizer.get_vocab())
         ids = {OPEN: k3.open, CLOSE: k3.close, SEP: k3.sep, END_OF_MSG: k3.end_of_msg}
         # The generation prompt's own segments (the tail after the last message), encoded segment by segment.
         segs = {mode: render_segments([{"role": "user", "content": "x"}], thinking=mode != INSTANT, effort=None)

@@ -4,6 +4,7 @@ kimi_eagle_data/formats/kimi_k2/validator.py, so validate, emit, check and gener
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -82,8 +83,6 @@ class K3Validator:
 
 
 def _json(value) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False)
 
 
