@@ -1,6 +1,7 @@
 """Render + validate throughput, Kimi-K3 vs Kimi-K2.5, on the same conversations: the requests of the K3 golden
 files (tests/golden/k3/conversations.json) that both formats render, cycled up to --conversations, each rendered
-as the stages render it (the format bound to the profile and tokenizer, `render_prompt`, thinking mode) and given one well-formed assistant turn
+as the stages render it (the format bound to the profile and tokenizer, `render_prompt`, thinking mode) and given
+one well-formed assistant turn
 of the same text (reasoning, answer) in its format, then validated by the format's validator (`validate_many`
 in chunks of 256, as validate and emit run it).
 

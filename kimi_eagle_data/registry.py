@@ -82,8 +82,8 @@ def _lazy(name: str, spec: str) -> Callable[[], ChatFormat]:
 
 def _checked(chat_format, name: str | None = None) -> ChatFormat:
     if not isinstance(chat_format, ChatFormat):
-        raise TypeError(f"{type(chat_format).__name__} is no kimi_eagle_data.chat_format.ChatFormat: a format subclasses "
-                        "it and writes its core members (docs/architecture.md, \"Adding a model\")")
+        raise TypeError(f"{type(chat_format).__name__} is no kimi_eagle_data.chat_format.ChatFormat: a format "
+                        "subclasses it and writes its core members (docs/architecture.md, \"The format interface\")")
     if not chat_format.name or not chat_format.tool_encoder_version:
         raise TypeError(f"{type(chat_format).__name__} names no `name` or no `tool_encoder_version`: a format states "
                         "both (chat_format.ChatFormat)")

@@ -21,8 +21,8 @@ CONV = "C1-0123456789abcdef"
 
 def next_turn(script, *, max_turns=4, max_new_tokens=64, max_seq_len=MAX_SEQ_LEN) -> NextTurn:
     validator = Validator(k2_tokens(TOK), TOK, max_seq_len)
-    return NextTurn(validator, max_new_tokens=max_new_tokens, max_seq_len=max_seq_len,
-                    max_turns={"C1": max_turns}, scripts={CONV: script}, chat_format=KIMI_K2_FORMAT.bind(TINY_KIMI, TOK))
+    return NextTurn(validator, max_new_tokens=max_new_tokens, max_seq_len=max_seq_len, max_turns={"C1": max_turns},
+                    scripts={CONV: script}, chat_format=KIMI_K2_FORMAT.bind(TINY_KIMI, TOK))
 
 
 def first_turn(messages, tools=TOOLS, mode=THINKING) -> PromptRecord:

@@ -228,7 +228,8 @@ def test_card_states_each_modes_prompt_end_as_the_rows_have_it(demo_run, tiny_to
     card = (workdir / "dataset" / "README.md").read_text()
     assert (f"thinking: last token `{K2_TOKENS.think_open}`; instant: `{K2_TOKENS.think_open}{K2_TOKENS.think_close}`"
             in card), card
-    ends = {m: format_of(profile).bind(profile, tiny_tokenizer).generation_prompt_ids(m) for m in ("thinking", "instant")}
+    bound = format_of(profile).bind(profile, tiny_tokenizer)
+    ends = {m: bound.generation_prompt_ids(m) for m in ("thinking", "instant")}
     seen = set()
     for f in sorted((workdir / "dataset" / "data").glob("*/train-*.parquet")):
         for row in pq.read_table(f, columns=["input_ids", "prompt_len", "mode"]).to_pylist():

@@ -35,7 +35,7 @@ class ToyValidator:
     def __init__(self, chat_format: "ToyFormat", max_seq_len: int, keep_truncated: bool, vocab_size: int | None):
         self.tokens, self.tokenizer = chat_format.tokens, chat_format.tokenizer
         self.max_seq_len, self.keep_truncated = max_seq_len, keep_truncated
-        self.vocab_size = vocab_size if vocab_size is not None else model_vocab_size(chat_format.profile, self.tokenizer)
+        self.vocab_size = model_vocab_size(chat_format.profile, self.tokenizer) if vocab_size is None else vocab_size
         self.prompts = {m: chat_format.generation_prompt_ids(m) for m in (THINKING, INSTANT)}
         self.special_ids = frozenset(self.tokens.ids.values())
 
@@ -85,7 +85,8 @@ class ToyFormat(ChatFormat):
     tool_encoder_version = "toy-1"
 
     def reason_descriptions(self) -> dict[str, str]:
-        return {**sample_reasons("thinking: `…<|end_header_id|><think>`; instant: `…<|end_header_id|>`"), **TOY_REASONS}
+        prompts = "thinking: `…<|end_header_id|><think>`; instant: `…<|end_header_id|>`"
+        return {**sample_reasons(prompts), **TOY_REASONS}
 
     def card_text(self) -> CardText:
         return CardText(rules=f"a thinking completion holds exactly one `{THINK_END}`, an instant one none; no special "

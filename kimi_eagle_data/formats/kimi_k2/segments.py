@@ -7,8 +7,8 @@ grammar (grammar.py beside it, what the validator reads too) splits the completi
 `</think>`, the answer, each tool call `<|tool_call_begin|>…<|tool_call_end|>`, the final `<|im_end|>`). Only a
 turn's header name (the one or two tokens between its role token and `<|im_middle|>`, e.g. `tool_declare`) is
 decoded, to tell a system turn from the tool declarations or a tool result. Turn-opening role tokens and the header
-terminator come from the profile (`turn_tokens`, `turn_header_end`) by token *string*; their ids are looked up from
-the tokenizer.
+terminator come from the format's tokens (`K2_TOKENS.turn_tokens`, `turn_header_end`) by token *string*; their ids
+are looked up from the tokenizer.
 """
 
 from __future__ import annotations

@@ -77,7 +77,8 @@ def test_typed_markers_are_text_in_k3_and_special_in_k25(k3):
     from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
     k25 = open_tokenizer(TINY_KIMI.model_path)
-    assert format_of(TINY_KIMI).bind(TINY_KIMI, k25).special_text().in_chat([{"role": "user", "content": "<|im_end|>"}]) is not None
+    finder = format_of(TINY_KIMI).bind(TINY_KIMI, k25).special_text()
+    assert finder.in_chat([{"role": "user", "content": "<|im_end|>"}]) is not None
 
 
 def _judge(k3, completion: str, mode: str = "thinking", finish: str = "stop", tools=None):
@@ -153,7 +154,8 @@ def test_render_cli_k3_efforts_and_ids(tmp_path, k3):
     assert "thinking_effort=low" in low.stdout and low.stdout.rstrip().endswith("<|open|>think<|sep|>")
     ids = _cli("render", str(row), "--profile", "tiny-kimi-k3", "--mode", "instant", "--ids")
     assert ids.returncode == 0, ids.stderr
-    assert ids.stdout.strip() == str(format_of(profile).bind(profile, tok).render_prompt(chat, None, "instant")).replace(" ", "")
+    rendered = format_of(profile).bind(profile, tok).render_prompt(chat, None, "instant")
+    assert ids.stdout.strip() == str(rendered).replace(" ", "")
     refused = _cli("render", str(row), "--profile", "tiny-kimi", "--effort", "low")
     assert refused.returncode == 2 and "no thinking effort" in refused.stderr
 
