@@ -56,7 +56,7 @@ def make_workdir(root: Path, million_tokens: float, seed: int = 0) -> int:
     tok = p.tokenizer
     t = p.tokens
     head = tok.encode("<|im_user|>user<|im_middle|>", add_special_tokens=False)
-    gen = tok.encode(p.profile.generation_prompt, add_special_tokens=False)
+    gen = p.format.generation_prompt_ids()
     text_ids = np.arange(300, min(tok.all_special_ids), dtype=np.int32)   # ordinary BPE ids, no special token
     rng = np.random.default_rng(seed)
     target = int(million_tokens * 1e6)

@@ -1,6 +1,7 @@
 """Render + validate throughput, Kimi-K3 vs Kimi-K2.5, on the same conversations: the requests of the K3 golden
 files (tests/golden/k3/conversations.json) that both formats render, cycled up to --conversations, each rendered
-as the stages render it (`format_of(profile).render_prompt`, thinking mode) and given one well-formed assistant turn
+as the stages render it (the format bound to the profile and tokenizer, `render_prompt`, thinking mode) and given
+one well-formed assistant turn
 of the same text (reasoning, answer) in its format, then validated by the format's validator (`validate_many`
 in chunks of 256, as validate and emit run it).
 
@@ -57,11 +58,12 @@ def main() -> int:
     args = ap.parse_args()
     profiles = {"K2.5 (tiny-kimi)": get_profile("tiny-kimi"), "K3 (tiny-kimi-k3)": get_profile("tiny-kimi-k3")}
     toks = {name: load_tokenizer(p.model_path, format_of(p)) for name, p in profiles.items()}
+    bound = {name: format_of(p).bind(p, toks[name]) for name, p in profiles.items()}
     both = []
     for r in requests():
         try:
-            for name, p in profiles.items():
-                format_of(p).render_prompt(toks[name], r["messages"], r.get("tools"))
+            for name in profiles:
+                bound[name].render_prompt(r["messages"], r.get("tools"))
         except Exception:       # noqa: BLE001 -- a request one format does not render is left out of both
             continue
         both.append(r)
@@ -69,16 +71,15 @@ def main() -> int:
     print(f"{len(both)} golden requests both formats render, cycled to {len(chats)} conversations")
     rows = []
     for name, p in profiles.items():
-        tok, fmt = toks[name], format_of(p)
-        paths = [("tokenizer's path", lambda: [fmt.render_prompt(tok, r["messages"], r.get("tools")) for r in chats])]
+        tok, fmt = toks[name], bound[name]
+        paths = [("tokenizer's path", lambda: [fmt.render_prompt(r["messages"], r.get("tools")) for r in chats])]
         if fmt.name == "kimi-k3":
             paths.append(("our renderer", lambda: [encode_segments(tok, fmt.segments(r["messages"], r.get("tools")))
                                                    for r in chats]))
         for label, render in paths:
             secs, prompts = best(render, args.repeat)
             rows.append((name, f"render ({label})", len(chats) / secs, sum(map(len, prompts)) / secs))
-        tokens = fmt.tokens(p, tok)
-        validator = fmt.validator(tokens, tok, 1 << 30)
+        validator = fmt.validator(1 << 30)
         turn = tok.encode(TURNS[fmt.name])
 
         def validate():

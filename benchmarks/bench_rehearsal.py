@@ -254,13 +254,14 @@ def from_generator(workdir: Path) -> None:
 
 def kimi_ids(path: Path) -> None:
     """The profile's ids and a tokenized English text for the server's answers (synthetic_server --kimi-ids)."""
-    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_KIMI, TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.tokens import K2_TOKENS
     from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
     tok = open_tokenizer(str(TINY_MODEL_DIR))
     text = (Path(__file__).read_text() + (HERE / "synthetic_server.py").read_text())
     text = "".join(ch for ch in text if ch.isascii() and ch not in "<>|\\")
-    ids = {k: tok.convert_tokens_to_ids(getattr(TINY_KIMI, k)) for k in ("think_open", "think_close", "end_of_turn")}
+    ids = {k: tok.convert_tokens_to_ids(getattr(K2_TOKENS, k)) for k in ("think_open", "think_close", "end_of_turn")}
     ids["words"] = tok.encode(text, add_special_tokens=False)
     path.write_text(json.dumps(ids))
 

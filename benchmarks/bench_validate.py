@@ -23,9 +23,9 @@ from transformers import AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI  # noqa: E402
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR  # noqa: E402
-from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens  # noqa: E402
+from kimi_eagle_data.chat_format import FormatTokens  # noqa: E402
+from kimi_eagle_data.formats.kimi_k2.tokens import K2_TOKENS, k2_tokens  # noqa: E402
 from kimi_eagle_data.chat_format import Verdict  # noqa: E402
 from kimi_eagle_data.formats.kimi_k2.rules import reason_descriptions  # noqa: E402
 from kimi_eagle_data.formats.kimi_k2.validator import Validator  # noqa: E402
@@ -42,17 +42,17 @@ def _no_constant(name):
 
 
 class NaiveValidator:
-    def __init__(self, tokens: K2Tokens, tokenizer, max_seq_len: int, keep_truncated: bool = False):
+    def __init__(self, tokens: FormatTokens, tokenizer, max_seq_len: int, keep_truncated: bool = False):
         self.tokens, self.tokenizer = tokens, tokenizer
         self.max_seq_len, self.keep_truncated = max_seq_len, keep_truncated
         self.vocab_size = len(tokenizer)
-        self.gp = tokenizer.encode(tokens.profile.generation_prompt, add_special_tokens=False)
+        self.gp = tokenizer.encode(K2_TOKENS.generation_prompt, add_special_tokens=False)
         self.role = {tokens.think_open: _OPEN, tokens.think_close: _CLOSE, tokens.end_of_turn: _EOT,
                      tokens.tool_calls_section_begin: _SB, tokens.tool_calls_section_end: _SE,
                      tokens.tool_call_begin: _CB, tokens.tool_call_argument_begin: _AB, tokens.tool_call_end: _CE}
         for t in tokens.forbidden_ids:
             self.role[t] = _FORBID
-        self.pattern = tokens.profile.tool_call_id_pattern
+        self.pattern = K2_TOKENS.tool_call_id_pattern
 
     def _dec(self, ids: list[int]) -> str:
         ids = [t for t in ids if 0 <= t < self.vocab_size]
@@ -232,7 +232,7 @@ class NaiveValidator:
             if think_close_at is not None and not counts[_CB] and not content.strip():
                 issue("empty_answer")
 
-        codes = [code for code in reason_descriptions(TINY_KIMI) if code in found]
+        codes = [code for code in reason_descriptions() if code in found]
         return Verdict(
             issues=codes, details=[found[c_] for c_ in codes],
             reasoning_len=think_close_at if think_close_at is not None else body_end,
@@ -249,7 +249,7 @@ class NaiveValidator:
 # The synthetic corpus
 
 
-def build_corpus(tok, tokens: K2Tokens, n: int, seed: int):
+def build_corpus(tok, tokens: FormatTokens, n: int, seed: int):
     rng = np.random.default_rng(seed)
     pyrng = random.Random(seed)
     added = set(tok.get_added_vocab().values())
@@ -338,7 +338,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     tok = AutoTokenizer.from_pretrained(str(TINY_MODEL_DIR), trust_remote_code=True)
-    tokens = K2Tokens.from_tokenizer(TINY_KIMI, tok)
+    tokens = k2_tokens(tok)
     max_seq_len = 4096                                # the tiny profile's 512 is too small for 2,000-token samples
     fast = Validator(tokens, tok, max_seq_len)
     naive = NaiveValidator(tokens, tok, max_seq_len)

@@ -118,7 +118,7 @@ def render_card(summary: dict[str, Any], *, chat_format: ChatFormat, version: st
         dataset_info=infos_yaml,
     )
     totals = {k: sum(r["r"].get(k, 0) for r in rows) for k in COUNT_KEYS}
-    text = chat_format.card_text(profile)
+    text = chat_format.card_text()
     template = resources.files("kimi_eagle_data.cards") / "dataset_card.md.jinja"
     card = DatasetCard.from_template(
         card_data, template_str=template.read_text(encoding="utf-8"),

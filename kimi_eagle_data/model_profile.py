@@ -1,10 +1,9 @@
 """What a model profile is: the `ModelProfile` record (every fact about a model that is not its chat format's, as
 plain data), the modes and the sampling defaults.
 
-A format's own facts (its tokens by string, their roles, its generation prompts) live in its folder, in a subclass
-of `ModelProfile` (Kimi-K2.5's: `formats/kimi_k2/profiles.py`, `K2Profile`) or in its own facts (Kimi-K3's:
-`formats/kimi_k3/facts.py`); a profile here holds only what every format has, and the token strings the model's
-tokenizer must decode back to themselves (`special_tokens`).
+A format's own facts (its tokens by string, their roles, its generation prompts) live with the format, in its folder
+(Kimi-K2.5's: `formats/kimi_k2/tokens.py`, `K2_TOKENS`; Kimi-K3's: `formats/kimi_k3/facts.py`); a profile holds only
+model facts, and the token strings the model's tokenizer must decode back to themselves (`special_tokens`).
 
 This module imports no format: each format folder (formats/) builds its profiles from these types, and the
 registry (profile.py) imports those folders and registers their profiles.

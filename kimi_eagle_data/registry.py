@@ -82,7 +82,13 @@ def _lazy(name: str, spec: str) -> Callable[[], ChatFormat]:
 
 def _checked(chat_format, name: str | None = None) -> ChatFormat:
     if not isinstance(chat_format, ChatFormat):
-        raise TypeError(f"{type(chat_format).__name__} lacks members of the ChatFormat protocol (chat_format.py)")
+        raise TypeError(f"{type(chat_format).__name__} is no kimi_eagle_data.chat_format.ChatFormat: a format "
+                        "subclasses it and writes its core members (docs/architecture.md, \"The format interface\")")
+    if not chat_format.name or not chat_format.tool_encoder_version:
+        raise TypeError(f"{type(chat_format).__name__} names no `name` or no `tool_encoder_version`: a format states "
+                        "both (chat_format.ChatFormat)")
+    if chat_format.bound:
+        raise TypeError(f"chat format {chat_format.name!r} is bound to a profile and tokenizer: register it unbound")
     if name is not None and chat_format.name != name:
         raise ValueError(f"the chat format declared as {name!r} is named {chat_format.name!r}")
     return chat_format

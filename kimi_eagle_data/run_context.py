@@ -55,16 +55,21 @@ class RunContext:
     workdir: Workdir
     profile: Any                     # model_profile.ModelProfile
     tokenizer: Any
-    tokens: FormatTokens             # the format's tokens of the tokenizer (K2.5: formats.kimi_k2.tokens.K2Tokens)
     sampling: Any                    # engines/base.SamplingParams: the run's request
     max_seq_len: int
     run: dict[str, Any]              # run.json as bound (read only: stages never change it)
     lock: Any                        # store/lock.WorkdirLock, held while the context lives
     progress: Progress
-    # The profile's chat format (formats.format_of), what stages ask for everything format-specific (renderer,
-    # generation prompts, validator, special-token text); set by runs.open_run (stages never import formats/).
+    # The profile's chat format (formats.format_of) bound to this profile and tokenizer (`ChatFormat.bind`): what
+    # stages ask for everything format-specific (renderer, generation prompts, validator, special-token text); set
+    # by runs.open_run (stages never import formats/).
     format: ChatFormat
     connected: EngineHandoff = field(default_factory=EngineHandoff)
+
+    @property
+    def tokens(self) -> FormatTokens:
+        """The format's tokens of the tokenizer (`ChatFormat.tokens`: the stop id, the ids the server must agree on)."""
+        return self.format.tokens
 
     @property
     def configs(self) -> list[str]:

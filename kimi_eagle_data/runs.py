@@ -143,7 +143,8 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
     profile = settings.model_profile
     chat_format = run_format(settings)
     tokenizer = load_tokenizer(settings.tokenizer_path, chat_format)
-    tokens = chat_format.tokens(profile, tokenizer)
+    chat_format = chat_format.bind(profile, tokenizer)
+    tokens = chat_format.tokens
     resolved = settings.resolved_sampling()
     sampling = SamplingParams(max_new_tokens=resolved.max_new_tokens, temperature=resolved.temperature,
                               top_p=resolved.top_p, stop_token_ids=(tokens.end_of_turn,))
@@ -165,7 +166,7 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
         "model": settings.model_path,
         "tokenizer": settings.tokenizer_path,
         **tokenizer_fingerprint(tokenizer),
-        **chat_format.fingerprint(tokenizer),
+        **chat_format.fingerprint(),
         "tool_encoder_version": chat_format.tool_encoder_version,
         # The chat template's own arguments (K2.6's preserve_thinking); absent for a template that takes none.
         **({"template_options": opts} if (opts := settings.template_options()) else {}),
@@ -179,7 +180,7 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
         "options": options,
     }, binding_keys=BINDING_KEYS)
     return RunContext(settings=settings, partitions=partitions, workdir=workdir, profile=profile,
-                      tokenizer=tokenizer, tokens=tokens, sampling=sampling, max_seq_len=resolved.max_seq_len,
+                      tokenizer=tokenizer, sampling=sampling, max_seq_len=resolved.max_seq_len,
                       run=run, lock=lock, progress=(progress or LogProgress()) if settings.progress else NoProgress(),
                       connected=EngineHandoff(engine), format=chat_format)
 

@@ -119,11 +119,11 @@ def render(source: str, row: int | None, as_ids: bool, mode: str, effort: str | 
                                  param_hint="--effort")
     where = "stdin" if source == "-" else source
     try:
-        ids = chat_format.render_prompt(tok, messages, tools, mode, effort)
+        ids = chat_format.bind(prof, tok).render_prompt(messages, tools, mode, effort)
     except Exception as e:  # jinja and the tool encoder raise many types; the message is what matters
         raise UserError(f"{where}: cannot render the prompt: {' '.join(str(e).split())[:300]}") from None
     click.echo(orjson.dumps(ids).decode() if as_ids else tok.decode(ids, skip_special_tokens=False))
-    finder = format_of(prof).special_text(tok)        # None: typed special-token text stays text (K3)
+    finder = format_of(prof).bind(prof, tok).special_text()   # None: typed special-token text stays text (K3)
     found = finder.in_chat(messages, tools) if finder is not None else None
     if found is not None:
         console.print(f"[yellow]warning:[/] {escape(special_text_line(found))}: rendered as the special token(s) "
@@ -243,7 +243,7 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
         for col in ("reason", "rows", "meaning"):
             t.add_column(col, justify="right" if col == "rows" else "left", overflow="fold")
         for code, count in reasons.most_common():
-            t.add_row(code, f"{count:,}", Text(describe(code, format_of(prof).reason_descriptions(prof))))
+            t.add_row(code, f"{count:,}", Text(describe(code, format_of(prof).reason_descriptions())))
         report.print(t)
     rate = f"{n / seconds:,.0f} rows/s, {tokens / seconds:,.0f} tokens/s" if seconds > 0 else ""
     agreed = "" if dataset is None else (f"; {passed:,} with the verdict they record, {n - passed:,} with "

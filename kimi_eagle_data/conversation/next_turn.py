@@ -15,7 +15,6 @@ from typing import Sequence
 from kimi_eagle_data.chat_format import ChatFormat, FormatValidator
 from kimi_eagle_data.conversation.messages import TurnError, history_call_count, next_turn_messages, tool_call_matches
 from kimi_eagle_data.conversation.script import ScriptStep, script_steps, step
-from kimi_eagle_data.model_profile import ModelProfile
 from kimi_eagle_data.records import Completion, ConversationEnd, PromptRecord
 from kimi_eagle_data.sources.policies import answer_of
 
@@ -49,16 +48,14 @@ class NextTurn:
     `scripts`: conversation id -> its first prompt's script (records.PromptRecord.script); `max_turns`: config ->
     the partition's max_turns, for the configs whose conversations go on."""
 
-    def __init__(self, validator: FormatValidator, tokenizer, profile: ModelProfile, *, max_new_tokens: int,
-                 max_seq_len: int, max_turns: dict[str, int], scripts: dict[str, Sequence[dict] | None],
-                 chat_format: ChatFormat):
-        self.validator, self.tokenizer, self.profile = validator, tokenizer, profile
-        self.render = chat_format.render_prompt          # the run's chat format (formats/)
+    def __init__(self, validator: FormatValidator, *, max_new_tokens: int, max_seq_len: int,
+                 max_turns: dict[str, int], scripts: dict[str, Sequence[dict] | None], chat_format: ChatFormat):
+        self.validator = validator
+        self.render = chat_format.render_prompt          # the run's chat format, bound (formats/)
         self.assistant_message = chat_format.assistant_message
         self.max_new_tokens, self.max_seq_len, self.max_turns = max_new_tokens, max_seq_len, max_turns
         self.steps = {conv: script_steps(s) for conv, s in scripts.items()}
-        self.generation_prompts = {m: chat_format.generation_prompt_ids(profile, tokenizer, m)
-                                   for m in ("thinking", "instant")}
+        self.generation_prompts = {m: chat_format.generation_prompt_ids(m) for m in ("thinking", "instant")}
 
     def turns_left(self, record: PromptRecord) -> int:
         """At most how many turns the conversation has from `record` on, itself included: the source's steps
@@ -92,7 +89,7 @@ class NextTurn:
         if not after.next:
             return end("source_exhausted", f"the source has nothing after turn {turn}")
         try:
-            own = self.assistant_message(parsed, self.profile, history_call_count(record.messages))
+            own = self.assistant_message(parsed, history_call_count(record.messages))
         except TurnError as e:
             return end("turn_rejected", f"turn {turn}: {e}")
         diverged = _divergence(own, after)
@@ -101,7 +98,7 @@ class NextTurn:
         try:
             messages = next_turn_messages(record.messages, own, after.next)
             # every turn announces the first turn's effort (None: the format's default, or none)
-            prompt_ids = self.render(self.tokenizer, messages, record.tools, record.mode, record.effort)
+            prompt_ids = self.render(messages, record.tools, record.mode, record.effort)
         except Exception as e:  # jinja raises many types; the message is what matters
             return end("next_prompt_error", f"turn {turn + 1}: {' '.join(str(e).split())[:300]}")
         gp = self.generation_prompts[record.mode]

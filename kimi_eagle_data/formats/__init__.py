@@ -1,10 +1,10 @@
 """Chat formats: what a stage asks a profile's format for (renderer, generation prompts, tokens and stop id,
-validator, special-token text; the `ChatFormat` protocol, chat_format.py). A profile names its format
-(`ModelProfile.chat_format`); `format_of(profile)` is the object, from the registry (registry.py: `register_format`
-adds one, `unregister_format` takes it out; tests/formats/toy_format.py defines a third format that way). This
-package sits above the stages it serves (it renders with prompts/, validates with validate/): `runs.open_run` puts
-the run's format in its context (`RunContext.format`) and the CLI hands it to `check`, so no stage imports it and no
-stage compares profile names.
+validator, special-token text; the `ChatFormat` base class, chat_format.py). A profile names its format
+(`ModelProfile.chat_format`); `format_of(profile)` is the unbound object, from the registry (registry.py:
+`register_format` adds one, `unregister_format` takes it out; tests/formats/toy_format.py defines a third format that
+way). This package sits above the stages it serves (it renders with prompts/, validates with validate/):
+`runs.open_run` binds the run's format to its profile and tokenizer and puts it in its context (`RunContext.format`),
+and the CLI hands the unbound one to `check`, so no stage imports it and no stage compares profile names.
 
 One folder per format holds everything about it: Kimi-K2.5's `kimi_k2/` (its profiles, K2.6's among them, grammar,
 rules, validator, format object, assistant messages, answers, segments), Kimi-K3's `kimi_k3/` (its facts, profiles,

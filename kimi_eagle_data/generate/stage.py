@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict
-from functools import partial
 
 from kimi_eagle_data.engines.base import Engine, EngineError
 from kimi_eagle_data.engines.drafter import lossy_drafter
@@ -83,7 +82,7 @@ def generate(ctx: RunContext, engine: Engine | None = None, *, pilot_limit: int 
             try:
                 report = generate_records(records, engine, ckpt, ctx.sampling, done=done, failed=failed,
                                           retry_failed=s.retry_failed, progress=ctx.progress,
-                                          reasoning_length=partial(ctx.format.reasoning_length, tokens=ctx.tokens),
+                                          reasoning_length=ctx.format.reasoning_length,
                                           next_turn=next_turn, origins=origins)
             finally:
                 if counted is not None:    # also for a run cut short: what it generated was drafted so
@@ -143,9 +142,8 @@ def make_next_turn(ctx: RunContext, prepared: list[PromptRecord]):
     configs = [c for c in ctx.configs if ctx.partitions.partition(c).conversations]
     if not configs:
         return None
-    validator = ctx.format.validator(ctx.tokens, ctx.tokenizer, ctx.max_seq_len,
-                                             keep_truncated=ctx.settings.keep_truncated)
-    return NextTurn(validator, ctx.tokenizer, ctx.profile, max_new_tokens=ctx.sampling.max_new_tokens,
+    validator = ctx.format.validator(ctx.max_seq_len, keep_truncated=ctx.settings.keep_truncated)
+    return NextTurn(validator, max_new_tokens=ctx.sampling.max_new_tokens,
                     max_seq_len=ctx.max_seq_len,
                     max_turns={c: ctx.partitions.partition(c).max_turns for c in configs},
                     scripts={r.id: r.script for r in prepared if r.config in configs}, chat_format=ctx.format)

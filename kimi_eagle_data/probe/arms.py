@@ -113,10 +113,11 @@ def to_train_row(raw: dict[str, Any], by_id: dict[str, PromptRecord], by_prompt:
     return row
 
 
-def upstream_row(record: PromptRecord, tokenizer, tokens, chat_format, max_len: int) -> TrainRow | None:
-    """The prompt and its upstream answer as the target would write it; None when the format cannot write it."""
+def upstream_row(record: PromptRecord, chat_format, max_len: int) -> TrainRow | None:
+    """The prompt and its upstream answer as the target would write it (`chat_format`: the run's, bound); None when
+    the format cannot write it."""
     try:
-        answer, _ = chat_format.render_answer(record.answer, tokenizer, tokens, record.mode == INSTANT)
+        answer, _ = chat_format.render_answer(record.answer, record.mode == INSTANT)
     except KimiDataError:
         return None
     ids = np.asarray(list(record.prompt_ids) + list(answer), dtype=np.int64)[:max_len]

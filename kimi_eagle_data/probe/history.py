@@ -56,7 +56,7 @@ def later_turns(rows: Iterable[TrainRow], firsts: dict[str, PromptRecord], max_t
     return out
 
 
-def source_history_prompt(first: PromptRecord, turn: int, chat_format, tokenizer) -> PromptRecord | None:
+def source_history_prompt(first: PromptRecord, turn: int, chat_format) -> PromptRecord | None:
     """Turn `turn` of the conversation with the source's answers as its history: the first prompt's messages, then
     each earlier step of the script (the source's answer and what follows it). None where the source has no answer
     for an earlier turn or nothing after it."""
@@ -67,7 +67,7 @@ def source_history_prompt(first: PromptRecord, turn: int, chat_format, tokenizer
         if s.answer is None or not s.next:
             return None
         messages += [dict(s.answer), *(dict(m) for m in s.next)]
-    ids = chat_format.render_prompt(tokenizer, messages, first.tools, first.mode, first.effort)
+    ids = chat_format.render_prompt(messages, first.tools, first.mode, first.effort)
     return replace(first, id=turn_id(first.id, turn), messages=messages, prompt_ids=list(ids),
                    answer=step(steps, turn).answer, conversation_id=first.id, turn=turn, script=None)
 
@@ -78,10 +78,10 @@ def source_history_rows(turns: list[LaterTurn], ctx, engine) -> list[TrainRow]:
     are left out (counted in the log)."""
     from kimi_eagle_data.generate.records import GenerationJob
 
-    prompts = [p for p in (source_history_prompt(t.first, t.turn, ctx.format, ctx.tokenizer) for t in turns)
+    prompts = [p for p in (source_history_prompt(t.first, t.turn, ctx.format) for t in turns)
                if p is not None and len(p.prompt_ids) + ctx.sampling.max_new_tokens <= ctx.max_seq_len]
     by_id = {p.id: p for p in prompts}
-    validator = ctx.format.validator(ctx.tokens, ctx.tokenizer, ctx.max_seq_len, keep_truncated=False)
+    validator = ctx.format.validator(ctx.max_seq_len, keep_truncated=False)
     rows = []
     for c in engine.generate(GenerationJob.of(p, ctx.sampling).request for p in prompts):
         p = by_id.get(getattr(c, "id", ""))

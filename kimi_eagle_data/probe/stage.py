@@ -258,7 +258,7 @@ def _arms(ctx: RunContext, opts: ProbeOptions, kept: list[TrainRow], firsts: dic
     """own, upstream and the learning curve's shares, on the training prompts with both an own row and an upstream
     answer."""
     own_firsts = {r.id for r in kept if r.id in firsts}
-    upstream = [u for u in (upstream_row(firsts[i], ctx.tokenizer, ctx.tokens, ctx.format, ctx.max_seq_len)
+    upstream = [u for u in (upstream_row(firsts[i], ctx.format, ctx.max_seq_len)
                             for i in sorted(own_firsts) if firsts[i].answer) if u is not None]
     shared = {u.id for u in upstream}
     own = [r for r in kept if r.id in shared]

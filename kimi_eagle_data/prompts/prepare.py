@@ -259,7 +259,7 @@ def _draft(c: _Config, sp: SourcePrompt) -> _Draft:
     sampling = choose_sampling(p.modes, c.seed, id_, mode, modes.profile, modes.run_wide)
     if mode != THINKING:
         id_ = sample_id(p.config, p.upstream, sid, p.id_rule, mode)
-    return _Draft(sp, id_, mode, effort, sampling, _special_text(sp, modes.special_text(c.tokenizer)))
+    return _Draft(sp, id_, mode, effort, sampling, _special_text(sp, modes.special_text()))
 
 
 def _content_step(c: _Config, d: _Draft) -> Failure:
@@ -289,7 +289,7 @@ def _decontam_step(c: _Config, d: _Draft) -> Failure:
 
 def _render_step(c: _Config, d: _Draft) -> Failure:
     try:
-        d.prompt_ids = c.modes.render(c.tokenizer, d.sp.messages, d.sp.tools, d.mode, d.effort)
+        d.prompt_ids = c.modes.render(d.sp.messages, d.sp.tools, d.mode, d.effort)
     except ToolSchemaUnsupported as e:
         # never a JSON-declared prompt in the data: the row is counted out with its reason
         return "tool_schema_unsupported", str(e)
@@ -390,7 +390,7 @@ class PromptModes:
 
     profile: ModelProfile
     generation_prompts: dict[str, list[int]]
-    chat_format: ChatFormat          # the run's (formats/, handed down by the stage)
+    chat_format: ChatFormat          # the run's, bound to its profile and tokenizer (formats/, from the stage)
     run_wide: dict[str, float | None] = field(default_factory=dict)
 
     @property
@@ -398,12 +398,12 @@ class PromptModes:
         """The effort a thinking prompt announces without an efforts table (None: the format has no efforts)."""
         return self.chat_format.default_effort
 
-    def render(self, tokenizer, messages, tools, mode: str, effort: str | None = None) -> list[int]:
-        return self.chat_format.render_prompt(tokenizer, messages, tools, mode, effort)
+    def render(self, messages, tools, mode: str, effort: str | None = None) -> list[int]:
+        return self.chat_format.render_prompt(messages, tools, mode, effort)
 
-    def special_text(self, tokenizer):
+    def special_text(self):
         """The finder of special-token text in a prompt's text; None where the format keeps it text (K3)."""
-        return self.chat_format.special_text(tokenizer)
+        return self.chat_format.special_text()
 
     def history_notes(self, messages) -> set[str]:
         """What the prompt's history holds that the format renders but never accepts from the model."""
@@ -417,14 +417,17 @@ class PromptModes:
                          f" ({code})" for code, n in sorted(counts.items()))
         return f"{config}: {what}; kept, rendered as the model renders them (prepared/{config}.json: history_arguments)"
 
-    def check_renderer(self, tokenizer, records: list[PromptRecord], where: str) -> None:
-        self.chat_format.check_renderer(tokenizer, records, where)
+    def check_renderer(self, records: list[PromptRecord], where: str) -> None:
+        self.chat_format.check_renderer(records, where)
 
     @classmethod
     def of(cls, profile: ModelProfile, tokenizer, chat_format: ChatFormat, thinking_ids: list[int] | None = None,
            run_wide: dict[str, float | None] | None = None) -> "PromptModes":
+        """`chat_format` bound to `profile` and `tokenizer` here (where it is not already)."""
+        chat_format = chat_format.bind(profile, tokenizer)
+
         def ending(mode: str) -> list[int]:
-            return chat_format.generation_prompt_ids(profile, tokenizer, mode)
+            return chat_format.generation_prompt_ids(mode)
 
         prompts = {THINKING: list(thinking_ids) if thinking_ids is not None else ending(THINKING),
                    INSTANT: ending(INSTANT)}
@@ -486,7 +489,7 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
         except SourceFileError as e:
             run.errors[config] = f"{config}: {e}"
             continue
-        modes.check_renderer(tokenizer, records, f"{config} ({desc})")
+        modes.check_renderer(records, f"{config} ({desc})")
         report.limit = settings.limit
         expected = adapter_columns(part.adapter, part.id_field)
         report.ignored_columns = expected.ignored(columns)

@@ -36,7 +36,7 @@ def prepare(ctx: RunContext, reuse: bool = False) -> Prepared:
         return Prepared({c: PrepareReport.from_json(read_json(p)) for c, p in paths.items()})
     pilot_limit = _earlier_limit(ctx, [read_json(p).get("limit") for p in paths.values() if p.exists()])
     run = prepare_configs(ctx.settings, ctx.partitions, ctx.tokenizer,
-                          gen_prompt_ids=ctx.format.generation_prompt_ids(ctx.profile, ctx.tokenizer),
+                          gen_prompt_ids=ctx.format.generation_prompt_ids(),
                           max_new_tokens=ctx.sampling.max_new_tokens, max_seq_len=ctx.max_seq_len,
                           workdir=ctx.workdir, chat_format=ctx.format)
     for warning in run.warnings:

@@ -260,7 +260,7 @@ def inspect_sample(path: str | Path, config: str, id_: str | None = None, *, for
     src = locate(path, config)
     tok_path, profile, run = resolve_tokenizer(src, tokenizer)
     chat_format = format_of(profile)
-    reasons = chat_format.reason_descriptions(profile)
+    reasons = chat_format.reason_descriptions()
     chosen, how = pick(src, config, id_, random=random, seed=seed, shortest=shortest, longest=longest,
                        rejected=rejected, reasons=reasons)
     row = src.row(chosen)
@@ -271,7 +271,8 @@ def inspect_sample(path: str | Path, config: str, id_: str | None = None, *, for
     if run.get("tokenizer_sha256") and tokenizer_fingerprint(tok)["tokenizer_sha256"] != run["tokenizer_sha256"]:
         warnings.append(f"tokenizer {tok_path} is not the one the run used (vocabulary hash differs); "
                         "the decoded text may be wrong")
-    seg = chat_format.segmenter(profile, tok)
+    chat_format = chat_format.bind(profile, tok)
+    seg = chat_format.segmenter()
     ids = row["input_ids"]
     plen = int(row["prompt_len"])
     segments = segments_of(seg, ids, plen)
@@ -281,7 +282,7 @@ def inspect_sample(path: str | Path, config: str, id_: str | None = None, *, for
     if boundary != plen:
         warnings.append(f"the loss mask starts at position {boundary}, prompt_len is {plen}")
 
-    details = _issue_details(chat_format, profile, tok, row, run, src, chosen)
+    details = _issue_details(chat_format, row, run, src, chosen)
     issues = [{"code": c, "description": reasons.get(c, "(not a reason code of this validator version)"),
                "detail": details.get(c)} for c in row["issues"] or []]
     return {
@@ -314,15 +315,15 @@ def conversation_around(src: RowSource, row: dict[str, Any], path: str | Path, c
             "inspect": f"kimi-data inspect {shlex.quote(str(path))} {config} ID"}
 
 
-def _issue_details(chat_format, profile: ModelProfile, tokenizer, row: dict[str, Any], run: dict[str, Any],
-                   src: RowSource, id_: str) -> dict[str, str]:
-    """Re-run the format's validator on the row for the human line behind each reason code (best effort)."""
+def _issue_details(chat_format, row: dict[str, Any], run: dict[str, Any], src: RowSource, id_: str
+                   ) -> dict[str, str]:
+    """Re-run the format's validator (`chat_format`: bound to the run's profile and tokenizer) on the row for the
+    human line behind each reason code (best effort)."""
     if not row["issues"]:
         return {}
     try:
-        max_seq_len = int(run.get("max_seq_len") or profile.max_seq_len)
-        v = chat_format.validator(chat_format.tokens(profile, tokenizer), tokenizer, max_seq_len,
-                                  keep_truncated=bool(run.get("keep_truncated")))
+        max_seq_len = int(run.get("max_seq_len") or chat_format.profile.max_seq_len)
+        v = chat_format.validator(max_seq_len, keep_truncated=bool(run.get("keep_truncated")))
         plen = int(row["prompt_len"])
         tools = orjson.loads(row["tools"]) if row["tools"] else None
         verdict = v.validate(row["input_ids"][:plen], row["input_ids"][plen:], row["finish_reason"],

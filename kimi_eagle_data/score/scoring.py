@@ -93,12 +93,12 @@ class Unrenderable:
         return RequestFailure(f"{self.id}:{self.kind}", "unrenderable", self.message, attempts=0)
 
 
-def plan_items(config: str, picked: list[PromptRecord], own: dict[str, Any], tokenizer, tokens, max_len: int,
-               rescore_own: bool, chat_format) -> Iterator[Item | Unrenderable]:
+def plan_items(config: str, picked: list[PromptRecord], own: dict[str, Any], max_len: int, rescore_own: bool,
+               chat_format) -> Iterator[Item | Unrenderable]:
     """What to ask the engine: every sampled upstream answer, and the own completions that have no
     recorded sums (or all of them with `rescore_own`, and those of prompts sampled at a temperature other
     than 1, whose recorded log-probs are of the scaled distribution). `own`: id -> Completion from the
-    generation checkpoint; `tokens`: the run's (`RunContext.tokens`); `chat_format`: the run's, which renders the
+    generation checkpoint; `chat_format`: the run's, bound (`RunContext.format`), which renders the
     answers and says where their reasoning ends (an instant-mode prompt's answers have none). An answer the
     format cannot write is an `Unrenderable`."""
     for r in picked:
@@ -106,7 +106,7 @@ def plan_items(config: str, picked: list[PromptRecord], own: dict[str, Any], tok
             continue
         instant = r.mode == INSTANT
         try:
-            ids, k = chat_format.render_answer(r.answer, tokenizer, tokens, instant)
+            ids, k = chat_format.render_answer(r.answer, instant)
         except KimiDataError as e:            # the format's one line: what in the answer it cannot write
             yield Unrenderable(config, r.id, "upstream", str(e))
         else:
@@ -119,7 +119,7 @@ def plan_items(config: str, picked: list[PromptRecord], own: dict[str, Any], tok
             out = [int(t) for t in c.output_ids]
             full = list(r.prompt_ids) + out
             yield Item(config, r.id, "own", ScoreRequest(f"{r.id}:own", full[:max_len], len(r.prompt_ids)),
-                       chat_format.reasoning_length(out, tokens, instant), len(full) > max_len)
+                       chat_format.reasoning_length(out, instant), len(full) > max_len)
 
 
 def run_scoring(items: list[Item], engine: Engine, ckpt: ScoreCheckpoint, *, retry_failed: bool,

@@ -75,7 +75,7 @@ NOT_RECORDED = frozenset({"special_token_in_text"})
 
 
 def describe(code: str, own: dict[str, str]) -> str:
-    """A reason code's meaning: `own` (the run's format's descriptions, `reason_descriptions(profile)`), else
+    """A reason code's meaning: `own` (the run's format's descriptions, `reason_descriptions()`), else
     check's."""
     return own.get(code) or CHECK_REASONS.get(code, "")
 
@@ -122,11 +122,12 @@ class Checker:
                  keep_truncated: bool = False, *, chat_format: ChatFormat):
         self.profile = profile
         self.tokenizer = tokenizer
-        self.chat_format = chat_format          # the profile's (formats.format_of, handed by the CLI)
+        # The profile's format (formats.format_of, handed by the CLI), bound here where it is not already.
+        self.chat_format = chat_format.bind(profile, tokenizer)
         max_len = max_seq_len or profile.max_seq_len
-        self.tokens = chat_format.tokens(profile, tokenizer)
-        self.validator = chat_format.validator(self.tokens, tokenizer, max_len, keep_truncated=keep_truncated)
-        self.special_text = chat_format.special_text(tokenizer)     # None: typed markers stay text (K3)
+        self.tokens = self.chat_format.tokens
+        self.validator = self.chat_format.validator(max_len, keep_truncated=keep_truncated)
+        self.special_text = self.chat_format.special_text()     # None: typed markers stay text (K3)
         self._eot_id = self.tokens.end_of_turn
 
     def check(self, raw: Any, row: int) -> RowVerdict:
@@ -172,7 +173,7 @@ class Checker:
             prompt, output = ids[:start], ids[start:]
             tools = self._tools(raw)
             if raw.get("tools") is None:       # no tools column: what the prompt declares
-                tools = self.chat_format.declared_tools(self.profile, self.tokenizer, prompt)
+                tools = self.chat_format.declared_tools(prompt)
             return prompt, output, tools, finish, detail
         if raw.get("messages") is not None and raw.get("completion") is not None:
             messages, completion = raw["messages"], raw["completion"]
@@ -191,7 +192,7 @@ class Checker:
             if prompt is None:
                 return None, None, None, finish, detail
             try:
-                output = np.asarray(self.chat_format.render_answer(answer, self.tokenizer, self.tokens)[0],
+                output = np.asarray(self.chat_format.render_answer(answer)[0],
                                     dtype=np.int64)
             except KimiDataError as e:      # the format's one line: what in the answer it cannot write
                 raise Unreadable(f"the last conversations turn: {e}") from e
@@ -223,7 +224,7 @@ class Checker:
             out.details.append(problem)
             return None
         try:
-            return np.asarray(self.chat_format.render_prompt(self.tokenizer, messages, tools, mode), dtype=np.int64)
+            return np.asarray(self.chat_format.render_prompt(messages, tools, mode), dtype=np.int64)
         except Exception as e:  # jinja and the tool encoder raise many types; the message is what matters
             out.issues.append("template_error")
             out.details.append(f"chat template failed: {' '.join(str(e).split())[:300]}")

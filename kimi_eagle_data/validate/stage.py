@@ -14,8 +14,7 @@ from kimi_eagle_data.validate.verdicts import VerdictPool
 
 def verdict_pool(ctx: RunContext) -> VerdictPool:
     """The run's Validator in --workers processes (verdicts.py)."""
-    validator = ctx.format.validator(ctx.tokens, ctx.tokenizer, ctx.max_seq_len,
-                                             keep_truncated=ctx.settings.keep_truncated)
+    validator = ctx.format.validator(ctx.max_seq_len, keep_truncated=ctx.settings.keep_truncated)
     return VerdictPool(validator, ctx.settings.workers)
 
 

@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 
 from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.model_profile import INSTANT, THINKING
-from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
+from kimi_eagle_data.formats.kimi_k2.tokens import k2_tokens
 from kimi_eagle_data.formats.kimi_k2.render import render_prompt
 from kimi_eagle_data.conversation.messages import TurnError, history_call_count, next_turn_messages
 from kimi_eagle_data.formats.kimi_k2.messages import assistant_message
@@ -38,7 +38,7 @@ def evaluate_turns(model, tok, convs, *, max_new_tokens=192, batch_size=16, seed
 
     torch.manual_seed(seed)
     model.eval()
-    validator = Validator(K2Tokens.from_tokenizer(TINY_KIMI, tok), tok, TINY_KIMI.max_seq_len)
+    validator = Validator(k2_tokens(tok), tok, TINY_KIMI.max_seq_len)
     budget = TINY_KIMI.max_seq_len - max_new_tokens       # the longest prompt a turn may have (prepare's rule)
     live = []                                               # (conversation, messages so far, source turns left)
     for c in convs:
@@ -71,7 +71,7 @@ def evaluate_turns(model, tok, convs, *, max_new_tokens=192, batch_size=16, seed
                 continue
             parsed = validator.grammar.parse(gen, instant=mode[id(c)] == INSTANT)
             try:
-                reply = assistant_message(parsed, TINY_KIMI, history_call_count(msgs))
+                reply = assistant_message(parsed, history_call_count(msgs))
                 nxt.append((c, next_turn_messages(msgs, reply, nexts[0]), nexts[1:]))
             except TurnError:
                 ended["source_result_without_call"] += 1
@@ -108,7 +108,7 @@ def evaluate_long_history(model, tok, convs, *, max_new_tokens=192, batch_size=1
     import torch
 
     torch.manual_seed(seed)
-    validator = Validator(K2Tokens.from_tokenizer(TINY_KIMI, tok), tok, TINY_KIMI.max_seq_len)
+    validator = Validator(k2_tokens(tok), tok, TINY_KIMI.max_seq_len)
     modes = [INSTANT if c["mode"] == "instant" else THINKING for c in convs]
     prompts = [render_prompt(tok, c["messages"], c["tools"], m) for c, m in zip(convs, modes)]
     results = sample(model, tok, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size)

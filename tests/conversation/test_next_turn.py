@@ -10,7 +10,7 @@ from kimi_eagle_data.conversation.next_turn import NextTurn, turn_id
 from kimi_eagle_data.formats.kimi_k2.format import KIMI_K2_FORMAT
 from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.model_profile import INSTANT, THINKING
-from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
+from kimi_eagle_data.formats.kimi_k2.tokens import k2_tokens
 from kimi_eagle_data.records import Completion, ConversationEnd, PromptRecord
 from kimi_eagle_data.formats.kimi_k2.validator import Validator
 from tests.formats.kimi_k2.test_conversation_messages import TOK, TOOLS, call, completion_of, find, prompt_ids, template_ids, text
@@ -20,9 +20,9 @@ CONV = "C1-0123456789abcdef"
 
 
 def next_turn(script, *, max_turns=4, max_new_tokens=64, max_seq_len=MAX_SEQ_LEN) -> NextTurn:
-    validator = Validator(K2Tokens.from_tokenizer(TINY_KIMI, TOK), TOK, max_seq_len)
-    return NextTurn(validator, TOK, TINY_KIMI, max_new_tokens=max_new_tokens, max_seq_len=max_seq_len,
-                    max_turns={"C1": max_turns}, scripts={CONV: script}, chat_format=KIMI_K2_FORMAT)
+    validator = Validator(k2_tokens(TOK), TOK, max_seq_len)
+    return NextTurn(validator, max_new_tokens=max_new_tokens, max_seq_len=max_seq_len, max_turns={"C1": max_turns},
+                    scripts={CONV: script}, chat_format=KIMI_K2_FORMAT.bind(TINY_KIMI, TOK))
 
 
 def first_turn(messages, tools=TOOLS, mode=THINKING) -> PromptRecord:

@@ -219,14 +219,17 @@ def test_card_states_each_modes_prompt_end_as_the_rows_have_it(demo_run, tiny_to
     is `<think>` would be wrong for the instant rows)."""
     import pyarrow.parquet as pq
 
+    from kimi_eagle_data.formats import format_of
+    from kimi_eagle_data.formats.kimi_k2.tokens import K2_TOKENS
     from kimi_eagle_data.profile import get_profile
 
     workdir, _ = demo_run
     profile = get_profile("tiny-kimi")
     card = (workdir / "dataset" / "README.md").read_text()
-    assert (f"thinking: last token `{profile.think_open}`; instant: `{profile.think_open}{profile.think_close}`"
+    assert (f"thinking: last token `{K2_TOKENS.think_open}`; instant: `{K2_TOKENS.think_open}{K2_TOKENS.think_close}`"
             in card), card
-    ends = {m: profile.generation_prompt_ids(tiny_tokenizer, m) for m in ("thinking", "instant")}
+    bound = format_of(profile).bind(profile, tiny_tokenizer)
+    ends = {m: bound.generation_prompt_ids(m) for m in ("thinking", "instant")}
     seen = set()
     for f in sorted((workdir / "dataset" / "data").glob("*/train-*.parquet")):
         for row in pq.read_table(f, columns=["input_ids", "prompt_len", "mode"]).to_pylist():

@@ -268,6 +268,7 @@ HUGE_ROW_SCRIPT = textwrap.dedent("""
     from kimi_eagle_data.prompts.prepare import PromptModes, prepare_rows
     from kimi_eagle_data.profile import get_profile
     from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
+    from kimi_eagle_data.formats.kimi_k2.tokens import K2_TOKENS
     from kimi_eagle_data.sources.readers import iter_source
     from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
@@ -282,13 +283,13 @@ HUGE_ROW_SCRIPT = textwrap.dedent("""
             return orjson.loads(data)
 
     class RecordingFormat(KimiK2Format):   # K2.5's, recording the characters of every prompt it renders
-        def render_prompt(self, tokenizer, messages, tools, mode="thinking", effort=None):
+        def render_prompt(self, messages, tools, mode="thinking", effort=None):
             rendered.append(sum(len(str(m.get("content") or "")) for m in messages))
-            return super().render_prompt(tokenizer, messages, tools, mode, effort)
+            return super().render_prompt(messages, tools, mode, effort)
 
     readers.orjson = RecordingParser
     tok = open_tokenizer(str(TINY_MODEL_DIR))
-    gen = tok.encode(get_profile("tiny-kimi").generation_prompt, add_special_tokens=False)
+    gen = tok.encode(K2_TOKENS.generation_prompt, add_special_tokens=False)
     part = PARTITIONS["B6"]
     cap = max_row_bytes(16384)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

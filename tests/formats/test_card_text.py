@@ -20,9 +20,9 @@ def test_the_rules_paragraph_names_the_prompt_ends_the_format_renders(name):
     profile = get_profile(name)
     chat_format = format_of(profile)
     tok = load_tokenizer(profile.model_path, chat_format)
-    text = chat_format.card_text(profile)
+    text = chat_format.card_text()
     for mode, card_prompt in ((THINKING, text.thinking_prompt), (INSTANT, text.instant_prompt)):
-        rendered = chat_format.render_text(tok, CHAT, None, mode)
+        rendered = chat_format.bind(profile, tok).render_text(CHAT, None, mode)
         named = re.search(rf"{mode}: (?:last token )?`([^`]+)`", text.rules)
         assert named, (mode, text.rules)
         assert rendered.endswith(named[1]), (mode, named[1], rendered[-80:])

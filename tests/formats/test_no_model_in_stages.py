@@ -84,8 +84,8 @@ def test_no_stage_names_a_model_or_falls_back_to_one():
     assert not found, "model names or format fallbacks outside the registry and formats/: " + "; ".join(found)
 
 
-# The profile fields shaped after Kimi-K2.5's tokens (`formats/kimi_k2/profiles.py`, `K2Profile`): only K2.5's
-# format reads them. The card asks the run's format instead (`ChatFormat.card_text`).
+# The names shaped after Kimi-K2.5's tokens (`formats/kimi_k2/tokens.py`, `K2TokenNames`): only K2.5's format
+# reads them. The card asks the run's format instead (`ChatFormat.card_text`).
 K25_SHAPED = frozenset({"think_open", "think_close", "generation_prompt", "instant_generation_prompt",
                         "end_of_turn", "rules_paragraph", "describe", "structural_tokens", "tool_calls_section_begin",
                         "tool_calls_section_end", "tool_call_begin", "tool_call_argument_begin", "tool_call_end"})
@@ -97,20 +97,20 @@ def k25_fields(source: str, where: str) -> list[str]:
 
 
 def test_a_profile_holds_no_format_tokens():
-    """What a profile is (`ModelProfile`) names no format's tokens: K2.5's live in its folder's `K2Profile`, and a
-    K3 profile carries none of them."""
+    """What a profile is (`ModelProfile`) names no format's tokens: K2.5's live with its format (`K2TokenNames`,
+    formats/kimi_k2/tokens.py), and no registered profile carries any of them."""
     import dataclasses
 
-    from kimi_eagle_data.formats.kimi_k2.profiles import K2Profile
+    from kimi_eagle_data.formats.kimi_k2.tokens import K2TokenNames
     from kimi_eagle_data.model_profile import ModelProfile
-    from kimi_eagle_data.profile import get_profile
+    from kimi_eagle_data.profile import PROFILES, get_profile
 
     generic = {f.name for f in dataclasses.fields(ModelProfile)} | set(vars(ModelProfile))
     assert not generic & K25_SHAPED, sorted(generic & K25_SHAPED)
-    k2 = {f.name for f in dataclasses.fields(K2Profile)} | set(vars(K2Profile))
+    k2 = {f.name for f in dataclasses.fields(K2TokenNames)} | set(vars(K2TokenNames))
     assert K25_SHAPED - {"rules_paragraph"} <= k2
-    assert isinstance(get_profile("kimi-k2.5"), K2Profile)
-    assert not any(hasattr(get_profile(name), field) for name in ("kimi-k3", "tiny-kimi-k3") for field in K25_SHAPED)
+    assert type(get_profile("kimi-k2.5")) is ModelProfile
+    assert not any(hasattr(get_profile(name), field) for name in PROFILES for field in K25_SHAPED)
 
 
 def test_the_card_asks_the_format():

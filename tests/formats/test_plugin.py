@@ -41,8 +41,8 @@ from kimi_eagle_data.formats.kimi_k2.format import KimiK2Format
 class PlugFormat(KimiK2Format):
     name = "plug-k2"
 
-    def card_text(self, profile):
-        text = super().card_text(profile)
+    def card_text(self):
+        text = super().card_text()
         return replace(text, rules=text.rules + " {CARD_SENTENCE}")
 
 

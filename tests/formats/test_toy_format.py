@@ -59,7 +59,7 @@ def test_the_toy_format_renders_validates_checks_and_emits(tmp_path):
                            limit=4, configs=[CONFIG], config_file=str(DEMO_CONFIG), progress=False, workers=1)
     ctx = open_run(settings)
     try:
-        assert ctx.format is TOY_FORMAT
+        assert type(ctx.format) is type(TOY_FORMAT) and ctx.format.bound and not TOY_FORMAT.bound
         tok = ctx.tokenizer
         reports = prepare_prompts(ctx).reports
         records = read_prepared(ctx.workdir, CONFIG)
@@ -69,7 +69,7 @@ def test_the_toy_format_renders_validates_checks_and_emits(tmp_path):
             assert text.startswith(HEADER) and "<|im_user|>" not in text
             assert text.endswith(f"assistant<|end_header_id|>{THINK}" if r.mode == THINKING
                                  else "assistant<|end_header_id|>")
-            assert r.prompt_ids == TOY_FORMAT.render_prompt(tok, r.messages, r.tools, r.mode)
+            assert r.prompt_ids == ctx.format.render_prompt(r.messages, r.tools, r.mode)
         assert {r.mode for r in records} <= {THINKING, INSTANT}
 
         # Handcrafted completions: the first one forges a turn token in its answer, the others are well formed.

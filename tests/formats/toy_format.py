@@ -11,21 +11,17 @@ this module knows either.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Iterator, Mapping, Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
-from kimi_eagle_data.chat_format import CardText
+from kimi_eagle_data.chat_format import CardText, ChatFormat, FormatTokens, Verdict
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.formats import register_format
 from kimi_eagle_data.formats.base import ends_with, sample_issues, sample_reasons
-from kimi_eagle_data.prompts.tokenizer import special_text
 from kimi_eagle_data.profile import register_profile
 from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile, model_vocab_size
-from kimi_eagle_data.chat_format import Verdict
 
 HEADER, HEADER_END, END, THINK, THINK_END = "<|start_header_id|>", "<|end_header_id|>", "[EOT]", "<think>", "</think>"
 TOY_REASONS = {
@@ -35,32 +31,18 @@ TOY_REASONS = {
 }
 
 
-@dataclass(frozen=True)
-class ToyTokens:
-    profile: ModelProfile
-    ids: Mapping[str, int]
-    special_ids: frozenset[int]
-    forbidden_ids: frozenset[int] = field(default_factory=frozenset)
-
-    @property
-    def end_of_turn(self) -> int:
-        return self.ids[END]
-
-    def token_name(self, token_id: int) -> str:
-        return next(t for t, i in self.ids.items() if i == token_id)
-
-
 class ToyValidator:
-    def __init__(self, chat_format: "ToyFormat", tokens: ToyTokens, tokenizer, max_seq_len: int,
-                 keep_truncated: bool = False, vocab_size: int | None = None):
-        self.tokens, self.tokenizer, self.max_seq_len, self.keep_truncated = tokens, tokenizer, max_seq_len, keep_truncated
-        self.vocab_size = vocab_size if vocab_size is not None else model_vocab_size(tokens.profile, tokenizer)
-        self.prompts = {m: chat_format.generation_prompt_ids(tokens.profile, tokenizer, m) for m in (THINKING, INSTANT)}
+    def __init__(self, chat_format: "ToyFormat", max_seq_len: int, keep_truncated: bool, vocab_size: int | None):
+        self.tokens, self.tokenizer = chat_format.tokens, chat_format.tokenizer
+        self.max_seq_len, self.keep_truncated = max_seq_len, keep_truncated
+        self.vocab_size = model_vocab_size(chat_format.profile, self.tokenizer) if vocab_size is None else vocab_size
+        self.prompts = {m: chat_format.generation_prompt_ids(m) for m in (THINKING, INSTANT)}
+        self.special_ids = frozenset(self.tokens.ids.values())
 
     def validate(self, prompt_ids, output_ids, finish_reason: str, finish_detail: dict | None, tools) -> Verdict:
         prompt, output = [int(i) for i in prompt_ids], [int(i) for i in output_ids]
         mode = THINKING if ends_with(prompt, self.prompts[THINKING]) else INSTANT
-        end, think_end = self.tokens.end_of_turn, self.tokens.ids[THINK_END]
+        end, think_end = self.tokens.end_of_turn, self.tokens.think_close
         whole = bool(output) and output[-1] == end
         issues = sample_issues(prompt, output, finish_reason, finish_detail,
                                prompt_problem=None if ends_with(prompt, self.prompts[mode]) else "no assistant header",
@@ -70,7 +52,7 @@ class ToyValidator:
         closes = [i for i, t in enumerate(body) if t == think_end]
         if (mode == THINKING) != (len(closes) == 1) or len(closes) > 1:
             issues.append(("toy_reasoning_end", f"{len(closes)} {THINK_END} in a {mode} completion"))
-        stray = [t for t in body if t in self.tokens.special_ids and t != think_end]
+        stray = [t for t in body if t in self.special_ids and t != think_end]
         if stray:
             issues.append(("toy_special_token", f"{self.tokens.token_name(stray[0])} in the completion"))
         reasoning_len = closes[0] + 1 if mode == THINKING and closes else 0
@@ -96,88 +78,58 @@ class ToyValidator:
                                 finish_details[i], tools[i])
 
 
-class ToyFormat:
+class ToyFormat(ChatFormat):
+    """The core only: every optional member (chat_format.py) keeps its default."""
+
     name = "toy-chat"
-    efforts: tuple[str, ...] = ()
-    refused_efforts: Mapping[str, str] = MappingProxyType({})
-    default_effort = None
-    history_note_descriptions: Mapping[str, str] = MappingProxyType({})
     tool_encoder_version = "toy-1"
 
-    def tokens(self, profile, tokenizer) -> ToyTokens:
-        ids = dict(tokenizer.get_added_vocab())           # every special token by name; the toy's among them
-        return ToyTokens(profile, ids, frozenset(ids.values()))
+    def reason_descriptions(self) -> dict[str, str]:
+        prompts = "thinking: `…<|end_header_id|><think>`; instant: `…<|end_header_id|>`"
+        return {**sample_reasons(prompts), **TOY_REASONS}
 
-    def _text(self, tokenizer, text: str) -> list[int]:
-        return list(tokenizer.encode(text, add_special_tokens=False))
-
-    def _ids(self, tokenizer, messages, tools, mode: str) -> list[int]:
-        vocab = tokenizer.get_vocab()
-        head, head_end, end = vocab[HEADER], vocab[HEADER_END], vocab[END]
-        turns = ([{"role": "system", "content": "tools: " + json.dumps(tools, sort_keys=True)}] if tools else [])
-        ids: list[int] = []
-        for m in [*turns, *messages]:
-            content = m.get("content") if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
-            ids += [head, *self._text(tokenizer, m["role"]), head_end, *self._text(tokenizer, content), end]
-        return ids + self.generation_prompt_ids(None, tokenizer, mode)
-
-    def render_prompt(self, tokenizer, messages, tools, mode: str = THINKING, effort: str | None = None) -> list[int]:
-        return self._ids(tokenizer, messages, tools, mode)
-
-    def render_text(self, tokenizer, messages, tools, mode: str = THINKING, effort: str | None = None) -> str:
-        return tokenizer.decode(self._ids(tokenizer, messages, tools, mode))
-
-    def generation_prompt_ids(self, profile, tokenizer, mode: str = THINKING) -> list[int]:
-        vocab = tokenizer.get_vocab()
-        header = [vocab[HEADER], *self._text(tokenizer, "assistant"), vocab[HEADER_END]]
-        return header + ([vocab[THINK]] if mode == THINKING else [])
-
-    def special_text(self, tokenizer):
-        return special_text(tokenizer)     # the tokenizer reads typed special-token text as the tokens themselves
-
-    def history_notes(self, messages) -> set[str]:
-        return set()
-
-    def validator(self, tokens, tokenizer, max_seq_len: int, keep_truncated: bool = False,
-                  vocab_size: int | None = None) -> ToyValidator:
-        return ToyValidator(self, tokens, tokenizer, max_seq_len, keep_truncated, vocab_size)
-
-    def reason_descriptions(self, profile) -> dict[str, str]:
-        return {**sample_reasons("thinking: `…<|end_header_id|><think>`; instant: `…<|end_header_id|>`"), **TOY_REASONS}
-
-    def reasoning_length(self, ids: Sequence[int], tokens, instant: bool = False) -> int:
-        ids = [int(i) for i in ids]
-        return 0 if instant or tokens.ids[THINK_END] not in ids else ids.index(tokens.ids[THINK_END]) + 1
-
-    def render_answer(self, answer, tokenizer, tokens, instant: bool = False) -> tuple[list[int], int]:
-        if answer.get("tool_calls"):
-            raise KimiDataError("the toy format writes no tool calls")
-        reasoning = [] if instant else [*self._text(tokenizer, answer.get("reasoning") or ""), tokens.ids[THINK_END]]
-        return reasoning + self._text(tokenizer, answer.get("content") or "") + [tokens.end_of_turn], len(reasoning)
-
-    def assistant_message(self, parsed, profile, first_index: int = 0) -> dict:
-        return dict(parsed)            # the toy writes no tool calls: the verdict's message is the turn
-
-    def segmenter(self, profile, tokenizer):
-        raise NotImplementedError("inspect is not part of the toy format's proof")
-
-    def declared_tools(self, profile, tokenizer, prompt_ids) -> list[dict] | None:
-        return None
-
-    def check_tokenizer(self, tokenizer) -> None:
-        """Any tokenizer with the toy's tokens renders toy prompts."""
-
-    def check_renderer(self, tokenizer, records, where: str) -> None:
-        """No checkpoint code to compare with."""
-
-    def fingerprint(self, tokenizer) -> dict[str, str]:
-        return {}
-
-    def card_text(self, profile) -> CardText:
+    def card_text(self) -> CardText:
         return CardText(rules=f"a thinking completion holds exactly one `{THINK_END}`, an instant one none; no special "
                               f"token but `{THINK_END}` and the final `{END}`; an answer after the reasoning.",
                         reasoning_end=THINK_END, thinking_prompt=f"{HEADER}assistant{HEADER_END}{THINK}",
                         instant_prompt=f"{HEADER}assistant{HEADER_END}")
+
+    def resolve_tokens(self) -> FormatTokens:
+        ids = dict(self.tokenizer.get_added_vocab())           # every special token by name; the toy's among them
+        header = [ids[HEADER], *self._text("assistant"), ids[HEADER_END]]
+        return FormatTokens(ids=ids, roles={"end_of_turn": ids[END], "think_close": ids[THINK_END]},
+                            generation_prompts={THINKING: (*header, ids[THINK]), INSTANT: tuple(header)})
+
+    def _text(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def render_prompt(self, messages, tools, mode: str = THINKING, effort: str | None = None) -> list[int]:
+        ids, turns = self.tokens.ids, [{"role": "system", "content": "tools: " + json.dumps(tools, sort_keys=True)}]
+        out: list[int] = []
+        for m in [*(turns if tools else []), *messages]:
+            content = m.get("content") if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
+            out += [ids[HEADER], *self._text(m["role"]), ids[HEADER_END], *self._text(content), ids[END]]
+        return out + self.generation_prompt_ids(mode)
+
+    def render_text(self, messages, tools, mode: str = THINKING, effort: str | None = None) -> str:
+        return self.tokenizer.decode(self.render_prompt(messages, tools, mode))
+
+    def validator(self, max_seq_len: int, keep_truncated: bool = False,
+                  vocab_size: int | None = None) -> ToyValidator:
+        return ToyValidator(self, max_seq_len, keep_truncated, vocab_size)
+
+    def reasoning_length(self, ids: Sequence[int], instant: bool = False) -> int:
+        ids, close = [int(i) for i in ids], self.tokens.think_close
+        return 0 if instant or close not in ids else ids.index(close) + 1
+
+    def render_answer(self, answer, instant: bool = False) -> tuple[list[int], int]:
+        if answer.get("tool_calls"):
+            raise KimiDataError("the toy format writes no tool calls")
+        reasoning = [] if instant else [*self._text(answer.get("reasoning") or ""), self.tokens.think_close]
+        return reasoning + self._text(answer.get("content") or "") + [self.tokens.end_of_turn], len(reasoning)
+
+    def assistant_message(self, parsed, first_index: int = 0) -> dict:
+        return dict(parsed)            # the toy writes no tool calls: the verdict's message is the turn
 
 
 TOY_FORMAT = ToyFormat()

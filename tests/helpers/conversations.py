@@ -17,7 +17,7 @@ from kimi_eagle_data.conversation.script import script_steps
 from kimi_eagle_data.formats.kimi_k2.grammar import CompletionGrammar
 from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.model_profile import model_vocab_size
-from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
+from kimi_eagle_data.formats.kimi_k2.tokens import k2_tokens
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.formats.kimi_k2.render import render_prompt
 from kimi_eagle_data.prompts.tokenizer import open_tokenizer
@@ -25,7 +25,7 @@ from tests.helpers.cli import run_cli
 from tests.helpers.servers import TINY
 
 TOK = open_tokenizer(TINY)
-GRAMMAR = CompletionGrammar(K2Tokens.from_tokenizer(TINY_KIMI, TOK),
+GRAMMAR = CompletionGrammar(k2_tokens(TOK),
                             SegmentDecoder(TOK, model_vocab_size(TINY_KIMI, TOK)))
 CONFIG = "C1"
 TOPICS = ["apples", "rivers", "clocks", "bridges", "violins", "glaciers", "lanterns", "comets", "harbors", "tea"]
@@ -80,7 +80,7 @@ def check_conversations(workdir, source_rows: dict[str, dict]) -> dict[str, list
         for k, (prev, nxt) in enumerate(zip(turns, turns[1:]), start=1):
             prev_prompt_messages = [m for m in prev["messages"][:-1]]
             own_ids = prev["input_ids"][prev["prompt_len"]:]
-            own = assistant_message(GRAMMAR.parse(own_ids), TINY_KIMI, history_call_count(prev_prompt_messages))
+            own = assistant_message(GRAMMAR.parse(own_ids), history_call_count(prev_prompt_messages))
             expected = next_turn_messages(_plain(prev_prompt_messages), own, script[k - 1].next)
             prompt = nxt["input_ids"][:nxt["prompt_len"]]
             assert prompt == render_prompt(TOK, expected, None, nxt["mode"]), (conv, k)

@@ -33,12 +33,12 @@ def prepared(tmp_path: Path, policy: str) -> list:
 def test_a_source_history_prompt_is_the_every_user_prefix_prompt_of_that_user_turn(tmp_path):
     own = prepared(tmp_path, "own_history")
     prefixes = {r.source_id: r for r in prepared(tmp_path, "every_user_prefix")}
-    chat_format, tokenizer = format_of(PROFILES["tiny-kimi"]), open_tokenizer(TINY)
+    chat_format = format_of(PROFILES["tiny-kimi"]).bind(PROFILES["tiny-kimi"], open_tokenizer(TINY))
     compared = 0
     for first in own:
         for turn in (2, 3):
             want = prefixes.get(f"{first.source_id}#u{turn - 1}")
-            got = source_history_prompt(first, turn, chat_format, tokenizer)
+            got = source_history_prompt(first, turn, chat_format)
             if want is None:
                 continue
             assert got is not None, (first.id, turn)
@@ -64,10 +64,10 @@ def test_later_turns_are_found_by_their_id_and_only_in_own_history_configs(tmp_p
 @pytest.mark.parametrize("turn", [2])
 def test_no_source_history_prompt_where_the_source_stops(tmp_path, turn):
     own = prepared(tmp_path, "own_history")
-    chat_format, tokenizer = format_of(PROFILES["tiny-kimi"]), open_tokenizer(TINY)
+    chat_format = format_of(PROFILES["tiny-kimi"]).bind(PROFILES["tiny-kimi"], open_tokenizer(TINY))
     first = own[0]
     ended = type(first)(**{**first.__dict__, "script": []})
-    assert source_history_prompt(ended, turn, chat_format, tokenizer) is None
+    assert source_history_prompt(ended, turn, chat_format) is None
 
 
 def own_history_build(tmp_path, max_turns: int):

@@ -48,7 +48,7 @@ def test_the_engine_and_the_in_process_decoder_measure_the_same_acceptance(profi
                                                            p.max_seq_len - NEW_TOKENS)]
                for c in wd.prepared_configs()}
     tokenizer = open_tokenizer(p.model_path)
-    stop = (format_of(p).tokens(p, tokenizer).end_of_turn,)
+    stop = (format_of(p).bind(p, tokenizer).tokens.end_of_turn,)
     target = load_target(p.model_path)
     drafter = load_drafter(p.shipped_drafter, p.model_path)
     local = acceptance_per_prompt(Target(target, aux_layer_ids(int(target.config.num_hidden_layers))),

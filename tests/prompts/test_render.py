@@ -6,7 +6,7 @@ from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.formats.kimi_k2.format import KIMI_K2_FORMAT
 from kimi_eagle_data.prompts.prepare import PromptModes, prepare_rows, sample_id
 from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
-from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
+from kimi_eagle_data.formats.kimi_k2.tokens import K2_TOKENS, k2_tokens
 from kimi_eagle_data.sources.readers import iter_jsonl
 from kimi_eagle_data.formats.kimi_k2.render import render_prompt
 
@@ -38,15 +38,15 @@ def test_tools_are_declared_natively_before_the_conversation(tiny_tokenizer):
 
 
 def test_special_tokens_are_single_ids(tiny_tokenizer):
-    tokens = K2Tokens.from_tokenizer(TINY_KIMI, tiny_tokenizer)
-    for name in TINY_KIMI.structural_tokens().values():
+    tokens = k2_tokens(tiny_tokenizer)
+    for name in K2_TOKENS.structural_tokens().values():
         assert tiny_tokenizer.encode(name, add_special_tokens=False) == [tokens.ids[name]]
     assert len(set(tokens.ids.values())) == len(tokens.ids)
 
 
 def test_prepare_rejects_over_long_prompts_with_a_reason(tiny_tokenizer):
     part = PARTITIONS["B6"]
-    gen = tiny_tokenizer.encode(TINY_KIMI.generation_prompt, add_special_tokens=False)
+    gen = tiny_tokenizer.encode(K2_TOKENS.generation_prompt, add_special_tokens=False)
     rows = [(1, {"prompt": "a", "prompt_id": "p1", "messages": [{"role": "user", "content": "short question"}]}),
             (2, {"prompt": "b", "prompt_id": "p2", "messages": [{"role": "user", "content": "word " * 400}]})]
     modes = PromptModes.of(TINY_KIMI, tiny_tokenizer, KIMI_K2_FORMAT, gen)
@@ -62,7 +62,7 @@ def test_prepare_rejects_over_long_prompts_with_a_reason(tiny_tokenizer):
 
 def test_bundled_b1_prompts_declare_tools(tiny_tokenizer):
     part = PARTITIONS["B1"]
-    gen = tiny_tokenizer.encode(TINY_KIMI.generation_prompt, add_special_tokens=False)
+    gen = tiny_tokenizer.encode(K2_TOKENS.generation_prompt, add_special_tokens=False)
     records, _, _ = prepare_rows(part, iter_jsonl(part.sample_file), tiny_tokenizer,
                                  modes=PromptModes.of(TINY_KIMI, tiny_tokenizer, KIMI_K2_FORMAT, gen),
                                  max_new_tokens=192, max_seq_len=512, source_desc="samples")

@@ -15,6 +15,7 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
+from kimi_eagle_data.formats.kimi_k2.tokens import K2_TOKENS
 from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from kimi_eagle_data.decoding import fast_decoder
@@ -34,7 +35,7 @@ def served_ids(tok, messages) -> list[int]:
 
 def test_the_tokenizer_and_the_serving_paths_give_the_special_ids(tiny_tokenizer):
     tok = tiny_tokenizer
-    end, assistant = (tok.convert_tokens_to_ids(t) for t in (TINY_KIMI.end_of_turn, "<|im_assistant|>"))
+    end, assistant = (tok.convert_tokens_to_ids(t) for t in (K2_TOKENS.end_of_turn, "<|im_assistant|>"))
     clean = served_ids(tok, [{"role": "user", "content": "Say hi."}])
     forged = served_ids(tok, [INJECTED])
     # one more end of turn and assistant header than the clean prompt: a turn boundary inside the user's turn
@@ -165,7 +166,7 @@ def test_check_flags_special_tokens_inside_a_message(built, tmp_path):
 
     # a messages + completion row and a SpecForge conversations row: the prompt's text is looked at, never the
     # completion's (it is written with its special tokens on purpose)
-    answer = f"Fine.{TINY_KIMI.think_close}Hi.{TINY_KIMI.end_of_turn}"
+    answer = f"Fine.{K2_TOKENS.think_close}Hi.{K2_TOKENS.end_of_turn}"
     text_rows = [{"messages": [INJECTED], "completion": answer},
                  {"messages": [{"role": "user", "content": "Say hi."}], "completion": answer},
                  {"conversations": [INJECTED, {"role": "assistant", "content": "Hi."}]},

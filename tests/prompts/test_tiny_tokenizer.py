@@ -18,7 +18,7 @@ import pytest
 
 from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
-from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
+from kimi_eagle_data.formats.kimi_k2.tokens import k2_tokens
 from kimi_eagle_data.decoding import SegmentDecoder, fast_decoder
 from kimi_eagle_data.prompts.tokenizer import TokenizerLoadError, open_tokenizer, tokenizer_fingerprint
 
@@ -141,7 +141,7 @@ def test_k25_special_token_layout(tiny_tokenizer):
     ids = tok.encode("a</think>b<|tool_call_begin|>c<|im_end|>", add_special_tokens=False)
     assert tok.decode(ids, skip_special_tokens=True) == "a</think>b<|tool_call_begin|>c"
     # the video placeholder and every media token are forbidden in completions
-    tokens = K2Tokens.from_tokenizer(TINY_KIMI, tok)
+    tokens = k2_tokens(tok)
     for s in ("<|kimi_k25_video_placeholder|>", "<|media_begin|>", "<|media_pad|>"):
         assert tokens.ids[s] in tokens.forbidden_ids
 

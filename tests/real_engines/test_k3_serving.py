@@ -134,7 +134,7 @@ def chat_prompt_ids(engine: str, url: str, messages, tools, mode: str, effort: s
 def assert_start_up_check(engine: str, url: str, tokenizer) -> None:
     """Our start-up check compares K3's markers with the served tokenizer: it passes, and a tokenizer whose
     `<|end_of_msg|>` is another id is refused (so the comparison ran; a server without a tokenizer skips it)."""
-    tokens = KIMI_K3_FORMAT.tokens(TINY_KIMI_K3, tokenizer)
+    tokens = KIMI_K3_FORMAT.bind(TINY_KIMI_K3, tokenizer).tokens
     assert set(tokens.ids) == {"<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>"}
     client = served_engine(engine, url, len(tokenizer))
     try:
@@ -151,7 +151,7 @@ def assert_verdicts_in_k3_codes(workdir: Path) -> list[dict]:
     """Every generated turn of B1 is a train row without issues or a rejected one with K3's reason codes; some turns
     are valid and a conversation went on (the tiny model writes ~94% of its turns well)."""
     rows = pq.read_table(workdir / "validated" / "B1.parquet").to_pylist()
-    k3_codes = set(KIMI_K3_FORMAT.reason_descriptions(TINY_KIMI_K3))
+    k3_codes = set(KIMI_K3_FORMAT.reason_descriptions())
     for r in rows:
         assert (r["split"], r["issues"]) == ("train", []) or (
             r["split"] == "rejected" and r["issues"] and set(r["issues"]) <= k3_codes), r

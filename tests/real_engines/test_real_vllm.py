@@ -17,7 +17,7 @@ from kimi_eagle_data.engines.base import GenerationRequest, SamplingParams, Scor
 from kimi_eagle_data.engines.vllm import VLLMEngine
 from kimi_eagle_data.engines.base import EngineError
 from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
-from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
+from kimi_eagle_data.formats.kimi_k2.tokens import k2_tokens
 from kimi_eagle_data.records import RequestFailure
 from tests.helpers.cli import error_lines, run_cli
 from tests.real_engines.servers import CLI_TIMEOUT_S, TINY, http, installed_venv, vllm_server
@@ -60,7 +60,7 @@ def test_start_up_reads_the_version_context_and_model(engine, tiny_tokenizer):
     info = engine.info()
     assert (info.engine, info.version, info.context_length) == ("vllm", "0.32.0", 1024)
     assert info.model_path == TINY
-    tokens = K2Tokens.from_tokenizer(TINY_KIMI, tiny_tokenizer)
+    tokens = k2_tokens(tiny_tokenizer)
     engine.check_served_model(TINY, tokens)   # ids only: /tokenize answers 400, so only the model is compared
     with pytest.raises(EngineError, match="not --model"):
         engine.check_served_model("/models/another-model", tokens)

@@ -97,7 +97,7 @@ def pair(request, tmp_path_factory):
 
 
 def end_of_turn(pair: Pair) -> int:
-    return format_of(pair.profile).tokens(pair.profile, open_tokenizer(pair.profile.model_path)).end_of_turn
+    return format_of(pair.profile).bind(pair.profile, open_tokenizer(pair.profile.model_path)).tokens.end_of_turn
 
 
 def test_all_greedy_outputs_are_equal_with_and_without_the_drafter(pair):

@@ -377,14 +377,14 @@ def test_plan_counts_a_user_partition_by_the_n_prepare_recorded(demo_run, tmp_pa
 
 def test_segments_rebuild_every_row(demo_run):
     """In-process over every demo row: the segments concatenate to input_ids and the boundary is prompt_len."""
-    from kimi_eagle_data.formats.kimi_k2.segments import Segmenter
+    from kimi_eagle_data.formats.kimi_k2.format import KIMI_K2_FORMAT
     from kimi_eagle_data.reports.inspect import segments_of
     from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
     from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
     from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
     workdir, _ = demo_run
-    seg = Segmenter(TINY_KIMI, open_tokenizer(str(TINY_MODEL_DIR)))
+    seg = KIMI_K2_FORMAT.bind(TINY_KIMI, open_tokenizer(str(TINY_MODEL_DIR))).segmenter()
     for config in PARTITIONS:
         for r in rows(workdir, config):
             ss = segments_of(seg, r["input_ids"], r["prompt_len"])
@@ -463,7 +463,7 @@ def test_inspect_browse_rejected_and_random(demo_run):
     assert a["id"] == b["id"] and a["id"] in with_reason
     assert reason in [i["code"] for i in a["issues"]] and a["split"] == "rejected"
     for i in a["issues"]:
-        assert i["description"] == reason_descriptions(TINY_KIMI)[i["code"]]
+        assert i["description"] == reason_descriptions()[i["code"]]
     assert a["picked"].startswith(f"rejected for {reason}; random pick of {len(with_reason)}")
 
 

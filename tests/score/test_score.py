@@ -17,7 +17,7 @@ import pytest
 
 from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
-from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
+from kimi_eagle_data.formats.kimi_k2.tokens import K2_TOKENS, k2_tokens
 
 from tests.helpers.cli import run_cli
 from tests.helpers.servers import Server
@@ -90,7 +90,7 @@ def test_rows_without_an_answer_are_counted_not_dropped(tiny_tokenizer):
     rows = [(1, {"id": "a", "conversations": [{"from": "human", "value": "Hi, who are you?"}]}),
             (2, {"id": "b", "conversations": [{"from": "human", "value": "Name a colour."},
                                               {"from": "gpt", "value": "Blue."}]})]
-    gen = tiny_tokenizer.encode(TINY_KIMI.generation_prompt, add_special_tokens=False)
+    gen = tiny_tokenizer.encode(K2_TOKENS.generation_prompt, add_special_tokens=False)
     modes = PromptModes.of(TINY_KIMI, tiny_tokenizer, KIMI_K2_FORMAT, gen)
     records, _, report = prepare_rows(part, rows, tiny_tokenizer, modes=modes, max_new_tokens=64,
                                       max_seq_len=510, source_desc="test", n=None)
@@ -101,7 +101,7 @@ def test_rows_without_an_answer_are_counted_not_dropped(tiny_tokenizer):
 def test_render_answer_uses_profile_tokens(tiny_tokenizer):
     from kimi_eagle_data.formats.kimi_k2.answer import render_answer
 
-    tokens = K2Tokens.from_tokenizer(TINY_KIMI, tiny_tokenizer)
+    tokens = k2_tokens(tiny_tokenizer)
     ids, k = render_answer({"reasoning": "think first", "content": "Done.", "tool_calls": [
         {"id": "functions.f:0", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
         tiny_tokenizer, tokens)
@@ -171,7 +171,7 @@ def test_own_samples_rank_above_answers_in_another_style(tiny_tokenizer):
     from kimi_eagle_data.formats.kimi_k2.answer import render_answer
     from kimi_eagle_data.score.report import summarize
 
-    tokens = K2Tokens.from_tokenizer(TINY_KIMI, tiny_tokenizer)
+    tokens = k2_tokens(tiny_tokenizer)
     questions = ["What is 7 times 8?", "Name three primary colours.", "Write a function that adds two numbers.",
                  "Translate 'good morning' to French.", "What is the boiling point of water?",
                  "Give me a synonym for happy.", "List two prime numbers.", "Who wrote Hamlet?"]

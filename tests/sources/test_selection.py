@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from kimi_eagle_data.formats.kimi_k2.tokens import K2_TOKENS
 from kimi_eagle_data.sources.adapters import ADAPTERS
 from kimi_eagle_data.sources.policies import adapt_row, first_user
 from kimi_eagle_data.sources.rows import split_reasoning
@@ -27,7 +28,7 @@ USER = Partition("C1", "c1", "test/chats", None, "train", "chat", None, "other",
 
 
 def run(tok, partition, rows, *, state=None, n=None, seed=None, max_seq_len=512):
-    gen = tok.encode(TINY_KIMI.generation_prompt, add_special_tokens=False)
+    gen = tok.encode(K2_TOKENS.generation_prompt, add_special_tokens=False)
     numbered = [(i, r) for i, r in enumerate(rows, start=1)] if rows and not isinstance(rows[0], tuple) else rows
     return prepare_rows(partition, numbered, tok, modes=PromptModes.of(TINY_KIMI, tok, KIMI_K2_FORMAT, gen),
                         max_new_tokens=64, max_seq_len=max_seq_len,

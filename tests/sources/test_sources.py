@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from kimi_eagle_data.formats.kimi_k2.tokens import K2_TOKENS
 from kimi_eagle_data.sources.partitions import PARTITIONS, Filters, Partition
 from kimi_eagle_data.sources.config import DEFAULT, ConfigError, load_config
 from kimi_eagle_data.formats.kimi_k2.format import KIMI_K2_FORMAT
@@ -26,7 +27,7 @@ B6 = PARTITIONS["B6"]
 
 
 def prep(tok, partition, rows):
-    gen = tok.encode(TINY_KIMI.generation_prompt, add_special_tokens=False)
+    gen = tok.encode(K2_TOKENS.generation_prompt, add_special_tokens=False)
     return prepare_rows(partition, rows, tok, modes=PromptModes.of(TINY_KIMI, tok, KIMI_K2_FORMAT, gen),
                         max_new_tokens=64, max_seq_len=512,
                         source_desc="test")

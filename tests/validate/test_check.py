@@ -15,12 +15,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
+from kimi_eagle_data.formats.kimi_k2.tokens import K2_TOKENS
 from kimi_eagle_data.formats.kimi_k2.render import declared_tool_names, render_prompt
 
 from tests.helpers.cli import run_cli
 
-P = TINY_KIMI
+P = K2_TOKENS
 TOOLS = [{"type": "function", "function": {
     "name": "get_weather", "description": "Weather for a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
@@ -174,13 +174,13 @@ def test_declared_tool_names_reads_back_what_render_prompt_declares(tiny_tokeniz
     text = tiny_tokenizer.decode(render_prompt(tiny_tokenizer, [{"role": "user", "content": "hi"}], tools),
                                  skip_special_tokens=False)
     turns = [t + P.end_of_turn for t in text.split(P.end_of_turn) if t.startswith(P.turn_tokens["system"])]
-    names = [declared_tool_names(P, t) for t in turns]
+    names = [declared_tool_names(t) for t in turns]
     assert frozenset({"get_weather", "ping"}) in names
     user_turn = text[text.index(P.turn_tokens["user"]):]
-    assert declared_tool_names(P, user_turn) is None
+    assert declared_tool_names(user_turn) is None
     # the template's fallback without `tools_ts_str`: the tools as compact JSON
     head = P.turn_tokens["system"] + P.tool_declare_role + P.turn_header_end
-    assert declared_tool_names(P, head + json.dumps(tools) + P.end_of_turn) == {"get_weather", "ping"}
+    assert declared_tool_names(head + json.dumps(tools) + P.end_of_turn) == {"get_weather", "ping"}
 
 
 def test_instant_mode_rows(tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
-from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
+from kimi_eagle_data.formats.kimi_k2.tokens import K2_TOKENS, k2_tokens
 from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 from kimi_eagle_data.chat_format import Verdict
 from kimi_eagle_data.formats.kimi_k2.rules import reason_descriptions
@@ -24,7 +24,7 @@ from kimi_eagle_data.id_buffers import pack
 TINY_DIR = Path(__file__).resolve().parents[2] / "kimi_eagle_data" / "assets" / "tiny-kimi"
 
 TOK = open_tokenizer(str(TINY_DIR))
-TOKENS = K2Tokens.from_tokenizer(TINY_KIMI, TOK)
+TOKENS = k2_tokens(TOK)
 MAX_SEQ_LEN = TINY_KIMI.max_seq_len
 V = Validator(TOKENS, TOK, MAX_SEQ_LEN)
 V_KEEP = Validator(TOKENS, TOK, MAX_SEQ_LEN, keep_truncated=True)
@@ -338,7 +338,7 @@ INVALID = {
 }
 
 # One forbidden-token case per forbidden token the tokenizer has.
-for _t in TINY_KIMI.forbidden_in_completion:
+for _t in K2_TOKENS.forbidden_in_completion:
     if _t in TOKENS.ids:
         INVALID[f"forbidden {_t}"] = _stop("forbidden_token", PLAIN_PROMPT, ids("Fine.", END_THINK, "Ans", _t, "wer.", EOT))
 
@@ -373,8 +373,8 @@ def test_a_chunk_is_judged_as_its_samples_one_by_one():
 
 
 def test_every_reason_code_has_a_case():
-    assert {case[0] for case in INVALID.values()} == set(reason_descriptions(TINY_KIMI))
-    assert all(isinstance(d, str) and d and "\n" not in d for d in reason_descriptions(TINY_KIMI).values())
+    assert {case[0] for case in INVALID.values()} == set(reason_descriptions())
+    assert all(isinstance(d, str) and d and "\n" not in d for d in reason_descriptions().values())
 
 
 def test_forbidden_token_is_named():
@@ -460,9 +460,9 @@ def test_length_without_reported_length_is_not_a_mismatch():
 
 
 def test_constructor_checks_the_generation_prompt():
-    bad = replace(TINY_KIMI, generation_prompt="<|im_assistant|>assistant<|im_middle|>")
+    bad = replace(K2_TOKENS, generation_prompt="<|im_assistant|>assistant<|im_middle|>")
     with pytest.raises(ValueError, match="generation prompt"):
-        Validator(K2Tokens.from_tokenizer(bad, TOK), TOK, 512)
+        Validator(k2_tokens(TOK, bad), TOK, 512)
 
 
 def test_verdict_valid_property():

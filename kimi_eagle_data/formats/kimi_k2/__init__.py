@@ -1,7 +1,7 @@
 """Kimi-K2.5's chat format, everything about it in this folder (Kimi-K2.6 speaks it too, with one template argument
-more, `preserve_thinking`): its profiles as plain data (`profiles.py`:
-`K2Profile`, K2.5's tokens by string and their roles; exported here for the registry, kimi_eagle_data/profile.py),
-those tokens resolved to a tokenizer's ids (`tokens.py`), the format object the stages ask (`format.py`: the
+more, `preserve_thinking`): its profiles as plain data (`profiles.py`; exported here for the registry,
+kimi_eagle_data/profile.py), its tokens by string and their roles and those resolved to a tokenizer's ids
+(`tokens.py`), the format object the stages ask (`format.py`: the
 tokenizer's chat template, the completion grammar and validator), the prompt renderer (`render.py`: the chat
 template with tools declared TypeScript-style by our encoder, `tool_declaration.py`, and the tokenizer's self-check
 at load), the completion grammar (`grammar.py`), its

@@ -7,7 +7,7 @@
                         ( <|tool_call_begin|> ID <|tool_call_argument_begin|> ARGS <|tool_call_end|> )+
                         <|tool_calls_section_end|>
 
-(docs/token-rules.md; the tokens are the model profile's, looked up by string.) Every reader of completions
+(docs/token-rules.md; the tokens are K2.5's (tokens.py), looked up by string.) Every reader of completions
 parses them here, with one tolerance for malformed input: the validator (its rules, rules.py, turn
 what is found here into reason codes), `inspect` (which shows the parts), generation and `score` (the
 reasoning boundary, `reasoning_length`).
@@ -42,7 +42,8 @@ import numpy as np
 
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.id_buffers import pack, rows_with
-from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
+from kimi_eagle_data.chat_format import FormatTokens
+from kimi_eagle_data.formats.kimi_k2.tokens import K2_TOKENS
 from kimi_eagle_data.wording import excerpt
 
 
@@ -54,7 +55,7 @@ N_ROLES = 10
 
 # The five tool-call roles are consecutive: one range test picks them out of the structural positions.
 assert (SECTION_BEGIN, SECTION_END, CALL_BEGIN, ARGUMENT_BEGIN, CALL_END) == tuple(range(SECTION_BEGIN, CALL_END + 1))
-_ROLE_OF_TOKEN = {   # K2Tokens attribute -> role
+_ROLE_OF_TOKEN = {   # FormatTokens role -> grammar role
     "think_open": THINK_OPEN, "think_close": THINK_CLOSE, "end_of_turn": END_OF_TURN,
     "tool_calls_section_begin": SECTION_BEGIN, "tool_calls_section_end": SECTION_END,
     "tool_call_begin": CALL_BEGIN, "tool_call_argument_begin": ARGUMENT_BEGIN,
@@ -80,7 +81,7 @@ class ToolCall:
     argument_begin: int         # position of the argument begin token
     end: int                    # position of the call end token
     id_text: str                # ID as decoded (spaces kept)
-    name: str | None            # the tool name in ID; None when ID does not have the profile's shape
+    name: str | None            # the tool name in ID; None when ID does not have K2.5's shape
     index: int | None           # IDX in ID; None likewise
     arguments: str              # ARGS as decoded
     arguments_ok: bool          # ARGS is a JSON object (strict JSON: no NaN / Infinity)
@@ -90,7 +91,7 @@ class ToolCall:
 class SectionFault:
     kind: str                   # a `Fault` value
     position: int               # where in the completion
-    message: str                # one human line, in the profile's token names
+    message: str                # one human line, in K2.5's token names
 
 
 @dataclass(slots=True)
@@ -132,13 +133,13 @@ class ParsedCompletion:
 
 
 class CompletionGrammar:
-    """Parses completions of one tokenizer + profile: construct once (builds the id -> role table)."""
+    """Parses completions of one tokenizer: construct once (builds the id -> role table)."""
 
-    def __init__(self, tokens: K2Tokens, decoder: SegmentDecoder):
+    def __init__(self, tokens: FormatTokens, decoder: SegmentDecoder):
         self.tokens = tokens
         self.decoder = decoder
         self.vocab_size = decoder.vocab_size
-        self._id_pattern = tokens.profile.tool_call_id_pattern
+        self._id_pattern = K2_TOKENS.tool_call_id_pattern
         self._id_of_role = {role: getattr(tokens, attr) for attr, role in _ROLE_OF_TOKEN.items()}
         # id -> role. Slot `vocab_size` is a sink for out-of-range ids (role TEXT).
         table = np.zeros(self.vocab_size + 1, dtype=np.int8)
@@ -274,7 +275,7 @@ class CompletionGrammar:
         return self.tokens.token_name(self._id_of_role[role])
 
 
-def reasoning_length(ids: Sequence[int], tokens: K2Tokens, instant: bool = False) -> int:
+def reasoning_length(ids: Sequence[int], tokens: FormatTokens, instant: bool = False) -> int:
     """How many of a completion's tokens are reasoning, without parsing it: the same boundary as
     `ParsedCompletion.reasoning_end` (tested equal): the tokens before the first `</think>`, else all but a
     final end token; none in instant mode. For callers that need only this boundary (generation's and

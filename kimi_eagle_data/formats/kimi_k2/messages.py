@@ -21,10 +21,10 @@ from typing import Any
 
 from kimi_eagle_data.conversation.messages import TurnError
 from kimi_eagle_data.formats.kimi_k2.grammar import ParsedCompletion, ToolCall
-from kimi_eagle_data.formats.kimi_k2.profiles import K2Profile
+from kimi_eagle_data.formats.kimi_k2.tokens import K2_TOKENS
 
 
-def assistant_message(parsed: ParsedCompletion, profile: K2Profile, first_index: int = 0) -> dict:
+def assistant_message(parsed: ParsedCompletion, first_index: int = 0) -> dict:
     """The parsed completion as the assistant message a client sends back: its reasoning (none in instant mode:
     no `reasoning_content`), its answer, and its calls with the arguments' JSON text as the model wrote it.
 
@@ -37,14 +37,14 @@ def assistant_message(parsed: ParsedCompletion, profile: K2Profile, first_index:
         message["reasoning_content"] = parsed.reasoning
     message["content"] = parsed.answer
     if parsed.calls:
-        message["tool_calls"] = [_tool_call(call, profile, first_index + i) for i, call in enumerate(parsed.calls)]
+        message["tool_calls"] = [_tool_call(call, first_index + i) for i, call in enumerate(parsed.calls)]
     return message
 
 
-def _tool_call(call: ToolCall, profile: K2Profile, index: int) -> dict:
+def _tool_call(call: ToolCall, index: int) -> dict:
     if call.name is None or call.index != index:
-        wanted = profile.tool_call_id(call.name or "NAME", index)
+        wanted = K2_TOKENS.tool_call_id(call.name or "NAME", index)
         raise TurnError(f"tool call {call.id_text.strip()!r} is not {wanted!r} (the conversation's call count goes "
                         "on from its history): a turn the validator rejects cannot continue the conversation")
-    return {"id": profile.tool_call_id(call.name, index), "type": "function",
+    return {"id": K2_TOKENS.tool_call_id(call.name, index), "type": "function",
             "function": {"name": call.name, "arguments": call.arguments}}

@@ -12,6 +12,7 @@ import numpy as np
 from kimi_eagle_data.chat_format import ToolSchemaUnsupported
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.formats.kimi_k2.tool_declaration import deep_sort, encode_tools
+from kimi_eagle_data.formats.kimi_k2.tokens import K2_TOKENS
 from kimi_eagle_data.model_profile import INSTANT, THINKING
 from kimi_eagle_data.prompts.tokenizer import own_chat_code
 
@@ -107,35 +108,35 @@ def check_tool_rendering(tokenizer) -> None:
                     "match what the model sees")
 
 
-def declared_tools(profile, tokenizer, prompt_ids) -> list[dict] | None:
+def declared_tools(tokenizer, prompt_ids) -> list[dict] | None:
     """The tools (names only: all the validator reads) the prompt's tool-declaration turn declares; None when the
     prompt has no such turn, or declares none."""
     prompt = np.asarray(prompt_ids)
-    system_id = tokenizer.convert_tokens_to_ids(profile.turn_tokens["system"])
-    end_id = tokenizer.convert_tokens_to_ids(profile.end_of_turn)
+    system_id = tokenizer.convert_tokens_to_ids(K2_TOKENS.turn_tokens["system"])
+    end_id = tokenizer.convert_tokens_to_ids(K2_TOKENS.end_of_turn)
     for begin in np.flatnonzero(prompt == system_id).tolist():
         ends = np.flatnonzero(prompt[begin:] == end_id)
         end = begin + int(ends[0]) + 1 if ends.size else prompt.size
-        names = declared_tool_names(profile, tokenizer.decode(prompt[begin:end].tolist(), skip_special_tokens=False))
+        names = declared_tool_names(tokenizer.decode(prompt[begin:end].tolist(), skip_special_tokens=False))
         if names is not None:
             return [{"name": n} for n in sorted(names)] or None
     return None
 
 
-def declared_tool_names(profile, turn_text: str) -> frozenset[str] | None:
+def declared_tool_names(turn_text: str) -> frozenset[str] | None:
     """The tool names a rendered tool-declaration turn declares, read back from its text.
 
     `turn_text` is one system turn decoded with special tokens kept, from the turn token through the end-of-turn
     token; None when that turn is not the tool declaration. The one place that reads the declaration back: the
     TypeScript block K2.5's tokenizer renders (`namespace functions {` … `type NAME = (_: …`), or the compact JSON
     list its template falls back to without `tools_ts_str`."""
-    head = profile.turn_tokens["system"] + profile.tool_declare_role + profile.turn_header_end
+    head = K2_TOKENS.turn_tokens["system"] + K2_TOKENS.tool_declare_role + K2_TOKENS.turn_header_end
     if not turn_text.startswith(head):
         return None
-    body = turn_text[len(head):].removesuffix(profile.end_of_turn)
-    at = body.find(profile.tool_declare_namespace)
+    body = turn_text[len(head):].removesuffix(K2_TOKENS.end_of_turn)
+    at = body.find(K2_TOKENS.tool_declare_namespace)
     if at >= 0:
-        return frozenset(m["name"] for m in re.finditer(profile.tool_declare_name_regex, body[at:]))
+        return frozenset(m["name"] for m in re.finditer(K2_TOKENS.tool_declare_name_regex, body[at:]))
     try:
         tools = json.loads(body)
     except ValueError:

@@ -8,7 +8,7 @@ carries the codes (validator.py).
 Every rule lives in exactly one place: the sample-level ones every format shares (prompt end, length, id range,
 finish reason, truncation) in kimi_eagle_data/formats/base.py, each completion rule in one `@_rule` function below,
 registered with its reason code, the completions it applies to, and a one-line description
-(`reason_descriptions(profile)` collects them all, in a profile's token names).
+(`reason_descriptions()` collects them all, in K2.5's token names).
 
 Completion kinds (what rules apply to):
   complete   finish_reason `stop`, or `length` whose last token is the end-of-turn token
@@ -30,8 +30,8 @@ from kimi_eagle_data.formats.base import sample_issues, sample_reasons
 from kimi_eagle_data.formats.kimi_k2.grammar import (
     CALL_BEGIN, END_OF_TURN, FORBIDDEN, THINK_CLOSE, THINK_OPEN, Fault, ParsedCompletion)
 from kimi_eagle_data.model_profile import INSTANT, THINKING
-from kimi_eagle_data.formats.kimi_k2.profiles import K2Profile
-from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
+from kimi_eagle_data.chat_format import FormatTokens
+from kimi_eagle_data.formats.kimi_k2.tokens import K2_TOKENS, K2TokenNames
 from kimi_eagle_data.wording import excerpt
 
 COMPLETE, TRUNCATED, FAILED = "complete", "truncated", "failed"
@@ -49,13 +49,13 @@ _MAX_MSGS_PER_LINE = 3
 class RunLimits:
     """What the rules know of the run (the same for every sample)."""
 
-    tokens: K2Tokens
+    tokens: FormatTokens
     decoder: SegmentDecoder               # for the text a message quotes
     generation_prompt_ids: list[int]
     max_seq_len: int
     vocab_size: int
     keep_truncated: bool
-    # The instant-mode generation prompt (the template's `thinking=False`); empty: the profile has no instant
+    # The instant-mode generation prompt (the template's `thinking=False`); empty: the tokens name no instant
     # mode, and every prompt is read as thinking.
     instant_generation_prompt_ids: list[int] = field(default_factory=list)
 
@@ -101,7 +101,7 @@ class Rule(NamedTuple):
 
 
 RULES: list[Rule] = []
-# code -> description with the profile's token names as `{fields}` (K2Profile.describe fills them in).
+# code -> description with K2.5's token names as `{fields}` (`K2TokenNames.describe` fills them in).
 REASON_TEMPLATES: dict[str, str] = {}
 
 
@@ -135,26 +135,26 @@ def judge(run: RunLimits, s: Sample) -> tuple[list[str], list[str]]:
     return issues, details
 
 
-def rules_paragraph(profile: K2Profile) -> str:
-    """The card's summary of what a `train` row satisfies (docs/token-rules.md), in the profile's tokens."""
-    if profile.instant_generation_prompt:     # two modes: each prompt ends as its mode's generation prompt does
+def rules_paragraph(names: K2TokenNames = K2_TOKENS) -> str:
+    """The card's summary of what a `train` row satisfies (docs/token-rules.md), in K2.5's tokens."""
+    if names.instant_generation_prompt:     # two modes: each prompt ends as its mode's generation prompt does
         ends = ("the prompt ends with its mode's generation prompt (thinking: last token `{think_open}`; instant: "
                 "`{think_open}{think_close}`); a thinking-mode completion has exactly one `{think_close}`, an "
                 "instant-mode one neither `{think_open}` nor `{think_close}`")
     else:
         ends = ("the prompt ends with the generation prompt (last token `{think_open}`); the completion has "
                 "exactly one `{think_close}`")
-    return profile.describe(
+    return names.describe(
         ends + "; every completion has no role or control tokens, a well-formed tool-call section naming "
         "declared tools with JSON-object arguments and call indices continuing the conversation's count "
         "(`{tool_call_id_shape}`), and ends with one `{end_of_turn}`.")
 
 
-def reason_descriptions(profile: K2Profile) -> dict[str, str]:
-    """Every reason code with its one-line description in `profile`'s token names."""
+def reason_descriptions(names: K2TokenNames = K2_TOKENS) -> dict[str, str]:
+    """Every reason code with its one-line description in K2.5's token names."""
     sample = sample_reasons("", reported_length=True)
     sample["prompt_not_generation_prompt"] = PROMPT_REASON
-    return {code: profile.describe(text) for code, text in {**sample, **REASON_TEMPLATES}.items()}
+    return {code: names.describe(text) for code, text in {**sample, **REASON_TEMPLATES}.items()}
 
 
 def _text(run: RunLimits, s: Sample, lo: int, hi: int) -> str:
@@ -174,9 +174,8 @@ def _prompt_problem(run: RunLimits, s: Sample) -> str | None:
         return None
     k = len(run.generation_prompt_ids)
     tail = s.prompt[max(0, len(s.prompt) - k):]
-    profile = run.tokens.profile
     return (f"prompt ends with {excerpt(run.decoder.decode(tail, True))}, expected the generation prompt "
-            f"{profile.generation_prompt!r}" + (f" or {profile.instant_generation_prompt!r}"
+            f"{K2_TOKENS.generation_prompt!r}" + (f" or {K2_TOKENS.instant_generation_prompt!r}"
                                                  if run.instant_generation_prompt_ids else ""))
 
 
@@ -192,7 +191,7 @@ def _think_open(run: RunLimits, s: Sample) -> list[str]:
     at = s.completion.at[THINK_OPEN]
     if not at or s.instant:      # instant mode: instant_has_think_start
         return []
-    return [f"{run.tokens.profile.think_open} at completion position(s) {_positions(at)}"]
+    return [f"{K2_TOKENS.think_open} at completion position(s) {_positions(at)}"]
 
 
 @_rule("multiple_think_close", _GENERATED, "the completion contains more than one `{think_close}`")
@@ -200,7 +199,7 @@ def _multiple_think_close(run: RunLimits, s: Sample) -> list[str]:
     at = s.completion.at[THINK_CLOSE]
     if len(at) <= 1 or s.instant:      # instant mode: instant_has_think_end
         return []
-    return [f"{len(at)}× {run.tokens.profile.think_close} at positions {_positions(at)}"]
+    return [f"{len(at)}× {K2_TOKENS.think_close} at positions {_positions(at)}"]
 
 
 @_rule("instant_has_think_end", _GENERATED,
@@ -210,7 +209,7 @@ def _instant_think_close(run: RunLimits, s: Sample) -> list[str]:
     at = s.completion.at[THINK_CLOSE]
     if not s.instant or not at:
         return []
-    return [f"{run.tokens.profile.think_close} at completion position(s) {_positions(at)} of an instant-mode "
+    return [f"{K2_TOKENS.think_close} at completion position(s) {_positions(at)} of an instant-mode "
             "completion"]
 
 
@@ -220,7 +219,7 @@ def _instant_think_open(run: RunLimits, s: Sample) -> list[str]:
     at = s.completion.at[THINK_OPEN]
     if not s.instant or not at:
         return []
-    return [f"{run.tokens.profile.think_open} at completion position(s) {_positions(at)} of an instant-mode "
+    return [f"{K2_TOKENS.think_open} at completion position(s) {_positions(at)} of an instant-mode "
             "completion"]
 
 
@@ -238,7 +237,7 @@ def _tool_in_reasoning(run: RunLimits, s: Sample) -> list[str]:
     at = s.completion.tool_tokens_in_reasoning
     if not at:
         return []
-    return [f"{len(at)} tool-call token(s) before {run.tokens.profile.think_close}, first "
+    return [f"{len(at)} tool-call token(s) before {K2_TOKENS.think_close}, first "
             f"{run.tokens.token_name(int(s.completion.ids[at[0]]))} at {at[0]}"]
 
 
@@ -248,7 +247,7 @@ def _outside(run: RunLimits, s: Sample) -> list[str]:
     at = s.completion.tool_tokens_outside_section
     if not at:
         return []
-    return [f"{len(at)} tool-call token(s) after {run.tokens.profile.think_close} outside a tool-call "
+    return [f"{len(at)} tool-call token(s) after {K2_TOKENS.think_close} outside a tool-call "
             f"section, first {run.tokens.token_name(int(s.completion.ids[at[0]]))} at {at[0]}"]
 
 
@@ -280,7 +279,7 @@ def _text_after(run: RunLimits, s: Sample) -> list[str]:
 
 @_rule("bad_tool_call_id", _GENERATED, "a tool-call id that does not match `{tool_call_id_shape}`")
 def _bad_id(run: RunLimits, s: Sample) -> list[str]:
-    return [f"call {k}: id {excerpt(c.id_text)} does not match {run.tokens.profile.tool_call_id_regex}"
+    return [f"call {k}: id {excerpt(c.id_text)} does not match {K2_TOKENS.tool_call_id_regex}"
             for k, c in enumerate(s.completion.calls) if c.name is None]
 
 
@@ -324,7 +323,7 @@ def _eot_not_last(run: RunLimits, s: Sample) -> list[str]:
     at = s.completion.at[END_OF_TURN]
     if not at or at[-1] == s.completion.n - 1:
         return []
-    return [f"{run.tokens.profile.end_of_turn} at {_positions(at)}, completion length {s.completion.n}"]
+    return [f"{K2_TOKENS.end_of_turn} at {_positions(at)}, completion length {s.completion.n}"]
 
 
 @_rule("multiple_end_of_turn", _GENERATED, "more than one `{end_of_turn}` in the completion")
@@ -332,7 +331,7 @@ def _multiple_eot(run: RunLimits, s: Sample) -> list[str]:
     at = s.completion.at[END_OF_TURN]
     if len(at) <= 1:
         return []
-    return [f"{len(at)}× {run.tokens.profile.end_of_turn} at {_positions(at)}"]
+    return [f"{len(at)}× {K2_TOKENS.end_of_turn} at {_positions(at)}"]
 
 
 # -- completion rules that need the whole turn ---------------------------------------------------
@@ -341,7 +340,7 @@ def _multiple_eot(run: RunLimits, s: Sample) -> list[str]:
 def _missing_think_close(run: RunLimits, s: Sample) -> list[str]:
     if s.completion.think_close is not None or s.instant:
         return []
-    return [f"no {run.tokens.profile.think_close} in {s.completion.n} completion tokens"]
+    return [f"no {K2_TOKENS.think_close} in {s.completion.n} completion tokens"]
 
 
 @_rule("missing_end_of_turn", _WHOLE, "a finished completion without `{end_of_turn}`")
@@ -350,7 +349,7 @@ def _missing_eot(run: RunLimits, s: Sample) -> list[str]:
         return []
     n = s.completion.n
     last = excerpt(_text(run, s, n - 1, n)) if n else "nothing (empty completion)"
-    return [f"no {run.tokens.profile.end_of_turn}; the completion ends with {last}"]
+    return [f"no {K2_TOKENS.end_of_turn}; the completion ends with {last}"]
 
 
 @_rule("empty_answer", _WHOLE,
@@ -359,7 +358,7 @@ def _empty_answer(run: RunLimits, s: Sample) -> list[str]:
     c = s.completion
     if c.answer_start is None or c.at[CALL_BEGIN] or c.answer.strip():
         return []
-    where = "of the instant-mode completion" if s.instant else f"after {run.tokens.profile.think_close}"
+    where = "of the instant-mode completion" if s.instant else f"after {K2_TOKENS.think_close}"
     return [f"answer {where} is empty ({excerpt(c.answer)}) and there is no tool call"]
 
 

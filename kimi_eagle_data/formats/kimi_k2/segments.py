@@ -7,8 +7,8 @@ grammar (grammar.py beside it, what the validator reads too) splits the completi
 `</think>`, the answer, each tool call `<|tool_call_begin|>…<|tool_call_end|>`, the final `<|im_end|>`). Only a
 turn's header name (the one or two tokens between its role token and `<|im_middle|>`, e.g. `tool_declare`) is
 decoded, to tell a system turn from the tool declarations or a tool result. Turn-opening role tokens and the header
-terminator come from the profile (`turn_tokens`, `turn_header_end`) by token *string*; their ids are looked up from
-the tokenizer.
+terminator come from the format's tokens (`K2_TOKENS.turn_tokens`, `turn_header_end`) by token *string*; their ids
+are looked up from the tokenizer.
 """
 
 from __future__ import annotations
@@ -17,31 +17,30 @@ import numpy as np
 
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.formats.kimi_k2.grammar import CompletionGrammar, ParsedCompletion
-from kimi_eagle_data.model_profile import INSTANT, THINKING, model_vocab_size
-from kimi_eagle_data.formats.kimi_k2.profiles import K2Profile
-from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens, TokenLookupError
+from kimi_eagle_data.chat_format import FormatTokens
+from kimi_eagle_data.model_profile import INSTANT, THINKING
+from kimi_eagle_data.formats.kimi_k2.tokens import K2_TOKENS, TokenLookupError
 
 
 class Segmenter:
-    """Splits one sequence into segments with one tokenizer + profile (construct once)."""
+    """Splits one sequence into segments with one tokenizer and its resolved tokens (construct once);
+    `vocab_size`: the model's (`model_vocab_size`); `model`: the profile's name, for messages."""
 
-    def __init__(self, profile: K2Profile, tokenizer):
-        self.profile = profile
+    def __init__(self, tokens: FormatTokens, tokenizer, vocab_size: int, model: str):
         self.tokenizer = tokenizer
-        self.tokens = K2Tokens.from_tokenizer(profile, tokenizer)
+        self.tokens = tokens
         vocab = tokenizer.get_vocab()
-        turn_tokens, header_end = profile.turn_tokens, profile.turn_header_end
+        turn_tokens, header_end = K2_TOKENS.turn_tokens, K2_TOKENS.turn_header_end
         missing = [t for t in [*turn_tokens.values(), header_end] if t not in vocab]
         if missing:
             raise TokenLookupError(f"tokenizer {getattr(tokenizer, 'name_or_path', '?')!r} lacks the turn tokens "
-                               f"{missing} of profile {profile.name}; pass --tokenizer with the run's tokenizer")
+                               f"{missing} of profile {model}; pass --tokenizer with the run's tokenizer")
         self.role_of = {vocab[t]: role for role, t in turn_tokens.items()}
         self.header_end = vocab[header_end]
-        self.gen_prompt = profile.generation_prompt_ids(tokenizer)
+        self.gen_prompt = list(tokens.generation_prompts[THINKING])
         # instant mode's (the template's thinking=False): a prompt ending with it is read in instant mode
-        self.instant_gen_prompt = (profile.generation_prompt_ids(tokenizer, INSTANT)
-                                   if profile.instant_generation_prompt else [])
-        self.decoder = SegmentDecoder(tokenizer, model_vocab_size(profile, tokenizer))
+        self.instant_gen_prompt = list(tokens.generation_prompts[INSTANT])
+        self.decoder = SegmentDecoder(tokenizer, vocab_size)
         self.grammar = CompletionGrammar(self.tokens, self.decoder)
 
     def decode(self, ids) -> str:

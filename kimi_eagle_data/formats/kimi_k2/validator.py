@@ -15,33 +15,34 @@ from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.formats.kimi_k2.grammar import CALL_BEGIN, CompletionGrammar, ParsedCompletion
 from kimi_eagle_data.formats.kimi_k2.rules import COMPLETE, RunLimits, Sample, completion_kind, judge
 from kimi_eagle_data.id_buffers import pack, rows_with
-from kimi_eagle_data.model_profile import INSTANT, model_vocab_size
-from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
+from kimi_eagle_data.chat_format import FormatTokens
+from kimi_eagle_data.formats.kimi_k2.tokens import K2_TOKENS
+from kimi_eagle_data.model_profile import INSTANT, THINKING
 
 
 class Validator:
     """Validates samples of one run: construct once (looks up ids, builds the grammar's role table)."""
 
-    def __init__(self, tokens: K2Tokens, tokenizer, max_seq_len: int, keep_truncated: bool = False,
+    def __init__(self, tokens: FormatTokens, tokenizer, max_seq_len: int, keep_truncated: bool = False,
                  vocab_size: int | None = None):
+        """`vocab_size`: the model's (`model_vocab_size`, what the format passes); None: the tokenizer's length."""
         self.tokens = tokens
         self.tokenizer = tokenizer
         self.max_seq_len = int(max_seq_len)
         self.keep_truncated = bool(keep_truncated)
         if vocab_size is None:
-            vocab_size = model_vocab_size(tokens.profile, tokenizer)
+            vocab_size = len(tokenizer)
         self.vocab_size = int(vocab_size)
         self.decoder = SegmentDecoder(tokenizer, self.vocab_size)
         self.grammar = CompletionGrammar(tokens, self.decoder)
 
-        profile = tokens.profile
-        gp = profile.generation_prompt_ids(tokenizer)
+        gp = list(tokens.generation_prompts[THINKING])
         if not gp or gp[-1] != tokens.think_open:
             raise ValueError(
-                f"the {profile.name} generation prompt {profile.generation_prompt!r} encodes to {gp}, which "
-                f"does not end with {profile.think_open} (id {tokens.think_open}); wrong tokenizer for this profile?")
+                f"the thinking generation prompt encodes to {gp}, which does not end with {K2_TOKENS.think_open} "
+                f"(id {tokens.think_open}); wrong tokenizer for this profile?")
         self.generation_prompt_ids: list[int] = gp
-        instant_gp = profile.generation_prompt_ids(tokenizer, INSTANT) if profile.instant_generation_prompt else []
+        instant_gp = list(tokens.generation_prompts.get(INSTANT, ()))
         self.limits = RunLimits(tokens=tokens, decoder=self.decoder, generation_prompt_ids=gp,
                                 max_seq_len=self.max_seq_len, vocab_size=self.vocab_size,
                                 keep_truncated=self.keep_truncated, instant_generation_prompt_ids=instant_gp)

@@ -1,5 +1,5 @@
-"""Kimi-K3's model facts as plain data: its tokens and their roles, generation prompts per mode, efforts, serve
-flags, and the two profiles `kimi-k3` and `tiny-kimi-k3`.
+"""Kimi-K3's facts as plain data: its format's tokens and their roles and generation prompts per mode (the efforts
+are render.py's), and the two profiles `kimi-k3` and `tiny-kimi-k3` (model facts: paths, lengths, serve flags).
 
 profiles.py makes both `ModelProfile`s whose `chat_format` is K3's (format.py): the stages ask that format for the
 renderer, grammar and validator. Token ids are looked up from a tokenizer by string (`K3TokenIds`); the ids
@@ -8,13 +8,12 @@ listed here are K3's (163,584 + offset, as K2's reserved range) for the docs and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from typing import Mapping
 
 from kimi_eagle_data.formats.kimi_k3.normalize import K3FormatError
-from kimi_eagle_data.formats.kimi_k3.render import (CLOSE, DEFAULT_EFFORT, EFFORTS, END_OF_MSG, IMAGE_PLACEHOLDER,
-                                                     OPEN, SEP)
+from kimi_eagle_data.formats.kimi_k3.render import CLOSE, END_OF_MSG, IMAGE_PLACEHOLDER, OPEN, SEP
 
 BOS, EOS = "[BOS]", "[EOS]"
 # K3's special ids (base vocabulary 163,584); `<|end_of_msg|>` sits where K2's `<|im_end|>` was.
@@ -38,15 +37,15 @@ GENERATION_PROMPTS = {
 
 @dataclass(frozen=True)
 class K3Profile:
+    """A K3 model's facts (profiles.py makes each a `ModelProfile`); its tokens, generation prompts and efforts are
+    the format's, above."""
+
     name: str
     model_path: str
     display_name: str
     vocab_size: int | None                  # the model's embedding size; None: the tokenizer's length
     max_seq_len: int
     max_new_tokens: int
-    efforts: tuple[str, ...] = EFFORTS
-    default_effort: str = DEFAULT_EFFORT
-    end_of_turn: str = END_OF_MSG           # the stop token: a finished completion ends with it
     # Launch flags per engine (parser names as registered in SGLang 0.5.23 and vLLM 0.32.0).
     sglang_flags: tuple[str, ...] = ("--trust-remote-code", "--tool-call-parser", "kimi_k3",
                                      "--reasoning-parser", "kimi_k3")
@@ -55,7 +54,6 @@ class K3Profile:
     card_tags: tuple[str, ...] = ("kimi-k3",)
     is_test_model: bool = False
     shipped_drafter: str = ""               # a small EAGLE-3 drafter shipped for a test model (model_profile.py)
-    generation_prompts: Mapping[str, str] = field(default_factory=lambda: dict(GENERATION_PROMPTS))
 
 
 KIMI_K3 = K3Profile(name="kimi-k3", model_path="moonshotai/Kimi-K3", display_name="Kimi-K3", vocab_size=163840,

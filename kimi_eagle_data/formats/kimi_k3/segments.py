@@ -25,14 +25,12 @@ Span = tuple[str, str, int, int]          # (kind, label, start, end) in the seq
 class K3Segmenter:
     """Splits one K3 sequence into segments with one tokenizer (construct once; `KimiK3Format.segmenter`)."""
 
-    def __init__(self, chat_format, profile, tokenizer):
-        from kimi_eagle_data.model_profile import model_vocab_size
-
-        self.tokens = chat_format.tokens(profile, tokenizer)
-        self.k3 = self.tokens.k3
-        self.decoder = SegmentDecoder(tokenizer, model_vocab_size(profile, tokenizer))
-        self.gen_prompt = chat_format.generation_prompt_ids(profile, tokenizer, THINKING)
-        self.instant_gen_prompt = chat_format.generation_prompt_ids(profile, tokenizer, INSTANT)
+    def __init__(self, chat_format, vocab_size: int):
+        """`chat_format`: K3's, bound; `vocab_size`: the model's (`model_vocab_size`)."""
+        self.tokens, self.k3 = chat_format.tokens, chat_format.k3
+        self.decoder = SegmentDecoder(chat_format.tokenizer, vocab_size)
+        self.gen_prompt = chat_format.generation_prompt_ids(THINKING)
+        self.instant_gen_prompt = chat_format.generation_prompt_ids(INSTANT)
 
     def decode(self, ids) -> str:
         return self.decoder.decode(np.asarray(ids, dtype=np.int64))

@@ -4,6 +4,7 @@ kimi_eagle_data/formats/kimi_k2/validator.py, so validate, emit, check and gener
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -27,16 +28,14 @@ class K3Turn:
 
 
 class K3Validator:
-    def __init__(self, chat_format, tokens, tokenizer, max_seq_len: int, keep_truncated: bool = False,
-                 vocab_size: int | None = None):
-        from kimi_eagle_data.model_profile import model_vocab_size
-
-        self.tokens, self.tokenizer = tokens, tokenizer
+    def __init__(self, chat_format, max_seq_len: int, keep_truncated: bool = False, vocab_size: int = 0):
+        """`chat_format`: K3's, bound (`KimiK3Format.validator`); `vocab_size`: the model's (`model_vocab_size`)."""
+        self.tokens, self.tokenizer, self.k3 = chat_format.tokens, chat_format.tokenizer, chat_format.k3
         self.max_seq_len, self.keep_truncated = int(max_seq_len), bool(keep_truncated)
-        self.vocab_size = int(vocab_size if vocab_size is not None else model_vocab_size(tokens.profile, tokenizer))
-        self.decoder = SegmentDecoder(tokenizer, self.vocab_size)
-        self.generation_prompt_ids = chat_format.generation_prompt_ids(tokens.profile, tokenizer, THINKING)
-        self.instant_generation_prompt_ids = chat_format.generation_prompt_ids(tokens.profile, tokenizer, INSTANT)
+        self.vocab_size = int(vocab_size)
+        self.decoder = SegmentDecoder(self.tokenizer, self.vocab_size)
+        self.generation_prompt_ids = chat_format.generation_prompt_ids(THINKING)
+        self.instant_generation_prompt_ids = chat_format.generation_prompt_ids(INSTANT)
 
     def validate(self, prompt_ids, output_ids, finish_reason: str, finish_detail: dict | None,
                  tools: list[dict] | None) -> Verdict:
@@ -56,7 +55,7 @@ class K3Validator:
         output = [int(i) for i in output_ids]
         mode = INSTANT if ends_with(prompt, self.instant_generation_prompt_ids) else THINKING
         in_range = [i for i in output if 0 <= i < self.vocab_size]
-        c = parse_completion(in_range, self.tokens.k3, lambda ids: self.decoder.decode(np.asarray(ids, np.int64)),
+        c = parse_completion(in_range, self.k3, lambda ids: self.decoder.decode(np.asarray(ids, np.int64)),
                              instant=mode == INSTANT, declared_tools=_declared(tools))
         whole = finish_reason == "stop" or (finish_reason == "length" and c.ends_with_end_of_msg)
         off_end = mode == THINKING and not ends_with(prompt, self.generation_prompt_ids)
@@ -84,8 +83,6 @@ class K3Validator:
 
 
 def _json(value) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False)
 
 

@@ -12,7 +12,7 @@ from kimi_eagle_data.formats.kimi_k2.grammar import CompletionGrammar
 from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from kimi_eagle_data.model_profile import INSTANT, THINKING, model_vocab_size
-from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
+from kimi_eagle_data.formats.kimi_k2.tokens import k2_tokens
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.formats.kimi_k2.render import render_prompt
 from kimi_eagle_data.prompts.tokenizer import open_tokenizer
@@ -20,7 +20,7 @@ from kimi_eagle_data.conversation.messages import TurnError, history_call_count,
 from kimi_eagle_data.formats.kimi_k2.messages import assistant_message
 
 TOK = open_tokenizer(str(TINY_MODEL_DIR))
-TOKENS = K2Tokens.from_tokenizer(TINY_KIMI, TOK)
+TOKENS = k2_tokens(TOK)
 GRAMMAR = CompletionGrammar(TOKENS, SegmentDecoder(TOK, model_vocab_size(TINY_KIMI, TOK)))
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather for a city", "parameters": {
@@ -76,7 +76,7 @@ def test_a_tool_loop_prompt_continues_with_the_turns_own_completion():
     prompt, completion = prompt_ids(history), completion_of(history, own)
     parsed = GRAMMAR.parse(completion)
     assert not parsed.faults and parsed.ends_with_end_of_turn
-    sent_back = assistant_message(parsed, TINY_KIMI, history_call_count(history))
+    sent_back = assistant_message(parsed, history_call_count(history))
     assert sent_back == own
     assert tool_call_matches(sent_back["tool_calls"][0], source_turn["tool_calls"][0])
 
@@ -98,7 +98,7 @@ def test_a_chat_prompt_holds_the_turns_own_answer_without_its_reasoning():
     history = [{"role": "user", "content": "Name a fruit."}]
     completion = TOK.encode("The user wants one fruit.</think>Apple.<|im_end|>", add_special_tokens=False)
     parsed = GRAMMAR.parse(completion)
-    sent_back = assistant_message(parsed, TINY_KIMI)
+    sent_back = assistant_message(parsed)
     assert sent_back == {"role": "assistant", "reasoning_content": "The user wants one fruit.", "content": "Apple."}
 
     next_prompt = prompt_ids(next_turn_messages(history, sent_back, [{"role": "user", "content": "Another one?"}]))
@@ -158,7 +158,7 @@ def test_a_rendered_completion_round_trips_through_the_grammar(mode, message):
     completion = completion_of(HISTORY_WITH_A_CALL, message, mode)
     parsed = GRAMMAR.parse(completion, instant=mode == INSTANT)
     assert not parsed.faults
-    rebuilt = assistant_message(parsed, TINY_KIMI, history_call_count(HISTORY_WITH_A_CALL))
+    rebuilt = assistant_message(parsed, history_call_count(HISTORY_WITH_A_CALL))
     assert rebuilt == message
     assert ("reasoning_content" in rebuilt) == (mode == THINKING)
     assert template_ids([*HISTORY_WITH_A_CALL, rebuilt], mode=mode, generation_prompt=False) == \
@@ -175,7 +175,7 @@ def test_call_ids_keep_counting_across_the_conversation():
     assert prompt.count(TOKENS.tool_call_begin) == history_call_count(HISTORY_WITH_A_CALL)
     parsed = GRAMMAR.parse(completion_of(HISTORY_WITH_A_CALL, turn_2))
     assert [c.index for c in parsed.calls] == [1, 2]
-    sent_back = assistant_message(parsed, TINY_KIMI, 1)
+    sent_back = assistant_message(parsed, 1)
     assert [c["id"] for c in sent_back["tool_calls"]] == ["functions.search:1", "functions.search:2"]
     results = [{"role": "tool", "tool_call_id": "x", "name": "search", "content": c} for c in ("ra", "rb")]
     messages = next_turn_messages(HISTORY_WITH_A_CALL, sent_back, results)
@@ -189,13 +189,13 @@ def test_a_call_that_does_not_continue_the_count_cannot_be_sent_back():
         "role": "assistant", "reasoning_content": "r", "content": "",
         "tool_calls": [call("search", 0, '{"query": "a"}')]}))
     with pytest.raises(TurnError, match="'functions.search:0' is not 'functions.search:1'"):
-        assistant_message(restarted, TINY_KIMI, 1)
+        assistant_message(restarted, 1)
     unnamed = GRAMMAR.parse(TOK.encode('r</think><|tool_calls_section_begin|><|tool_call_begin|>search<|tool_call_'
                                        'argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|><|im_end|>',
                                        add_special_tokens=False))
     assert unnamed.calls and unnamed.calls[0].name is None
     with pytest.raises(TurnError, match="'search' is not 'functions.NAME:0'"):
-        assistant_message(unnamed, TINY_KIMI, 0)
+        assistant_message(unnamed, 0)
 
 
 @pytest.mark.parametrize("source_next, error", [

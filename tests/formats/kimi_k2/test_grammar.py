@@ -13,15 +13,15 @@ from kimi_eagle_data.id_buffers import pack
 from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_MODEL_DIR
 from kimi_eagle_data.model_profile import model_vocab_size
-from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
+from kimi_eagle_data.formats.kimi_k2.tokens import k2_tokens
 from kimi_eagle_data.decoding import SegmentDecoder
 from kimi_eagle_data.prompts.tokenizer import open_tokenizer
-from kimi_eagle_data.formats.kimi_k2.segments import Segmenter
+from kimi_eagle_data.formats.kimi_k2.format import KIMI_K2_FORMAT
 from kimi_eagle_data.reports.inspect import segments_of
 from kimi_eagle_data.formats.kimi_k2.validator import Validator
 
 TOK = open_tokenizer(str(TINY_MODEL_DIR))
-TOKENS = K2Tokens.from_tokenizer(TINY_KIMI, TOK)
+TOKENS = k2_tokens(TOK)
 GRAMMAR = CompletionGrammar(TOKENS, SegmentDecoder(TOK, model_vocab_size(TINY_KIMI, TOK)))
 
 END_THINK, EOT = "</think>", "<|im_end|>"
@@ -138,7 +138,7 @@ def test_inspect_shows_what_the_validator_reads(name):
     validator's decoded turn, and the segments cover the completion exactly."""
     out, finish = CASES[name]
     verdict = Validator(TOKENS, TOK, 4096).validate(PROMPT, out, finish, {}, TOOLS)
-    segs = segments_of(Segmenter(TINY_KIMI, TOK), PROMPT + out, len(PROMPT))
+    segs = segments_of(KIMI_K2_FORMAT.bind(TINY_KIMI, TOK).segmenter(), PROMPT + out, len(PROMPT))
     completion = [s for s in segs if s.loss == 1]
     assert sum((s.ids for s in completion), []) == out
     shown = [s.label for s in completion if s.kind == "tool_call"]
@@ -190,7 +190,7 @@ def test_instant_reasoning_boundary_and_inspect(name):
     assert verdict.reasoning_len == GRAMMAR.parse(out, instant=True).reasoning_end == 0
     assert reasoning_length(out, TOKENS, instant=True) == 0
     assert verdict.issues == (["instant_has_think_end"] if name == "with_think_end" else [])
-    seg = Segmenter(TINY_KIMI, TOK)
+    seg = KIMI_K2_FORMAT.bind(TINY_KIMI, TOK).segmenter()
     segs = segments_of(seg, INSTANT_PROMPT + out, len(INSTANT_PROMPT))
     assert seg.mode(np.asarray(INSTANT_PROMPT + out), len(INSTANT_PROMPT)) == "instant"
     gp = [s for s in segs if s.kind == "generation_prompt"]

@@ -21,7 +21,7 @@ from kimi_eagle_data.formats import format_of
 from kimi_eagle_data.formats.kimi_k2 import KIMI_K25, KIMI_K26, TINY_KIMI, TINY_KIMI_K26
 from kimi_eagle_data.formats.kimi_k2.format import KIMI_K2_FORMAT
 from kimi_eagle_data.formats.kimi_k2.render import TOOL_PROBES
-from kimi_eagle_data.formats.kimi_k2.tokens import K2Tokens
+from kimi_eagle_data.formats.kimi_k2.tokens import k2_tokens
 from kimi_eagle_data.formats.kimi_k2.validator import Validator
 from kimi_eagle_data.model_profile import INSTANT, THINKING
 from kimi_eagle_data.profile import get_profile
@@ -76,8 +76,9 @@ def kept_by_rule(k25_text: str, messages) -> str:
 
 
 def render(fmt, messages, tools, mode) -> tuple[str, list[int]]:
-    ids = fmt.render_prompt(TOK, copy.deepcopy(messages), copy.deepcopy(tools), mode)
-    return fmt.render_text(TOK, copy.deepcopy(messages), copy.deepcopy(tools), mode), ids
+    fmt = fmt.bind(TINY_KIMI_K26, TOK)
+    ids = fmt.render_prompt(copy.deepcopy(messages), copy.deepcopy(tools), mode)
+    return fmt.render_text(copy.deepcopy(messages), copy.deepcopy(tools), mode), ids
 
 
 @pytest.mark.parametrize("name,messages,tools,mode", ALL, ids=[f"{c[0]}-{c[3]}" for c in ALL])
@@ -106,9 +107,9 @@ def test_the_profiles():
     for k26, k25 in ((KIMI_K26, KIMI_K25), (TINY_KIMI_K26, TINY_KIMI)):
         assert get_profile(k26.name) is k26 and k26.chat_format == k25.chat_format
         assert k26.template_options == {"preserve_thinking": False} and not k25.template_options
-        assert k26.end_of_turn == "<|im_end|>" and k26.model_path.startswith("moonshotai/") == (k26 is KIMI_K26)
+        assert k26.model_path.startswith("moonshotai/") == (k26 is KIMI_K26)
     assert TINY_KIMI_K26.model_path == TINY_KIMI.model_path and TINY_KIMI_K26.is_test_model
-    assert K2Tokens.from_tokenizer(TINY_KIMI_K26, TOK).end_of_turn == TOK.convert_tokens_to_ids("<|im_end|>")
+    assert k2_tokens(TOK).end_of_turn == TOK.convert_tokens_to_ids("<|im_end|>")
 
 
 def test_the_setting_binds_the_run_s_format_and_is_refused_without_the_argument(tmp_path):
@@ -124,23 +125,24 @@ def test_the_setting_binds_the_run_s_format_and_is_refused_without_the_argument(
 
 
 def test_the_card_says_how_history_reasoning_is_rendered():
-    off = K26_OFF.card_text(TINY_KIMI_K26).history_reasoning
-    on = K26_ON.card_text(TINY_KIMI_K26).history_reasoning
+    off = K26_OFF.card_text().history_reasoning
+    on = K26_ON.card_text().history_reasoning
     assert "`<think></think>`" in off and "dropped" in off
     assert "`<think>REASONING</think>` before its content" in on and "preserve_thinking" in on
-    assert KIMI_K2_FORMAT.card_text(TINY_KIMI).history_reasoning == off
+    assert KIMI_K2_FORMAT.card_text().history_reasoning == off
 
 
 def test_an_own_history_conversation_carries_the_model_s_own_reasoning_when_on():
     from tests.conversation.test_next_turn import CHAT, CHAT_SCRIPT, CONV, OWN, completed, first_turn
 
     for fmt, kept in ((K26_ON, True), (K26_OFF, False)):
-        validator = Validator(K2Tokens.from_tokenizer(TINY_KIMI_K26, TOK), TOK, TINY_KIMI_K26.max_seq_len)
-        step = NextTurn(validator, TOK, TINY_KIMI_K26, max_new_tokens=64, max_seq_len=TINY_KIMI_K26.max_seq_len,
+        validator = Validator(k2_tokens(TOK), TOK, TINY_KIMI_K26.max_seq_len)
+        fmt = fmt.bind(TINY_KIMI_K26, TOK)
+        step = NextTurn(validator, max_new_tokens=64, max_seq_len=TINY_KIMI_K26.max_seq_len,
                         max_turns={"C1": 4}, scripts={CONV: CHAT_SCRIPT}, chat_format=fmt)
         first = first_turn(CHAT)
         nxt = step(first, completed(first, OWN))
         assert isinstance(nxt, PromptRecord) and nxt.messages[1] == OWN
         shown = TOK.decode(nxt.prompt_ids, skip_special_tokens=False)
         assert (f"<think>{OWN['reasoning_content']}</think>{OWN['content']}" in shown) is kept
-        assert nxt.prompt_ids == fmt.render_prompt(TOK, nxt.messages, nxt.tools, nxt.mode)
+        assert nxt.prompt_ids == fmt.render_prompt(nxt.messages, nxt.tools, nxt.mode)

@@ -125,7 +125,7 @@ def test_inspect_splits_k3_rows_as_k3_reads_them(k3_run, tok):
 def test_inspect_a_k3_reject_with_k3_reason_codes(k3_run):
     from kimi_eagle_data.formats import format_of
 
-    reasons = format_of(PROFILE).reason_descriptions(PROFILE)
+    reasons = format_of(PROFILE).reason_descriptions()
     rejected = [r for c in CONFIGS for r in rows(k3_run, c) if r["split"] == "rejected" and r["issues"]]
     assert rejected, "the K3 demo rejected nothing: no reject to inspect"
     r = rejected[0]
@@ -146,13 +146,13 @@ def test_k3_segments_of_golden_turns_with_parallel_calls(tok):
     from kimi_eagle_data.formats import format_of
     from tests.formats.kimi_k3.test_k3_grammar import TURNS
 
-    fmt = format_of(PROFILE)
-    seg = fmt.segmenter(PROFILE, tok)
-    k3 = fmt.tokens(PROFILE, tok).k3
+    fmt = format_of(PROFILE).bind(PROFILE, tok)
+    seg = fmt.segmenter()
+    k3 = fmt.k3
     many = 0
     for name, k, instant, golden in TURNS:
         mode = "instant" if instant else "thinking"
-        gen = fmt.generation_prompt_ids(PROFILE, tok, mode)
+        gen = fmt.generation_prompt_ids(mode)
         turn = encode_segments(tok, [(t, special) for t, special in golden])
         spans = seg.spans(gen + turn, len(gen))
         assert [s[2] for s in spans[1:]] == [s[3] for s in spans[:-1]] and spans[-1][3] == len(gen) + len(turn)
@@ -244,16 +244,15 @@ def test_an_answer_k3_cannot_write_is_an_unrenderable_failure_k25_writes_it(tok)
 
     answer = {"reasoning": None, "content": "", "tool_calls": [
         {"id": "functions.f:0", "type": "function", "function": {"name": "f", "arguments": "[1, 2]"}}]}
-    k3 = format_of(PROFILE)
+    k3 = format_of(PROFILE).bind(PROFILE, tok)
     rec = PromptRecord("B1-x", "B1", "src", "0", [{"role": "user", "content": "hi"}], None,
-                       k3.render_prompt(tok, [{"role": "user", "content": "hi"}], None), answer=answer)
-    (got,) = plan_items("B1", [rec], {}, tok, k3.tokens(PROFILE, tok), 1022, False, k3)
+                       k3.render_prompt([{"role": "user", "content": "hi"}], None), answer=answer)
+    (got,) = plan_items("B1", [rec], {}, 1022, False, k3)
     assert isinstance(got, Unrenderable) and got.failure().reason == "unrenderable"
     assert "not an object" in got.message
-    k25 = format_of(TINY_KIMI)
-    tiny = open_tokenizer(TINY_KIMI.model_path)
-    rec.prompt_ids = k25.render_prompt(tiny, rec.messages, None)
-    (got,) = plan_items("B1", [rec], {}, tiny, k25.tokens(TINY_KIMI, tiny), 1022, False, k25)
+    k25 = format_of(TINY_KIMI).bind(TINY_KIMI, open_tokenizer(TINY_KIMI.model_path))
+    rec.prompt_ids = k25.render_prompt(rec.messages, None)
+    (got,) = plan_items("B1", [rec], {}, 1022, False, k25)
     assert isinstance(got, Item) and got.kind == "upstream"
 
 

@@ -60,31 +60,31 @@ def test_checkpoint_code_and_our_renderer_give_the_same_ids(k3):
     chat = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "2+2? <|open|>x<|sep|>"}]
     tools = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]
     for mode, effort in (("thinking", "low"), ("thinking", None), ("instant", None)):
-        ids = format_of(profile).render_prompt(tok, chat, tools, mode, effort)
+        ids = format_of(profile).bind(profile, tok).render_prompt(chat, tools, mode, effort)
         assert ids == encode_segments(tok, format_of(profile).segments(chat, tools, mode, effort))
-        ending = format_of(profile).generation_prompt_ids(profile, tok, mode)
+        ending = format_of(profile).bind(profile, tok).generation_prompt_ids(mode)
         assert ids[-len(ending):] == ending
 
 
 def test_typed_markers_are_text_in_k3_and_special_in_k25(k3):
     profile, tok = k3
     open_id = tok.convert_tokens_to_ids("<|open|>")
-    plain = format_of(profile).render_prompt(tok, [{"role": "user", "content": "hello"}], None)
-    typed = format_of(profile).render_prompt(tok, [{"role": "user", "content": "<|open|>"}], None)
+    plain = format_of(profile).bind(profile, tok).render_prompt([{"role": "user", "content": "hello"}], None)
+    typed = format_of(profile).bind(profile, tok).render_prompt([{"role": "user", "content": "<|open|>"}], None)
     assert typed.count(open_id) == plain.count(open_id)          # the typed marker is a non-special segment
-    assert format_of(profile).special_text(tok) is None
+    assert format_of(profile).bind(profile, tok).special_text() is None
     from kimi_eagle_data.formats.kimi_k2 import TINY_KIMI
     from kimi_eagle_data.prompts.tokenizer import open_tokenizer
 
     k25 = open_tokenizer(TINY_KIMI.model_path)
-    assert format_of(TINY_KIMI).special_text(k25).in_chat([{"role": "user", "content": "<|im_end|>"}]) is not None
+    finder = format_of(TINY_KIMI).bind(TINY_KIMI, k25).special_text()
+    assert finder.in_chat([{"role": "user", "content": "<|im_end|>"}]) is not None
 
 
 def _judge(k3, completion: str, mode: str = "thinking", finish: str = "stop", tools=None):
     profile, tok = k3
-    tokens = format_of(profile).tokens(profile, tok)
-    validator = format_of(profile).validator(tokens, tok, profile.max_seq_len)
-    prompt = format_of(profile).render_prompt(tok, [{"role": "user", "content": "hi"}], tools, mode)
+    validator = format_of(profile).bind(profile, tok).validator(profile.max_seq_len)
+    prompt = format_of(profile).bind(profile, tok).render_prompt([{"role": "user", "content": "hi"}], tools, mode)
     output = tok.encode(completion)            # special-token strings as the ids themselves
     return validator.validate(np.asarray(prompt), np.asarray(output), finish, None, tools)
 
@@ -154,7 +154,8 @@ def test_render_cli_k3_efforts_and_ids(tmp_path, k3):
     assert "thinking_effort=low" in low.stdout and low.stdout.rstrip().endswith("<|open|>think<|sep|>")
     ids = _cli("render", str(row), "--profile", "tiny-kimi-k3", "--mode", "instant", "--ids")
     assert ids.returncode == 0, ids.stderr
-    assert ids.stdout.strip() == str(format_of(profile).render_prompt(tok, chat, None, "instant")).replace(" ", "")
+    rendered = format_of(profile).bind(profile, tok).render_prompt(chat, None, "instant")
+    assert ids.stdout.strip() == str(rendered).replace(" ", "")
     refused = _cli("render", str(row), "--profile", "tiny-kimi", "--effort", "low")
     assert refused.returncode == 2 and "no thinking effort" in refused.stderr
 
