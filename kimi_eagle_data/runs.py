@@ -27,11 +27,12 @@ from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.generate.records import GenerateReport
 from kimi_eagle_data.generate.stage import generate
 from kimi_eagle_data.profile import UnknownProfileError, demo_profiles, get_profile
+from kimi_eagle_data.registry import plugin_packages
 from kimi_eagle_data.model_profile import model_vocab_size
 from kimi_eagle_data.progress import LogProgress, NoProgress, Progress
 from kimi_eagle_data.prompts.prepare import PrepareReport, PrepareRun
 from kimi_eagle_data.prompts.stage import Prepared, prepare
-from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
+from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint, tokenizer_modules_sha256
 from kimi_eagle_data.run_context import EngineHandoff, RunContext, merged_checkpoint_paths
 from kimi_eagle_data.probe.report import card_section as probe_section, load_report as load_probe
 from kimi_eagle_data.score.report import card_section, load_report
@@ -56,8 +57,8 @@ log = logging.getLogger(__name__)
 # bound settings; sampling is bound as the request it makes, the tokenizer by its fingerprints).
 _SAMPLING = ("max_new_tokens", "temperature", "top_p")
 BINDING_KEYS = (*(k for k in BOUND if k not in _SAMPLING), "sampling", "tokenizer_sha256", "chat_template_sha256",
-                "tokenizer_code_sha256", "encoder_sha256", "tool_encoder_version", "template_options", "sampling_plan",
-                "conversation_plan")
+                "tokenizer_code_sha256", "tokenizer_modules_sha256", "encoder_sha256", "tool_encoder_version",
+                "template_options", "sampling_plan", "conversation_plan")
 
 # A stage's report as it is made: (stage, report) with stage one of "prepare" (config -> PrepareReport), "generate"
 # (GenerateReport), "accounting" (config -> counts before validation), "validate" (config -> ValidateReport) and
@@ -166,6 +167,9 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
         "tokenizer": settings.tokenizer_path,
         **tokenizer_fingerprint(tokenizer),
         **chat_format.fingerprint(tokenizer),
+        # The modules of this package (or a plug-in's) that the tokenizer's code renders with: a tiny model's.
+        **({"tokenizer_modules_sha256": mods} if (mods := tokenizer_modules_sha256(
+            tokenizer, ("kimi_eagle_data", *plugin_packages()))) else {}),
         "tool_encoder_version": chat_format.tool_encoder_version,
         # The chat template's own arguments (K2.6's preserve_thinking); absent for a template that takes none.
         **({"template_options": opts} if (opts := settings.template_options()) else {}),
@@ -177,7 +181,7 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
         "max_seq_len": resolved.max_seq_len,
         "keep_truncated": settings.keep_truncated,
         "options": options,
-    }, binding_keys=BINDING_KEYS)
+    }, binding_keys=BINDING_KEYS, code_keys=("tokenizer_modules_sha256",))
     return RunContext(settings=settings, partitions=partitions, workdir=workdir, profile=profile,
                       tokenizer=tokenizer, tokens=tokens, sampling=sampling, max_seq_len=resolved.max_seq_len,
                       run=run, lock=lock, progress=(progress or LogProgress()) if settings.progress else NoProgress(),
