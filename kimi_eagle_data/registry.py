@@ -188,6 +188,13 @@ def get_profile(name: str) -> ModelProfile:
                                   f"{_failure_note()}") from None
 
 
+def plugin_hint() -> str:
+    """What to do about a profile a workdir or dataset was made with that no declaration loaded now has: it came
+    from a plug-in this environment lacks."""
+    return (f"install the plug-in that declares it (entry point group {ENTRY_POINT_GROUP}) or name its module in "
+            f"{PLUGINS_VARIABLE}=MODULE (docs/architecture.md, \"Adding a model\")")
+
+
 def format_named(name: str) -> ChatFormat:
     """The chat format of that name."""
     load_declarations()
