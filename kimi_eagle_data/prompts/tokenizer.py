@@ -333,8 +333,11 @@ def tokenizer_modules_sha256(tokenizer, packages: tuple[str, ...] = ("kimi_eagle
         return name.split(".")[0] in packages
 
     def imported(path: str, package: str | None) -> set[str]:
-        with open(path, "rb") as f:
-            tree = ast.parse(f.read(), path)
+        try:
+            with open(path, "rb") as f:
+                tree = ast.parse(f.read(), path)
+        except (OSError, SyntaxError, ValueError):   # not Python this interpreter reads: nothing of ours runs from it
+            return set()
         names: set[str] = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
