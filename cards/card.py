@@ -7,7 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from kimi_eagle_data.chat_format import CardText, ChatFormat
+from kimi_eagle_data.chat_format import CardText, ChatFormat, with_partition_options
 from kimi_eagle_data.records import SpecDecodeCounts, describe_drafter, tokens_per_verify_step
 from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.profile import get_profile
@@ -123,7 +123,8 @@ def render_card(summary: dict[str, Any], *, chat_format: ChatFormat, version: st
     card = DatasetCard.from_template(
         card_data, template_str=template.read_text(encoding="utf-8"),
         pretty_name=card_data.pretty_name, version=version, provenance=provenance, plots=plots, rules=text.rules,
-        model_name=profile.display_name, reasoning_end=text.reasoning_end, history_reasoning=text.history_reasoning,
+        model_name=profile.display_name, reasoning_end=text.reasoning_end,
+        history_reasoning=_history_reasoning(summary, chat_format),
         model_link=hub_link(provenance["model_path"], "models"),
         origins=origins_phrase([r["kind"] for r in rows]),
         configs=rows, totals=totals, repo_id=repo_id, load_path=repo_id or "path/to/dataset",
@@ -138,6 +139,21 @@ def render_card(summary: dict[str, Any], *, chat_format: ChatFormat, version: st
                       "kept": {r["config"]: n for r in rows if (n := r["r"].get("special_text_kept", 0))}},
     )
     return str(card)
+
+
+def _history_reasoning(summary: dict[str, Any], chat_format: ChatFormat) -> str:
+    """How the history's reasoning is rendered (the format's `card_text`): one sentence where every config renders it
+    alike, else one per group of configs, as a partition's own template arguments (its `preserve_thinking`, which
+    prepare recorded) make them differ."""
+    said: dict[str, list[str]] = {}
+    for config, s in summary.items():
+        options = (s.get("partition") or {}).get("template_options") or {}
+        said.setdefault(with_partition_options(chat_format, options).card_text().history_reasoning,
+                        []).append(config)
+    if len(said) <= 1:
+        return next(iter(said), chat_format.card_text().history_reasoning)
+    return "it depends on the config: " + "; ".join(f"in {', '.join(configs)}, {text}" for text, configs in said.items()
+                                                    if text)
 
 
 def _modes_section(rows: list[dict[str, Any]], text: CardText, run_sampling: dict[str, Any]) -> dict[str, Any]:

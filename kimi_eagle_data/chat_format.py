@@ -113,6 +113,15 @@ class CardText:
     history_reasoning: str = ""  # how the history's assistant turns' reasoning is rendered ("": not said)
 
 
+def with_partition_options(chat_format: "ChatFormat", options: Mapping[str, Any]) -> "ChatFormat":
+    """The run's format passing a partition's chat-template arguments over the run's (a partition's
+    `preserve_thinking`); the run's own format where the partition sets none. Only a format whose profiles name
+    template arguments gets any (the partition config is checked against the profile)."""
+    if not options:
+        return chat_format
+    return chat_format.with_template_options({**chat_format.template_options, **options})
+
+
 class FormatNotBound(RuntimeError):
     """A member that needs a profile and tokenizer asked of a format not bound to them (`ChatFormat.bind`)."""
 

@@ -10,10 +10,10 @@ What a profile is (`ModelProfile`, the modes) is model_profile.py's.
 from __future__ import annotations
 
 from kimi_eagle_data.model_profile import ModelProfile
-from kimi_eagle_data.registry import (PROFILES, UnknownProfileError, get_profile, register_profile,
+from kimi_eagle_data.registry import (PROFILES, UnknownProfileError, get_profile, plugin_hint, register_profile,
                                       unregister_profile)
 
-__all__ = ["PROFILES", "UnknownProfileError", "demo_profiles", "get_profile", "profile_defaults",
+__all__ = ["PROFILES", "UnknownProfileError", "demo_profiles", "get_profile", "plugin_hint", "profile_defaults",
            "profiles_described", "register_profile", "unregister_profile"]
 
 

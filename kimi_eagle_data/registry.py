@@ -65,6 +65,7 @@ class UnknownFormatError(KimiDataError, ValueError):
 _formats: dict[str, Callable[[], ChatFormat]] = {}
 _profiles: dict[str, ModelProfile] = {}
 _failures: list[str] = []          # one line per plug-in left out
+_plugin_modules: list[str] = []    # the modules the loaded plug-ins were declared in
 _loaded = False
 
 
@@ -112,16 +113,17 @@ def _declaration_of(loaded, where: str) -> Declaration:
     return found
 
 
-def _plugin_declarations() -> Iterator[tuple[str, Callable[[], Declaration]]]:
-    """Installed plug-ins' entry points (by name), then the modules KIMI_DATA_PLUGINS names (in its order)."""
+def _plugin_declarations() -> Iterator[tuple[str, str, Callable[[], Declaration]]]:
+    """(where, module, declaration) of the installed plug-ins' entry points (by name), then of the modules
+    KIMI_DATA_PLUGINS names (in its order)."""
     for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         dist = f" of {ep.dist.name}" if getattr(ep, "dist", None) else ""
         where = f"plug-in {ep.name!r} (entry point {ep.value}{dist})"
-        yield where, lambda ep=ep, where=where: _declaration_of(ep.load(), where)
+        yield where, ep.value.partition(":")[0].strip(), lambda ep=ep, where=where: _declaration_of(ep.load(), where)
     for name in filter(None, (n.strip() for n in os.environ.get(PLUGINS_VARIABLE, "").split(","))):
         where = f"plug-in {name!r} ({PLUGINS_VARIABLE})"
         module, _, attr = name.partition(":")
-        yield where, lambda m=module, a=attr, where=where: _declaration_of(
+        yield where, module, lambda m=module, a=attr, where=where: _declaration_of(
             getattr(importlib.import_module(m), a) if a else importlib.import_module(m), where)
 
 
@@ -148,9 +150,10 @@ def load_declarations() -> None:
     _loaded = True      # first, so a plug-in that looks a built-in profile up while it loads finds it
     for _, declaration in _builtin_declarations():
         _add(declaration)
-    for where, declared in _plugin_declarations():
+    for where, module, declared in _plugin_declarations():
         try:
             _add(declared())
+            _plugin_modules.append(module)
         except Exception as e:  # noqa: BLE001 - any error of someone else's code: that plug-in is left out
             problem = f"{where} failed to load: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             _failures.append(problem)
@@ -191,6 +194,13 @@ def get_profile(name: str) -> ModelProfile:
                                   f"{_failure_note()}") from None
 
 
+def plugin_hint() -> str:
+    """What to do about a profile a workdir or dataset was made with that no declaration loaded now has: it came
+    from a plug-in this environment lacks."""
+    return (f"install the plug-in that declares it (entry point group {ENTRY_POINT_GROUP}) or name its module in "
+            f"{PLUGINS_VARIABLE}=MODULE (docs/architecture.md, \"Adding a model\")")
+
+
 def format_named(name: str) -> ChatFormat:
     """The chat format of that name."""
     load_declarations()
@@ -200,6 +210,13 @@ def format_named(name: str) -> ChatFormat:
         raise UnknownFormatError(f"unknown chat format {name!r}; known: {', '.join(sorted(_formats))}"
                                  f"{_failure_note()}") from None
     return get()
+
+
+def plugin_packages() -> tuple[str, ...]:
+    """The top-level packages of the plug-ins loaded (a plug-in's test model may render with its code, as the
+    package's tiny models render with theirs: run.json binds what they import, prompts/tokenizer.py)."""
+    load_declarations()
+    return tuple(dict.fromkeys(m.split(".")[0] for m in _plugin_modules))
 
 
 def format_names() -> tuple[str, ...]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kimi_eagle_data.chat_format import ChatFormat, FormatTokens
+from kimi_eagle_data.chat_format import ChatFormat, FormatTokens, with_partition_options
 from kimi_eagle_data.errors import MissingInputError
 from kimi_eagle_data.progress import Progress
 from kimi_eagle_data.settings import RunSettings
@@ -74,6 +74,11 @@ class RunContext:
     @property
     def configs(self) -> list[str]:
         return list(self.settings.configs)
+
+    def config_format(self, config: str) -> ChatFormat:
+        """The format a config's prompts render with: the run's, passing its partition's template arguments (its
+        `preserve_thinking`) over the run's where it sets any."""
+        return with_partition_options(self.format, self.partitions.partition(config).template_options)
 
     def checkpoint_paths(self) -> list[Path]:
         """Every checkpoint file the reading stages read: this workdir's shards and those of --merge workdirs."""

@@ -26,12 +26,13 @@ from kimi_eagle_data.engines.factory import check_local_model, make_engine
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.generate.records import GenerateReport
 from kimi_eagle_data.generate.stage import generate
-from kimi_eagle_data.profile import UnknownProfileError, demo_profiles, get_profile
+from kimi_eagle_data.profile import PROFILES, UnknownProfileError, demo_profiles, get_profile
+from kimi_eagle_data.registry import plugin_packages
 from kimi_eagle_data.model_profile import model_vocab_size
 from kimi_eagle_data.progress import LogProgress, NoProgress, Progress
 from kimi_eagle_data.prompts.prepare import PrepareReport, PrepareRun
 from kimi_eagle_data.prompts.stage import Prepared, prepare
-from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
+from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint, tokenizer_modules_sha256
 from kimi_eagle_data.run_context import EngineHandoff, RunContext, merged_checkpoint_paths
 from kimi_eagle_data.probe.report import card_section as probe_section, load_report as load_probe
 from kimi_eagle_data.score.report import card_section, load_report
@@ -56,8 +57,8 @@ log = logging.getLogger(__name__)
 # bound settings; sampling is bound as the request it makes, the tokenizer by its fingerprints).
 _SAMPLING = ("max_new_tokens", "temperature", "top_p")
 BINDING_KEYS = (*(k for k in BOUND if k not in _SAMPLING), "sampling", "tokenizer_sha256", "chat_template_sha256",
-                "tokenizer_code_sha256", "encoder_sha256", "tool_encoder_version", "template_options", "sampling_plan",
-                "conversation_plan")
+                "tokenizer_code_sha256", "tokenizer_modules_sha256", "encoder_sha256", "tool_encoder_version",
+                "template_options", "template_plan", "sampling_plan", "conversation_plan")
 
 # A stage's report as it is made: (stage, report) with stage one of "prepare" (config -> PrepareReport), "generate"
 # (GenerateReport), "accounting" (config -> counts before validation), "validate" (config -> ValidateReport) and
@@ -84,6 +85,9 @@ def load_partitions(settings: RunSettings, partitions: PrepareConfig | None = No
         partitions.partition(c)
     chat_format = format_of(settings.model_profile)
     partitions.check_efforts(chat_format.efforts, settings.model_profile.name, chat_format.refused_efforts)
+    partitions.check_template_options(settings.model_profile, {
+        k: [p.name for p in PROFILES.values() if k in p.template_options]
+        for c in partitions.partitions.values() for k in c.template_options})
     from_file = {k: v for k, v in partitions.sampling.items() if getattr(settings, k) is None}
     return replace(settings, configs=configs, **from_file), partitions
 
@@ -167,9 +171,14 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
         "tokenizer": settings.tokenizer_path,
         **tokenizer_fingerprint(tokenizer),
         **chat_format.fingerprint(),
+        # The modules of this package (or a plug-in's) that the tokenizer's code renders with: a tiny model's.
+        **({"tokenizer_modules_sha256": mods} if (mods := tokenizer_modules_sha256(
+            tokenizer, ("kimi_eagle_data", *plugin_packages()))) else {}),
         "tool_encoder_version": chat_format.tool_encoder_version,
         # The chat template's own arguments (K2.6's preserve_thinking); absent for a template that takes none.
         **({"template_options": opts} if (opts := settings.template_options()) else {}),
+        # The template arguments partitions set over the run's; absent when none sets one.
+        **({"template_plan": plan} if (plan := partitions.template_plan()) else {}),
         "sampling": sampling.to_sglang(),
         # The partitions' mode and sampling mixes (sources/modes.py); absent when all are the default.
         **({"sampling_plan": plan} if (plan := partitions.sampling_plan()) else {}),
@@ -178,7 +187,7 @@ def open_run(settings: RunSettings, *, progress: Progress | None = None, partiti
         "max_seq_len": resolved.max_seq_len,
         "keep_truncated": settings.keep_truncated,
         "options": options,
-    }, binding_keys=BINDING_KEYS)
+    }, binding_keys=BINDING_KEYS, code_keys=("tokenizer_modules_sha256",))
     return RunContext(settings=settings, partitions=partitions, workdir=workdir, profile=profile,
                       tokenizer=tokenizer, sampling=sampling, max_seq_len=resolved.max_seq_len,
                       run=run, lock=lock, progress=(progress or LogProgress()) if settings.progress else NoProgress(),

@@ -22,7 +22,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Collection
 
-from kimi_eagle_data.profile import PROFILES, get_profile, profile_defaults, profiles_described
+from kimi_eagle_data.profile import PROFILES, get_profile, plugin_hint, profile_defaults, profiles_described
 from kimi_eagle_data.model_profile import ModelProfile
 from kimi_eagle_data.run_checks import (AT_LEAST_1, AT_LEAST_2, NON_NEGATIVE, POSITIVE, TEMPERATURE, TOP_P, WORKERS,
                                         Rule, SettingError, config_name_problem, room_problem, url_problem)
@@ -359,7 +359,7 @@ def inherit(values: dict[str, Any], given: set[str], saved: dict[str, Any], run_
             raise SettingError(f"{run_json}: options.configs: {problem}")
     if "profile" in taken and taken["profile"] not in PROFILES:
         unknown = UNKNOWN_PROFILE.format(value=taken["profile"], known=", ".join(sorted(PROFILES)))
-        raise SettingError(f"{run_json}: options.profile: {unknown}")
+        raise SettingError(f"{run_json}: options.profile: {unknown}; the workdir was made with it: {plugin_hint()}")
     problem = servers_problem(taken.get("servers"))
     if problem:
         raise SettingError(f"{run_json}: options.servers: {problem}")

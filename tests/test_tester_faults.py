@@ -10,7 +10,7 @@ from contextlib import closing
 
 import pytest
 
-from kimi_eagle_data.profile import PROFILES
+from kimi_eagle_data.profile import PROFILES, plugin_hint
 from tests.helpers.cli import error_lines, run_cli
 from tests.helpers.servers import TINY, Server
 
@@ -123,7 +123,7 @@ def test_an_unknown_profile_in_run_json_names_run_json(prepared_b6, tmp_path):
     (w / "run.json").write_text(json.dumps(run))
     line = one_line(run_cli("validate", "--workdir", str(w), check=False))
     assert line == f"error: {w.resolve()}/run.json: options.profile: unknown model profile 'kimi-k9'; known: " \
-                   f"{KNOWN_PROFILES}", line
+                   f"{KNOWN_PROFILES}; the workdir was made with it: {plugin_hint()}", line
 
 
 # -- a workdir with no run, or one that cannot be made ---------------------------------------------------

@@ -44,7 +44,7 @@ def _load(profile: str, model: str | None, tokenizer: str | None, recorded_in: P
     """The profile and its tokenizer, chosen as `build` chooses them: --tokenizer, else --model, else the
     profile's model (Kimi-K2.5 for the default profile; `--profile tiny-kimi` for the embedded model).
     `recorded_in`: the dataset whose manifest named the profile (no option did)."""
-    from kimi_eagle_data.profile import UnknownProfileError, get_profile
+    from kimi_eagle_data.profile import UnknownProfileError, get_profile, plugin_hint
     from kimi_eagle_data.prompts.tokenizer import load_tokenizer
 
     try:
@@ -52,8 +52,7 @@ def _load(profile: str, model: str | None, tokenizer: str | None, recorded_in: P
     except UnknownProfileError as e:
         if recorded_in is None:
             raise click.BadParameter(str(e), param_hint="--profile") from None
-        raise UserError(f"{recorded_in}: its manifest names profile {profile!r}: {e}; install the plug-in that "
-                        "declares it (docs/architecture.md, \"Adding a model\")") from None
+        raise UserError(f"{recorded_in}: its manifest names profile {profile!r}: {e}; {plugin_hint()}") from None
     # its error names --tokenizer/--profile
     return prof, load_tokenizer(tokenizer or model or prof.model_path, format_of(prof))
 

@@ -10,7 +10,7 @@ an uninterrupted one does.
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from kimi_eagle_data.chat_format import ChatFormat, FormatValidator
 from kimi_eagle_data.conversation.messages import TurnError, history_call_count, next_turn_messages, tool_call_matches
@@ -46,12 +46,15 @@ class NextTurn:
     None for a prompt of a config that does not continue conversations.
 
     `scripts`: conversation id -> its first prompt's script (records.PromptRecord.script); `max_turns`: config ->
-    the partition's max_turns, for the configs whose conversations go on."""
+    the partition's max_turns, for the configs whose conversations go on. `config_formats`: config -> the format its
+    later turns render with where its partition sets template arguments of its own (its `preserve_thinking`)."""
 
     def __init__(self, validator: FormatValidator, *, max_new_tokens: int, max_seq_len: int,
-                 max_turns: dict[str, int], scripts: dict[str, Sequence[dict] | None], chat_format: ChatFormat):
+                 max_turns: dict[str, int], scripts: dict[str, Sequence[dict] | None], chat_format: ChatFormat,
+                 config_formats: Mapping[str, ChatFormat] | None = None):
         self.validator = validator
         self.render = chat_format.render_prompt          # the run's chat format, bound (formats/)
+        self.renders = {c: f.render_prompt for c, f in (config_formats or {}).items()}
         self.assistant_message = chat_format.assistant_message
         self.max_new_tokens, self.max_seq_len, self.max_turns = max_new_tokens, max_seq_len, max_turns
         self.steps = {conv: script_steps(s) for conv, s in scripts.items()}
@@ -98,7 +101,8 @@ class NextTurn:
         try:
             messages = next_turn_messages(record.messages, own, after.next)
             # every turn announces the first turn's effort (None: the format's default, or none)
-            prompt_ids = self.render(messages, record.tools, record.mode, record.effort)
+            render = self.renders.get(record.config, self.render)
+            prompt_ids = render(messages, record.tools, record.mode, record.effort)
         except Exception as e:  # jinja raises many types; the message is what matters
             return end("next_prompt_error", f"turn {turn + 1}: {' '.join(str(e).split())[:300]}")
         gp = self.generation_prompts[record.mode]

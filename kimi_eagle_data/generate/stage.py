@@ -146,7 +146,8 @@ def make_next_turn(ctx: RunContext, prepared: list[PromptRecord]):
     return NextTurn(validator, max_new_tokens=ctx.sampling.max_new_tokens,
                     max_seq_len=ctx.max_seq_len,
                     max_turns={c: ctx.partitions.partition(c).max_turns for c in configs},
-                    scripts={r.id: r.script for r in prepared if r.config in configs}, chat_format=ctx.format)
+                    scripts={r.id: r.script for r in prepared if r.config in configs}, chat_format=ctx.format,
+                    config_formats={c: ctx.config_format(c) for c in configs})
 
 
 def shard_split(views: dict[str, ConfigPrompts], shard: tuple[int, int] | None) -> ShardSplit:

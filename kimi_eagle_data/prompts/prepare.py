@@ -35,10 +35,10 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable
 
-from kimi_eagle_data.chat_format import ChatFormat, ToolSchemaUnsupported
+from kimi_eagle_data.chat_format import ChatFormat, ToolSchemaUnsupported, with_partition_options
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.sources.partitions import Partition
 from kimi_eagle_data.sources.decontam import DecontamSettings, Decontaminator
@@ -154,7 +154,8 @@ def partition_info(p: Partition) -> dict[str, Any]:
             "prompt_rule": p.prompt_rule, "n": p.n, "seed": p.seed, "builtin": p.builtin,
             "filters": asdict(p.filters), **({} if p.modes.is_default else {"modes": p.modes.to_json()}),
             **({"max_turns": p.max_turns} if p.conversations else {}),
-            **({"special_text": p.special_text} if p.special_text != "reject" else {})}
+            **({"special_text": p.special_text} if p.special_text != "reject" else {}),
+            **({"template_options": p.template_options} if p.template_options else {})}
 
 
 def prepare_rows(partition: Partition, rows: Iterable[SourceRow], tokenizer, *, modes: "PromptModes",
@@ -470,8 +471,11 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
     warn_run_wide_overridden(modes.run_wide, {c: pconf.partition(c).modes for c in settings.configs})
     if (ignored := samples_ignored(settings, pconf)) is not None:
         run.warnings.append(ignored)
+    run_modes = modes
     for config in settings.configs:
         part = pconf.partition(config)
+        # A partition's own template arguments (its `preserve_thinking`) over the run's: its prompts render so.
+        modes = replace(run_modes, chat_format=with_partition_options(chat_format, part.template_options))
         columns: dict[str, None] = {}      # a local file's columns, as its rows are read
         try:
             desc, rows = iter_source(part, settings.sources.get(config), samples=settings.samples,

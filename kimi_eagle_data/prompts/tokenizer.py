@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 import re
@@ -303,6 +304,74 @@ def special_text_line(found: tuple[str, list[str]]) -> str:
     names = list(dict.fromkeys(strings))
     shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
     return f"{where} holds special-token text {shown}"
+
+
+def tokenizer_code_files(tokenizer) -> list[str]:
+    """The tokenizer's own Python files: those of its directory, or (a Hub id) the class file transformers loaded
+    from its module cache; none for a tokenizer without code of its own."""
+    d = getattr(tokenizer, "name_or_path", "") or ""
+    if os.path.isdir(d):
+        return [os.path.join(d, n) for n in sorted(os.listdir(d))
+                if n.endswith(".py") and os.path.isfile(os.path.join(d, n))]
+    import inspect
+    try:
+        src = inspect.getsourcefile(type(tokenizer))
+    except TypeError:
+        return []
+    return [src] if src and "transformers_modules" in src and os.path.isfile(src) else []
+
+
+def tokenizer_modules_sha256(tokenizer, packages: tuple[str, ...] = ("kimi_eagle_data",)) -> dict[str, str]:
+    """{module: sha256 of its file} of every module of `packages` the tokenizer's own code imports, directly or
+    through another such module (every import statement of those files, a function's own included). A tiny model's
+    tokenizer renders with the package's own renderer (`assets/tiny-kimi-k3` imports `formats/kimi_k3/render.py`),
+    so its files' hash (`tokenizer_code_sha256`) covers the import lines, not the rendering: these hashes do. {}
+    for a real checkpoint, whose code imports none of them."""
+    import importlib.util
+
+    def own(name: str) -> bool:
+        return name.split(".")[0] in packages
+
+    def imported(path: str, package: str | None) -> set[str]:
+        try:
+            with open(path, "rb") as f:
+                tree = ast.parse(f.read(), path)
+        except (OSError, SyntaxError, ValueError):   # not Python this interpreter reads: nothing of ours runs from it
+            return set()
+        names: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    if not package:
+                        continue
+                    base = importlib.util.resolve_name("." * node.level + base, package)
+                names.add(base)
+                names |= {f"{base}.{a.name}" for a in node.names}      # `from pkg import module`
+        return {n for n in names if own(n)}
+
+    def spec_of(name: str):
+        try:
+            return importlib.util.find_spec(name)
+        except (ImportError, ValueError):     # `from module import function`: no module of that name
+            return None
+
+    found: dict[str, str] = {}
+    todo = sorted(set().union(*(imported(p, None) for p in tokenizer_code_files(tokenizer))))
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        spec = spec_of(name)
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+            continue
+        with open(spec.origin, "rb") as f:
+            found[name] = hashlib.sha256(f.read()).hexdigest()
+        package = name if spec.submodule_search_locations is not None else name.rpartition(".")[0]
+        todo.extend(sorted(imported(spec.origin, package) - set(found)))
+    return dict(sorted(found.items()))
 
 
 def tokenizer_fingerprint(tokenizer) -> dict[str, str]:

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from kimi_eagle_data.conversation.shape import TURN_COLUMNS
 from kimi_eagle_data.store.checkpoint import CorruptCheckpointError
 from kimi_eagle_data.store.checkpoint_set import open_workdir_checkpoints
-from kimi_eagle_data.profile import get_profile
+from kimi_eagle_data.profile import get_profile, plugin_hint
 from kimi_eagle_data.model_profile import ModelProfile
 from kimi_eagle_data.run_checks import config_name_problem
 from kimi_eagle_data.reports.stats import QualityError, generation_so_far, order_configs
@@ -226,8 +226,7 @@ def resolve_tokenizer(src: RowSource, override: str | None) -> tuple[str, ModelP
     try:
         profile = get_profile(name)
     except ValueError as e:
-        raise QualityError(f"{src.where}: made with profile {name!r}: {e}; install the plug-in that declares it "
-                           "(docs/architecture.md, \"Adding a model\")") from e
+        raise QualityError(f"{src.where}: made with profile {name!r}: {e}; {plugin_hint()}") from e
     opts = run.get("options", {})
     path = override or opts.get("tokenizer") or opts.get("model") or profile.model_path
     return path, profile, run

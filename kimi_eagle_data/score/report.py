@@ -68,7 +68,7 @@ def score_workdir(ctx: RunContext, configs: list[str], *, limit: int = DEFAULT_L
                             later_ids=sorted(i for i, t in view.later.items() if t.answered))
             own = {r.id: completions[r.id] for r in picked if r.id in completions}
             per_config[config] = {"records": records, "picked": picked, "own": own}
-            for it in plan_items(config, picked, own, p.max_seq_len, rescore_own, p.format):
+            for it in plan_items(config, picked, own, p.max_seq_len, rescore_own, p.config_format(config)):
                 if isinstance(it, Unrenderable):
                     ckpt.record_failure(it.config, it.key, it.failure())
                 else:

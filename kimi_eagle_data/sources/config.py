@@ -36,6 +36,7 @@ run-wide sampling overrides, and user-defined partitions.
     revision = "<commit sha>"
     policy = "first_user"            # first_user | every_user_prefix | after_tool_result (glaive) | own_history
     special_text = "reject"          # a row whose text holds special-token strings: reject | as_served
+    preserve_thinking = true         # Kimi-K2.6's template argument for this partition (default: the run's)
     max_turns = 4                    # own_history: turns per conversation at most (default 4)
     source = "mot-math.parquet"      # read a local file in the upstream schema instead of the Hub
     scan_limit = 200000              # read at most this many rows
@@ -117,6 +118,23 @@ class PrepareConfig:
         partition continues conversations (run.json then holds no `conversation_plan`)."""
         plans = {c: {"max_turns": p.max_turns} for c, p in self.partitions.items() if p.conversations}
         return plans or None
+
+    def template_plan(self) -> dict[str, Any] | None:
+        """The chat-template arguments partitions set over the run's (`preserve_thinking`), for run.json: a
+        workdir started with one plan refuses another. None when no partition sets one."""
+        plans = {c: p.template_options for c, p in self.partitions.items() if p.template_options}
+        return plans or None
+
+    def check_template_options(self, profile, takers: Mapping[str, list[str]]) -> None:
+        """ConfigError (one line) when a partition sets a template argument the profile's chat template does not
+        take (`profile.template_options` names those it takes; `takers`: argument -> the profiles that take it)."""
+        for config, p in self.partitions.items():
+            unknown = sorted(set(p.template_options) - set(profile.template_options))
+            if unknown:
+                who = takers.get(unknown[0])
+                raise ConfigError(f"{self.path}: partitions.{config}.{unknown[0]}: profile {profile.name}'s chat "
+                                  "template takes no such argument"
+                                  + (f"; profiles whose template does: {', '.join(who)}" if who else ""))
 
     def check_efforts(self, efforts: tuple[str, ...], profile: str, refused: Mapping[str, str] | None = None) -> None:
         """ConfigError (one line) when a partition's `efforts` table names an effort the profile does not have
@@ -313,6 +331,7 @@ def _partition(config: str, t: _Table, base: Partition | None, *, seed: int, fil
         max_turns=t.get("max_turns", int, 4 if user else base.max_turns, check=_positive),
         special_text=t.get("special_text", str, "reject" if user else base.special_text,
                            check=lambda v: None if v in SPECIAL_TEXT else f"must be one of {', '.join(SPECIAL_TEXT)}"),
+        preserve_thinking=t.get("preserve_thinking", bool, None if user else base.preserve_thinking),
         upstream_config=t.get("upstream_config", str, None if user else base.upstream_config),
         upstream_split=t.get("split", str, "train" if user else base.upstream_split),
         license=t.get("license", str, "other" if user else base.license),

@@ -69,6 +69,14 @@ class Partition:
     modes: ModePlan = field(default_factory=ModePlan)   # mode mix and sampling mix (sources/modes.py)
     max_turns: int = 4                          # own_history: turns generated per conversation at most
     special_text: str = "reject"                # SPECIAL_TEXT: special-token strings in a source row's text
+    # The chat template's `preserve_thinking` for this partition's prompts (Kimi-K2.6's: every earlier assistant turn
+    # keeps its reasoning); None: the run's (--preserve-thinking, else the profile's default).
+    preserve_thinking: bool | None = None
+
+    @property
+    def template_options(self) -> dict[str, bool]:
+        """The chat-template arguments the partition sets over the run's ({} where it sets none)."""
+        return {} if self.preserve_thinking is None else {"preserve_thinking": self.preserve_thinking}
 
     @property
     def conversations(self) -> bool:

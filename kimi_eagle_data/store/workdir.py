@@ -147,17 +147,23 @@ class Workdir:
         return sorted(p.stem for p in d.glob("*.parquet")) if d.exists() else []
 
     # -- run settings -------------------------------------------------------------------------
-    def bind_settings(self, settings: dict[str, Any], *, binding_keys: tuple[str, ...]) -> dict[str, Any]:
+    def bind_settings(self, settings: dict[str, Any], *, binding_keys: tuple[str, ...],
+                      code_keys: tuple[str, ...] = ()) -> dict[str, Any]:
         """Record settings at the first run; later runs must agree on the keys that change data.
 
         A workdir's checkpoint is keyed by sample id, so resuming it with another model, template
-        or sampling would mix two runs' completions in one dataset: refuse instead.
+        or sampling would mix two runs' completions in one dataset: refuse instead. `code_keys`: binding keys that
+        hash code rather than record a setting (no option gives the old value back).
         """
         if self.settings_path.exists():
             old = self.settings()
             diffs = [k for k in binding_keys if old.get(k) != settings.get(k)]
             if diffs:
-                shown = "; ".join(f"{k}: {old.get(k)!r} -> {settings.get(k)!r}" for k in diffs)
+                shown = "; ".join(_change(k, old.get(k), settings.get(k)) for k in diffs)
+                if set(diffs) <= set(code_keys):
+                    raise SettingsMismatchError(
+                        f"{self.root} was started under other rendering code ({shown}); use a new --workdir, or "
+                        "resume it with the install that started it")
                 raise SettingsMismatchError(
                     f"{self.root} was started with other settings ({shown}); use a new --workdir, "
                     "or pass the original settings to resume")
@@ -177,6 +183,16 @@ class Workdir:
             raise MissingInputError(f"no run in {self.root} (it {there}): start one there with `kimi-data build` (or "
                                     "`prepare`), or pass the --workdir of an existing run")
         return read_json_object(self.settings_path, remedy=_RUN_JSON_REMEDY)
+
+
+def _change(key: str, was: Any, now: Any) -> str:
+    """One bound setting's change; of a table (a module's hash, a partition's plan), only the entries that
+    changed."""
+    if isinstance(was, dict) and isinstance(now, dict) or (was is None and isinstance(now, dict)):
+        was = was or {}
+        return "; ".join(f"{key}[{k!r}]: {was.get(k)!r} -> {now.get(k)!r}"
+                         for k in sorted(set(was) | set(now), key=str) if was.get(k) != now.get(k))
+    return f"{key}: {was!r} -> {now!r}"
 
 
 def read_json(path: Path, remedy: str = "restore it, or move it aside and rerun the command that writes it") -> Any:

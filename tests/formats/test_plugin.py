@@ -1,11 +1,12 @@
 """A format installed from outside the package, as a user adding a model installs one: a small distribution written
 here, declaring its format and test model through the `kimi_eagle_data.formats` entry point in its own pyproject,
 pip-installed into a venv of its own (over this one's packages; no network), and used by that venv's `kimi-data`
-console script: `render`, `demo`, `check`, `validate`, `inspect`. The plug-in's format is Kimi-K2.5's under a name
-of its own, with one sentence of its own in the card, so the card shows its object did the work.
+console script: `render`, `build`, `demo`, `check`, `validate`, `inspect` (a Slurm job's: tests/slurm/). The
+plug-in's format is Kimi-K2.5's under a name of its own, with one sentence of its own in the card, so the card shows
+its object did the work.
 
-Without the plug-in (this process's environment) its workdir is refused in one line naming the profile, and the
-same module named by KIMI_DATA_PLUGINS (on PYTHONPATH, not installed) is found too."""
+Without the plug-in (this process's environment) its workdir is refused in one line naming the profile and how to
+load the plug-in, and the same module named by KIMI_DATA_PLUGINS (on PYTHONPATH, not installed) is found too."""
 
 from __future__ import annotations
 
@@ -139,12 +140,27 @@ def test_demo_check_validate_and_inspect_run_a_plugin_s_test_model(plugin, tmp_p
     ok(kimi_data(bin_dir, "validate", "--workdir", str(w), cwd=tmp_path))
     shown = ok(kimi_data(bin_dir, "inspect", str(w), "B4", "--random", cwd=tmp_path))
     assert "generation prompt" in shown and "end of turn" in shown      # the format's segmenter split it
-    # Where the plug-in is not installed, `check DIR` names the profile the dataset was made with, in one line.
-    refused = kimi_data(None, "check", str(w), "--no-progress", cwd=tmp_path)
-    lines = refused.stderr.strip().splitlines()
-    assert refused.returncode == 1 and len(lines) == 1, refused.stderr
-    assert "manifest names profile 'tiny-plug'" in lines[0] and "--profile" not in lines[0]
-    assert "install the plug-in" in lines[0]
+    # Where the plug-in is not installed, `check DIR`, `validate` and `inspect` name the profile the dataset or
+    # workdir was made with, and how to load its plug-in, in one line.
+    for args, names in ((("check", str(w), "--no-progress"), "manifest names profile 'tiny-plug'"),
+                        (("validate", "--workdir", str(w)), "options.profile: unknown model profile 'tiny-plug'"),
+                        (("inspect", str(w), "B4", "--random"), "made with profile 'tiny-plug'")):
+        refused = kimi_data(None, *args, cwd=tmp_path)
+        lines = refused.stderr.strip().splitlines()
+        assert refused.returncode == 1 and len(lines) == 1, (args, refused.stderr)
+        assert names in lines[0] and "--profile" not in lines[0], lines[0]
+        assert "install the plug-in" in lines[0] and "KIMI_DATA_PLUGINS" in lines[0] \
+            and "kimi_eagle_data.formats" in lines[0], lines[0]
+
+
+def test_build_runs_a_plugin_s_test_model(plugin, tmp_path):
+    _, bin_dir = plugin
+    w = tmp_path / "w"
+    ok(kimi_data(bin_dir, "build", "B6", "--samples", "--profile", "tiny-plug", "--workdir", str(w), "--limit", "2",
+                 "--max-new-tokens", "32", "--no-progress", cwd=tmp_path))
+    run = json.loads((w / "run.json").read_text())
+    assert run["profile"] == "tiny-plug" and (w / "dataset" / "manifest.json").exists()
+    assert CARD_SENTENCE in (w / "dataset" / "README.md").read_text()
 
 
 def test_kimi_data_plugins_names_a_module_that_is_not_installed(plugin, tmp_path):
