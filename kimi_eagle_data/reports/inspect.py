@@ -30,6 +30,7 @@ from kimi_eagle_data.run_checks import config_name_problem
 from kimi_eagle_data.reports.stats import QualityError, generation_so_far, order_configs
 from kimi_eagle_data.store.workdir import Workdir, dataset_configs, dataset_shards
 from kimi_eagle_data.wording import counted
+from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
 
 # kind -> rich style
 STYLES = {
@@ -255,8 +256,6 @@ def inspect_sample(path: str | Path, config: str, id_: str | None = None, *, for
                    shortest: bool = False, longest: bool = False, rejected: str | None = None) -> dict[str, Any]:
     """Everything `kimi-data inspect --json` prints (keys documented in cli/inspect.py, INSPECT_JSON_HELP).
     `format_of`: a profile's chat format (formats.format_of; the CLI hands it in)."""
-    from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
-
     src = locate(path, config)
     tok_path, profile, run = resolve_tokenizer(src, tokenizer)
     chat_format = format_of(profile)
