@@ -12,8 +12,7 @@ from kimi_eagle_data.cli.help import SectionedCommand
 from kimi_eagle_data.cli.options import run_for
 from kimi_eagle_data.cli.options import options_for
 
-from kimi_eagle_data.score.scoring import DEFAULT_LIMIT
-from kimi_eagle_data.score.report import REGENERATE_GAP
+from kimi_eagle_data.score.scoring import DEFAULT_LIMIT, REGENERATE_GAP
 from kimi_eagle_data.wording import counted
 
 SCORE_JSON_HELP = """\b
