@@ -8,12 +8,11 @@ from typing import Any
 import pyarrow as pa
 
 from kimi_eagle_data.chat_format import CardText, ChatFormat
-from kimi_eagle_data.records import SpecDecodeCounts, describe_drafter, tokens_per_verify_step
+from kimi_eagle_data.records import END_REASONS, SpecDecodeCounts, describe_drafter, tokens_per_verify_step
 from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.profile import get_profile
 from kimi_eagle_data.schema import ROW_SCHEMA, features
 from kimi_eagle_data.run_checks import REPO_ID
-from kimi_eagle_data.conversation.next_turn import END_REASONS
 
 COUNT_KEYS = ("selected", "later_turns", "rejected_at_prepare", "generated", "failed", "pending", "valid", "rejected",
               "train_tokens")

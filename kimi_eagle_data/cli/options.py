@@ -15,6 +15,7 @@ from kimi_eagle_data.run_checks import SettingError, config_name_problem
 from kimi_eagle_data.settings import (COMMAND_SETTINGS, DECLARED, SECTION_OF, UNKNOWN_PROFILE, Setting,
                                       SettingUsageError, check_sampling_room, inherit, saved_options)
 from kimi_eagle_data.sources.partitions import PARTITIONS
+from kimi_eagle_data.settings import RunSettings
 
 
 class SettingChoice(click.Choice):
@@ -160,7 +161,7 @@ def settings_from(kw: dict):
     """The command's options -> (RunSettings, the partition config it names): what the command line does not give
     is inherited from the workdir's run.json (settings.inherit); the partition config is read once, here. A value
     out of range, from run.json or the config file, is a SettingError / ConfigError: one line (friendly_errors)."""
-    from kimi_eagle_data.settings import RunSettings
+    # lazy: keeps rensa, tomllib and the source adapters (the partition config's reader) out of every CLI start
     from kimi_eagle_data.sources.config import load_config
 
     ctx = click.get_current_context()
