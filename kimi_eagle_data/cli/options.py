@@ -188,6 +188,7 @@ def settings_from(kw: dict):
 
 def run_for(kw: dict, **how):
     """The run context of a command's options (runs.open_run's keywords in `how`)."""
+    # lazy: runs.py imports every stage (pyarrow, rensa, asyncio, scipy): kept out of every CLI start
     from kimi_eagle_data.runs import open_run
 
     settings, partitions = settings_from(kw)

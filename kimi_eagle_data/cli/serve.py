@@ -127,6 +127,7 @@ def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, conte
             sys.exit(run_server(launch, prof, health_timeout_s=health_timeout, echo=out.print))
         except (RuntimeError, TimeoutError) as e:
             raise UserError(f"{launch.display_name} did not start: {e}") from e
+    # lazy: keeps aiohttp (the stand-in server) out of every CLI start
     from kimi_eagle_data.engines.protocol_server import serve_model
 
     serve_model(model, host=host, port=port, tokenizer=tokenizer, max_batch=max_batch, context_length=context_length,
