@@ -15,6 +15,13 @@ from kimi_eagle_data.wording import counted
 from kimi_eagle_data.formats import format_of
 from kimi_eagle_data.records import END_REASONS
 
+# A segment's kind (reports/inspect.py Segment.kind) -> its rich style
+STYLES = {
+    "prefix": "bright_black", "system": "magenta", "tools": "yellow", "user": "green", "assistant": "cyan",
+    "tool_result": "dark_orange", "generation_prompt": "bright_black", "reasoning": "blue", "answer": "bold white",
+    "tool_section": "bright_black", "tool_call": "bold yellow", "text": "red", "end": "bright_black",
+}
+
 INSPECT_JSON_HELP = """\b
 --json prints one object: id, config, split, picked (how it was chosen),
   source, source_id, finish_reason, mode (thinking | instant, read from the
@@ -127,9 +134,6 @@ def _print_inspect(r: dict[str, Any], *, raw: bool, max_chars: int | None) -> No
     from rich.rule import Rule
     from rich.table import Table
     from rich.text import Text
-
-    # lazy: keeps pyarrow and pyarrow.compute (the reports read Parquet) out of every CLI start
-    from kimi_eagle_data.reports.inspect import STYLES
 
     split_style = "green" if r["split"] == "train" else "red"
     head = Text.assemble((r["id"], "bold"), f"  config {r['config']} · split ", (str(r["split"]), split_style),

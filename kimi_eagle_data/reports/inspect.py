@@ -32,18 +32,12 @@ from kimi_eagle_data.store.workdir import Workdir, dataset_configs, dataset_shar
 from kimi_eagle_data.wording import counted
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
 
-# kind -> rich style
-STYLES = {
-    "prefix": "bright_black", "system": "magenta", "tools": "yellow", "user": "green", "assistant": "cyan",
-    "tool_result": "dark_orange", "generation_prompt": "bright_black", "reasoning": "blue", "answer": "bold white",
-    "tool_section": "bright_black", "tool_call": "bold yellow", "text": "red", "end": "bright_black",
-}
 LIGHT_COLUMNS = ["id", "prompt_len", "completion_len", "issues"]
 
 
 @dataclass
 class Segment:
-    kind: str              # one of STYLES
+    kind: str              # one of the kinds cli/inspect.py STYLES colours
     label: str             # human label, e.g. "tool call 0: get_weather"
     start: int             # position in input_ids (inclusive)
     end: int               # (exclusive)
