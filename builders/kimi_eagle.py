@@ -43,6 +43,13 @@ from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.run_checks import SettingError
 from kimi_eagle_data.schema import features, row_schema
 from kimi_eagle_data.store.workdir import file_sha256
+from kimi_eagle_data.settings import RunSettings
+from kimi_eagle_data.emit.rows import RowBlocks
+from kimi_eagle_data.emit.writer import ConfigShards
+from kimi_eagle_data.runs import check_validated, load_partitions, open_run, prepare_prompts
+from kimi_eagle_data.validate.stage import validate
+from kimi_eagle_data.formats import format_of
+from kimi_eagle_data.generate.stage import generate
 
 BATCH_ROWS = 1024
 STAGING = ".builder"    # <workdir>/.builder/<CONFIG>/: the validated rows, until download_and_prepare has cached them
@@ -90,7 +97,6 @@ class KimiEagleConfig(datasets.BuilderConfig):
         if not self.workdir:
             raise SettingError("workdir: KimiEagleData needs workdir=<the run's directory>, where its checkpoint "
                                "makes the run resumable")
-        from kimi_eagle_data.runs import load_partitions
 
         load_partitions(_run_settings(self))   # unknown partition, setting out of range: one line now, not after
         #                                        loading a model
@@ -114,8 +120,6 @@ class KimiEagleConfig(datasets.BuilderConfig):
 
 def _run_settings(config: KimiEagleConfig):
     """The one place the builder makes its RunSettings: the config's fields under their setting names."""
-    from kimi_eagle_data.settings import RunSettings
-
     given = config.run_fields()
     given.update(workdir=str(config.workdir), configs=[config.name])
     if "server" in given:
@@ -131,11 +135,6 @@ def _run_settings(config: KimiEagleConfig):
 def _validate_into(ctx, config: str, out_dir: Path):
     """Validate `config`'s completions, streaming its rows into Parquet shards in `out_dir` (emit's rows and writer,
     without the card): (the validation report, {split: its shards}, only the splits with rows)."""
-    from kimi_eagle_data.emit.rows import RowBlocks
-    from kimi_eagle_data.emit.writer import ConfigShards
-    from kimi_eagle_data.runs import check_validated
-    from kimi_eagle_data.validate.stage import validate
-
     shutil.rmtree(out_dir, ignore_errors=True)     # what a stopped run left
     sink = ConfigShards(out_dir, schema=row_schema(bool(ctx.format.efforts)))
     try:
@@ -154,15 +153,10 @@ class KimiEagleData(datasets.ArrowBasedBuilder):
     BUILDER_CONFIG_CLASS = KimiEagleConfig
 
     def _info(self) -> datasets.DatasetInfo:
-        from kimi_eagle_data.formats import format_of
-
         efforts = format_of(_run_settings(self.config).model_profile).efforts   # K3's rows carry their effort
         return datasets.DatasetInfo(features=features(row_schema(bool(efforts))))
 
     def _split_generators(self, dl_manager):
-        from kimi_eagle_data.generate.stage import generate
-        from kimi_eagle_data.runs import open_run, prepare_prompts
-
         name = self.config.name
         ctx = open_run(_run_settings(self.config), server_first=True)
         try:

@@ -8,10 +8,11 @@ from typing import Any
 import pyarrow as pa
 
 from kimi_eagle_data.chat_format import CardText, ChatFormat, with_partition_options
-from kimi_eagle_data.records import SpecDecodeCounts, describe_drafter, tokens_per_verify_step
+from kimi_eagle_data.records import END_REASONS, SpecDecodeCounts, describe_drafter, tokens_per_verify_step
 from kimi_eagle_data.sources.partitions import PARTITIONS
 from kimi_eagle_data.profile import get_profile
 from kimi_eagle_data.schema import ROW_SCHEMA, features
+from kimi_eagle_data.run_checks import REPO_ID
 
 COUNT_KEYS = ("selected", "later_turns", "rejected_at_prepare", "generated", "failed", "pending", "valid", "rejected",
               "train_tokens")
@@ -31,8 +32,6 @@ def _cell(text: str) -> str:
 
 def hub_link(repo_id: str, kind: str = "datasets") -> str:
     """`[org/name](https://huggingface.co/…)` for a Hub id; anything else as it is."""
-    from kimi_eagle_data.run_checks import REPO_ID
-
     prefix = "" if kind == "models" else f"{kind}/"
     return f"[{repo_id}](https://huggingface.co/{prefix}{repo_id})" if REPO_ID.match(repo_id) else repo_id
 
@@ -232,8 +231,6 @@ def _value(x: Any) -> str:
 def _conversations_section(rows: list[dict[str, Any]], shapes: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     """Per config of policy own_history: conversations, later turns, turns per conversation; and the end
     reasons' counts per config beside each reason's meaning (None: no such config, the section is left out)."""
-    from kimi_eagle_data.conversation.next_turn import END_REASONS
-
     talk = [r for r in rows if r["config"] in shapes]
     if not talk:
         return None

@@ -75,10 +75,24 @@ class PromptRecord:
         return self.conversation_id or self.id
 
 
+# Why a conversation ends (ConversationEnd.reason): conversation/next_turn.py decides, the card and `inspect` say
+# what each code means.
+END_REASONS = {
+    "source_exhausted": "the source has no next user turn or tool result",
+    "max_turns": "the partition's max_turns turns were generated",
+    "call_diverged": "the model's tool calls are not the source's (name, JSON-equal arguments), so the source's "
+                     "tool results do not answer them",
+    "turn_rejected": "the validator rejected the turn (its row's `issues` say why): only a valid turn is sent back",
+    "turn_truncated": "the turn was cut at max_new_tokens: there is no whole turn to send back",
+    "next_prompt_too_long": "the next prompt + max_new_tokens is over max_seq_len",
+    "next_prompt_error": "the next prompt cannot be rendered (chat template or tool declarations)",
+}
+
+
 @dataclass(frozen=True)
 class ConversationEnd:
     """Why a conversation regenerated on the model's own turns has no turn after `turn` (reason codes:
-    kimi_eagle_data/conversation/next_turn.py END_REASONS), stored with that turn's completion."""
+    END_REASONS), stored with that turn's completion."""
 
     conversation_id: str
     config: str

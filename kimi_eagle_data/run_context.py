@@ -22,6 +22,7 @@ from kimi_eagle_data.progress import Progress
 from kimi_eagle_data.settings import RunSettings
 from kimi_eagle_data.store.checkpoint_set import CheckpointSet
 from kimi_eagle_data.store.workdir import Workdir
+from kimi_eagle_data.model_profile import model_vocab_size
 
 
 class EngineHandoff:
@@ -92,6 +93,4 @@ class RunContext:
 
     def vocab_size(self) -> int:
         """Token ids a prompt or completion may hold are below this (model_profile.model_vocab_size)."""
-        from kimi_eagle_data.model_profile import model_vocab_size
-
         return model_vocab_size(self.profile, self.tokenizer)

@@ -30,7 +30,7 @@ from kimi_eagle_data.profile import PROFILES, UnknownProfileError, demo_profiles
 from kimi_eagle_data.registry import plugin_packages
 from kimi_eagle_data.model_profile import model_vocab_size
 from kimi_eagle_data.progress import LogProgress, NoProgress, Progress
-from kimi_eagle_data.prompts.prepare import PrepareReport, PrepareRun
+from kimi_eagle_data.prompts.prepare import PrepareReport, PrepareRun, dry_run
 from kimi_eagle_data.prompts.stage import Prepared, prepare
 from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint, tokenizer_modules_sha256
 from kimi_eagle_data.run_context import EngineHandoff, RunContext, merged_checkpoint_paths
@@ -118,8 +118,6 @@ def demo_settings(workdir: str | Path, *, limit: int | None = None, progress: bo
 
 def prepare_dry_run(settings: RunSettings, partitions: PrepareConfig | None = None) -> PrepareRun:
     """Everything prepare does except writing (no workdir is made): per-config counts after each stage."""
-    from kimi_eagle_data.prompts.prepare import dry_run
-
     settings, partitions = load_partitions(settings, partitions)
     return dry_run(settings, partitions, run_format(settings))
 

@@ -26,6 +26,7 @@ from kimi_eagle_data.profile import PROFILES, get_profile, plugin_hint, profile_
 from kimi_eagle_data.model_profile import ModelProfile
 from kimi_eagle_data.run_checks import (AT_LEAST_1, AT_LEAST_2, NON_NEGATIVE, POSITIVE, TEMPERATURE, TOP_P, WORKERS,
                                         Rule, SettingError, config_name_problem, room_problem, url_problem)
+from kimi_eagle_data.store.workdir import Workdir
 
 ENGINES = ("local", "sglang", "vllm")
 DEFAULT_SERVER_ENGINE = "sglang"     # what --server means without --engine
@@ -332,8 +333,6 @@ def check_sampling_room(values: dict[str, Any], given: set[str], run_json: Path,
 # -- a workdir's run.json: what a later command inherits ------------------------------------------------------
 def saved_options(workdir: str | Path) -> tuple[Path, dict[str, Any]]:
     """run.json's path and its `options` ({} when the workdir has none yet): the explicit read of run.json."""
-    from kimi_eagle_data.store.workdir import Workdir
-
     wd = Workdir(Path(workdir).resolve())
     return wd.settings_path, (wd.settings().get("options", {}) if wd.settings_path.exists() else {})
 

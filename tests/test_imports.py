@@ -8,6 +8,7 @@ modules depend on each other) or under `if TYPE_CHECKING:` (a reader still has t
 from __future__ import annotations
 
 import ast
+import fnmatch
 import sys
 from pathlib import Path
 
@@ -351,3 +352,118 @@ def test_the_checker_passes_a_package_without_circles(tmp_path):
     root = _fake_package(tmp_path, {"a.py": "import kimi_eagle_data.b\n", "b.py": "import json\n"})
     graph = import_graph(root)
     assert circles(graph) == [] and upward_imports(graph) == []
+
+
+# -- lazy imports of the package's own modules -----------------------------------------------------------
+# A function-local import of a third-party library (torch, transformers, datasets, scipy, ...) keeps the CLI quick to
+# start. One of our own modules, imported inside a function, mostly hides a layering problem, so each one left says
+# why it is lazy: a comment on its line, or on the line above it (or above the run of import lines it stands in),
+# such as "# lazy: keeps pyarrow out of every CLI start" or the import circle it avoids.
+
+LAZY_OWN_IMPORT_LIMIT = 100
+
+# Files other work in progress rewrites (the ChatFormat refactor of the formats, the probe): their lazy imports count
+# toward the limit but are not held to the comment rule yet. Drop an entry once its file is done; the test below
+# fails for an entry whose file has no uncommented lazy import left.
+COMMENT_RULE_DEFERRED = ("kimi_eagle_data/formats/kimi_k2/format.py", "kimi_eagle_data/formats/kimi_k3/format.py",
+                         "kimi_eagle_data/formats/kimi_k3/segments.py", "kimi_eagle_data/formats/kimi_k3/validator.py",
+                         "kimi_eagle_data/probe/*.py", "kimi_eagle_data/cli/probe*.py")
+
+
+def lazy_own_imports(path: Path) -> list[tuple[int, bool]]:
+    """(line, has a why-comment) of each import of the package's own modules inside a function body of `path`
+    (a relative import counts; an import in a nested function is counted once)."""
+    import io
+    import tokenize
+
+    text = path.read_text(encoding="utf-8")
+    tree = ast.parse(text, str(path))
+    comment_lines, code_lines = set(), set()
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.COMMENT:
+            comment_lines.add(tok.start[0])
+        elif tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER):
+            code_lines.add(tok.start[0])
+    import_lines = {n for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+                    for n in range(node.lineno, node.end_lineno + 1)}
+
+    def own(node: ast.AST) -> bool:
+        if isinstance(node, ast.ImportFrom):
+            return node.level > 0 or node.module == PACKAGE or (node.module or "").startswith(PACKAGE + ".")
+        return isinstance(node, ast.Import) and any(a.name == PACKAGE or a.name.startswith(PACKAGE + ".")
+                                                    for a in node.names)
+
+    def explained(node: ast.AST) -> bool:
+        if comment_lines & set(range(node.lineno, node.end_lineno + 1)):
+            return True
+        line = node.lineno - 1
+        while line in import_lines and line not in comment_lines:    # up through the run of imports it stands in
+            line -= 1
+        return line in comment_lines and line not in code_lines      # a comment line of its own
+
+    found: dict[int, ast.AST] = {}
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.update({id(n): n for n in ast.walk(fn) if own(n)})
+    return sorted((n.lineno, explained(n)) for n in found.values())
+
+
+def all_lazy_own_imports(root: Path = ROOT) -> dict[str, list[tuple[int, bool]]]:
+    """Every file of the package (the folders pyproject.toml maps included), by path relative to `root`."""
+    files = {f for folder in package_dirs(root).values() for f in folder.rglob("*.py")}
+    found = {f.relative_to(root).as_posix(): lazy_own_imports(f) for f in sorted(files)}
+    return {rel: lines for rel, lines in found.items() if lines}
+
+
+def _deferred(rel: str) -> bool:
+    return any(fnmatch.fnmatch(rel, pattern) for pattern in COMMENT_RULE_DEFERRED)
+
+
+LAZY = all_lazy_own_imports()
+
+
+def test_lazy_imports_of_our_own_modules_stay_few():
+    total = sum(len(lines) for lines in LAZY.values())
+    by_file = sorted(((len(lines), rel) for rel, lines in LAZY.items()), reverse=True)
+    assert total <= LAZY_OWN_IMPORT_LIMIT, (
+        f"{total} function-local imports of kimi_eagle_data modules (limit {LAZY_OWN_IMPORT_LIMIT}); import at the "
+        "top, or move what is imported where it belongs. Most: " + ", ".join(f"{rel} {n}" for n, rel in by_file[:8]))
+    assert total > 0 and "kimi_eagle_data/cli/main.py" in LAZY    # the walk sees them
+
+
+def test_each_lazy_import_of_our_own_modules_says_why():
+    found = [f"{rel}:{line}" for rel, lines in LAZY.items() if not _deferred(rel)
+             for line, explained in lines if not explained]
+    assert not found, ("function-local imports of kimi_eagle_data modules without a comment saying why they are lazy "
+                       "(on the line or the line above; or import them at the top): " + ", ".join(found))
+
+
+def test_the_deferred_files_still_need_deferring():
+    matched = {p: [rel for rel in LAZY if fnmatch.fnmatch(rel, p) and not all(e for _, e in LAZY[rel])]
+               for p in COMMENT_RULE_DEFERRED}
+    done = [p for p, rels in matched.items() if not rels]
+    assert not done, "no uncommented lazy import left: drop from COMMENT_RULE_DEFERRED: " + ", ".join(done)
+
+
+def test_the_lazy_import_walk_on_a_file_made_for_it(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text(
+        "import json\n"
+        "from kimi_eagle_data import errors\n"                   # 2: at the top, not lazy
+        "def a():\n"
+        "    from kimi_eagle_data.x import y\n"                  # 4: no comment
+        "    # lazy: keeps torch out of the CLI start\n"
+        "    from kimi_eagle_data.z import w\n"                  # 6: the comment above
+        "    from .sibling import v\n"                           # 7: relative, in the commented run
+        "    import os\n"
+        "    def inner():\n"
+        "        import kimi_eagle_data.q as q  # lazy: circle q -> m\n"   # 10: same line; nested, counted once
+        "    x = 1  # not a comment of its own\n"
+        "    from kimi_eagle_data.r import s\n"                  # 12: the line above has code
+        "    from rich.table import Table\n"                     # not ours
+        "class C:\n"
+        "    def m(self):\n"
+        "        from kimi_eagle_data.t import (\n"
+        "            u)  # lazy: a comment on its last line\n"   # 16
+        "    from kimi_eagle_data.k import j\n")                  # class body, not a function: not counted
+    assert lazy_own_imports(f) == [(4, False), (6, True), (7, True), (10, True), (12, False), (16, True)]

@@ -15,9 +15,13 @@ from click.core import ParameterSource
 from kimi_eagle_data.cli.common import READS_ONLY, UserError, console, friendly_errors, out
 from kimi_eagle_data.wording import counted, plural
 from kimi_eagle_data.formats import format_of
-from kimi_eagle_data.profile import profile_defaults
+from kimi_eagle_data.profile import PROFILES, UnknownProfileError, get_profile, plugin_hint, profile_defaults
 from kimi_eagle_data.cli.options import ProfileChoice
 from kimi_eagle_data.settings import DEFAULT_PROFILE, PROFILE_HELP
+from kimi_eagle_data.prompts.tokenizer import load_tokenizer, special_text_line
+from kimi_eagle_data.emit.dataset import has_dataset, load_local
+from kimi_eagle_data.emit.stale import marked_stale
+from kimi_eagle_data.sources.filters import max_row_bytes
 
 _SHOWN_ROWS = 20     # invalid / unreadable rows listed one per line before the summary
 
@@ -27,8 +31,6 @@ class EffortChoice(click.Choice):
     (the format's `refused_efforts`), where a plain choice would only list the others."""
 
     def __init__(self):
-        from kimi_eagle_data.profile import PROFILES
-
         formats = {p.chat_format: format_of(p) for p in PROFILES.values()}.values()
         self.refused = {name: why for f in formats for name, why in f.refused_efforts.items()}
         super().__init__(list(dict.fromkeys(e for f in formats for e in f.efforts)))
@@ -44,9 +46,6 @@ def _load(profile: str, model: str | None, tokenizer: str | None, recorded_in: P
     """The profile and its tokenizer, chosen as `build` chooses them: --tokenizer, else --model, else the
     profile's model (Kimi-K2.5 for the default profile; `--profile tiny-kimi` for the embedded model).
     `recorded_in`: the dataset whose manifest named the profile (no option did)."""
-    from kimi_eagle_data.profile import UnknownProfileError, get_profile, plugin_hint
-    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
-
     try:
         prof = get_profile(profile)
     except UnknownProfileError as e:
@@ -97,8 +96,8 @@ def render(source: str, row: int | None, as_ids: bool, mode: str, effort: str | 
     declared TypeScript-style, K3's segments through its tokenizer's code or ours; generation prompt appended);
     the text is those ids decoded with special tokens written out.
     """
+    # lazy: keeps pyarrow and pyarrow.compute (the checker's readers) out of every CLI start
     from kimi_eagle_data.validate.check import read_render_row
-    from kimi_eagle_data.prompts.tokenizer import special_text_line
 
     messages, tools = read_render_row(source, row)
     prof, tok = _load(profile, model, tokenizer)
@@ -176,9 +175,7 @@ def check(file: Path, profile: str, model: str | None, tokenizer: str | None, ma
     from rich.table import Table
     from rich.text import Text
 
-    from kimi_eagle_data.emit.dataset import has_dataset, load_local
-    from kimi_eagle_data.emit.stale import marked_stale
-    from kimi_eagle_data.sources.filters import max_row_bytes
+    # lazy: keeps pyarrow and pyarrow.compute (the checker's readers) out of every CLI start
     from kimi_eagle_data.validate.check import Checker, check_dataset, check_file, describe, tokenizer_problem
     from kimi_eagle_data.validate.check_input import open_input
 

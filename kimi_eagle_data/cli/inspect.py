@@ -12,6 +12,15 @@ from kimi_eagle_data.cli.common import READS_ONLY, friendly_errors, out
 from kimi_eagle_data.cli.report_output import print_json, print_progress
 from kimi_eagle_data.cli.options import click_config_names
 from kimi_eagle_data.wording import counted
+from kimi_eagle_data.formats import format_of
+from kimi_eagle_data.records import END_REASONS
+
+# A segment's kind (reports/inspect.py Segment.kind) -> its rich style
+STYLES = {
+    "prefix": "bright_black", "system": "magenta", "tools": "yellow", "user": "green", "assistant": "cyan",
+    "tool_result": "dark_orange", "generation_prompt": "bright_black", "reasoning": "blue", "answer": "bold white",
+    "tool_section": "bright_black", "tool_call": "bold yellow", "text": "red", "end": "bright_black",
+}
 
 INSPECT_JSON_HELP = """\b
 --json prints one object: id, config, split, picked (how it was chosen),
@@ -73,7 +82,7 @@ def inspect_cmd(directory: Path, config: str, sample_id: str | None, random_: bo
         raise click.UsageError("give one of ID, --random, --shortest, --longest")
     if sample_id and rejected:
         raise click.UsageError("--rejected browses; give it without an ID")
-    from kimi_eagle_data.formats import format_of
+    # lazy: keeps pyarrow and pyarrow.compute (the reports read Parquet) out of every CLI start
     from kimi_eagle_data.reports.inspect import inspect_sample, locate
     from kimi_eagle_data.reports.stats import NothingValidatedYet
 
@@ -98,8 +107,6 @@ def _print_conversation(r: dict[str, Any]) -> None:
     """The conversation around an own_history turn: every turn in order, this one marked, why it ended."""
     from rich.table import Table
     from rich.text import Text
-
-    from kimi_eagle_data.conversation.next_turn import END_REASONS
 
     conv = r["conversation"]
     turns = conv["turns"]
@@ -127,8 +134,6 @@ def _print_inspect(r: dict[str, Any], *, raw: bool, max_chars: int | None) -> No
     from rich.rule import Rule
     from rich.table import Table
     from rich.text import Text
-
-    from kimi_eagle_data.reports.inspect import STYLES
 
     split_style = "green" if r["split"] == "train" else "red"
     head = Text.assemble((r["id"], "bold"), f"  config {r['config']} · split ", (str(r["split"]), split_style),

@@ -21,6 +21,8 @@ from kimi_eagle_data.cli.help import SectionedCommand
 from kimi_eagle_data.cli.progress import RichProgress, show_log_records
 from kimi_eagle_data.profile import demo_profiles, profiles_described
 from kimi_eagle_data.wording import counted
+from kimi_eagle_data.run_checks import REPO_ID
+from kimi_eagle_data.hub.publish import tree_summary
 
 # Exit status of generate/build/demo when samples failed in this run (everything else was kept).
 EXIT_FAILED = 3
@@ -46,6 +48,7 @@ def funnel_table(run, title: str = "prepare --dry-run: prompts left after each s
     from rich.console import Group
     from rich.text import Text
 
+    # lazy: keeps prepare's pyarrow, rensa and source readers out of every CLI start
     from kimi_eagle_data.prompts.prepare import STAGES
 
     t = Table(title=title)
@@ -162,6 +165,7 @@ def exit_if_failed(rep) -> None:
 
 def build_and_print(ctx) -> None:
     """The run's `build` (runs.py), each stage's report printed as it comes (build and demo)."""
+    # lazy: runs.py imports every stage (pyarrow, rensa, asyncio, scipy): kept out of every CLI start
     from kimi_eagle_data.runs import build
 
     report = build(ctx, show)
@@ -179,8 +183,6 @@ def print_load_hint(dataset_dir: Path, configs) -> None:
 
 def check_repo(repo: str | None) -> None:
     """--repo names a Hub repo: ORG/NAME (a usage error otherwise)."""
-    from kimi_eagle_data.run_checks import REPO_ID
-
     if repo and not REPO_ID.match(repo):
         raise click.BadParameter(f"{repo!r}: expected ORG/NAME", param_hint="--repo")
 
@@ -212,6 +214,7 @@ def demo(profile: str, workdir: str, limit: int | None, progress: bool, workers:
     it ends with the acceptance of the small EAGLE-3 drafter shipped for the tiny model on the data
     it built.
     """
+    # lazy: runs.py imports every stage (pyarrow, rensa, asyncio, scipy): kept out of every CLI start
     from kimi_eagle_data.runs import demo_settings, open_run
 
     ctx = open_run(demo_settings(workdir, limit=limit, progress=progress, workers=workers, profile=profile),
@@ -223,6 +226,7 @@ def demo(profile: str, workdir: str, limit: int | None, progress: bool, workers:
 def print_shipped_drafter(ctx) -> None:
     """The demo's last line: the shipped drafter's acceptance on the prompts it built and the drafter never saw,
     measured in-process (probe/shipped.py); without speculators, one note saying how to get it."""
+    # lazy: keeps torch (the probe) out of every CLI start
     from kimi_eagle_data.probe.drafter import INSTALL, ProbeSetupError
     from kimi_eagle_data.probe.shipped import ShippedDrafterMissing, shipped_acceptance
 
@@ -274,10 +278,11 @@ def build(**kw):
 def prepare(dry_run: bool, **kw):
     """Select source rows, adapt, filter, decontaminate, dedup and render prompts with the chat template
     (prepared/<CONFIG>.parquet; rejected rows with reasons in prepared/<CONFIG>.rejects.jsonl)."""
-    if dry_run:
-        from kimi_eagle_data.runs import prepare_dry_run
-        from kimi_eagle_data.prompts.prepare import PrepareError
+    # lazy: runs.py and prepare import every stage (pyarrow, rensa, asyncio, scipy): kept out of every CLI start
+    from kimi_eagle_data.prompts.prepare import PrepareError
+    from kimi_eagle_data.runs import prepare_dry_run, prepare_prompts
 
+    if dry_run:
         run = prepare_dry_run(*settings_from(kw))
         out.print(funnel_table(run))
         for warning in run.warnings:
@@ -285,8 +290,6 @@ def prepare(dry_run: bool, **kw):
         if run.errors:
             raise PrepareError(run.error_line())
         return
-    from kimi_eagle_data.runs import prepare_prompts
-
     print_prepare(prepare_prompts(run_for(kw)).reports)
 
 
@@ -304,6 +307,7 @@ def generate(**kw):
     the last line says so); 3 when samples failed in this run; 1 on an error; 2 on a usage error. Until
     nothing failed: repeat with --retry-failed while it exits 3.
     """
+    # lazy: runs.py imports every stage (pyarrow, rensa, asyncio, scipy): kept out of every CLI start
     from kimi_eagle_data.runs import generate_and_account
 
     # A shard's options are its own (its server, on its node): run.json keeps the run's, so every shard and a
@@ -320,6 +324,7 @@ def validate(**kw):
     reasons per sample in validated/<CONFIG>.parquet (light columns, what stats, plan and inspect read), counts in
     validated/<CONFIG>.json. Writes no token rows: `emit` runs the same validation while it streams the rows
     into the dataset, so each token is written once."""
+    # lazy: runs.py imports every stage (pyarrow, rensa, asyncio, scipy): kept out of every CLI start
     from kimi_eagle_data.runs import validate_and_account
 
     validate_and_account(run_for(kw, create=False), show)
@@ -334,9 +339,8 @@ def emit(**kw):
     needs no `validate` first; `build` runs it once.
 
     The workdir remembers --repo: a later `build` re-emits the card naming the same repo."""
-    from kimi_eagle_data.hub.publish import tree_summary
-
     check_repo(kw["repo"])
+    # lazy: runs.py imports every stage (pyarrow, rensa, asyncio, scipy): kept out of every CLI start
     from kimi_eagle_data.runs import emit_dataset
 
     ctx = run_for(kw, create=False)

@@ -15,6 +15,7 @@ from kimi_eagle_data.run_checks import SettingError, config_name_problem
 from kimi_eagle_data.settings import (COMMAND_SETTINGS, DECLARED, SECTION_OF, UNKNOWN_PROFILE, Setting,
                                       SettingUsageError, check_sampling_room, inherit, saved_options)
 from kimi_eagle_data.sources.partitions import PARTITIONS
+from kimi_eagle_data.settings import RunSettings
 
 
 class SettingChoice(click.Choice):
@@ -160,7 +161,7 @@ def settings_from(kw: dict):
     """The command's options -> (RunSettings, the partition config it names): what the command line does not give
     is inherited from the workdir's run.json (settings.inherit); the partition config is read once, here. A value
     out of range, from run.json or the config file, is a SettingError / ConfigError: one line (friendly_errors)."""
-    from kimi_eagle_data.settings import RunSettings
+    # lazy: keeps rensa, tomllib and the source adapters (the partition config's reader) out of every CLI start
     from kimi_eagle_data.sources.config import load_config
 
     ctx = click.get_current_context()
@@ -187,6 +188,7 @@ def settings_from(kw: dict):
 
 def run_for(kw: dict, **how):
     """The run context of a command's options (runs.open_run's keywords in `how`)."""
+    # lazy: runs.py imports every stage (pyarrow, rensa, asyncio, scipy): kept out of every CLI start
     from kimi_eagle_data.runs import open_run
 
     settings, partitions = settings_from(kw)

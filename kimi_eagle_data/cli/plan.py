@@ -11,6 +11,7 @@ import click
 from kimi_eagle_data.cli.common import READS_ONLY, friendly_errors, out
 from kimi_eagle_data.cli.report_output import num, pct, print_json, print_progress
 from kimi_eagle_data.wording import counted
+from kimi_eagle_data.cli.score import score_table
 
 PLAN_JSON_HELP = """\b
 --json prints one object (stable keys):
@@ -100,6 +101,7 @@ def plan(workdir: Path, counts, gpus: int, throughput: float | None, confidence:
       kimi-data plan --workdir pilot
       kimi-data plan --workdir pilot --counts B4=20000 --counts B8=0 --throughput 25000 --gpus 8
     """
+    # lazy: keeps pyarrow, scipy (the plan's intervals) and asyncio (score's engine clients) out of every CLI start
     from kimi_eagle_data.reports.plan import collect_plan, parse_counts
     from kimi_eagle_data.reports.stats import NothingValidatedYet, QualityError
     from kimi_eagle_data.score.report import load_report
@@ -200,6 +202,7 @@ def _print_plan(r: dict[str, Any]) -> None:
         out.print(f"[yellow]note:[/] {name}: {why}", highlight=False, soft_wrap=True)
     tp = r["throughput"]
     if tp["tokens_per_s"]:
+        # lazy: keeps pyarrow and scipy (the plan's intervals) out of every CLI start
         from kimi_eagle_data.reports.plan import measured_on
 
         m = tp["measured"]
@@ -221,7 +224,7 @@ def _print_plan(r: dict[str, Any]) -> None:
     if r["skipped"]:
         out.print("skipped: " + "; ".join(f"{k}: {v}" for k, v in r["skipped"].items()), highlight=False)
     if r.get("score"):
-        from kimi_eagle_data.cli.score import score_table
+        # lazy: keeps pyarrow and asyncio (score's engine clients) out of every CLI start
         from kimi_eagle_data.score.report import threshold_note
 
         out.print(score_table(r["score"], title="where regeneration pays (kimi-data score)"))

@@ -11,6 +11,9 @@ from kimi_eagle_data.cli.common import PUSHES, REWRITES, console, friendly_error
 
 from kimi_eagle_data.cli.options import click_config_names
 from kimi_eagle_data.wording import counted, plural
+from kimi_eagle_data.run_checks import REPO_ID
+from kimi_eagle_data.emit.dataset import load_local
+from kimi_eagle_data.hub.publish import push_dataset, tree_summary
 
 
 
@@ -26,8 +29,6 @@ def _human(n: int) -> str:
 
 
 def _repo_id(ctx, param, value: str) -> str:
-    from kimi_eagle_data.run_checks import REPO_ID
-
     if value is not None and not REPO_ID.match(value):
         raise click.BadParameter(f"{value!r}: expected ORG/NAME, e.g. my-org/kimi-k2.5-eagle3-data")
     return value
@@ -59,9 +60,6 @@ def push(path: Path, repo_id: str, private: bool, token_env: str | None, dry_run
     `kimi-data emit --workdir DIR --repo ORG/NAME` first so its load line names the repo.
     """
     import sys
-
-    from kimi_eagle_data.emit.dataset import load_local
-    from kimi_eagle_data.hub.publish import push_dataset, tree_summary
 
     if not sys.stderr.isatty():   # per-file upload bars are noise in logs
         from huggingface_hub.utils import disable_progress_bars
@@ -125,6 +123,7 @@ def export(path: Path, fmt: str, split: str, configs: tuple[str, ...], out_path:
     speculators: datasets.load_from_disk(DIR), DIR/token_freq.pt (loss-token
                  counts per id, which its trainer's --draft-vocab-size needs)
     """
+    # lazy: keeps pyarrow and pyarrow.compute (the export) out of every CLI start
     from kimi_eagle_data.hub.export import SPECFORGE_MAX_LENGTH, export_dataset
 
     chosen = [c.strip() for v in configs for c in v.split(",") if c.strip()] or None

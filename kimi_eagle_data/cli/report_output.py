@@ -32,6 +32,7 @@ def print_progress(so_far, *, as_json: bool = False) -> None:
     accounting table generate prints, read from the checkpoints as they are committed."""
     from rich.table import Table
 
+    # lazy: keeps pyarrow.parquet (the checkpoints' progress) out of every CLI start
     from kimi_eagle_data.store.progress import PROGRESS_KEYS
 
     rows = dict(so_far.progress)

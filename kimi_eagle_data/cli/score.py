@@ -12,9 +12,9 @@ from kimi_eagle_data.cli.help import SectionedCommand
 from kimi_eagle_data.cli.options import run_for
 from kimi_eagle_data.cli.options import options_for
 
-from kimi_eagle_data.score.scoring import DEFAULT_LIMIT
-from kimi_eagle_data.score.report import REGENERATE_GAP
+from kimi_eagle_data.score.scoring import DEFAULT_LIMIT, REGENERATE_GAP
 from kimi_eagle_data.wording import counted
+from kimi_eagle_data.store.workdir import Workdir
 
 SCORE_JSON_HELP = """\b
 --json prints one object (also written to WORKDIR/score.json; plan and the card read it):
@@ -38,6 +38,7 @@ S = {samples, tokens, nats_per_token (mean log-prob per token, token-
 def score_table(report: dict[str, Any], title: str = "score: the target's log-prob of the upstream answers"):
     from rich.table import Table
 
+    # lazy: keeps pyarrow and asyncio (score's engine clients) out of every CLI start
     from kimi_eagle_data.score.report import COLUMNS, table_rows
 
     t = Table(title=title)
@@ -74,8 +75,9 @@ def score(sample_limit: int, seed: int, threshold: float, as_json: bool, **kw):
       kimi-data score --workdir demo-work
       kimi-data score B1 B5 --workdir pilot --engine sglang --server http://node1:30000 --json
     """
-    from kimi_eagle_data.score.report import threshold_note
-    from kimi_eagle_data.store.workdir import Workdir
+    # lazy: keeps scipy (the probe's intervals), pyarrow and asyncio (score's engine clients) out of every CLI start
+    from kimi_eagle_data.probe.report import load_report as load_probe
+    from kimi_eagle_data.score.report import agreement_lines, probe_agreement, score_run, threshold_note
 
     wd = Workdir(Path(kw["workdir"]).resolve())
     wd.settings()    # score reads what prepare and generate left: nothing to do without a run
@@ -84,14 +86,9 @@ def score(sample_limit: int, seed: int, threshold: float, as_json: bool, **kw):
         raise click.BadParameter(f"{unknown[0]!r} has no prepared/{unknown[0]}.parquet in {wd.root}; prepared: "
                                  f"{', '.join(wd.prepared_configs()) or 'none'}", param_hint="CONFIG")
     # The workdir's own options stay in run.json: another engine for scoring is not the run's engine.
-    from kimi_eagle_data.score.report import score_run
-
     ctx = run_for(kw, create=False, remember_options=False)
     report = score_run(ctx, list(kw["configs"]), limit=sample_limit, seed=seed,
                        retry_failed=ctx.settings.retry_failed, threshold=threshold)
-    from kimi_eagle_data.probe.report import load_report as load_probe
-    from kimi_eagle_data.score.report import agreement_lines, probe_agreement
-
     # what the probe measured of the same choice, when it ran on this dataset (it is read, never stored here:
     # the probe may run again after the score)
     agreement = probe_agreement(report, load_probe(wd))

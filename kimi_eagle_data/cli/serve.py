@@ -11,8 +11,9 @@ from rich.markup import escape
 
 from kimi_eagle_data.cli.common import SERVES, UserError, console, friendly_errors, out
 from kimi_eagle_data.cli.options import ProfileChoice
-from kimi_eagle_data.profile import demo_profiles
+from kimi_eagle_data.profile import demo_profiles, get_profile
 from kimi_eagle_data.settings import DEFAULT_PROFILE, PROFILE_HELP
+from kimi_eagle_data.engines.drafter import SGLANG_CPU_DRAFTING, SGLANG_CPU_DRAFT_START, VLLM_CPU_EAGLE3_SAMPLED
 
 
 @click.command()
@@ -74,9 +75,8 @@ def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, conte
     """
     import shlex
 
-    from kimi_eagle_data.profile import get_profile
+    # lazy: keeps urllib.request, http.client and ssl (the launcher's health checks) out of every CLI start
     from kimi_eagle_data.engines.serve import SGLangLaunch, VLLMLaunch, locate_cpu_venv, run_server
-    from kimi_eagle_data.engines.drafter import SGLANG_CPU_DRAFT_START, SGLANG_CPU_DRAFTING, VLLM_CPU_EAGLE3_SAMPLED
 
     cpu = device == "cpu" and engine in ("sglang", "vllm")
     if venv and not cpu:
@@ -127,6 +127,7 @@ def serve(engine, device, venv, profile, model, tokenizer, host, port, tp, conte
             sys.exit(run_server(launch, prof, health_timeout_s=health_timeout, echo=out.print))
         except (RuntimeError, TimeoutError) as e:
             raise UserError(f"{launch.display_name} did not start: {e}") from e
+    # lazy: keeps aiohttp (the stand-in server) out of every CLI start
     from kimi_eagle_data.engines.protocol_server import serve_model
 
     serve_model(model, host=host, port=port, tokenizer=tokenizer, max_batch=max_batch, context_length=context_length,

@@ -10,8 +10,12 @@ from rich.table import Table
 
 from kimi_eagle_data.cli.common import READS_ONLY, REWRITES, friendly_errors, out
 from kimi_eagle_data.cli.help import SectionedCommand
-from kimi_eagle_data.cli.options import options_for
+from kimi_eagle_data.cli.options import options_for, settings_from
 from kimi_eagle_data.settings import COMMAND_SETTINGS, DECLARED
+from kimi_eagle_data.run_checks import REPO_ID
+from kimi_eagle_data.executors.slurm.jobs import Server, SlurmJobs, submit as submit_jobs
+from kimi_eagle_data.executors.slurm.task import ShardTask
+from kimi_eagle_data.store.workdir import Workdir
 
 
 @click.group()
@@ -48,8 +52,6 @@ def _typed(ctx: click.Context, command: str) -> list[str]:
 
 
 def _repo_id(ctx, param, value):
-    from kimi_eagle_data.run_checks import REPO_ID
-
     if value is not None and not REPO_ID.match(value):
         raise click.BadParameter(f"{value!r}: expected ORG/NAME")
     return value
@@ -57,9 +59,9 @@ def _repo_id(ctx, param, value):
 
 def _server(settings, serve_engine: str | None, port: int, serve_args: tuple[str, ...]):
     """The engine each generate task starts (None: in-process, or --server names running servers)."""
+    # lazy: keeps asyncio and ssl (the engine clients) out of every CLI start
     from kimi_eagle_data.engines.sglang import SGLangEngine
     from kimi_eagle_data.engines.vllm import VLLMEngine
-    from kimi_eagle_data.executors.slurm.jobs import Server
 
     if settings.servers:
         if serve_engine:
@@ -124,8 +126,7 @@ def submit(nodes, partition, account, qos, time_limit, gpus_per_node, setup, sba
     """
     from pathlib import Path
 
-    from kimi_eagle_data.cli.options import settings_from
-    from kimi_eagle_data.executors.slurm.jobs import SlurmJobs, submit as submit_jobs
+    # lazy: runs.py imports every stage (pyarrow, rensa, asyncio, scipy): kept out of every CLI start
     from kimi_eagle_data.runs import load_partitions
 
     ctx = click.get_current_context()
@@ -175,6 +176,7 @@ def status(workdir: str, as_json: bool):
 
     import orjson
 
+    # lazy: keeps pyarrow (the checkpoints' progress) out of every CLI start
     from kimi_eagle_data.executors.slurm.status import run_status
 
     st = run_status(workdir)
@@ -220,9 +222,8 @@ def task(step, configs, workdir, shard, shards, rc):
     check: exit 1 in one line when a completion is pending (finalize generates nothing)."""
     from pathlib import Path
 
+    # lazy: keeps pyarrow (the checkpoints' progress) out of every CLI start
     from kimi_eagle_data.executors.slurm.status import check_nothing_pending
-    from kimi_eagle_data.executors.slurm.task import ShardTask
-    from kimi_eagle_data.store.workdir import Workdir
 
     wd = Workdir(Path(workdir).resolve())
     if step == "check":

@@ -75,6 +75,7 @@ def stats(configs, workdir: Path, split: str, plots_dir: Path | None, no_plots: 
       kimi-data stats --workdir demo-work
       kimi-data stats B1 B4 --workdir run1 --json | jq '.overall.lengths.completion'
     """
+    # lazy: keeps pyarrow and pyarrow.compute (the reports read Parquet) out of every CLI start
     from kimi_eagle_data.emit.plots import plot_length_histograms
     from kimi_eagle_data.reports.stats import NothingValidatedYet, collect_stats, open_workdir, validated_configs
 

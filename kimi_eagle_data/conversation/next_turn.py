@@ -2,9 +2,9 @@
 
 Generate calls `NextTurn` for every completion of an own_history conversation and stores what it returns in the
 same transaction as the completion (store/checkpoint.py): the next turn's prompt (a PromptRecord with the
-conversation's id and its turn index) or a ConversationEnd with one of END_REASONS. It depends only on the stored
-completion, the turn's prompt and the source's script, so a resumed run continues every conversation exactly as
-an uninterrupted one does.
+conversation's id and its turn index) or a ConversationEnd with one of END_REASONS (records.py). It depends only on
+the stored completion, the turn's prompt and the source's script, so a resumed run continues every conversation
+exactly as an uninterrupted one does.
 """
 
 from __future__ import annotations
@@ -19,18 +19,6 @@ from kimi_eagle_data.records import Completion, ConversationEnd, PromptRecord
 from kimi_eagle_data.sources.policies import answer_of
 
 # Why a conversation has no next turn (the card counts them per config; docs/data-format.md).
-END_REASONS = {
-    "source_exhausted": "the source has no next user turn or tool result",
-    "max_turns": "the partition's max_turns turns were generated",
-    "call_diverged": "the model's tool calls are not the source's (name, JSON-equal arguments), so the source's "
-                     "tool results do not answer them",
-    "turn_rejected": "the validator rejected the turn (its row's `issues` say why): only a valid turn is sent back",
-    "turn_truncated": "the turn was cut at max_new_tokens: there is no whole turn to send back",
-    "next_prompt_too_long": "the next prompt + max_new_tokens is over max_seq_len",
-    "next_prompt_error": "the next prompt cannot be rendered (chat template or tool declarations)",
-}
-
-
 def turn_id(conversation_id: str, turn: int) -> str:
     """A later turn's sample id: stable from the conversation's id (its first turn's) and the turn index, in the
     `CONFIG-<16 hex>` form of every sample id (a seed and a shard are drawn from it as from any other)."""

@@ -13,6 +13,7 @@ import orjson
 
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.store.workdir import dataset_config_dir, file_sha256
+from kimi_eagle_data.emit.manifest import CARD, card_mismatch
 
 MANIFEST = "manifest.json"
 
@@ -134,8 +135,6 @@ def load_local(path: str | os.PathLike, *, verify: bool = True) -> LocalDataset:
 
 def check_manifest_against_card(ds: LocalDataset) -> None:
     """The manifest is not covered by its own hashes: the card records its hash (emit/manifest.py)."""
-    from kimi_eagle_data.emit.manifest import CARD, card_mismatch
-
     card = ds.root / CARD
     if CARD not in ds.files:
         raise DatasetError(f"{ds.root / MANIFEST} lists no {CARD} (the dataset card); re-run `kimi-data emit "

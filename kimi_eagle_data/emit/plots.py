@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 
 from kimi_eagle_data.model_profile import INSTANT, THINKING
 from kimi_eagle_data.store.workdir import Workdir, atomic_path
+from kimi_eagle_data.emit.token_freq import COVERAGE_SHARES, DRAFT_VOCAB_SIZE, add_counts, read_counts, token_freq_path
 
 
 COLORS = {"train": "#4C72B0", "rejected": "#DD8452"}
@@ -90,9 +91,6 @@ def plot_lengths(workdir: Workdir, configs: list[str], out_dir: Path) -> dict[st
 def plot_vocab_coverage(dataset_root: Path, configs: list[str], out_dir: Path) -> dict[str, str]:
     """The share of a config's loss tokens (train split) that its k most frequent ids cover, against k (log
     scale), one line per config and one for all of them, from dataset/token_freq/ (emit/token_freq.py)."""
-    from kimi_eagle_data.emit.token_freq import COVERAGE_SHARES, DRAFT_VOCAB_SIZE, add_counts, read_counts, \
-        token_freq_path
-
     counts = {c: read_counts(token_freq_path(dataset_root, c)) for c in configs}
     plt, fig, axes = _figure(1, 1, 6.4, 3.8, left=0.7)
     ax = axes[0, 0]

@@ -21,6 +21,7 @@ from kimi_eagle_data.schema import row_schema
 from kimi_eagle_data.store.workdir import Workdir, dataset_config_dir, read_json
 from kimi_eagle_data.validate.assemble import ValidateReport
 from kimi_eagle_data.validate.stage import validate, verdict_pool
+from kimi_eagle_data.emit.plots import plot_length_histograms, plot_lengths, plot_vocab_coverage
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +123,6 @@ class CardPlots:
         self.futures: list = []
 
     def config_validated(self, config: str, rows: int) -> None:
-        from kimi_eagle_data.emit.plots import plot_length_histograms, plot_lengths
-
         if rows:
             self.with_rows.append(config)
             self.futures.append(self.pool.submit(plot_length_histograms, self.workdir, [config], self.assets))
@@ -131,8 +130,6 @@ class CardPlots:
             self.futures.append(self.pool.submit(plot_lengths, self.workdir, self.with_rows, self.assets))
 
     def counts_written(self) -> None:
-        from kimi_eagle_data.emit.plots import plot_vocab_coverage
-
         if self.with_rows:
             self.futures.append(self.pool.submit(plot_vocab_coverage, self.workdir.dataset, self.with_rows,
                                                  self.assets))

@@ -26,13 +26,18 @@ import pyarrow.parquet as pq
 
 from kimi_eagle_data.chat_format import ChatFormat
 from kimi_eagle_data.diskfull import writing
-from kimi_eagle_data.emit.token_freq import TokenCounts, write_counts
+from kimi_eagle_data.emit.token_freq import TokenCounts, coverage_by_config, write_counts
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data import __version__
 from kimi_eagle_data.schema import ROW_SCHEMA, SPLITS
 from kimi_eagle_data.stopping import DeferredStop, check_stop
 from kimi_eagle_data.store.swap import STAGING, remove_tree, replace_dir
 from kimi_eagle_data.store.workdir import Workdir, atomic_path, file_sha256, move_into_place, write_json
+from kimi_eagle_data.conversation.shape import config_shape
+from kimi_eagle_data.cards.card import render_card
+from kimi_eagle_data.emit.manifest import CARD, manifest_sha256
+from kimi_eagle_data.emit.plots import VOCAB_PLOT, card_plots
+from kimi_eagle_data.store.cache_hits import workdir_cache
 
 SEMVER = re.compile(r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$")
 SHARD_TARGET_BYTES = 512 << 20     # token bytes (4 id + 1 mask) after which a new shard starts (~150-250 MB)
@@ -188,8 +193,6 @@ def pending_note(reports: dict[str, Any], root: Path) -> str | None:
 def conversation_shapes(workdir: Workdir, summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Config -> the shape of its conversations (conversation/shape.py), for the configs of policy own_history,
     from the light rows validate wrote."""
-    from kimi_eagle_data.conversation.shape import config_shape
-
     shapes = {c: config_shape(workdir.validated(c)) for c, s in summary.items()
               if (s.get("partition") or {}).get("policy") == "own_history"}
     return {c: v for c, v in shapes.items() if v is not None}
@@ -210,12 +213,6 @@ def finish_dataset(workdir: Workdir, summary: dict[str, Any], *, chat_format: Ch
     plots (plots.card_plots of those configs) are in dataset/assets, with {title: relative path}: the shards
     are hashed before waiting for them. The card records the manifest's hash (emit/manifest.py), so it is
     rendered last, before the manifest gets the card's own hash."""
-    from kimi_eagle_data.cards.card import render_card
-    from kimi_eagle_data.emit.manifest import CARD, manifest_sha256
-    from kimi_eagle_data.emit.plots import VOCAB_PLOT, card_plots
-    from kimi_eagle_data.emit.token_freq import coverage_by_config
-    from kimi_eagle_data.store.cache_hits import workdir_cache
-
     out = workdir.dataset
     summary = {c: s for c, s in summary.items() if s["splits"]}
     if not summary:

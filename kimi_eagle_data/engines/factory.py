@@ -4,6 +4,10 @@ its tokens (`check_served_model`) and a context length that holds every prompt p
 from __future__ import annotations
 
 from kimi_eagle_data.engines.base import Engine, EngineError
+from kimi_eagle_data.engines.http_client import RetryPolicy
+from kimi_eagle_data.engines.local import LocalEngine, model_positions
+from kimi_eagle_data.engines.sglang import SGLangEngine
+from kimi_eagle_data.engines.vllm import VLLMEngine
 from kimi_eagle_data.settings import RunSettings
 
 
@@ -11,18 +15,11 @@ def make_engine(settings: RunSettings, tokens, *, vocab_size: int, max_seq_len: 
     """`tokens`: the run's format's tokens (`chat_format.FormatTokens`); `vocab_size`: token ids a completion may
     hold are below it."""
     if settings.engine == "local":
-        from kimi_eagle_data.engines.local import LocalEngine
-
         engine = LocalEngine(settings.model_path, batch_size=settings.batch_size)
         check_model_positions(engine.context_length, max_seq_len, settings.model_path)
         return engine
     if settings.engine in ("sglang", "vllm"):
-        from kimi_eagle_data.engines.http_client import RetryPolicy
-
-        if settings.engine == "sglang":
-            from kimi_eagle_data.engines.sglang import SGLangEngine as ServerEngine
-        else:
-            from kimi_eagle_data.engines.vllm import VLLMEngine as ServerEngine
+        ServerEngine = SGLangEngine if settings.engine == "sglang" else VLLMEngine
         engine = ServerEngine(
             settings.servers, concurrency=settings.concurrency, health_timeout_s=settings.health_timeout,
             retry=RetryPolicy(max_attempts=settings.max_attempts, backoff_s=settings.retry_backoff,
@@ -42,8 +39,6 @@ def make_engine(settings: RunSettings, tokens, *, vocab_size: int, max_seq_len: 
 def check_model_positions(positions: int | None, max_seq_len: int, model: str) -> None:
     """The local engine decodes within its model's positions, as a server within its context: a max_seq_len
     beyond them would let prepare accept prompts the model cannot hold, each answered with no token."""
-    from kimi_eagle_data.engines.local import LocalEngine
-
     most = (positions or 0) - LocalEngine.context_margin
     if positions and max_seq_len > most:
         raise EngineError(f"the local engine's model {model} holds {positions:,} positions (max_position_embeddings), "
@@ -56,8 +51,6 @@ def check_local_model(settings: RunSettings, max_seq_len: int) -> None:
     """Before anything is written (a first build's workdir, generate's checkpoint): with the local engine, the
     model's positions checked from its config alone, without loading it."""
     if settings.engine == "local":
-        from kimi_eagle_data.engines.local import model_positions
-
         check_model_positions(model_positions(settings.model_path), max_seq_len, settings.model_path)
 
 

@@ -30,6 +30,9 @@ from aiohttp import web
 
 from kimi_eagle_data.engines.base import Engine, GenerationRequest, SamplingParams, ScoreRequest
 from kimi_eagle_data.records import RequestFailure
+from kimi_eagle_data.engines.local import LocalEngine
+from kimi_eagle_data.prompts.tokenizer import open_tokenizer
+from kimi_eagle_data.stopping import Terminated
 
 log = logging.getLogger(__name__)
 
@@ -511,9 +514,6 @@ def serve_model(model: str, *, host: str, port: int, tokenizer: str | None = Non
     """Serve `model` (a local HF model or Hub id, run in this process on CPU) over SGLang's protocol until stopped:
     `kimi-data serve --engine local`; with a `server_class` (and its `server_options`), the tests' stand-in
     (tests/helpers/standin_server.py)."""
-    from kimi_eagle_data.engines.local import LocalEngine
-    from kimi_eagle_data.prompts.tokenizer import open_tokenizer
-
     tok = None if skip_tokenizer_init else open_tokenizer(tokenizer or model)   # no format: it renders no prompt
     local = LocalEngine(model, batch_size=max_batch)
     server = (server_class or ProtocolServer)(
@@ -531,8 +531,6 @@ def run_server(server: ProtocolServer, host: str, port: int, *, print_url=log.in
     """Serve until SIGINT or SIGTERM, then shut down quietly: in-flight requests' connections close (no answer: a
     client retries them), the engine's batch ends at its next token, and the stop is raised in the caller's thread
     as KeyboardInterrupt (Ctrl-C) or stopping.Terminated (SIGTERM), for the command's usual line and exit status."""
-    from kimi_eagle_data.stopping import Terminated
-
     stopped_by = asyncio.run(_serve(server, host, port, print_url))
     raise Terminated() if stopped_by == signal.SIGTERM else KeyboardInterrupt()
 

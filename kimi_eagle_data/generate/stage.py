@@ -24,6 +24,7 @@ from kimi_eagle_data.store.checkpoint import Checkpoint
 from kimi_eagle_data.store.prompt_hash import conversation_origin, prompt_hash
 from kimi_eagle_data.store.prompt_view import ConfigPrompts, read_views
 from kimi_eagle_data.store.shard_split import ShardSplit
+from kimi_eagle_data.conversation.next_turn import NextTurn
 
 log = logging.getLogger(__name__)
 
@@ -137,8 +138,6 @@ def _skipped(records: list[PromptRecord], done: set[str], failed, done_later: in
 def make_next_turn(ctx: RunContext, prepared: list[PromptRecord]):
     """What follows each turn of the run's own_history conversations (conversation/next_turn.py's NextTurn);
     None when no config continues conversations."""
-    from kimi_eagle_data.conversation.next_turn import NextTurn
-
     configs = [c for c in ctx.configs if ctx.partitions.partition(c).conversations]
     if not configs:
         return None

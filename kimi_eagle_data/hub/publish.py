@@ -34,6 +34,7 @@ from typing import Any
 from kimi_eagle_data.emit.dataset import MANIFEST, DatasetError, load_local
 from kimi_eagle_data.emit.stale import marked_stale
 from kimi_eagle_data.run_checks import REPO_ID
+from kimi_eagle_data.emit.manifest import CARD
 
 
 
@@ -45,8 +46,6 @@ def tree_summary(paths) -> str:
     """"26 files (16 Parquet shards, 9 plots, the card README.md, manifest.json)": what emit and push count,
     the manifest included. `paths`: the manifest's `files` (manifest.json itself is not among them)."""
     from collections import Counter
-
-    from kimi_eagle_data.emit.manifest import CARD
 
     kinds = Counter("shard" if p.endswith(".parquet") else "plot" if p.endswith(".png") else
                     "card" if p == CARD else "other" for p in paths if p != MANIFEST)

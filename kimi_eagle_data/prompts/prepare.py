@@ -49,12 +49,13 @@ from kimi_eagle_data.sources.selection import ScanStats, select
 from kimi_eagle_data.sources.adapters import CHAT_COLUMNS, adapter_columns
 from kimi_eagle_data.sources.readers import SourceFileError, SourceRow, iter_source, local_source, record_columns
 from kimi_eagle_data.sources.rows import AdapterColumns
-from kimi_eagle_data.prompts.tokenizer import special_text_line
+from kimi_eagle_data.prompts.tokenizer import load_tokenizer, special_text_line
 from kimi_eagle_data.prompts.prepared_file import write_prepared
-from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile
+from kimi_eagle_data.model_profile import INSTANT, THINKING, ModelProfile, model_vocab_size
 from kimi_eagle_data.sources.modes import ModePlan, choose_effort, choose_mode, choose_sampling, run_wide_overridden
 from kimi_eagle_data.store.workdir import Workdir
 from kimi_eagle_data.wording import counted
+from kimi_eagle_data.profile import get_profile
 
 log = logging.getLogger(__name__)
 
@@ -458,9 +459,6 @@ def prepare_configs(settings, partitions, tokenizer, *, gen_prompt_ids: list[int
     the partition config it was resolved with (sources/config.py). With `workdir=None` nothing is written
     (`prepare --dry-run`). A config whose source cannot be read is recorded in `errors` and skipped; the others
     go on."""
-    from kimi_eagle_data.profile import get_profile
-    from kimi_eagle_data.model_profile import model_vocab_size
-
     pconf = partitions
     profile = get_profile(settings.profile)
     vocab_size = model_vocab_size(profile, tokenizer)
@@ -572,8 +570,6 @@ def no_prompt_line(part: Partition, desc: str, report: PrepareReport, columns: l
 def dry_run(settings, partitions, chat_format: ChatFormat) -> PrepareRun:
     """Everything prepare does except writing: per-config counts after each stage. `settings` resolved with
     `partitions` (pipeline.load_partitions)."""
-    from kimi_eagle_data.prompts.tokenizer import load_tokenizer
-
     tokenizer = load_tokenizer(settings.tokenizer_path, chat_format)
     sampling = settings.resolved_sampling()
     return prepare_configs(settings, partitions, tokenizer,

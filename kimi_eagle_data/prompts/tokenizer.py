@@ -170,8 +170,6 @@ def check_profile_tokens(tok, path: str) -> None:
     transformers 5.4.0-5.5.3 loaded `kimi_k25` through a generic fast backend whose special-token ids were wrong
     (transformers issue 45356): the string looked up one id, and that id decoded as something else. Refuse such
     a tokenizer here, at load, rather than build data with wrong structure ids."""
-    from kimi_eagle_data.profile import PROFILES
-
     wanted = sorted({t for p in PROFILES.values() for t in p.special_tokens})
     vocab = tok.get_vocab()
     added = {i: getattr(t, "content", str(t)) for i, t in tok.added_tokens_decoder.items()}

@@ -30,19 +30,14 @@ from kimi_eagle_data.run_checks import config_name_problem
 from kimi_eagle_data.reports.stats import QualityError, generation_so_far, order_configs
 from kimi_eagle_data.store.workdir import Workdir, dataset_configs, dataset_shards
 from kimi_eagle_data.wording import counted
+from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
 
-# kind -> rich style
-STYLES = {
-    "prefix": "bright_black", "system": "magenta", "tools": "yellow", "user": "green", "assistant": "cyan",
-    "tool_result": "dark_orange", "generation_prompt": "bright_black", "reasoning": "blue", "answer": "bold white",
-    "tool_section": "bright_black", "tool_call": "bold yellow", "text": "red", "end": "bright_black",
-}
 LIGHT_COLUMNS = ["id", "prompt_len", "completion_len", "issues"]
 
 
 @dataclass
 class Segment:
-    kind: str              # one of STYLES
+    kind: str              # one of the kinds cli/inspect.py STYLES colours
     label: str             # human label, e.g. "tool call 0: get_weather"
     start: int             # position in input_ids (inclusive)
     end: int               # (exclusive)
@@ -254,8 +249,6 @@ def inspect_sample(path: str | Path, config: str, id_: str | None = None, *, for
                    shortest: bool = False, longest: bool = False, rejected: str | None = None) -> dict[str, Any]:
     """Everything `kimi-data inspect --json` prints (keys documented in cli/inspect.py, INSPECT_JSON_HELP).
     `format_of`: a profile's chat format (formats.format_of; the CLI hands it in)."""
-    from kimi_eagle_data.prompts.tokenizer import load_tokenizer, tokenizer_fingerprint
-
     src = locate(path, config)
     tok_path, profile, run = resolve_tokenizer(src, tokenizer)
     chat_format = format_of(profile)

@@ -17,6 +17,7 @@ from kimi_eagle_data.conversation.shape import (TURN_COLUMNS, conversation_shape
                                                 lengths_by_turn, turn_arrays)
 from kimi_eagle_data.reports.stats import read_checkpoint_info, read_columns
 from kimi_eagle_data.store.workdir import Workdir, dataset_shards, read_json
+from kimi_eagle_data.emit.writer import PARQUET_OPTIONS
 
 NAIVE_CHARS_PER_TOKEN = 3.5
 PLAN_COLUMNS = ["id", "split", "prompt_len", "completion_len", "prompt_chars", "completion_chars"]
@@ -138,8 +139,6 @@ def disk_cost(wd: Workdir, config: str) -> tuple[DiskCost | None, str]:
     (within each shard) is the per-token cost, the rest of the shards' bytes the fixed part. None when the workdir
     was not emitted (validate writes no token rows)."""
     import io
-
-    from kimi_eagle_data.emit.writer import PARQUET_OPTIONS
 
     files = dataset_shards(wd.dataset, config)
     where = f"dataset/data/{config}/*.parquet"

@@ -36,6 +36,7 @@ from kimi_eagle_data.store.lock import workdir_writer
 from kimi_eagle_data.store.progress import PROGRESS_KEYS, generation_progress
 from kimi_eagle_data.store.workdir import Workdir, read_json
 from kimi_eagle_data.wording import counted
+from kimi_eagle_data.emit.token_freq import DRAFT_VOCAB_SIZE, add_counts, coverage, read_counts, token_freq_path
 
 SHORT_COMPLETION = 300          # tokens; "short" is reported, never a reason to reject
 DIST_KEYS = ("min", "p10", "median", "mean", "p90", "p99", "max")
@@ -373,9 +374,6 @@ def collect_stats(workdir: str | Path, configs: list[str] | tuple[str, ...] = ()
 def draft_vocab_coverage(wd: Workdir, configs: list[str]) -> dict[str, Any] | None:
     """How much of the train split's loss tokens the DRAFT_VOCAB_SIZE most frequent ids cover, per config and
     overall, from the counts the last emit wrote (dataset/token_freq/; None when it wrote none)."""
-    from kimi_eagle_data.emit.token_freq import DRAFT_VOCAB_SIZE, add_counts, coverage, read_counts, \
-        token_freq_path
-
     paths = {c: token_freq_path(wd.dataset, c) for c in configs}
     counts = {c: read_counts(p) for c, p in paths.items() if p.is_file()}
     if not counts:

@@ -7,7 +7,7 @@ bootstrap interval (the prompts of each set resampled, 2,000 times, seeded). Whe
 reasoning, the same for the reasoning (the chat format's `reasoning_length`: the tokens before K2.5's `</think>`,
 K3's `<|close|>think<|sep|>`) and the answer (the rest) separately.
 
-Verdict (one word), threshold `REGENERATE_GAP` = 0.5 nats/token (override: `--threshold`):
+Verdict (one word), threshold `REGENERATE_GAP` (score/scoring.py) = 0.5 nats/token (override: `--threshold`):
   either      the whole interval lies within ±0.5 nats/token: the upstream answers are text the
               target would write about as readily as its own, so training on them loses little;
   regenerate  anything else: the gap may exceed 0.5 nats/token (or there are too few samples to show it
@@ -27,14 +27,13 @@ from typing import Any
 import numpy as np
 
 from kimi_eagle_data.prompts.prepared_file import read_prepared
-from kimi_eagle_data.score.scoring import DEFAULT_LIMIT, Unrenderable, plan_items, run_scoring, sample
+from kimi_eagle_data.score.scoring import DEFAULT_LIMIT, REGENERATE_GAP, Unrenderable, plan_items, run_scoring, sample
 from kimi_eagle_data.engines.factory import run_engine
 from kimi_eagle_data.run_context import RunContext
 from kimi_eagle_data.store.prompt_view import ConfigPrompts
 from kimi_eagle_data.store.scores import ScoreCheckpoint
 from kimi_eagle_data.store.workdir import read_json, write_json
 
-REGENERATE_GAP = 0.5
 BOOTSTRAP = 2000
 
 

@@ -40,6 +40,9 @@ from kimi_eagle_data.records import LogprobSums, PromptRecord, RequestFailure
 from kimi_eagle_data.store.scores import Score, ScoreCheckpoint, ScoreKey
 
 DEFAULT_LIMIT = 200
+# The verdict's threshold in nats/token (score/report.py says why 0.5). Beside the sample size: both are the
+# command's defaults, which the CLI reads without loading the report (pyarrow and the engines).
+REGENERATE_GAP = 0.5
 
 
 # -- the sample and the work list ---------------------------------------------------------------------

@@ -86,6 +86,8 @@ else:  # pragma: no cover - Python 3.10
 
 from kimi_eagle_data.run_checks import CONFIG_NAME, CONFIG_NAME_RULE, INT64, SettingError, int64_problem
 from kimi_eagle_data.settings import SAMPLING_KEYS, SETTING_RULES, check_settings, setting_problem
+from kimi_eagle_data.sources.filters import expand_scripts
+from kimi_eagle_data.sources.adapters import ADAPTERS
 
 
 log = logging.getLogger(__name__)
@@ -213,8 +215,6 @@ def _share(v) -> str | None:
 
 
 def _filters(t: _Table, base: Filters) -> Filters:
-    from kimi_eagle_data.sources.filters import expand_scripts
-
     scripts = t.get("scripts", list, None)
     if scripts is not None:
         if not all(isinstance(s, str) for s in scripts):
@@ -294,8 +294,6 @@ def _efforts(partition: _Table) -> tuple[float, tuple[tuple[str, float], ...]]:
 
 def _partition(config: str, t: _Table, base: Partition | None, *, seed: int, filters: Filters,
                base_dir: Path) -> Partition:
-    from kimi_eagle_data.sources.adapters import ADAPTERS
-
     user = base is None
     n_raw = t.get("n", (int, str))
     if isinstance(n_raw, str) and n_raw != "all":

@@ -24,6 +24,7 @@ from typing import Any
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.sources.dedup import normalize
 from kimi_eagle_data.records import SourceRowError
+from kimi_eagle_data.sources.readers import SourceFileError, iter_file
 
 _WORD = re.compile(r"\w+")
 DEFAULT_FIELDS = ("question", "prompt", "problem", "turns", "text", "input", "instruction")
@@ -78,8 +79,6 @@ class EvalStats:
 
 class Decontaminator:
     def __init__(self, settings: DecontamSettings):
-        from kimi_eagle_data.sources.readers import SourceFileError, iter_file
-
         if settings.ngram < 1 or settings.min_words < 1:
             raise DecontamError("decontam: ngram and min_words must be at least 1")
         self.n = settings.ngram

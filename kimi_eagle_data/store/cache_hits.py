@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from kimi_eagle_data.store.checkpoint_set import open_workdir_checkpoints
 
 
 def cache_share(cached: np.ndarray, prompt: np.ndarray, turn: np.ndarray | None = None) -> dict[str, Any] | None:
@@ -34,8 +35,6 @@ def workdir_cache(wd, configs) -> dict[str, dict[str, Any]]:
     """Config -> its prefix-cache hits (cache_share, per turn) over the rows validate wrote, for the card; configs
     whose engine reported no cached_tokens are left out."""
     import pyarrow.parquet as pq
-
-    from kimi_eagle_data.store.checkpoint_set import open_workdir_checkpoints
 
     ckpt = open_workdir_checkpoints(wd)
     if ckpt is None:

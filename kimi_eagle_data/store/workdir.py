@@ -26,10 +26,11 @@ from typing import Any
 
 import orjson
 
-from kimi_eagle_data.diskfull import writing
+from kimi_eagle_data.diskfull import is_disk_full, writing
 from kimi_eagle_data.errors import KimiDataError, MissingInputError
 from kimi_eagle_data.json_text import JsonTextError, parse_json
 from kimi_eagle_data.run_checks import check_config_name
+from kimi_eagle_data.store.swap import recover_dataset
 
 
 _UMASK = os.umask(0)
@@ -62,8 +63,6 @@ class Workdir:
 
     @classmethod
     def at(cls, path: str | os.PathLike) -> "Workdir":
-        from kimi_eagle_data.diskfull import is_disk_full
-
         root = Path(path).resolve()
         try:
             root.mkdir(parents=True, exist_ok=True)
@@ -126,8 +125,6 @@ class Workdir:
     def remove_stale_temp_files(self) -> int:
         """Hidden temp files (`.NAME.*.tmp`, emit's `.SPLIT-NNNNN.parquet.tmp`) a killed process left behind; only
         for the workdir's one writer, which knows that no write is under way."""
-        from kimi_eagle_data.store.swap import recover_dataset
-
         recover_dataset(self.root)    # a stopped emit's new dataset, or the old one it had moved aside
         stale = [p for p in self.root.rglob(".*.tmp") if p.is_file()]
         for p in stale:

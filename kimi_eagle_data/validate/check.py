@@ -44,7 +44,7 @@ from kimi_eagle_data.chat_format import ChatFormat
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.json_text import UTF8_BOM, JsonTextError, parse_json
 from kimi_eagle_data.model_profile import MODES, THINKING, ModelProfile
-from kimi_eagle_data.prompts.tokenizer import special_text_line
+from kimi_eagle_data.prompts.tokenizer import special_text_line, tokenizer_fingerprint
 from kimi_eagle_data.sources.filters import CHARS_PER_TOKEN_BOUND, ROW_BYTES_PER_CHAR
 from kimi_eagle_data.sources.rows import split_reasoning, unknown_role
 from kimi_eagle_data.validate.check_input import FORMS_EXPECTED, CheckInputError, Unreadable, emitted_rows
@@ -345,8 +345,6 @@ def tokenizer_problem(tokenizer, given: str, made_with: dict[str, Any], where: P
     """Why `tokenizer` (loaded from `given`) cannot judge the rows of the dataset at `where`, whose manifest's
     provenance is `made_with`: another vocabulary than the one that rendered them (None when it is that one, or
     when the manifest records none)."""
-    from kimi_eagle_data.prompts.tokenizer import tokenizer_fingerprint
-
     recorded, sha = made_with.get("tokenizer_sha256"), tokenizer_fingerprint(tokenizer)["tokenizer_sha256"]
     if not recorded or sha == recorded:
         return None

@@ -176,7 +176,7 @@ def test_card_counts_conversations_as_their_rows_say(conversation_run):
     """The Conversations section of an own_history config: conversations, later turns and turns per conversation
     from its rows grouped here, every end reason with its meaning and its count; the single-turn config is not in
     it; the configs table counts later turns and says the identity with them."""
-    from kimi_eagle_data.conversation.next_turn import END_REASONS
+    from kimi_eagle_data.records import END_REASONS
     from tests.helpers.conversations import conversations_of
 
     workdir, _ = conversation_run

@@ -478,7 +478,7 @@ def test_inspect_unknown_id_is_one_line(demo_run):
 
 
 def test_inspect_shows_the_conversation_around_a_turn(conversation_run):
-    from kimi_eagle_data.conversation.next_turn import END_REASONS
+    from kimi_eagle_data.records import END_REASONS
     from tests.helpers.conversations import conversations_of
 
     workdir, _ = conversation_run
