@@ -14,7 +14,7 @@ from kimi_eagle_data.cli.options import options_for
 PROBE_JSON_HELP = """\b
 --json prints one object (also written to --out: WORKDIR/probe.json, which the
 card reads, or WORKDIR/probe-NAME.json for --data NAME):
-  setup {target, model, trainer (cpu-loop), drafter {...}, budget_loss_tokens,
+  setup {target, model, trainer (cpu-loop | speculators), drafter {...}, budget_loss_tokens,
     budget_policy, passes {ARM: budget / its loss tokens}, seq_len, seeds,
     drafts_per_step, max_new_tokens, held_out_per_config, data, data_name,
     data_check {rows, matched_rows, other_tokenizer_rows, invalid_rows} | null,
@@ -90,6 +90,10 @@ def probe_table(report, title: str = "probe: acceptance length of EAGLE-3 drafte
                    "with each trained drafter (saved as speculators saves one, under WORKDIR/probe-drafters/), as a "
                    "user's server would: on a machine without a GPU, vLLM's CPU recipe (`kimi-data serve --engine vllm "
                    "--device cpu`'s venv; greedy-exact with EAGLE-3); on a GPU node, the vLLM installed here.")
+@click.option("--trainer", type=click.Choice(["auto", "cpu-loop", "speculators"]), default="auto", show_default=True,
+              help="Who trains each drafter: speculators' own Trainer, or a short CPU loop that does what one of its "
+                   "steps does, on the same batches; auto: speculators' Trainer where torch sees a GPU, else the "
+                   "CPU loop (speculators' Trainer also runs on CPU, slower: docs/probe.md).")
 @click.option("--tp", type=click.IntRange(min=1), default=8, show_default=True,
               help="With --engine vllm on a GPU node: the target's tensor-parallel GPUs.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -98,12 +102,13 @@ def probe_table(report, title: str = "probe: acceptance length of EAGLE-3 drafte
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (keys below).")
 @friendly_errors(interrupted=PROBES)
 def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool, no_history: bool, dry_run: bool,
-          plan_model, plan_profile, plan_tokens, prefill_rate, train_rate, write_arms, drafters, engine: str, tp: int,
-          out_path, as_json: bool, **kw):
+          plan_model, plan_profile, plan_tokens, prefill_rate, train_rate, write_arms, drafters, engine: str, trainer: str,
+          tp: int, out_path, as_json: bool, **kw):
     """Train small EAGLE-3 drafters on a dataset and measure their acceptance on held-out prompts.
 
-    speculators' EAGLE-3 model and loss (the [probe] extra), trained on CPU by a short loop on the target's
-    hidden states computed in-process, one drafter per arm and seed: the dataset's own completions, the
+    speculators' EAGLE-3 model and loss (the [probe] extra), trained by speculators' own Trainer where torch
+    sees a GPU, else by a short CPU loop on the same batches (--trainer), on the target's hidden states
+    computed in-process, one drafter per arm and seed: the dataset's own completions, the
     source's upstream answers on the same prompts, and ¼ and ½ of the own data (equal loss-token budgets);
     for own_history configs, their later turns on the model's own history against the same turns on the
     source's history, answered by the target in-process.
@@ -159,12 +164,13 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
         from kimi_eagle_data.engines.serve import cpu_venv
 
         cpu_venv("vllm")      # before any training: the line saying how to install vLLM's CPU recipe
-    require_speculators()
+    if write_arms is None:
+        require_speculators()
     ctx = run_for(kw, create=False, remember_options=False)
     opts = ProbeOptions(data=data, configs=list(kw["configs"]), seeds=tuple(range(seeds)), budget=budget or BUDGET,
                         held_out=held_out or HELD_OUT, curve=not no_curve, upstream=not no_upstream, history=not no_history,
                         out=report_file, compare=compare, engine=engine, device=device, tp=tp,
-                        write_arms=write_arms, drafters=arm_drafters)
+                        write_arms=write_arms, drafters=arm_drafters, trainer=trainer)
     report = probe_run(ctx, opts)
     if write_arms is not None:
         for arm, entry in report["arms"].items():

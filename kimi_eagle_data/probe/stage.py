@@ -144,7 +144,8 @@ def acceptance_per_prompt(decoder_target: Target, drafter, prompts: dict[str, li
 
 
 def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
-    require_speculators()
+    if opts.write_arms is None:
+        require_speculators()
     t0 = time.perf_counter()
     split = split_rows(ctx, opts.data, opts.configs, opts.held_out, opts.split_seed, opts.max_new_tokens)
     records, held, firsts, kept, excluded, data = (split.records, split.held, split.firsts, split.kept,
