@@ -102,8 +102,8 @@ def probe_table(report, title: str = "probe: acceptance length of EAGLE-3 drafte
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (keys below).")
 @friendly_errors(interrupted=PROBES)
 def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool, no_history: bool, dry_run: bool,
-          plan_model, plan_profile, plan_tokens, prefill_rate, train_rate, write_arms, drafters, engine: str, trainer: str,
-          tp: int, out_path, as_json: bool, **kw):
+          plan_model, plan_profile, plan_tokens, prefill_rate, train_rate, write_arms, drafters, engine: str,
+          trainer: str, tp: int, out_path, as_json: bool, **kw):
     """Train small EAGLE-3 drafters on a dataset and measure their acceptance on held-out prompts.
 
     speculators' EAGLE-3 model and loss (the [probe] extra), trained by speculators' own Trainer where torch

@@ -20,6 +20,7 @@ import logging
 import shutil
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -90,6 +91,9 @@ def train_with_trainer(rows: list[TrainRow], target, spec: DrafterSpec, *, budge
         with trainer_device(device):
             trainer = Trainer(model, config, loader)
             trainer.run_training()
+        # its graceful shutdown turns Ctrl+C into an "interrupted" checkpoint and a normal return: the probe stops
+        if (Path(save) / "interrupted").exists():
+            raise KeyboardInterrupt
         steps = int(trainer.global_step)
     finally:
         metrics.removeHandler(last)

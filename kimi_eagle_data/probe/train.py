@@ -4,9 +4,9 @@
 - `cpu-loop`: a short loop that does what one of that Trainer's steps does, the default on CPU (speculators 0.9.0's
   Trainer assumes an accelerator: docs/probe.md has the measured reason).
 
-Both train on the same batches (`planned_batches`). The loop's step: rows packed into one sequence of `seq_len` tokens by speculators' own `CollateFn` with
-`shift_batch` (the (token i+1, state i) alignment), the model's forward with its TTT steps and the eager `kl_div` loss,
-AdamW at speculators' default learning rate. Hidden states come from the target for each packed row as it is drawn
+Both train on the same batches (`planned_batches`). The loop's step: rows packed into one sequence of `seq_len`
+tokens by speculators' own `CollateFn` with `shift_batch` (the (token i+1, state i) alignment), the model's forward
+with its TTT steps and the eager `kl_div` loss, AdamW at speculators' default learning rate. Hidden states come from the target for each packed row as it is drawn
 (probe/hidden_states.py): nothing is cached, so memory stays flat whatever the data's size.
 
 A run stops at its loss-token budget (tokens with loss_mask 1 after the shift, summed over steps), so arms with
