@@ -85,7 +85,10 @@ def train_with_trainer(rows: list[TrainRow], target, spec: DrafterSpec, *, budge
                            hidden_states_dtype=torch.bfloat16 if device != "cpu" else torch.float32)
     metrics = logging.getLogger("speculators.metrics")
     last = _LastLoss()
+    level, propagate = metrics.level, metrics.propagate
     metrics.addHandler(last)
+    metrics.setLevel(logging.INFO)     # its step records, to this handler only: not the probe's output
+    metrics.propagate = False
     t0 = time.perf_counter()
     try:
         with trainer_device(device):
@@ -97,6 +100,8 @@ def train_with_trainer(rows: list[TrainRow], target, spec: DrafterSpec, *, budge
         steps = int(trainer.global_step)
     finally:
         metrics.removeHandler(last)
+        metrics.setLevel(level)
+        metrics.propagate = propagate
         shutil.rmtree(save, ignore_errors=True)
     trained = trainer.model.to("cpu", torch.float32).eval()
     done = sum(batch_loss_tokens([rows[i] for i in b], seq_len) for b in batches)
