@@ -125,6 +125,7 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
       kimi-data probe B4 --workdir demo-work --data export/specforge.jsonl
       kimi-data probe --workdir demo-work --engine vllm      # measured by vLLM serving each drafter
       kimi-data probe --workdir demo-work --data clean.jsonl --data fixed.jsonl
+      kimi-data probe --workdir demo-work --dry-run --profile kimi-k2.5 --tokens 1000000000
     """
     from kimi_eagle_data.cli.options import run_for
     from kimi_eagle_data.probe.stage import BUDGET, ProbeOptions, probe_run

@@ -207,8 +207,8 @@ def gpu_plan(p: Projection, workdir: str, prefill_rate: float | None = None, tra
     if not workdir_is_model:
         lines.append(f"# WORKDIR: the workdir built for {model} (its dataset emitted) on the GPU node")
     lines += [
-        f"kimi-data probe {parts + ' ' if parts else ''}--workdir {wd} --write-arms probe-arms --seeds {p.seeds}"
-        f" --budget {p.budget}" + ("" if any(a.name == UPSTREAM for a in p.arms) else " --no-upstream")
+        f"kimi-data probe {parts + ' ' if parts else ''}--workdir {wd} --write-arms probe-arms"
+        + ("" if any(a.name == UPSTREAM for a in p.arms) else " --no-upstream")
         + ("" if any(a.share < 1 for a in p.arms) else " --no-curve") + " --no-history",
         f"python scripts/launch_vllm.py {q(model)} --hidden-states-path probe-hs --target-layer-ids {ids} {layers} "
         f"-- --tensor-parallel-size {p.gpus} --port 8000 --trust-remote-code &",

@@ -149,6 +149,8 @@ def main() -> None:
     from transformers import AutoModelForCausalLM
 
     transformers.logging.disable_progress_bar()
+    if "OMP_NUM_THREADS" not in os.environ:
+        torch.set_num_threads(1)    # as the probe decodes (probe/stage.py load_target): a tiny model gains nothing
 
     from kimi_eagle_data.probe.drafter import DrafterSpec, aux_layer_ids, require_speculators
     from kimi_eagle_data.probe.speculators_trainer import train_with_trainer

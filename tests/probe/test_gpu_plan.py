@@ -121,3 +121,11 @@ def test_write_arms_writes_each_arm_for_speculators_without_a_held_out_prompt(de
             assert prompt not in held_prompts
         sizes[slug] = len(ds)
     assert sizes["own-0.25"] < sizes["own-0.5"] < sizes["own"]
+
+
+def test_a_drafter_flag_without_a_drafter_is_one_line(demo_run, tmp_path):
+    """--drafter ARM=DIR (measuring saved drafters, trainer tier: test_saved_drafters.py) checked before anything runs."""
+    proc = run_cli("probe", "--workdir", str(demo_run[0]), "--drafter", f"own={tmp_path}", check=False)
+    assert proc.returncode == 2 and "holds no drafter (no config.json)" in proc.stderr
+    proc = run_cli("probe", "--workdir", str(demo_run[0]), "--drafter", "own", check=False)
+    assert proc.returncode == 2 and "expected ARM=DIR" in proc.stderr
