@@ -14,7 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.trainer
 
-TOLERANCE = 0.05        # acceptance (tokens per verify step), absolute
+TOLERANCE = 0.08        # acceptance (tokens per verify step), absolute: twice the +0.039 scripts/gpu measured
 
 
 @pytest.fixture(scope="module")
