@@ -7,17 +7,17 @@ import json
 import pytest
 
 from kimi_eagle_data.formats.kimi_k2.profiles import TINY_KIMI
-from tests.helpers.cli import copy_run, run_cli
+from tests.helpers.cli import run_cli
 
 pytestmark = pytest.mark.trainer
 
 
 def test_the_same_saved_drafter_as_two_arms_measures_the_same(demo_run, tmp_path):
-    workdir = copy_run(demo_run[0], tmp_path / "w")
+    workdir, out = demo_run[0], tmp_path / "probe.json"
     drafter = TINY_KIMI.shipped_drafter
-    run_cli("probe", "B4", "--workdir", str(workdir), "--held-out", "3", "--no-progress",
+    run_cli("probe", "B4", "--workdir", str(workdir), "--held-out", "3", "--no-progress", "--out", str(out),
             "--drafter", f"own={drafter}", "--drafter", f"upstream={drafter}")
-    report = json.loads((workdir / "probe.json").read_text())
+    report = json.loads(out.read_text())
     setup, b4 = report["setup"], report["configs"]["B4"]
     assert setup["trainer"] == "saved drafters (--drafter)" and setup["measured_by"] == "in-process"
     assert setup["drafters"] == {"own": [drafter], "upstream": [drafter]}
