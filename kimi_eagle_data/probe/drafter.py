@@ -22,6 +22,7 @@ and `trainer_device`, which lets speculators' own `Trainer` run on CPU (its loca
 from __future__ import annotations
 
 import json
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version as installed_version
@@ -218,6 +219,8 @@ def trainer_device(device: str):
     distributed._local_rank = torch.device("cpu")                                 # noqa: SLF001
     torch.accelerator.synchronize = lambda *a, **k: None
     try:
-        yield
+        with warnings.catch_warnings():     # its autocast names CUDA's device type, which torch disables on CPU
+            warnings.filterwarnings("ignore", message="CUDA is not available", category=UserWarning)
+            yield
     finally:
         distributed._local_rank, torch.accelerator.synchronize = rank, synchronize  # noqa: SLF001

@@ -89,6 +89,9 @@ def train_with_trainer(rows: list[TrainRow], target, spec: DrafterSpec, *, budge
     metrics.addHandler(last)
     metrics.setLevel(logging.INFO)     # its step records, to this handler only: not the probe's output
     metrics.propagate = False
+    notes = logging.getLogger("speculators")
+    notes_level = notes.level
+    notes.setLevel(logging.ERROR)      # its run notes ("No val loader, skipping validation epoch"): the probe has its own
     t0 = time.perf_counter()
     try:
         with trainer_device(device):
@@ -102,6 +105,7 @@ def train_with_trainer(rows: list[TrainRow], target, spec: DrafterSpec, *, budge
         metrics.removeHandler(last)
         metrics.setLevel(level)
         metrics.propagate = propagate
+        notes.setLevel(notes_level)
         shutil.rmtree(save, ignore_errors=True)
     trained = trainer.model.to("cpu", torch.float32).eval()
     done = sum(batch_loss_tokens([rows[i] for i in b], seq_len) for b in batches)
