@@ -34,7 +34,7 @@ from kimi_eagle_data.probe.shipped import load_drafter
 from kimi_eagle_data.probe.split import HELD_OUT, prompt_key
 from kimi_eagle_data.probe.stage import (DRAFTS, MAX_NEW_TOKENS, acceptance_per_prompt, load_target, prompts_of,
                                          split_rows)
-from kimi_eagle_data.probe.train import SEQ_LEN, TRAINER, train
+from kimi_eagle_data.probe.train import CPU_LOOP, SEQ_LEN, train
 from kimi_eagle_data.profile import demo_profiles, get_profile
 from kimi_eagle_data.runs import demo_settings, open_run
 
@@ -105,14 +105,14 @@ def main() -> None:
     target = load_target(target_path)
     aux = aux_layer_ids(int(target.config.num_hidden_layers))
     spec = DrafterSpec(target_path, tuple(aux), ttt_steps=DRAFTS)
-    trained = train(split.kept, target, spec, budget=args.budget, seed=args.seed)
+    trained = train(split.kept, target, spec, budget=args.budget, seed=args.seed, trainer=CPU_LOOP)
     print(f"trained: {trained.steps} steps, {trained.loss_tokens} loss tokens, last loss {trained.last_loss:.3f}, "
           f"{trained.seconds:.0f}s")
     prov = {"profile": args.profile, "command": "python scripts/train_tiny_drafter.py " + shlex.join(sys.argv[1:]),
             "data": {"demo": shlex.join(demo[:4] + ["--workdir", "W"]), "rows": len(split.kept) + split.excluded,
                      "excluded_rows": split.excluded, "trained_rows": len(split.kept)},
             "held_out_per_config": HELD_OUT, "split_seed": SPLIT_SEED, "seed": args.seed, "budget": args.budget,
-            "trainer": TRAINER, "seq_len": SEQ_LEN, "learning_rate": 1e-3, "steps": trained.steps,
+            "trainer": CPU_LOOP, "seq_len": SEQ_LEN, "learning_rate": 1e-3, "steps": trained.steps,
             "loss_tokens": trained.loss_tokens, "last_loss": round(trained.last_loss, 4),
             "train_seconds": round(trained.seconds, 1), "dtype": "bfloat16", "torch": torch.__version__,
             "drafter": spec.describe(trained.model), "trained_prompt_sha256": sorted(trained_prompts)}

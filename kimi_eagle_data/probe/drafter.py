@@ -15,12 +15,15 @@ drafter (`save_drafter`), and `Eagle3Drafter.propose`, which drafts with the tra
 (probe/decode.py) through the model's own modules and private members (`_build_attn_mask`, `sliding_window_indices`,
 `uses_full_attn`, `d2t`, `fc_norm`): the steps of the model's own forward (fc over the target's auxiliary states, then per draft token: embedding beside the previous
 hidden state, the decoder layers, the norm, lm_head), one draft token at a time with a KV cache, instead of the
-forward's training-time unrolling, which feeds the reference tokens (teacher forcing) rather than its own drafts.
+forward's training-time unrolling, which feeds the reference tokens (teacher forcing) rather than its own drafts;
+and `trainer_device`, which lets speculators' own `Trainer` run on CPU (its local rank, its step timer's synchronize).
 """
 
 from __future__ import annotations
 
 import json
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version as installed_version
 from pathlib import Path
@@ -49,7 +52,7 @@ class ProbeSetupError(KimiDataError):
 
 def require_speculators() -> None:
     """ProbeSetupError unless speculators imports (with transformers beside it) at the version whose internals this
-    module uses (`Eagle3Drafter.propose`)."""
+    module uses (`Eagle3Drafter.propose`, `trainer_device`)."""
     try:
         import speculators.models.eagle3  # noqa: F401
     except ImportError as e:
@@ -198,3 +201,26 @@ class Eagle3Drafter:
         return drafts
 
 
+
+
+@contextmanager
+def trainer_device(device: str):
+    """speculators' `Trainer` on `device`. Its 0.9.0 release assumes an accelerator: it moves the model and each batch
+    to `speculators.train.distributed.get_local_rank()` (0: the first accelerator) and times every logged step with
+    `torch.accelerator.synchronize()`; without an accelerator both fail ("RuntimeError: Cannot access accelerator
+    device when none is available", measured: docs/probe.md). On "cpu", while it trains, the local rank is the CPU
+    device and the synchronize a no-op (nothing to wait for); on an accelerator nothing changes."""
+    if device != "cpu":
+        yield
+        return
+    import speculators.train.distributed as distributed
+
+    rank, synchronize = distributed._local_rank, torch.accelerator.synchronize   # noqa: SLF001
+    distributed._local_rank = torch.device("cpu")                                 # noqa: SLF001
+    torch.accelerator.synchronize = lambda *a, **k: None
+    try:
+        with warnings.catch_warnings():     # its autocast names CUDA's device type, which torch disables on CPU
+            warnings.filterwarnings("ignore", message="CUDA is not available", category=UserWarning)
+            yield
+    finally:
+        distributed._local_rank, torch.accelerator.synchronize = rank, synchronize  # noqa: SLF001

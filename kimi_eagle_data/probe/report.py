@@ -238,7 +238,14 @@ def history_table(report: dict[str, Any]) -> tuple[list[str], list[list[str]]] |
 
 
 def setup_line(report: dict[str, Any]) -> str:
-    s, d = report["setup"], report["setup"]["drafter"]
+    s = report["setup"]
+    if "drafter" not in s:       # saved drafters measured (--drafter): nothing trained here
+        return (f"Target {Path(str(s['model'])).name}; saved drafters "
+                f"{'; '.join(f'{a}: ' + ', '.join(ds) for a, ds in s['drafters'].items())}; greedy speculative "
+                f"decoding {measured_by(s)} with {s['drafts_per_step']} drafts per verify step, up to "
+                f"{s['max_new_tokens']} new tokens on {s['held_out_per_config']} held-out prompts per config; interval "
+                f"{100 * report['confidence']:g}%: {report['interval']}.{_caveat(report)}")
+    d = s["drafter"]
     steps = sorted({r["steps"] for a in report["arms"].values() for r in a["seeds"].values()})
     return (f"Target {Path(str(s['model'])).name}; drafter {d.get('model')} ({d.get('layers')} layer, hidden "
             f"{d.get('hidden_size')}, {d.get('trainable_parameters'):,} trainable parameters, loss {d.get('loss')}), "

@@ -28,7 +28,7 @@ from kimi_eagle_data.probe.interval import FEW_PROMPTS
 from kimi_eagle_data.probe.report import build_report, is_workdir_dataset, report_path, write_report
 from kimi_eagle_data.probe.served import ServedTarget, served_acceptance
 from kimi_eagle_data.probe.split import HELD_OUT, held_out, prompt_key
-from kimi_eagle_data.probe.train import SEQ_LEN, TRAINER, train
+from kimi_eagle_data.probe.train import SEQ_LEN, resolve_trainer, train
 from kimi_eagle_data.prompts.prepared_file import read_prepared
 from kimi_eagle_data.records import PromptRecord
 from kimi_eagle_data.run_context import RunContext
@@ -60,6 +60,9 @@ class ProbeOptions:
     tp: int = 1                       # with engine vllm on "gpu": its tensor-parallel GPUs
     out: Path | None = None           # the report's file (None: probe/report.report_path's default)
     compare: Path | None = None       # a second dataset: `data` against it, paired (no upstream, curve, history)
+    write_arms: Path | None = None    # write each arm's rows there (probe/arm_data.py) and train nothing
+    drafters: dict[str, list[Path]] = field(default_factory=dict)   # saved drafters to measure: arm -> a dir per seed
+    trainer: str = "auto"             # probe/train.py TRAINERS, or "auto" (speculators' Trainer on a GPU)
 
 
 class ProbeError(KimiDataError):
@@ -141,7 +144,8 @@ def acceptance_per_prompt(decoder_target: Target, drafter, prompts: dict[str, li
 
 
 def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
-    require_speculators()
+    if opts.write_arms is None:
+        require_speculators()
     t0 = time.perf_counter()
     split = split_rows(ctx, opts.data, opts.configs, opts.held_out, opts.split_seed, opts.max_new_tokens)
     records, held, firsts, kept, excluded, data = (split.records, split.held, split.firsts, split.kept,
@@ -156,11 +160,17 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
         arm_rows = compared_arms(kept, other.kept, firsts, (lead, baseline))
     else:
         arm_rows = _arms(ctx, opts, kept, firsts)
+    if opts.drafters:
+        return _measure_saved(ctx, opts, split, t0)
     empty = [a for a, rows in arm_rows.items() if not rows]
     if empty:
         raise ProbeError(f"arm {empty[0]} has no training row (held out {len(held_ids)} prompts of "
                          f"{sum(len(r) for r in records.values())}); probe more data or fewer held-out prompts")
     repeats = passes(arm_rows, opts.budget, (lead, baseline))
+    if opts.write_arms is not None:
+        from kimi_eagle_data.probe.arm_data import write_arms
+
+        return write_arms(opts.write_arms, arm_rows, prompts_of(held))
 
     max_turns = {c: ctx.partitions.partition(c).max_turns for c in configs
                  if ctx.partitions.partition(c).conversations}
@@ -171,6 +181,7 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
                     ", ".join(sorted(max_turns)))
 
     target_path = str(ctx.run["model"])
+    trainer = resolve_trainer(opts.trainer)
     target = load_target(target_path)
     aux = aux_layer_ids(int(target.config.num_hidden_layers))
     spec = DrafterSpec(target_path, tuple(aux), ttt_steps=opts.drafts)
@@ -205,7 +216,7 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
             results[arm] = {}
             for seed in opts.seeds:
                 log.info("probe: training arm %s, seed %d on %d rows", arm, seed, len(rows))
-                trained = train(rows, target, spec, budget=opts.budget, seed=seed)
+                trained = train(rows, target, spec, budget=opts.budget, seed=seed, trainer=trainer)
                 drafter_info = spec.describe(trained.model)
                 t1 = time.perf_counter()
                 per_prompt = acceptance_of(trained, arm, seed, prompts)
@@ -228,10 +239,11 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
                    else None)
     finally:
         drafters.stop()
-    setup = {"target": target_path, "model": ctx.run["model"], "trainer": TRAINER, "drafter": drafter_info,
+    setup = {"target": target_path, "model": ctx.run["model"], "trainer": trainer, "drafter": drafter_info,
              "budget_loss_tokens": opts.budget, "seq_len": SEQ_LEN, "seeds": list(opts.seeds),
              "drafts_per_step": opts.drafts, "max_new_tokens": opts.max_new_tokens, "held_out_per_config":
-             opts.held_out, "split_seed": opts.split_seed, "data": str(data), "device": "cpu",
+             opts.held_out, "split_seed": opts.split_seed, "data": str(data),
+             "device": "gpu" if trainer == "speculators" and torch.cuda.is_available() else "cpu",
              "data_name": "this dataset" if is_workdir_dataset(ctx.workdir, data) else data.name,
              "data_check": split.data_check, "excluded_held_out_rows": excluded,
              "budget_policy": "equal loss tokens per arm", "passes": repeats,
@@ -249,6 +261,49 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
     if few:
         log.warning("the intervals of %s are over fewer than %d held-out prompts each: their spread is barely "
                     "estimated (raise --held-out or probe more prompts)", ", ".join(few), FEW_PROMPTS)
+    write_report(opts.out or report_path(ctx.workdir, opts.data, None, opts.compare), report)
+    return report
+
+
+def _measure_saved(ctx: RunContext, opts: ProbeOptions, split: Split, t0: float) -> dict[str, Any]:
+    """`--drafter ARM=DIR`: saved drafters (speculators' format; e.g. trained by speculators' trainer on a GPU node)
+    measured on this workdir's held-out prompts, in-process or served by vLLM, and reported as trained ones are."""
+    from kimi_eagle_data.probe.shipped import load_drafter
+
+    target_path = str(ctx.run["model"])
+    prompts = prompts_of(split.held)
+    stop = (ctx.tokens.end_of_turn,)
+    served = ServedTarget(target_path, ctx.profile, ctx.max_seq_len, ctx.workdir.root / "probe-drafters",
+                          device=opts.device, tp=opts.tp, vocab_size=ctx.vocab_size()) \
+        if opts.engine != IN_PROCESS else None
+    decoder_target = None
+    if served is None:
+        target = load_target(target_path)
+        decoder_target = Target(target, aux_layer_ids(int(target.config.num_hidden_layers)))
+    engine_info: dict[str, Any] = {}
+    results: dict[str, dict[int, dict[str, Any]]] = {}
+    for arm, dirs in opts.drafters.items():
+        results[arm] = {}
+        for seed, d in enumerate(dirs):
+            t1 = time.perf_counter()
+            if served is None:
+                per_prompt = acceptance_per_prompt(decoder_target, Eagle3Drafter(load_drafter(d, target_path)),
+                                                   prompts, opts.drafts, opts.max_new_tokens, stop)
+            else:
+                per_prompt, engine_info = served_acceptance(served, d, prompts, opts.drafts, opts.max_new_tokens,
+                                                            stop)
+            results[arm][seed] = {"rows": None, "prompts": None, "loss_tokens_available": None, "drafter": str(d),
+                                  "decode_seconds": round(time.perf_counter() - t1, 1),
+                                  "prompts_by_config": per_prompt}
+    lead, baseline = "own", "upstream"
+    setup = {"target": target_path, "model": ctx.run["model"], "trainer": "saved drafters (--drafter)",
+             "drafters": {a: [str(d) for d in ds] for a, ds in opts.drafters.items()}, "seeds":
+             sorted({s for r in results.values() for s in r}), "drafts_per_step": opts.drafts,
+             "max_new_tokens": opts.max_new_tokens, "held_out_per_config": opts.held_out,
+             "split_seed": opts.split_seed, "data": str(split.data), "data_name": "saved drafters",
+             "measured_by": "engine" if served else IN_PROCESS, "engine": engine_info or None}
+    report = build_report(setup, {c: [r.id for r in rs] for c, rs in split.held.items()}, results, lead, baseline)
+    report["seconds"] = round(time.perf_counter() - t0, 1)
     write_report(opts.out or report_path(ctx.workdir, opts.data, None, opts.compare), report)
     return report
 

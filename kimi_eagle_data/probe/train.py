@@ -1,9 +1,12 @@
-"""Training a drafter on CPU: speculators' model, its loss and its batch layout, driven by a short loop.
+"""Training a drafter: speculators' model, its loss and its batch layout, by one of two trainers (`TRAINERS`).
 
-speculators' `Trainer` needs an accelerator (pin_memory, synchronize, memory_allocated); on CPU this loop does what
-one of its steps does: rows packed into one sequence of `seq_len` tokens by speculators' own `CollateFn` with
-`shift_batch` (the (token i+1, state i) alignment), the model's forward with its TTT steps and the eager `kl_div` loss,
-AdamW at speculators' default learning rate. Hidden states come from the target for each packed row as it is drawn
+- `speculators`: speculators' own `Trainer` (probe/speculators_trainer.py), the default where torch sees a GPU;
+- `cpu-loop`: a short loop that does what one of that Trainer's steps does, the default on CPU (speculators 0.9.0's
+  Trainer assumes an accelerator: docs/probe.md has the measured reason).
+
+Both train on the same batches (`planned_batches`). The loop's step: rows packed into one sequence of `seq_len`
+tokens by speculators' own `CollateFn` with `shift_batch` (the (token i+1, state i) alignment), the model's forward
+with its TTT steps and the eager `kl_div` loss, AdamW at speculators' default learning rate. Hidden states come from the target for each packed row as it is drawn
 (probe/hidden_states.py): nothing is cached, so memory stays flat whatever the data's size.
 
 A run stops at its loss-token budget (tokens with loss_mask 1 after the shift, summed over steps), so arms with
@@ -17,18 +20,32 @@ import logging
 import random
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
+import numpy as np
 import torch
 
-from kimi_eagle_data.probe.arms import TrainRow
 from kimi_eagle_data.probe.drafter import LEARNING_RATE, DrafterSpec, loss_config, new_drafter
 from kimi_eagle_data.probe.hidden_states import target_states
+
+if TYPE_CHECKING:       # rows with ids and a mask (probe/arms.py); not imported, so that scripts/gpu needs no pyarrow
+    from kimi_eagle_data.probe.arms import TrainRow
 
 log = logging.getLogger(__name__)
 
 SEQ_LEN = 512
-TRAINER = "cpu-loop"     # what probe.json says trained the drafters (speculators' Trainer needs a GPU)
+CPU_LOOP, SPECULATORS = "cpu-loop", "speculators"
+TRAINERS = (CPU_LOOP, SPECULATORS)
+AUTO = "auto"
+
+
+def resolve_trainer(name: str = AUTO) -> str:
+    """The trainer `name` stands for: `auto` is speculators' Trainer where torch sees a GPU, else the CPU loop."""
+    if name == AUTO:
+        return SPECULATORS if torch.cuda.is_available() else CPU_LOOP
+    if name not in TRAINERS:
+        raise ValueError(f"unknown trainer {name!r}; one of {', '.join((AUTO, *TRAINERS))}")
+    return name
 
 
 @dataclass
@@ -41,7 +58,7 @@ class Trained:
     last_loss: float
 
 
-def _sample(row: TrainRow, target, aux_layers: Sequence[int], seq_len: int) -> dict[str, torch.Tensor]:
+def sample(row: TrainRow, target, aux_layers: Sequence[int], seq_len: int) -> dict[str, torch.Tensor]:
     ids = list(row.ids[:seq_len + 1])
     aux, last = target_states(target, ids, aux_layers)
     n = len(ids)
@@ -57,14 +74,54 @@ def _order(n: int, rng: random.Random):
         yield from idx
 
 
+def batch_loss_tokens(rows: list[TrainRow], seq_len: int) -> int:
+    """Loss tokens of rows packed into one sequence: each row's mask after the shift (token i+1 beside state i), the
+    pack cut at `seq_len`, as speculators' `CollateFn` with `shift_batch` lays them out."""
+    masks = [np.asarray(r.mask[1:min(len(r.ids), seq_len + 1)]) for r in rows]
+    return int(np.concatenate(masks)[:seq_len].sum()) if masks else 0
+
+
+def planned_batches(rows: list[TrainRow], seq_len: int, budget: int, seed: int) -> tuple[list[list[int]], int]:
+    """The batches that train a drafter on `rows` to `budget` loss tokens, as row indices: rows drawn in a seeded
+    order (reshuffled each pass) and packed until a batch holds `seq_len` tokens; a batch without a loss token is
+    left out. Also the rows drawn."""
+    if not rows or not any(any(r.mask) for r in rows):
+        raise ValueError("no row has a loss token")
+    order = _order(len(rows), random.Random(seed))
+    batches: list[list[int]] = []
+    done = drawn = 0
+    while done < budget:
+        batch, tokens = [], 0
+        while tokens < seq_len:
+            i = next(order)
+            batch.append(i)
+            tokens += min(len(rows[i].ids), seq_len + 1) - 1
+            drawn += 1
+        got = batch_loss_tokens([rows[i] for i in batch], seq_len)
+        if got:
+            batches.append(batch)
+            done += got
+    return batches, drawn
+
+
 def train(rows: list[TrainRow], target, spec: DrafterSpec, *, budget: int, seed: int, seq_len: int = SEQ_LEN,
-          learning_rate: float = LEARNING_RATE) -> Trained:
-    """A drafter trained on `rows` until `budget` loss tokens."""
+          learning_rate: float = LEARNING_RATE, trainer: str = AUTO) -> Trained:
+    """A drafter trained on `rows` until `budget` loss tokens, by `trainer` (`TRAINERS`, or `auto`)."""
+    if resolve_trainer(trainer) == SPECULATORS:
+        from kimi_eagle_data.probe.speculators_trainer import train_with_trainer
+
+        return train_with_trainer(rows, target, spec, budget=budget, seed=seed, seq_len=seq_len,
+                                  learning_rate=learning_rate)
+    return train_cpu_loop(rows, target, spec, budget=budget, seed=seed, seq_len=seq_len, learning_rate=learning_rate)
+
+
+def train_cpu_loop(rows: list[TrainRow], target, spec: DrafterSpec, *, budget: int, seed: int,
+                   seq_len: int = SEQ_LEN, learning_rate: float = LEARNING_RATE) -> Trained:
+    """The CPU loop: one step per planned batch (`planned_batches`)."""
     from speculators.models.eagle3.data import shift_batch
     from speculators.train.data import CollateFn
 
-    if not rows or not any(any(r.mask) for r in rows):
-        raise ValueError("no row has a loss token")
+    batches, seen = planned_batches(rows, seq_len, budget, seed)
     model = new_drafter(spec, seed)
     model.train()
     hidden = int(model.config.transformer_layer_config.hidden_size)
@@ -73,22 +130,13 @@ def train(rows: list[TrainRow], target, spec: DrafterSpec, *, budget: int, seed:
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=learning_rate)
     losses = loss_config()
-    order = _order(len(rows), random.Random(seed))
-    steps = seen = done = 0
+    steps = done = 0
     last = float("nan")
     t0 = time.perf_counter()
-    while done < budget:
-        batch, tokens = [], 0
-        while tokens < seq_len:
-            row = rows[next(order)]
-            batch.append(_sample(row, target, spec.aux_layers, seq_len))
-            tokens += len(batch[-1]["input_ids"]) - 1
-            seen += 1
-        data = collate(batch)
+    for indices in batches:
+        data = collate([sample(rows[i], target, spec.aux_layers, seq_len) for i in indices])
         data = {k: v for k, v in data.items() if isinstance(v, torch.Tensor)}
         mask = data["loss_mask"]
-        if int(mask.sum()) == 0:
-            continue
         _, loss, _ = model(hidden_states=data["hidden_states"], input_ids=data["input_ids"],
                            document_ids=data["document_ids"], loss_mask=mask, position_ids=data["position_ids"],
                            verifier_last_hidden_states=data["verifier_last_hidden_states"], ttt_steps=spec.ttt_steps,
