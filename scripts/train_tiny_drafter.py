@@ -30,11 +30,12 @@ from kimi_eagle_data.probe.decode import Target
 from kimi_eagle_data.probe.drafter import SPECULATORS_VERSION, DrafterSpec, Eagle3Drafter, require_speculators
 from kimi_eagle_data.probe.drafter import aux_layer_ids
 from kimi_eagle_data.probe.drafter import save_drafter
-from kimi_eagle_data.probe.shipped import load_drafter
+from kimi_eagle_data.probe.drafter import load_drafter
 from kimi_eagle_data.probe.split import HELD_OUT, prompt_key
 from kimi_eagle_data.probe.stage import (DRAFTS, MAX_NEW_TOKENS, acceptance_per_prompt, load_target, prompts_of,
                                          split_rows)
-from kimi_eagle_data.probe.train import CPU_LOOP, SEQ_LEN, train
+from kimi_eagle_data.probe.train import SEQ_LEN
+from kimi_eagle_data.probe.trainers import CPU_LOOP, train
 from kimi_eagle_data.profile import demo_profiles, get_profile
 from kimi_eagle_data.runs import demo_settings, open_run
 
@@ -52,7 +53,7 @@ def readme(profile: str, out: Path, prov: dict) -> str:
         f"speculators config (read through speculators' own registered config class; the copy of that class "
         f"`save_pretrained` writes beside it is not shipped), the weights are `model.safetensors` "
         f"({prov['dtype']}). The config names the verifier `{profile}`, the profile, because the embedded model's "
-        f"path depends on the install: `kimi_eagle_data.probe.shipped.load_drafter(dir, model_path)` loads it against "
+        f"path depends on the install: `kimi_eagle_data.probe.drafter.load_drafter(dir, model_path)` loads it against "
         f"the installed model.",
         f"**Data**: the dataset of `{data['demo']}`: {data['trained_rows']} of its {data['rows']} rows. The other "
         f"{data['excluded_rows']} belong to the probe's held-out prompts ({prov['held_out_per_config']} first-turn "

@@ -8,7 +8,6 @@ modules depend on each other) or under `if TYPE_CHECKING:` (a reader still has t
 from __future__ import annotations
 
 import ast
-import fnmatch
 import sys
 from pathlib import Path
 
@@ -362,14 +361,6 @@ def test_the_checker_passes_a_package_without_circles(tmp_path):
 
 LAZY_OWN_IMPORT_LIMIT = 100
 
-# Files other work in progress rewrites (the ChatFormat refactor of the formats, the probe): their lazy imports count
-# toward the limit but are not held to the comment rule yet. Drop an entry once its file is done; the test below
-# fails for an entry whose file has no uncommented lazy import left.
-COMMENT_RULE_DEFERRED = ("kimi_eagle_data/formats/kimi_k2/format.py", "kimi_eagle_data/formats/kimi_k3/format.py",
-                         "kimi_eagle_data/formats/kimi_k3/segments.py", "kimi_eagle_data/formats/kimi_k3/validator.py",
-                         "kimi_eagle_data/probe/*.py", "kimi_eagle_data/cli/probe*.py")
-
-
 def lazy_own_imports(path: Path) -> list[tuple[int, bool]]:
     """(line, has a why-comment) of each import of the package's own modules inside a function body of `path`
     (a relative import counts; an import in a nested function is counted once)."""
@@ -415,10 +406,6 @@ def all_lazy_own_imports(root: Path = ROOT) -> dict[str, list[tuple[int, bool]]]
     return {rel: lines for rel, lines in found.items() if lines}
 
 
-def _deferred(rel: str) -> bool:
-    return any(fnmatch.fnmatch(rel, pattern) for pattern in COMMENT_RULE_DEFERRED)
-
-
 LAZY = all_lazy_own_imports()
 
 
@@ -432,17 +419,9 @@ def test_lazy_imports_of_our_own_modules_stay_few():
 
 
 def test_each_lazy_import_of_our_own_modules_says_why():
-    found = [f"{rel}:{line}" for rel, lines in LAZY.items() if not _deferred(rel)
-             for line, explained in lines if not explained]
+    found = [f"{rel}:{line}" for rel, lines in LAZY.items() for line, explained in lines if not explained]
     assert not found, ("function-local imports of kimi_eagle_data modules without a comment saying why they are lazy "
                        "(on the line or the line above; or import them at the top): " + ", ".join(found))
-
-
-def test_the_deferred_files_still_need_deferring():
-    matched = {p: [rel for rel in LAZY if fnmatch.fnmatch(rel, p) and not all(e for _, e in LAZY[rel])]
-               for p in COMMENT_RULE_DEFERRED}
-    done = [p for p, rels in matched.items() if not rels]
-    assert not done, "no uncommented lazy import left: drop from COMMENT_RULE_DEFERRED: " + ", ".join(done)
 
 
 def test_the_lazy_import_walk_on_a_file_made_for_it(tmp_path):

@@ -9,7 +9,10 @@ import orjson
 
 from kimi_eagle_data.cli.common import PROBES, friendly_errors, out
 from kimi_eagle_data.cli.help import SectionedCommand
-from kimi_eagle_data.cli.options import options_for
+from kimi_eagle_data.cli.options import options_for, run_for
+from kimi_eagle_data.probe.split import HELD_OUT
+from kimi_eagle_data.profile import get_profile
+from kimi_eagle_data.store.workdir import Workdir
 
 PROBE_JSON_HELP = """\b
 --json prints one object (also written to --out: WORKDIR/probe.json, which the
@@ -34,6 +37,7 @@ def probe_table(report, title: str = "probe: acceptance length of EAGLE-3 drafte
                 rows_of=None):
     from rich.table import Table
 
+    # lazy: probe/report.py pulls scipy: kept out of every CLI start
     from kimi_eagle_data.probe.report import table
 
     head, rows = (rows_of or table)(report)
@@ -127,10 +131,8 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
       kimi-data probe --workdir demo-work --data clean.jsonl --data fixed.jsonl
       kimi-data probe --workdir demo-work --dry-run --profile kimi-k2.5 --tokens 1000000000
     """
-    from kimi_eagle_data.cli.options import run_for
+    # lazy: the probe's stage pulls torch, pyarrow and scipy: kept out of every CLI start
     from kimi_eagle_data.probe.stage import BUDGET, ProbeOptions, probe_run
-    from kimi_eagle_data.probe.split import HELD_OUT
-    from kimi_eagle_data.store.workdir import Workdir
 
     wd = Workdir(Path(kw["workdir"]).resolve())
     if len(data) > 2:
@@ -145,6 +147,7 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
     if plan_model and plan_profile:
         raise click.UsageError("--model and --profile both name the target to project; give one")
     arm_drafters = _drafters(drafters)
+    # lazy: probe/report.py pulls scipy: kept out of every CLI start
     from kimi_eagle_data.probe.report import report_path
 
     try:
@@ -158,10 +161,12 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
         return
     import torch
 
+    # lazy: probe/drafter.py pulls torch: kept out of every CLI start
     from kimi_eagle_data.probe.drafter import require_speculators
 
     device = "gpu" if torch.cuda.is_available() else "cpu"
     if engine == "vllm" and device == "cpu":
+        # lazy: keeps urllib.request, http.client and ssl (the launcher's health checks) out of every CLI start
         from kimi_eagle_data.engines.serve import cpu_venv
 
         cpu_venv("vllm")      # before any training: the line saying how to install vLLM's CPU recipe
@@ -182,9 +187,11 @@ def probe(data, seeds: int, budget, held_out, no_curve: bool, no_upstream: bool,
     if as_json:
         click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return
+    # lazy: probe/report.py pulls scipy: kept out of every CLI start
     from kimi_eagle_data.probe.report import setup_line
 
     out.print(probe_table(report))
+    # lazy: probe/report.py pulls scipy: kept out of every CLI start
     from kimi_eagle_data.probe.report import history_table
 
     if history_table(report) is not None:
@@ -212,8 +219,8 @@ def _drafters(values) -> dict[str, list[Path]]:
 
 def _dry_run(wd, kw, plan_model, plan_profile, plan_tokens, seeds, budget, tp, prefill_rate, train_rate, *,
              upstream: bool, curve: bool) -> None:
+    # lazy: probe/gpu_plan.py pulls torch and pyarrow: kept out of every CLI start
     from kimi_eagle_data.probe.gpu_plan import dataset_tokens, gpu_plan, model_shape, project
-    from kimi_eagle_data.profile import get_profile
 
     if plan_profile is not None:
         try:

@@ -17,6 +17,7 @@ import numpy as np
 
 from kimi_eagle_data.probe.arms import TrainRow
 from kimi_eagle_data.probe.gpu_plan import arm_slug
+from kimi_eagle_data.hub.export import torch_bytes
 
 HELD_OUT_FILE = "held-out.json"
 TOKEN_FREQ = "token_freq.pt"
@@ -25,7 +26,6 @@ TOKEN_FREQ = "token_freq.pt"
 def write_arm(rows: list[TrainRow], out: Path) -> dict[str, Any]:
     from datasets import Dataset, disable_progress_bars
 
-    from kimi_eagle_data.hub.export import torch_bytes
 
     disable_progress_bars()      # the probe prints what it wrote
 

@@ -26,6 +26,8 @@ from kimi_eagle_data.model_profile import INSTANT
 from kimi_eagle_data.probe.split import prompt_key, rank
 from kimi_eagle_data.records import PromptRecord
 from kimi_eagle_data.validate.check_input import CheckInputError, Unreadable, open_input
+from kimi_eagle_data.emit.dataset import load_local
+from kimi_eagle_data.store.workdir import dataset_config_dir
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +58,6 @@ class TrainRow:
 
 def dataset_rows(root: Path) -> Iterator[dict[str, Any]]:
     """The train rows of a dataset `kimi-data emit` wrote (its manifest's shards of split `train`)."""
-    from kimi_eagle_data.emit.dataset import load_local
-    from kimi_eagle_data.store.workdir import dataset_config_dir
-
     ds = load_local(root, verify=False)
     for config, entry in ds.manifest["configs"].items():
         for name in (entry["splits"].get("train") or {}).get("files", []):

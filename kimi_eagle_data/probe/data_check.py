@@ -24,6 +24,9 @@ from kimi_eagle_data.conversation.next_turn import turn_id
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.probe.split import prompt_key
 from kimi_eagle_data.records import PromptRecord
+from kimi_eagle_data.probe.arms import input_rows, row_arrays
+from kimi_eagle_data.prompts.prepared_file import read_prepared
+from kimi_eagle_data.validate.check import Checker
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +57,6 @@ class RowJudge:
     """Each row's verdict against one workdir: its prompts (all turns' ids), tokenizer and format."""
 
     def __init__(self, ctx, records: dict[str, list[PromptRecord]]):
-        from kimi_eagle_data.validate.check import Checker
-
         firsts = [r for rs in records.values() for r in rs if r.turn == 1]
         self.prompts = {r.id: r for r in firsts}
         self.by_key = {prompt_key(r.prompt_ids): r for r in firsts}
@@ -111,9 +112,6 @@ class RowJudge:
 def belonging_rows(ctx, data: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The rows of `data` that belong to the workdir, whichever of its partitions are probed (refused in one line
     when too few do), and the counts."""
-    from kimi_eagle_data.probe.arms import input_rows, row_arrays
-    from kimi_eagle_data.prompts.prepared_file import read_prepared
-
     wd = ctx.workdir
     judge = RowJudge(ctx, {c: read_prepared(wd, c) for c in ctx.partitions.partitions if wd.prepared(c).exists()})
     kept = [raw for n, raw in enumerate(input_rows(data), 1) if judge.judge(raw, *row_arrays(raw), n)]

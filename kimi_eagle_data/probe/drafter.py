@@ -224,3 +224,17 @@ def trainer_device(device: str):
             yield
     finally:
         distributed._local_rank, torch.accelerator.synchronize = rank, synchronize  # noqa: SLF001
+
+
+def load_drafter(drafter_dir: str | Path, target_path: str):
+    """A shipped drafter as speculators loads one (`from_pretrained`), its verifier the installed model at
+    `target_path`, in float32 and in eval mode."""
+    from loguru import logger
+    from speculators.models.eagle3 import Eagle3DraftModel, Eagle3SpeculatorConfig
+
+    logger.disable("speculators")
+    config = Eagle3SpeculatorConfig.from_pretrained(str(drafter_dir))
+    config.speculators_config.verifier.name_or_path = target_path
+    config.transformer_layer_config._attn_implementation = "eager"      # noqa: SLF001 - as trained: CPU, no flex
+    model = Eagle3DraftModel.from_pretrained(str(drafter_dir), config=config, dtype=torch.float32)
+    return model.eval()

@@ -26,6 +26,7 @@ from kimi_eagle_data.conversation.script import script_steps, step
 from kimi_eagle_data.probe.arms import TrainRow
 from kimi_eagle_data.probe.split import rank
 from kimi_eagle_data.records import PromptRecord
+from kimi_eagle_data.generate.records import GenerationJob
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +77,6 @@ def source_history_rows(turns: list[LaterTurn], ctx, engine) -> list[TrainRow]:
     """The `source history` arm: each later turn's source-history prompt answered by `engine`, as training rows
     (loss on the completion); the turns whose prompt cannot be made or whose completion is not a whole valid turn
     are left out (counted in the log)."""
-    from kimi_eagle_data.generate.records import GenerationJob
-
     prompts = [p for p in (source_history_prompt(t.first, t.turn, ctx.format) for t in turns)
                if p is not None and len(p.prompt_ids) + ctx.sampling.max_new_tokens <= ctx.max_seq_len]
     by_id = {p.id: p for p in prompts}

@@ -19,6 +19,8 @@ import numpy as np
 from kimi_eagle_data.probe.interval import (CONFIDENCE, METHOD, difference_interval, exploratory, parts,
                                             pooled_share, ratio_interval, seed_figures)
 from kimi_eagle_data.store.workdir import read_json, write_json
+from kimi_eagle_data.probe.history import OWN, SOURCE
+from kimi_eagle_data.probe.interval import COVERING_PROMPTS, MIN_SEED_DF
 
 log = logging.getLogger(__name__)
 
@@ -229,8 +231,6 @@ def table(report: dict[str, Any], lead: str | None = None, baseline: str | None 
 
 def history_table(report: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None:
     """The history arms' table (probe/history.py); None when the probe measured none."""
-    from kimi_eagle_data.probe.history import OWN, SOURCE
-
     history = report.get("history")
     if not history or not history.get("configs"):
         return None
@@ -258,8 +258,6 @@ def setup_line(report: dict[str, Any]) -> str:
 
 
 def _caveat(report: dict[str, Any]) -> str:
-    from kimi_eagle_data.probe.interval import COVERING_PROMPTS, MIN_SEED_DF
-
     if not any(e.get(EXPLORATORY) for e in report["configs"].values()):
         return ""
     return (f" Rows marked {EXPLORATORY} are over fewer than {COVERING_PROMPTS} held-out prompts, or fewer than "

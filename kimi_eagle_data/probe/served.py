@@ -28,6 +28,8 @@ from typing import Any
 from kimi_eagle_data.engines.base import EngineError, GenerationRequest, SamplingParams
 from kimi_eagle_data.model_profile import ModelProfile
 from kimi_eagle_data.records import Completion
+from kimi_eagle_data.engines.serve import VLLMLaunch, cpu_venv, wait_healthy
+from kimi_eagle_data.engines.vllm import VLLMEngine
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +63,6 @@ class DrafterServer:
     """One vLLM server of the target with `drafter` (a saved EAGLE-3 directory), its output in the log folder."""
 
     def __init__(self, target: ServedTarget, drafter: Path, drafts: int):
-        from kimi_eagle_data.engines.serve import VLLMLaunch, cpu_venv
-
         self.target = target
         venv = cpu_venv("vllm") if target.device == "cpu" else None
         self.launch = VLLMLaunch(model=target.model, tp=target.tp, port=_free_port(),
@@ -71,8 +71,6 @@ class DrafterServer:
         self.proc: subprocess.Popen | None = None
 
     def __enter__(self) -> "DrafterServer":
-        from kimi_eagle_data.engines.serve import wait_healthy
-
         self.target.log_dir.mkdir(parents=True, exist_ok=True)
         cmd, env = self.launch.command(self.target.profile), self.launch.env()
         with open(self.log, "ab") as out:
@@ -110,8 +108,6 @@ def served_acceptance(target: ServedTarget, drafter: Path, prompts: dict[str, li
     """Each held-out prompt (config -> (id, prompt ids)) answered greedily by vLLM serving `drafter`: per partition
     its tokens, verify steps, accepted drafts and output, as probe/stage.py's in-process measure gives them; and the
     engine that measured (name, version, device)."""
-    from kimi_eagle_data.engines.vllm import VLLMEngine
-
     t0 = time.perf_counter()
     with DrafterServer(target, drafter, drafts) as server:
         ready = time.perf_counter() - t0

@@ -5,7 +5,7 @@ demo data and saved by speculators' own `save_pretrained` (config.json with the 
 the format vLLM and SGLang load a drafter in. A profile names its drafter (`ModelProfile.shipped_drafter`).
 
 The saved config names its verifier by profile name, not by path: the embedded model's path depends on where the
-package is installed, so `load_drafter` points it at the installed model. `provenance.json` beside the weights records
+package is installed, so `load_drafter` (probe/drafter.py) points it at the installed model. `provenance.json` beside the weights records
 how the drafter was trained (command, data, seed, budget, steps) and the hash of every prompt it was trained on, so a
 demo measures it only on prompts it never saw, whatever `--limit` built the demo.
 """
@@ -23,7 +23,7 @@ import torch
 
 from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.probe.decode import Target
-from kimi_eagle_data.probe.drafter import PROVENANCE, Eagle3Drafter, require_speculators
+from kimi_eagle_data.probe.drafter import PROVENANCE, Eagle3Drafter, aux_layer_ids, load_drafter, require_speculators
 from kimi_eagle_data.probe.split import HELD_OUT, held_out, prompt_key
 from kimi_eagle_data.probe.stage import DRAFTS, acceptance_per_prompt, load_target, prompts_of
 from kimi_eagle_data.prompts.prepared_file import read_prepared
@@ -32,20 +32,6 @@ log = logging.getLogger(__name__)
 
 DEMO_PROMPTS = 2               # held-out prompts per partition the demo decodes
 DEMO_NEW_TOKENS = 48           # per prompt, in the demo
-
-
-def load_drafter(drafter_dir: str | Path, target_path: str):
-    """A shipped drafter as speculators loads one (`from_pretrained`), its verifier the installed model at
-    `target_path`, in float32 and in eval mode."""
-    from loguru import logger
-    from speculators.models.eagle3 import Eagle3DraftModel, Eagle3SpeculatorConfig
-
-    logger.disable("speculators")
-    config = Eagle3SpeculatorConfig.from_pretrained(str(drafter_dir))
-    config.speculators_config.verifier.name_or_path = target_path
-    config.transformer_layer_config._attn_implementation = "eager"      # noqa: SLF001 - as trained: CPU, no flex
-    model = Eagle3DraftModel.from_pretrained(str(drafter_dir), config=config, dtype=torch.float32)
-    return model.eval()
 
 
 def provenance(drafter_dir: str | Path) -> dict[str, Any]:
@@ -75,8 +61,6 @@ def shipped_acceptance(ctx, prompts_per_config: int = DEMO_PROMPTS,
     per partition the first `prompts_per_config` of the probe's seeded split (split seed 0) that the drafter was not
     trained on. None when the profile ships no drafter; ShippedDrafterMissing when its directory is not
     there; ProbeSetupError when speculators is missing."""
-    from kimi_eagle_data.probe.drafter import aux_layer_ids
-
     drafter_dir = ctx.profile.shipped_drafter
     if not drafter_dir:
         return None

@@ -21,17 +21,22 @@ from kimi_eagle_data.errors import KimiDataError
 from kimi_eagle_data.probe.arms import (CURVE, TrainRow, compared_arms, compared_names, input_rows, passes, subset,
                                        to_train_row, upstream_row)
 from kimi_eagle_data.probe.decode import Target, speculative
-from kimi_eagle_data.probe.drafter import DrafterSpec, Eagle3Drafter, aux_layer_ids, require_speculators, save_drafter
+from kimi_eagle_data.probe.drafter import (DrafterSpec, Eagle3Drafter, aux_layer_ids, load_drafter, require_speculators,
+                                           save_drafter)
 from kimi_eagle_data.probe.history import OWN, SOURCE, LaterTurn, held_out_later, later_turns, source_history_rows
 from kimi_eagle_data.probe.data_check import belonging_rows
 from kimi_eagle_data.probe.interval import FEW_PROMPTS
 from kimi_eagle_data.probe.report import build_report, is_workdir_dataset, report_path, write_report
 from kimi_eagle_data.probe.served import ServedTarget, served_acceptance
 from kimi_eagle_data.probe.split import HELD_OUT, held_out, prompt_key
-from kimi_eagle_data.probe.train import SEQ_LEN, resolve_trainer, train
+from kimi_eagle_data.probe.train import SEQ_LEN
+from kimi_eagle_data.probe.trainers import resolve_trainer, train
 from kimi_eagle_data.prompts.prepared_file import read_prepared
 from kimi_eagle_data.records import PromptRecord
 from kimi_eagle_data.run_context import RunContext
+from kimi_eagle_data.engines.local import LocalEngine
+from kimi_eagle_data.probe.arm_data import write_arms
+from kimi_eagle_data.progress import Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +67,7 @@ class ProbeOptions:
     compare: Path | None = None       # a second dataset: `data` against it, paired (no upstream, curve, history)
     write_arms: Path | None = None    # write each arm's rows there (probe/arm_data.py) and train nothing
     drafters: dict[str, list[Path]] = field(default_factory=dict)   # saved drafters to measure: arm -> a dir per seed
-    trainer: str = "auto"             # probe/train.py TRAINERS, or "auto" (speculators' Trainer on a GPU)
+    trainer: str = "auto"             # probe/trainers.py TRAINERS, or "auto" (speculators' Trainer on a GPU)
 
 
 class ProbeError(KimiDataError):
@@ -168,8 +173,6 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
                          f"{sum(len(r) for r in records.values())}); probe more data or fewer held-out prompts")
     repeats = passes(arm_rows, opts.budget, (lead, baseline))
     if opts.write_arms is not None:
-        from kimi_eagle_data.probe.arm_data import write_arms
-
         return write_arms(opts.write_arms, arm_rows, prompts_of(held))
 
     max_turns = {c: ctx.partitions.partition(c).max_turns for c in configs
@@ -268,7 +271,6 @@ def probe_run(ctx: RunContext, opts: ProbeOptions) -> dict[str, Any]:
 def _measure_saved(ctx: RunContext, opts: ProbeOptions, split: Split, t0: float) -> dict[str, Any]:
     """`--drafter ARM=DIR`: saved drafters (speculators' format; e.g. trained by speculators' trainer on a GPU node)
     measured on this workdir's held-out prompts, in-process or served by vLLM, and reported as trained ones are."""
-    from kimi_eagle_data.probe.shipped import load_drafter
 
     target_path = str(ctx.run["model"])
     prompts = prompts_of(split.held)
@@ -339,8 +341,6 @@ class DrafterProgress:
         progress.start(self.LABEL, total)
 
     def measured(self, tokens: int) -> None:
-        from kimi_eagle_data.progress import Snapshot
-
         self.done += 1
         self.tokens += tokens
         self.progress.update(Snapshot(self.LABEL, self.done, self.total,
@@ -355,8 +355,6 @@ def _history(ctx: RunContext, turns: list[LaterTurn], held_ids: set[str], held_p
              max_prompt: int, target_path: str, measure) -> dict[str, Any] | None:
     """The history arms (probe/history.py) on the same later turns, measured on the held-out conversations' later
     turns; None (with a warning) when either arm or the held-out set is empty."""
-    from kimi_eagle_data.engines.local import LocalEngine
-
     held_later = held_out_later(turns, held_ids, opts.held_out, opts.split_seed, max_prompt)
     training = [t for t in turns if t.first.id not in held_ids and prompt_key(t.row.prompt.tolist()) not in held_prompts]
     engine = LocalEngine(target_path)

@@ -1,8 +1,5 @@
-"""Training a drafter: speculators' model, its loss and its batch layout, by one of two trainers (`TRAINERS`).
-
-- `speculators`: speculators' own `Trainer` (probe/speculators_trainer.py), the default where torch sees a GPU;
-- `cpu-loop`: a short loop that does what one of that Trainer's steps does, the default on CPU (speculators 0.9.0's
-  Trainer assumes an accelerator: docs/probe.md has the measured reason).
+"""Training a drafter: speculators' model, its loss and its batch layout, and the CPU loop (`train_cpu_loop`), one of
+the two trainers probe/trainers.py chooses between (the other: speculators' own `Trainer`, probe/speculators_trainer.py).
 
 Both train on the same batches (`planned_batches`). The loop's step: rows packed into one sequence of `seq_len`
 tokens by speculators' own `CollateFn` with `shift_batch` (the (token i+1, state i) alignment), the model's forward
@@ -34,20 +31,6 @@ if TYPE_CHECKING:       # rows with ids and a mask (probe/arms.py); not imported
 log = logging.getLogger(__name__)
 
 SEQ_LEN = 512
-CPU_LOOP, SPECULATORS = "cpu-loop", "speculators"
-TRAINERS = (CPU_LOOP, SPECULATORS)
-AUTO = "auto"
-
-
-def resolve_trainer(name: str = AUTO) -> str:
-    """The trainer `name` stands for: `auto` is speculators' Trainer where torch sees a GPU, else the CPU loop."""
-    if name == AUTO:
-        return SPECULATORS if torch.cuda.is_available() else CPU_LOOP
-    if name not in TRAINERS:
-        raise ValueError(f"unknown trainer {name!r}; one of {', '.join((AUTO, *TRAINERS))}")
-    return name
-
-
 @dataclass
 class Trained:
     model: object
@@ -102,17 +85,6 @@ def planned_batches(rows: list[TrainRow], seq_len: int, budget: int, seed: int) 
             batches.append(batch)
             done += got
     return batches, drawn
-
-
-def train(rows: list[TrainRow], target, spec: DrafterSpec, *, budget: int, seed: int, seq_len: int = SEQ_LEN,
-          learning_rate: float = LEARNING_RATE, trainer: str = AUTO) -> Trained:
-    """A drafter trained on `rows` until `budget` loss tokens, by `trainer` (`TRAINERS`, or `auto`)."""
-    if resolve_trainer(trainer) == SPECULATORS:
-        from kimi_eagle_data.probe.speculators_trainer import train_with_trainer
-
-        return train_with_trainer(rows, target, spec, budget=budget, seed=seed, seq_len=seq_len,
-                                  learning_rate=learning_rate)
-    return train_cpu_loop(rows, target, spec, budget=budget, seed=seed, seq_len=seq_len, learning_rate=learning_rate)
 
 
 def train_cpu_loop(rows: list[TrainRow], target, spec: DrafterSpec, *, budget: int, seed: int,

@@ -54,7 +54,7 @@ def test_the_drafts_are_speculators_forward_s(parts):
 
 def test_a_short_training_run_lowers_the_loss(parts):
     from kimi_eagle_data.probe.arms import TrainRow
-    from kimi_eagle_data.probe.train import train
+    from kimi_eagle_data.probe.trainers import train
 
     target, spec, _ = parts
     rng = random.Random(1)

@@ -32,7 +32,7 @@ def test_the_engine_and_the_in_process_decoder_measure_the_same_acceptance(profi
     from kimi_eagle_data.probe.drafter import Eagle3Drafter
     from kimi_eagle_data.probe.drafter import aux_layer_ids
     from kimi_eagle_data.probe.served import ServedTarget, served_acceptance
-    from kimi_eagle_data.probe.shipped import load_drafter
+    from kimi_eagle_data.probe.drafter import load_drafter
     from kimi_eagle_data.probe.split import held_out
     from kimi_eagle_data.probe.stage import DRAFTS, acceptance_per_prompt, load_target
     from kimi_eagle_data.profile import get_profile

@@ -36,7 +36,8 @@ def test_the_demo_without_speculators_says_how_to_get_the_drafter_s_acceptance(t
 def test_the_shipped_drafter_loads_as_speculators_saves_it(profile):
     from speculators.models.eagle3 import Eagle3DraftModel
 
-    from kimi_eagle_data.probe.shipped import load_drafter, provenance
+    from kimi_eagle_data.probe.drafter import load_drafter
+    from kimi_eagle_data.probe.shipped import provenance
     from kimi_eagle_data.profile import get_profile
 
     p = get_profile(profile)

@@ -54,7 +54,7 @@ def test_without_an_accelerator_speculators_trainer_needs_the_cpu_device(parts):
 
 
 def test_it_trains_the_cpu_loop_s_batches_and_lowers_the_loss(parts):
-    from kimi_eagle_data.probe.train import train
+    from kimi_eagle_data.probe.trainers import train
 
     target, spec = parts
     rows = _random_rows()
@@ -72,7 +72,7 @@ def test_its_acceptance_on_the_demo_is_the_cpu_loop_s(parts, demo_run):
     from kimi_eagle_data.probe.drafter import Eagle3Drafter
     from kimi_eagle_data.probe.split import HELD_OUT
     from kimi_eagle_data.probe.stage import MAX_NEW_TOKENS, ProbeOptions, _arms, acceptance_per_prompt, split_rows
-    from kimi_eagle_data.probe.train import train
+    from kimi_eagle_data.probe.trainers import train
     from kimi_eagle_data.runs import open_run
     from kimi_eagle_data.settings import RunSettings
 
