@@ -571,6 +571,7 @@ def dry_run(settings, partitions, chat_format: ChatFormat) -> PrepareRun:
     """Everything prepare does except writing: per-config counts after each stage. `settings` resolved with
     `partitions` (pipeline.load_partitions)."""
     tokenizer = load_tokenizer(settings.tokenizer_path, chat_format)
+    chat_format = chat_format.bind(settings.model_profile, tokenizer)
     sampling = settings.resolved_sampling()
     return prepare_configs(settings, partitions, tokenizer,
                            gen_prompt_ids=PromptModes.of(settings.model_profile, tokenizer,
