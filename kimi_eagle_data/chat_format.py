@@ -39,7 +39,7 @@ class ToolSchemaUnsupported(ValueError):
 @dataclass(frozen=True)
 class FormatTokens:
     """A format's structural tokens resolved to one tokenizer's ids: one shape for every format (K2.5's roles are
-    `<think>`, `</think>` and the tool-call section tokens; K3's its `<|open|>`, `<|close|>`, `<|sep|>` markers).
+    `<think>`, `</think>` and the tool-call section tokens; K3's its open, close and separator markers).
     `tokens.end_of_turn`, `tokens.think_close`, …: the id of that role."""
 
     ids: Mapping[str, int]                          # every token string the served tokenizer must agree on -> id

@@ -218,7 +218,7 @@ class SpecialText:
     """Special-token strings in text: the strings the model's tokenizer turns into special ids wherever they
     stand, its added tokens (transformers splits text on them) and every special token of a tiktoken core (K2.5's
     `TikTokenTokenizer` encodes text with `allowed_special="all"`, the reserved `<|reserved_token_N|>` names
-    included). A message holding `<|im_end|><|im_assistant|>` therefore renders as a real turn boundary: K2.5's
+    included). A message holding the text of K2.5's end-of-turn and assistant tokens therefore renders as a real turn boundary: K2.5's
     own encode, transformers' `apply_chat_template` and the chat paths of SGLang and vLLM all give the special
     ids, and none has a mode that keeps the text plain (docs/token-rules.md, "Special-token text in a prompt").
     Build it with `special_text(tokenizer)` (one per tokenizer)."""
